@@ -1,0 +1,1 @@
+"""Headwater keeps a private corpus and its search indexes in sync."""

@@ -1,0 +1,83 @@
+"""The connector contract: a connector only reads its source.
+
+A connector is a class with an ``Options`` pydantic model (its config keys, extra keys
+forbidden) and a constructor ``(options, context)``. Its ``read`` is a generator that
+yields ``SourceDocument | Deleted | Failure | Checkpoint`` and returns the checkpoint the
+next run starts from. It never writes the manifest, never builds document ids and never
+persists checkpoints: the sync runner does all of that.
+
+Optional abilities are separate Protocols checked with ``isinstance``: ``Enumerating``
+(a full snapshot of current object ids, used for deletes) and ``LazyFetching`` (content
+fetched only when the version gate says it may have changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from headwater.types import Checkpoint, KnownVersions, SourceItem, Window
+
+ReadStream = Generator[SourceItem, None, Checkpoint | None]
+
+
+class ConnectorOptions(BaseModel):
+    """Base of every connector's options model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class ConnectorCapabilities:
+    """What a connector does, as data.
+
+    - ``windowed``: ``read`` honours the window (``start < updated_at <= end``).
+    - ``full_listing``: a complete ``read`` lists every current object, so it doubles as
+      an enumeration for deletes (the filesystem does this).
+    """
+
+    windowed: bool = False
+    full_listing: bool = False
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What the core tells a connector about where it runs."""
+
+    source_id: str
+    state_dir: Path
+    user_agent: str = "Headwater/0.1 (+https://github.com/headwater)"
+
+
+@runtime_checkable
+class Connector(Protocol):
+    """Every connector."""
+
+    type_name: ClassVar[str]
+    capabilities: ClassVar[ConnectorCapabilities]
+
+    def validate(self) -> None:
+        """A light probe; raises ConfigError, CredentialError or TransientError."""
+        ...
+
+    def read(self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions) -> ReadStream:
+        """Yield items in a stable order; return the next run's starting checkpoint."""
+        ...
+
+
+@runtime_checkable
+class Enumerating(Protocol):
+    """A connector that can list every current object id (a full snapshot)."""
+
+    def enumerate(self) -> Iterator[str]: ...
+
+
+@runtime_checkable
+class LazyFetching(Protocol):
+    """A connector whose documents may carry a ``fetch_ref`` instead of content."""
+
+    def fetch(self, ref: str) -> bytes: ...

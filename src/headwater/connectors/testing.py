@@ -1,0 +1,172 @@
+"""The shipped connector conformance suite.
+
+A connector's own test file subclasses ``ConnectorConformance`` and provides one fixture,
+``harness``, returning a ``ConnectorHarness``; every contract check then runs for it:
+
+    class TestMyConformance(ConnectorConformance):
+        @pytest.fixture
+        def harness(self, tmp_path):
+            return ConnectorHarness(make=lambda: MyConnector(...), make_broken=...)
+
+Checks: full read, window filtering with an open lower bound, resume from every
+checkpoint, stable order, ``enumerate()`` equals a full read, lazy fetch, readable
+``validate()`` errors. Requires pytest (a dev dependency).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from headwater.connectors.base import Connector, Enumerating, LazyFetching
+from headwater.errors import ConfigError, TransientError
+from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, SourceItem, Window
+
+FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def no_known(object_id: str) -> str | None:
+    """A ``KnownVersions`` for an empty manifest."""
+    return None
+
+
+@dataclass
+class ReadResult:
+    """Everything one ``read`` produced, in order."""
+
+    items: list[SourceItem]
+    final: Checkpoint | None
+
+    @property
+    def documents(self) -> list[SourceDocument]:
+        return [i for i in self.items if isinstance(i, SourceDocument)]
+
+    @property
+    def object_ids(self) -> list[str]:
+        return [
+            i.object_id for i in self.items if isinstance(i, SourceDocument | Failure | Deleted)
+        ]
+
+
+def collect(stream: Iterator[SourceItem] | Any) -> ReadResult:
+    """Drain a connector's read generator, keeping its return value."""
+    items: list[SourceItem] = []
+    while True:
+        try:
+            items.append(next(stream))
+        except StopIteration as stop:
+            return ReadResult(items=items, final=stop.value)
+
+
+@dataclass
+class ConnectorHarness:
+    """How the suite builds the connector under test.
+
+    ``make`` builds a working connector over a source with at least ``min_documents``
+    documents. ``make_broken`` builds one whose ``validate()`` must fail (bad path,
+    refused connection, wrong credentials).
+    """
+
+    make: Callable[[], Connector]
+    make_broken: Callable[[], Connector]
+    min_documents: int = 3
+
+
+class ConnectorConformance:
+    """Subclass in a test module and provide a ``harness`` fixture."""
+
+    @pytest.fixture
+    def harness(self) -> ConnectorHarness:  # pragma: no cover - overridden
+        raise RuntimeError("override the `harness` fixture in your conformance test class")
+
+    def _full(self, harness: ConnectorHarness) -> ReadResult:
+        connector = harness.make()
+        return collect(connector.read(Window(None, FAR_FUTURE), None, no_known))
+
+    def test_full_read_yields_documents(self, harness: ConnectorHarness) -> None:
+        result = self._full(harness)
+        docs = result.documents
+        assert len(docs) >= harness.min_documents
+        ids = [d.object_id for d in docs]
+        assert len(ids) == len(set(ids)), "an object id was yielded twice in one read"
+        for doc in docs:
+            assert doc.object_id and doc.locator and doc.version
+            assert doc.content is not None or doc.fetch_ref is not None, (
+                f"{doc.object_id}: a first read must carry content or a fetch_ref"
+            )
+
+    def test_stable_order(self, harness: ConnectorHarness) -> None:
+        assert self._full(harness).object_ids == self._full(harness).object_ids
+
+    def test_window_has_open_lower_bound(self, harness: ConnectorHarness) -> None:
+        connector = harness.make()
+        if not connector.capabilities.windowed:
+            # A connector that is not windowed must ignore the window entirely.
+            narrow = Window(FAR_FUTURE - timedelta(days=1), FAR_FUTURE)
+            windowed = collect(connector.read(narrow, None, no_known)).object_ids
+            assert windowed == self._full(harness).object_ids
+            return
+        docs = self._full(harness).documents
+        times = sorted({d.updated_at for d in docs if d.updated_at is not None})
+        assert len(times) >= 2, "a windowed connector's test source needs two update times"
+        start, end = times[0], times[-1]
+        expected = {
+            d.object_id for d in docs if d.updated_at is not None and start < d.updated_at <= end
+        }
+        got = collect(harness.make().read(Window(start, end), None, no_known))
+        assert {d.object_id for d in got.documents} == expected
+
+    def test_resume_from_each_checkpoint(self, harness: ConnectorHarness) -> None:
+        full = self._full(harness)
+        window = Window(None, FAR_FUTURE)
+        for index, item in enumerate(full.items):
+            if not isinstance(item, Checkpoint):
+                continue
+            after = ReadResult(items=full.items[index + 1 :], final=full.final)
+            resumed = collect(harness.make().read(window, item, no_known))
+            assert resumed.object_ids == after.object_ids, (
+                f"resuming from {item.cursor!r} did not continue where the read left off"
+            )
+
+    def test_enumerate_equals_full_read(self, harness: ConnectorHarness) -> None:
+        connector = harness.make()
+        if not isinstance(connector, Enumerating) and not connector.capabilities.full_listing:
+            return  # deletes for this connector come as explicit Deleted items only
+        read_ids = {i for i in self._full(harness).object_ids}
+        if isinstance(connector, Enumerating):
+            assert set(connector.enumerate()) == read_ids
+
+    def test_lazy_fetch(self, harness: ConnectorHarness) -> None:
+        connector = harness.make()
+        docs = collect(connector.read(Window(None, FAR_FUTURE), None, no_known)).documents
+        lazy = [d for d in docs if d.content is None and d.fetch_ref is not None]
+        if not lazy:
+            return
+        assert isinstance(connector, LazyFetching), "fetch_ref given but no fetch()"
+        for doc in lazy:
+            assert doc.fetch_ref is not None
+            assert len(connector.fetch(doc.fetch_ref)) > 0
+
+    def test_known_versions_are_respected(self, harness: ConnectorHarness) -> None:
+        """With every version known, a connector may omit content but must still list ids."""
+        full = self._full(harness)
+        versions = {d.object_id: d.version for d in full.documents}
+        again = collect(harness.make().read(Window(None, FAR_FUTURE), None, versions.get))
+        again_ids = {d.object_id for d in again.documents}
+        assert again_ids == set(versions), "a known object vanished from the listing"
+        for doc in again.documents:
+            if doc.content is None and doc.fetch_ref is None:
+                assert doc.version == versions[doc.object_id]
+
+    def test_validate_ok_and_broken_is_readable(self, harness: ConnectorHarness) -> None:
+        harness.make().validate()
+        broken = harness.make_broken()
+        with pytest.raises((ConfigError, TransientError)) as caught:
+            broken.validate()
+        message = str(caught.value)
+        assert len(message) > 20 and "\n" not in message.strip(), message
+        assert "Traceback" not in message

@@ -1,0 +1,91 @@
+"""Every error Headwater raises, grouped by what the caller does about it.
+
+- ``TransientError``: retry with backoff (timeouts, resets, HTTP 429/5xx, lock timeouts).
+- ``ItemError``: this one document is bad; record a failure and go on.
+- ``FatalError``: stop the run (the connector itself broke, a sink is unusable).
+- ``ConfigError``: the user must fix configuration; exit code 2.
+
+Messages name the value, what was expected and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_USAGE = 2
+
+
+class HeadwaterError(Exception):
+    """Base of every Headwater error."""
+
+    exit_code = EXIT_RUN_FAILED
+
+
+class TransientError(HeadwaterError):
+    """A passing fault: the same call may succeed later. Retried with backoff."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ItemError(HeadwaterError):
+    """One document cannot be processed. Becomes a failure record; the run goes on.
+
+    ``error_class`` is a short stable name (``too_large``, ``parse_error``…);
+    ``permanent`` items go to the dead-letter queue at once.
+    """
+
+    def __init__(self, error_class: str, message: str, *, permanent: bool = True) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.permanent = permanent
+
+
+class FatalError(HeadwaterError):
+    """The run cannot go on (the connector raised, a sink or the manifest is unusable)."""
+
+
+class ConfigError(HeadwaterError):
+    """Configuration is wrong; ``problems`` lists every problem found, each with its path."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        self.problems = list(problems) or [message]
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        if len(self.problems) <= 1:
+            return self.problems[0] if self.problems else super().__str__()
+        head = f"{len(self.problems)} configuration problems:"
+        return "\n".join([head, *(f"  - {p}" for p in self.problems)])
+
+
+class CredentialError(ConfigError):
+    """The source refused our credentials or permissions (401/403)."""
+
+
+class NotFoundError(HeadwaterError):
+    """A named thing (document, run, DLQ entry) does not exist. Exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class Cancelled(HeadwaterError):
+    """The user asked to stop (Ctrl-C); the run stopped after its current batch."""
+
+
+class StaleWrite(HeadwaterError):
+    """A sink refused a write for a revision older than the one it holds (invariant 5)."""
+
+
+def error_class_of(exc: BaseException) -> str:
+    """A short stable name for an exception, used in failure records."""
+    if isinstance(exc, ItemError):
+        return exc.error_class
+    if isinstance(exc, TransientError):
+        return "transient"
+    return type(exc).__name__

@@ -1,0 +1,111 @@
+"""The sink contract: a sink only applies what the core decided.
+
+A sink is a class with an ``Options`` pydantic model, a ``schema_version`` and
+``capabilities`` as data, built as ``Sink(options, context)``. Every write carries the
+document's manifest revision; the sink keeps the highest revision it has seen per
+document (live or deleted) and refuses an older write with ``WriteOutcome.STALE``
+(invariant 5). A replace swaps a document's chunks atomically: after it the sink holds
+exactly the given chunks at that revision (invariants 6 and 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
+
+
+class SinkOptions(BaseModel):
+    """Base of every sink's options model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class SinkCapabilities:
+    vector: bool
+    keyword: bool
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """Where a sink lives: its configured name, the state dir, the vector dimension."""
+
+    name: str
+    state_dir: Path
+    dimension: int
+
+
+class WriteOutcome(str, Enum):
+    APPLIED = "applied"
+    STALE = "stale"
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search. ``vector`` is the embedded query (None for keyword-only searches).
+
+    ``principals`` is never empty (it holds at least ``public``); a chunk is returned only
+    when its ACL meets them. ``sources`` limits results to those source ids when given.
+    """
+
+    text: str
+    vector: Sequence[float] | None
+    principals: Sequence[str]
+    k: int
+    mode: SearchMode
+    sources: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class InventoryRow:
+    """What a sink holds for one document, for reconcile."""
+
+    document_id: str
+    revision: int
+    chunks: int
+
+
+@runtime_checkable
+class Sink(Protocol):
+    type_name: ClassVar[str]
+    schema_version: ClassVar[str]
+    capabilities: ClassVar[SinkCapabilities]
+
+    def replace(
+        self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
+    ) -> WriteOutcome:
+        """Make the document's chunks exactly ``chunks`` at ``revision``, atomically."""
+        ...
+
+    def delete(self, document_id: str, revision: int) -> WriteOutcome:
+        """Remove every chunk of the document and remember ``revision`` as its tombstone."""
+        ...
+
+    def update_access(self, document_id: str, access: Access, revision: int) -> WriteOutcome:
+        """Change the ACL on every chunk of the document; vectors stay untouched."""
+        ...
+
+    def count(self, document_id: str) -> int:
+        """How many chunks the sink holds for the document."""
+        ...
+
+    def revision(self, document_id: str) -> int | None:
+        """The live revision the sink holds for the document; None if absent or deleted."""
+        ...
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        """Top ``k`` visible chunks; never a chunk the principals may not see."""
+        ...
+
+    def inventory(self) -> Iterator[InventoryRow]:
+        """Every live document the sink holds, with its revision and chunk count."""
+        ...
+
+    def close(self) -> None: ...

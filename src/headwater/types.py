@@ -1,0 +1,217 @@
+"""Domain types shared by every layer of Headwater.
+
+Small frozen dataclasses cross module boundaries; dicts do not. A connector yields
+``SourceDocument``, ``Deleted``, ``Failure`` and ``Checkpoint`` items; the core turns
+them into manifest rows, ``Chunk`` objects and sink writes. Everything here is pure data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Protocol
+
+PUBLIC_PRINCIPAL = "public"
+
+MetadataValue = str | list[str]
+
+
+def user_principal(email: str) -> str:
+    """The principal string of one user (emails compare case-insensitively)."""
+    return f"user:{email.strip().lower()}"
+
+
+def group_principal(group: str) -> str:
+    """The principal string of one group."""
+    return f"group:{group.strip()}"
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may see a document. Empty means nobody (default deny, invariant 12)."""
+
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    public: bool = False
+
+    @classmethod
+    def nobody(cls) -> Access:
+        return cls()
+
+    def principals(self) -> list[str]:
+        """Sorted principal strings; a document is visible when these meet the caller's."""
+        found = {user_principal(u) for u in self.users}
+        found |= {group_principal(g) for g in self.groups}
+        if self.public:
+            found.add(PUBLIC_PRINCIPAL)
+        return sorted(found)
+
+    @classmethod
+    def from_principals(cls, principals: Sequence[str]) -> Access:
+        users: list[str] = []
+        groups: list[str] = []
+        public = False
+        for p in principals:
+            if p == PUBLIC_PRINCIPAL:
+                public = True
+            elif p.startswith("user:"):
+                users.append(p[5:])
+            elif p.startswith("group:"):
+                groups.append(p[6:])
+        return cls(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)
+
+    def is_empty(self) -> bool:
+        return not (self.users or self.groups or self.public)
+
+
+def caller_principals(email: str | None, groups: Sequence[str] = ()) -> list[str]:
+    """The principals of a searching user: their email, their groups and PUBLIC."""
+    found = [PUBLIC_PRINCIPAL]
+    if email:
+        found.append(user_principal(email))
+    found.extend(group_principal(g) for g in groups)
+    return sorted(set(found))
+
+
+@dataclass(frozen=True)
+class Window:
+    """A fixed time window of one run: ``start < updated_at <= end``; start None is open."""
+
+    start: datetime | None
+    end: datetime
+
+    def contains(self, moment: datetime | None) -> bool:
+        """True when ``moment`` falls in the window; an unknown time always does."""
+        if moment is None:
+            return True
+        if self.start is not None and moment <= self.start:
+            return False
+        return moment <= self.end
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """An opaque, connector-defined cursor (usually JSON text).
+
+    Yielded mid-stream it means: everything yielded before it is covered, a resumed run
+    may start after it. Returned at the end it is the next run's starting cursor.
+    """
+
+    cursor: str
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """One object as a connector sees it.
+
+    ``content`` holds the raw bytes when the connector already has them; otherwise
+    ``fetch_ref`` is handed to the connector's ``fetch`` only if the version gate says the
+    object may have changed. Neither set means the connector proved it unchanged (e.g. a
+    304): the runner then requires the version hint to match the manifest.
+    """
+
+    object_id: str
+    locator: str
+    title: str
+    version: str
+    content: bytes | None = None
+    fetch_ref: str | None = None
+    media_type: str | None = None
+    updated_at: datetime | None = None
+    sequence: int | None = None
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    access: Access | None = None
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """An explicit delete reported by the source (git diff, change feed, HTTP 410)."""
+
+    object_id: str
+    sequence: int | None = None
+
+
+class Stage(str, Enum):
+    """Where in the pipeline a document failed."""
+
+    ENUMERATE = "enumerate"
+    FETCH = "fetch"
+    PARSE = "parse"
+    CHUNK = "chunk"
+    EMBED = "embed"
+    INDEX = "index"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One object that could not be read. It counts as present for delete detection."""
+
+    object_id: str
+    locator: str
+    stage: str
+    error_class: str
+    message: str
+    permanent: bool = False
+
+
+SourceItem = SourceDocument | Deleted | Failure | Checkpoint
+
+
+class KnownVersions(Protocol):
+    """Lets a connector ask which version hint the manifest holds for an object."""
+
+    def __call__(self, object_id: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a document's normalized text, ready to embed."""
+
+    chunk_id: str
+    document_id: str
+    ordinal: int
+    text: str
+    embed_text: str
+
+
+@dataclass(frozen=True)
+class IndexDocument:
+    """What a sink needs to know of a document besides its chunks."""
+
+    document_id: str
+    source: str
+    title: str
+    locator: str
+    access: Access
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EmbeddedChunk:
+    """A chunk and its vector (None for sinks without vector capability)."""
+
+    chunk: Chunk
+    vector: Sequence[float] | None
+
+
+class SearchMode(str, Enum):
+    HYBRID = "hybrid"
+    VECTOR = "vector"
+    KEYWORD = "keyword"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One result chunk; ``text`` is the chunk's own text, not its embedded form."""
+
+    chunk_id: str
+    document_id: str
+    ordinal: int
+    score: float
+    text: str
+    title: str
+    locator: str
+    source: str
