@@ -28,6 +28,7 @@ class Doc:
     sections: list[tuple[str, list[str]]]  # (heading, paragraphs)
 
 
+# fmt: off
 DOCUMENTS: list[Doc] = [
     Doc(
         "public/warranty-policy.pdf",
@@ -237,6 +238,7 @@ DOCUMENTS: list[Doc] = [
         ],
     ),
 ]
+# fmt: on
 
 
 def write_pdf(doc: Doc, target: Path) -> None:
