@@ -1,0 +1,23 @@
+"""The shipped connector conformance suite, run for the s3 connector against moto."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from s3_support import S3Server, free_port, make_connector
+
+from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
+
+
+class TestS3Conformance(ConnectorConformance):
+    @pytest.fixture
+    def harness(self, s3_server: S3Server, bucket: str, tmp_path: Path) -> ConnectorHarness:
+        client = s3_server.client()
+        for i in range(5):
+            client.put_object(Bucket=bucket, Key=f"docs/note-{i}.md", Body=f"# Note {i}\n")
+        refused = f"http://127.0.0.1:{free_port()}"
+        return ConnectorHarness(
+            make=lambda: make_connector(s3_server.endpoint, bucket, tmp_path, page_size=2),
+            make_broken=lambda: make_connector(refused, bucket, tmp_path),
+        )
