@@ -1,0 +1,243 @@
+"""The sql connector: rows of a table or query, read in keyset pages ordered by id.
+
+Each page is one short query, ``WHERE (ids) > (last ids) ORDER BY ids LIMIT page_size``,
+run in its own connection with a server-side cursor and retried as a whole, so no
+transaction stays open while the core works, a large table never sits in memory, and the
+last id tuple of a page is a checkpoint a resumed run continues from. With an
+``updated_at_column`` the read honours the run's window. Deletes are found by
+``enumerate()``, one streamed query over the id columns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+import sqlalchemy as sa
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from headwater.clock import as_utc
+from headwater.connectors.base import (
+    ConnectorCapabilities,
+    ConnectorOptions,
+    ReadStream,
+    SourceContext,
+)
+from headwater.connectors.sql import _rows
+from headwater.connectors.sql._database import classify, make_engine, parse_url, safe_url
+from headwater.errors import ConfigError, ItemError
+from headwater.retry import RetryPolicy, call_with_retry
+from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Stage, Window
+
+log = logging.getLogger(__name__)
+
+
+class SqlOptions(ConnectorOptions):
+    """The keys of a ``sql`` source."""
+
+    url: SecretStr
+    table: str | None = None
+    query: str | None = None
+    id_columns: list[str] = Field(min_length=1)
+    title_column: str | None = None
+    content_columns: list[str] = Field(default_factory=list)
+    content_template: str | None = None
+    media_type: Literal["text/plain", "text/markdown"] = "text/plain"
+    updated_at_column: str | None = None
+    metadata_columns: list[str] = Field(default_factory=list)
+    access_column: str | None = None
+    locator_template: str | None = None
+    page_size: int = Field(default=1000, ge=1, le=100_000)
+
+    @field_validator("content_template", "locator_template")
+    @classmethod
+    def _bare_fields(cls, value: str | None) -> str | None:
+        if value is not None:
+            _rows.template_fields(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_source_one_content(self) -> SqlOptions:
+        if (self.table is None) == (self.query is None):
+            raise ValueError("set exactly one of `table` or `query`")
+        if bool(self.content_columns) == (self.content_template is not None):
+            raise ValueError("set exactly one of `content_columns` or `content_template`")
+        return self
+
+    def columns(self) -> list[str]:
+        """Every column the connector reads, ids first, each once."""
+        names = [*self.id_columns]
+        for template in (self.content_template, self.locator_template):
+            if template is not None:
+                names += _rows.template_fields(template)
+        names += [*self.content_columns, *self.metadata_columns]
+        names += [c for c in (self.title_column, self.updated_at_column, self.access_column) if c]
+        return list(dict.fromkeys(names))
+
+
+class SqlConnector:
+    """Reads rows of one table or query from PostgreSQL or MySQL/MariaDB."""
+
+    type_name: ClassVar[str] = "sql"
+    capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities()
+    Options: ClassVar[type[SqlOptions]] = SqlOptions
+
+    def __init__(self, options: SqlOptions, context: SourceContext) -> None:
+        self.options = options
+        self.context = context
+        url = parse_url(options.url.get_secret_value())
+        self._where = safe_url(url)
+        self._mysql = url.get_backend_name() in ("mysql", "mariadb")
+        self._engine = make_engine(url)
+        self._label = repr(options.table) if options.table else "the query"
+        windowed = options.updated_at_column is not None
+        # Capabilities follow the options: windowed with an updated_at column, else every
+        # read is a full listing. (An instance attribute shadows the class default.)
+        setattr(self, "capabilities", ConnectorCapabilities(windowed, not windowed))  # noqa: B010
+        names = options.columns()
+        if options.table is not None:
+            schema, _, name = options.table.rpartition(".")
+            source: Any = sa.table(name, *(sa.column(c) for c in names), schema=schema or None)
+        else:
+            text = sa.text(options.query or "").columns(*(sa.column(c) for c in names))
+            source = text.subquery("hw_rows")
+        self._source = source
+        self._ids = [source.c[c] for c in options.id_columns]
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _run(self, fn: Any, attempts: int = 3) -> Any:
+        def attempt() -> Any:
+            try:
+                return fn()
+            except sa.exc.SQLAlchemyError as exc:
+                raise classify(exc, where=self._where, table=self._label) from None
+
+        return call_with_retry(attempt, RetryPolicy(attempts=attempts))
+
+    def _bound(self, moment: datetime) -> datetime:
+        utc = as_utc(moment)
+        return utc.replace(tzinfo=None) if self._mysql else utc
+
+    def _page(self, window: Window, after: Sequence[Any] | None) -> list[Mapping[str, Any]]:
+        stmt = sa.select(*self._source.c).where(*(c.is_not(None) for c in self._ids))
+        if self.options.updated_at_column is not None:
+            moment = self._source.c[self.options.updated_at_column]
+            stmt = stmt.where(moment <= self._bound(window.end))
+            if window.start is not None:
+                stmt = stmt.where(moment > self._bound(window.start))
+        if after is not None:
+            stmt = stmt.where(sa.tuple_(*self._ids) > sa.tuple_(*map(sa.literal, after)))
+        stmt = stmt.order_by(*self._ids).limit(self.options.page_size)
+
+        def fetch() -> list[Mapping[str, Any]]:
+            with self._engine.connect() as conn:
+                streamed = conn.execution_options(stream_results=True, yield_per=500)
+                return [dict(row._mapping) for row in streamed.execute(stmt)]
+
+        rows: list[Mapping[str, Any]] = self._run(fetch)
+        return rows
+
+    # -- the contract --------------------------------------------------------------------
+
+    def validate(self) -> None:
+        stmt = sa.select(*self._source.c).limit(1)
+
+        def probe() -> None:
+            with self._engine.connect() as conn:
+                conn.execute(stmt).all()
+
+        self._run(probe, attempts=1)
+
+    def read(
+        self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
+    ) -> ReadStream:
+        after = _resume_after(checkpoint)
+        while True:
+            rows = self._page(window, after)
+            for row in rows:
+                yield self._item(row, known)
+            if not rows:
+                break
+            after = [_rows.cursor_value(row[c]) for c in self.options.id_columns]
+            yield Checkpoint(json.dumps({"v": 1, "after": after}))
+            if len(rows) < self.options.page_size:
+                break
+        return Checkpoint(json.dumps({"v": 1, "complete": True}))
+
+    def enumerate(self) -> Iterator[str]:
+        """Every row's object id, streamed; raises if the query cannot finish."""
+        stmt = sa.select(*self._ids).where(*(c.is_not(None) for c in self._ids))
+        try:
+            with self._engine.connect() as conn:
+                streamed = conn.execution_options(stream_results=True, yield_per=5000)
+                for row in streamed.execute(stmt):
+                    yield _rows.object_id_of(row)
+        except sa.exc.SQLAlchemyError as exc:
+            raise classify(exc, where=self._where, table=self._label) from None
+
+    # -- one row -------------------------------------------------------------------------
+
+    def _item(self, row: Mapping[str, Any], known: KnownVersions) -> SourceDocument | Failure:
+        object_id = _rows.object_id_of([row[c] for c in self.options.id_columns])
+        locator = f"{self._where}#{self.options.table or 'query'}/{object_id}"
+        try:
+            return self._document(row, object_id, locator, known)
+        except ItemError as exc:
+            return Failure(object_id, locator, Stage.FETCH.value, exc.error_class, str(exc))
+
+    def _document(
+        self, row: Mapping[str, Any], object_id: str, locator: str, known: KnownVersions
+    ) -> SourceDocument:
+        opts = self.options
+        if opts.content_template is not None:
+            content = _rows.render(opts.content_template, row)
+        else:
+            texts = (_rows.text_of(row[c]).strip() for c in opts.content_columns)
+            content = "\n\n".join(t for t in texts if t)
+        if opts.locator_template is not None:
+            locator = _rows.render(opts.locator_template, row)
+        title = _rows.text_of(row[opts.title_column]).strip() if opts.title_column else ""
+        metadata = {
+            c: value
+            for c in opts.metadata_columns
+            if (value := _rows.metadata_of(row[c])) is not None
+        }
+        access = _rows.access_of(row[opts.access_column]) if opts.access_column else None
+        moment = row[opts.updated_at_column] if opts.updated_at_column else None
+        if moment is not None and not isinstance(moment, datetime):
+            raise ItemError("bad_timestamp", f"{opts.updated_at_column}={moment!r} is no time")
+        updated_at = as_utc(moment) if moment is not None else None
+        version = _rows.version_of(
+            title=title, content=content, metadata=metadata, access=access, updated_at=updated_at
+        )
+        unchanged = known(object_id) == version
+        return SourceDocument(
+            object_id=object_id,
+            locator=locator,
+            title=title or object_id,
+            version=version,
+            content=None if unchanged else content.encode("utf-8"),
+            media_type=opts.media_type,
+            updated_at=updated_at,
+            metadata=metadata,
+            access=access,
+        )
+
+
+def _resume_after(checkpoint: Checkpoint | None) -> list[Any] | None:
+    """The id tuple to continue after: set mid-run, None for a fresh run."""
+    if checkpoint is None:
+        return None
+    try:
+        cursor = json.loads(checkpoint.cursor)
+    except ValueError:
+        log.warning("sql: ignoring an unreadable checkpoint; reading from the first row")
+        return None
+    after = cursor.get("after") if isinstance(cursor, dict) else None
+    if after is not None and not isinstance(after, list):
+        raise ConfigError(f"sql: checkpoint {checkpoint.cursor!r} is not a list of ids")
+    return after

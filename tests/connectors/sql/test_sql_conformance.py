@@ -1,0 +1,42 @@
+"""The shipped connector conformance suite, for the sql connector on both servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sql_support import Database, docs_options, make_connector
+
+from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
+
+
+class TestSqlTableConformance(ConnectorConformance):
+    """A table with an updated_at column: windowed, keyset pages of two rows."""
+
+    @pytest.fixture
+    def harness(self, db: Database, docs: str, tmp_path: Path) -> ConnectorHarness:
+        refused = db.url.replace(":5432/", ":1/").replace(":3306/", ":1/")
+        return ConnectorHarness(
+            make=lambda: make_connector(db.url, tmp_path, **docs_options(docs, page_size=2)),
+            make_broken=lambda: make_connector(refused, tmp_path, **docs_options(docs)),
+        )
+
+
+class TestSqlQueryConformance(ConnectorConformance):
+    """A query with two id columns and a template: not windowed, a full listing."""
+
+    @pytest.fixture
+    def harness(self, db: Database, docs: str, tmp_path: Path) -> ConnectorHarness:
+        options = {
+            "query": f"SELECT category, id, title, body FROM {docs}",
+            "id_columns": ["category", "id"],
+            "content_template": "# {title}\n\n{body}\n",
+            "media_type": "text/markdown",
+            "page_size": 3,
+        }
+        return ConnectorHarness(
+            make=lambda: make_connector(db.url, tmp_path, **options),
+            make_broken=lambda: make_connector(
+                db.url, tmp_path, **{**options, "query": "SELECT * FROM hw_no_such_table"}
+            ),
+        )

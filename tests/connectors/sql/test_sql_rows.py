@@ -1,0 +1,65 @@
+"""Unit tests of the pure row helpers: ids, templates, principals, version hints."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from headwater.connectors.sql import _rows
+from headwater.errors import ConfigError
+from headwater.types import Access
+
+
+def test_object_ids_join_and_escape_stably() -> None:
+    assert _rows.object_id_of([42]) == "42"
+    assert _rows.object_id_of(["a/b", "50%"]) == "a%2Fb/50%25"
+    assert _rows.object_id_of([Decimal("1.50"), datetime(2024, 1, 1, tzinfo=UTC)]) == (
+        "1.50/2024-01-01T00:00:00+00:00"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["user:Ann@X.com", "group:eng", "public"],
+        '["user:ann@x.com", "group:eng", "public"]',
+        "user:ann@x.com, group:eng ,public",
+        "{user:ann@x.com,group:eng,public}",
+        "ann@x.com,eng,PUBLIC",
+    ],
+)
+def test_access_accepts_arrays_json_and_comma_lists(value: object) -> None:
+    assert _rows.access_of(value) == Access(users=("ann@x.com",), groups=("eng",), public=True)
+
+
+def test_empty_access_is_nobody() -> None:
+    assert _rows.access_of(None).is_empty() and _rows.access_of("").is_empty()
+    assert _rows.access_of([]).is_empty()
+
+
+def test_templates_render_columns_and_refuse_attribute_access() -> None:
+    assert _rows.render("# {title}\n{n} {{x}}", {"title": "T", "n": None}) == "# T\n {x}"
+    assert _rows.template_fields("{a} {b} {a}") == ["a", "b"]
+    for bad in ("{a.__class__}", "{a[0]}", "{a!r}", "{a:>5}", "{"):
+        with pytest.raises(ValueError):
+            _rows.template_fields(bad)
+    with pytest.raises(ConfigError, match="'missing'"):
+        _rows.render("{missing}", {"a": 1})
+
+
+def version(
+    content: str = "c", access: Access | None = None, updated_at: datetime | None = None
+) -> str:
+    return _rows.version_of(
+        title="t", content=content, metadata={"k": "v"}, access=access, updated_at=updated_at
+    )
+
+
+def test_version_changes_with_what_a_document_shows() -> None:
+    assert version() == version()
+    assert version() != version(content="d")
+    assert version() != version(access=Access(public=True))
+    stamped = version(updated_at=datetime(2024, 1, 1))
+    assert stamped == f"2024-01-01T00:00:00+00:00#{version()}"
