@@ -1,0 +1,116 @@
+"""What every parser shares: the result type, text normalization and byte decoding.
+
+A parser turns raw bytes into normalized text and an optional title. Normalization makes
+the text (and so its checksum) independent of incidental encoding choices: NFC, ``\\n``
+line ends, no trailing spaces, one blank line between paragraphs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from headwater.errors import ItemError
+
+_TRAILING_SPACE = re.compile(r"[ \t\u00a0]+$", re.MULTILINE)
+_MANY_BLANK_LINES = re.compile(r"\n{3,}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """Normalized text of one document, its title if the format carries one, and the
+    name of the parser that produced it (a key of ``PARSER_VERSIONS``)."""
+
+    text: str
+    title: str | None
+    parser: str
+
+
+def normalize_text(text: str) -> str:
+    """NFC, ``\\n`` line ends, no control characters or trailing spaces; runs of blank
+    lines collapse to one (paragraphs stay paragraphs, layout noise goes)."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n\n")
+    text = _CONTROL.sub("", text)
+    text = _TRAILING_SPACE.sub("", text)
+    text = _MANY_BLANK_LINES.sub("\n\n", text)
+    return text.strip("\n")
+
+
+def normalize_title(title: str | None) -> str | None:
+    """One line of NFC text, or None when nothing is left."""
+    if title is None:
+        return None
+    cleaned = " ".join(unicodedata.normalize("NFC", title).split())
+    return cleaned or None
+
+
+def decode_text(content: bytes, charset: str | None = None) -> str:
+    """Decode bytes: a BOM or a declared charset wins, then UTF-8, then detection.
+
+    ``charset-normalizer`` recognizes non-Latin legacy encodings; Western text falls back
+    to cp1252, and latin-1 (which decodes any byte string) is the last resort.
+    """
+    if content.startswith(b"\xef\xbb\xbf"):
+        return content[3:].decode("utf-8", errors="replace")
+    if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return content.decode("utf-16", errors="replace")
+    if charset:
+        try:
+            return content.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            pass
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    high_bytes = sum(1 for byte in content[:65536] if byte > 127)
+    best = from_bytes(content).best() if high_bytes >= 16 else None
+    if best is not None and _mostly_non_latin(str(best)):
+        return str(best)
+    try:
+        return content.decode("cp1252")
+    except UnicodeDecodeError:
+        return content.decode("latin-1")
+
+
+def _mostly_non_latin(text: str) -> bool:
+    """True when most non-ASCII letters are of a non-Latin script (Cyrillic, Greek, CJK…).
+
+    Detection is reliable for those scripts given enough non-ASCII bytes; for Western
+    text it often picks a wrong Latin code page, so Western bytes are read as cp1252.
+    """
+    letters = [c for c in text if ord(c) > 127 and c.isalpha()]
+    if not letters:
+        return False
+    latin = sum(1 for c in letters if unicodedata.name(c, "").startswith("LATIN"))
+    return latin < len(letters) / 2
+
+
+@contextmanager
+def reading(parser: str) -> Iterator[None]:
+    """Turn anything a third-party reader raises into ``ItemError("parse_error")``.
+
+    Parsers read untrusted files with libraries that raise anything from ``KeyError`` to
+    ``RecursionError``; one bad file must become one failure record, never a crash, so
+    this is the one place where catching broad exceptions is right.
+    """
+    try:
+        yield
+    except ItemError:
+        raise
+    except (Exception, RecursionError) as exc:
+        detail = str(exc) or type(exc).__name__
+        raise ItemError(
+            "parse_error", f"the {parser} parser could not read this file: {detail}"
+        ) from exc
+
+
+ParserFunc = Callable[[bytes, str | None], tuple[str, str | None]]
+"""``(content, charset) -> (raw text, title)``; the caller normalizes."""

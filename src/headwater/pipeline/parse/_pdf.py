@@ -1,0 +1,41 @@
+"""PDF parser (pypdf): the text of every page, pages separated by a blank line.
+
+An encrypted PDF that does not open with the empty password, or a corrupt one, is an
+``ItemError``; the title comes from the document information dictionary. Creation and
+modification dates are never read.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+
+from headwater.errors import ItemError
+
+PDF_VERSION = "pdf-1+pypdf"
+
+
+def parse_pdf(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    from pypdf import PdfReader
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    reader = PdfReader(io.BytesIO(content), strict=False)
+    if reader.is_encrypted:
+        try:
+            opened = reader.decrypt("")
+        except Exception as exc:  # a missing crypto backend or a malformed /Encrypt
+            raise ItemError(
+                "parse_error", f"the PDF is encrypted and cannot be read: {exc}"
+            ) from exc
+        if not opened:
+            raise ItemError(
+                "parse_error",
+                "the PDF is encrypted with a password; expected an unprotected PDF. "
+                "Remove the password at the source to index it.",
+            )
+    pages = [page.extract_text() or "" for page in reader.pages]
+    title: str | None = None
+    info = reader.metadata
+    if info is not None and info.title:
+        title = str(info.title)
+    return "\n\n".join(p.strip() for p in pages if p.strip()), title
