@@ -39,7 +39,7 @@ def _wait(policy: RetryPolicy) -> Callable[[RetryCallState], float]:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             backoff = max(backoff, min(exc.retry_after, policy.max_wait))
-        return backoff
+        return float(backoff)
 
     return wait
 

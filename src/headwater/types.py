@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol
 
 PUBLIC_PRINCIPAL = "public"
@@ -133,7 +133,7 @@ class Deleted:
     sequence: int | None = None
 
 
-class Stage(str, Enum):
+class Stage(StrEnum):
     """Where in the pipeline a document failed."""
 
     ENUMERATE = "enumerate"
@@ -197,7 +197,7 @@ class EmbeddedChunk:
     vector: Sequence[float] | None
 
 
-class SearchMode(str, Enum):
+class SearchMode(StrEnum):
     HYBRID = "hybrid"
     VECTOR = "vector"
     KEYWORD = "keyword"

@@ -51,6 +51,7 @@ class SourceContext:
     source_id: str
     state_dir: Path
     user_agent: str = "Headwater/0.1 (+https://github.com/headwater)"
+    config_root: Path | None = None  # relative paths in options resolve against this
 
 
 @runtime_checkable
@@ -64,7 +65,9 @@ class Connector(Protocol):
         """A light probe; raises ConfigError, CredentialError or TransientError."""
         ...
 
-    def read(self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions) -> ReadStream:
+    def read(
+        self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
+    ) -> ReadStream:
         """Yield items in a stable order; return the next run's starting checkpoint."""
         ...
 

@@ -155,7 +155,9 @@ class ConnectorConformance:
         """With every version known, a connector may omit content but must still list ids."""
         full = self._full(harness)
         versions = {d.object_id: d.version for d in full.documents}
-        again = collect(harness.make().read(Window(None, FAR_FUTURE), None, versions.get))
+        again = collect(
+            harness.make().read(Window(None, FAR_FUTURE), None, lambda o: versions.get(o))
+        )
         again_ids = {d.object_id for d in again.documents}
         assert again_ids == set(versions), "a known object vanished from the listing"
         for doc in again.documents:

@@ -1,1 +1,1 @@
-"""indexer."""
+"""The indexer: drains pending manifest work into every sink."""

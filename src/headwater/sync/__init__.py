@@ -1,1 +1,1 @@
-"""sync."""
+"""The sync runner: windows, batches, version gates, checkpoints, prunes."""

@@ -1,0 +1,310 @@
+"""Everyday commands: init, sync, index, status, search, doc show, failures, validate."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from headwater.cli.app import (
+    app,
+    cancel_on_interrupt,
+    err,
+    open_workspace,
+    out,
+    print_json,
+    run_command,
+    state,
+)
+from headwater.errors import EXIT_OK, EXIT_RUN_FAILED
+from headwater.manifest.records import RunCounts
+from headwater.workspace_parts.results import failure_dict
+
+TEMPLATE = Path(__file__).with_name("init_template.toml")
+
+doc_app = typer.Typer(help="Inspect documents in the manifest.", no_args_is_help=True)
+app.add_typer(doc_app, name="doc")
+
+
+@app.command()
+def init(
+    directory: Path = typer.Argument(Path("."), help="Where to create the workspace."),
+) -> None:
+    """Write a commented headwater.toml and a .gitignore for the state dir."""
+
+    def body() -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        config = directory / "headwater.toml"
+        if config.exists():
+            from headwater.errors import ConfigError
+
+            raise ConfigError(f"{config} already exists; edit it, or init another directory.")
+        config.write_text(TEMPLATE.read_text(encoding="utf-8"), encoding="utf-8")
+        ignore = directory / ".gitignore"
+        lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+        if ".headwater/" not in lines:
+            ignore.write_text("\n".join([*lines, ".headwater/"]) + "\n", encoding="utf-8")
+        out.print(f"wrote {config} and {ignore}; edit the [[source]] table, then `headwater sync`.")
+
+    run_command(body)
+
+
+def _progress_table(rows: dict[str, tuple[RunCounts, float]]) -> Table:
+    table = Table(box=None, pad_edge=False)
+    for column in ("source", "seen", "new", "changed", "unchanged", "deleted", "failed", "docs/s"):
+        table.add_column(column, justify="right" if column != "source" else "left")
+    for source, (c, started) in rows.items():
+        rate = c.seen / max(time.monotonic() - started, 1e-6)
+        table.add_row(
+            source,
+            *(str(v) for v in (c.seen, c.new, c.changed, c.unchanged, c.deleted, c.failed)),
+            f"{rate:.0f}",
+        )
+    return table
+
+
+@app.command()
+def sync(
+    sources: list[str] = typer.Argument(None, help="Source ids (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+    no_index: bool = typer.Option(False, "--no-index", help="Only update the manifest."),
+    force: bool = typer.Option(False, "--force", help="Allow one prune past the safety fraction."),
+) -> None:
+    """Sync sources into the manifest and index what changed."""
+
+    def body() -> int:
+        with open_workspace() as ws, cancel_on_interrupt(ws):
+            for warning in ws.warnings(sources or None):
+                err.print(f"[yellow]warning:[/] {warning}")
+            rows: dict[str, tuple[RunCounts, float]] = {}
+            live = (
+                Live(_progress_table(rows), console=err, transient=False, auto_refresh=False)
+                if not as_json and err.is_terminal
+                else None
+            )
+
+            def progress(source: str, counts: RunCounts) -> None:
+                started = rows.get(source, (counts, time.monotonic()))[1]
+                rows[source] = (counts, started)
+                if live is not None:
+                    live.update(_progress_table(rows), refresh=True)
+
+            if live is not None:
+                live.start()
+            try:
+                result = ws.sync(
+                    sources or None, index=not no_index, force=force, progress=progress
+                )
+            finally:
+                if live is not None:
+                    live.stop()
+            if as_json:
+                print_json(result.as_dict())
+            else:
+                _print_sync(result)
+            return EXIT_RUN_FAILED if result.failed else EXIT_OK
+
+    raise typer.Exit(run_command(body))
+
+
+def _print_sync(result: Any) -> None:
+    table = Table(title="sync", box=None)
+    for column in (
+        "source",
+        "status",
+        "seen",
+        "new",
+        "changed",
+        "unchanged",
+        "deleted",
+        "failed",
+        "stale",
+        "s",
+    ):
+        table.add_column(column)
+    for run in result.runs:
+        c = run.counts
+        table.add_row(
+            run.source,
+            run.status,
+            *(
+                str(v)
+                for v in (c.seen, c.new, c.changed, c.unchanged, c.deleted, c.failed, c.stale)
+            ),
+            f"{run.duration_s:.1f}",
+        )
+    out.print(table)
+    for run in result.runs:
+        if run.error:
+            err.print(f"[red]{run.source}:[/] {run.error}")
+        if run.prune_blocked:
+            b = run.prune_blocked
+            err.print(
+                f"[yellow]{run.source}: prune blocked[/]: {b['candidates']} of {b['active']} documents "
+                f"would be deleted (> {b['max_fraction']:.0%}); check the source, then "
+                "`headwater sync --force` to allow it once."
+            )
+    idx = result.index
+    if idx.replaced or idx.deleted or idx.acl_updates or idx.failed:
+        out.print(
+            f"indexed: {idx.replaced} replaced, {idx.deleted} deleted, {idx.acl_updates} ACL updates, "
+            f"{idx.failed} failed; {idx.chunks} chunks written, {idx.embedded} embedded, "
+            f"{idx.cache_hits} from cache"
+        )
+
+
+@app.command()
+def index(
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Drain pending work from the manifest into every index."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            report = ws.index()
+            if as_json:
+                print_json(report.as_dict())
+            else:
+                d = report.as_dict()
+                out.print(f"documents: {d['documents']}  chunks: {d['chunks']}")
+
+    run_command(body)
+
+
+@app.command()
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Documents, failures and last run per source; pending work per index."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            report = ws.status()
+        if as_json:
+            print_json(report)
+            return
+        table = Table(box=None)
+        for column in ("source", "type", "documents", "deleted", "failures", "last run", "at"):
+            table.add_column(column)
+        for s in report["sources"]:
+            last = s["last_run"]
+            table.add_row(
+                s["id"],
+                s["type"],
+                str(s["documents"]),
+                str(s["deleted"]),
+                str(s["failures_open"]),
+                last["status"] if last else "never",
+                (last["window"]["end"] or "") if last else "",
+            )
+        out.print(table)
+        for name, info in report["indexes"].items():
+            out.print(f"index {name} ({info['type']}): {info['pending']} pending")
+        dlq = report["dlq"]
+        out.print(
+            f"pipeline {report['pipeline_version']}; DLQ {dlq['depth']} (oldest {dlq['oldest_age_s']}s), failed deletes {dlq['failed_deletes']}"
+        )
+
+    run_command(body)
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    user: str = typer.Option(None, "--as", help="Search as this user (email)."),
+    groups: list[str] = typer.Option([], "--group", help="A group of the user (repeatable)."),
+    k: int = typer.Option(10, "--k", help="How many results."),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid, vector or keyword."),
+    sources: list[str] = typer.Option([], "--source", help="Limit to these sources."),
+    index_name: str = typer.Option(None, "--index", help="Which configured index to search."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Search as a user: only what their email, groups and PUBLIC may see."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            results = ws.search(
+                query,
+                user=user,
+                groups=groups,
+                k=k,
+                mode=mode,
+                sources=sources or None,
+                index=index_name,
+            )
+        if as_json:
+            print_json({"results": results})
+            return
+        if not results:
+            out.print("no results visible to this user")
+        for n, r in enumerate(results, 1):
+            out.print(
+                f"[bold]{n}. {escape(r['title'])}[/]  ({escape(r['source'])}, score {r['score']:.4f})\n   {escape(r['locator'])}\n   {escape(r['snippet'])}"
+            )
+
+    run_command(body)
+
+
+@doc_app.command("show")
+def doc_show(
+    document_id: str = typer.Argument(None, help="The document id."),
+    source: str = typer.Option(None, "--source", help="Source id (with --object)."),
+    object_id: str = typer.Option(None, "--object", help="The source's object id."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Everything the manifest knows about one document."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            report = ws.document(document_id, source=source, object_id=object_id)
+        if as_json:
+            print_json(report)
+        else:
+            for key, value in report.items():
+                out.print(f"[bold]{key}[/]: {value}")
+
+    run_command(body)
+
+
+@app.command()
+def failures(
+    source: str = typer.Option(None, "--source", help="Only this source."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Open failure records (retrying and dead-lettered)."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            rows = [failure_dict(f) for f in ws.failures(source)]
+        if as_json:
+            print_json({"failures": rows})
+            return
+        if not rows:
+            out.print("no open failures")
+        for f in rows:
+            out.print(
+                f"#{f['id']} [{f['status']}] {f['source']}/{f['object_id']} {f['stage']} {f['error_class']}: {f['message']}",
+                markup=False,
+            )
+
+    run_command(body)
+
+
+@app.command()
+def validate(source_id: str = typer.Argument(..., help="The source to probe.")) -> None:
+    """Probe a source's connection and credentials; one line says what to fix."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            ws.validate(source_id)
+        out.print(f"{source_id}: ok")
+
+    run_command(body)
+
+
+_ = state

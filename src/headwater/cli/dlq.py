@@ -1,0 +1,107 @@
+"""The dead-letter queue: list, show, redrive and drop failed documents."""
+
+from __future__ import annotations
+
+import typer
+
+from headwater.cli.app import app, open_workspace, out, print_json, run_command, usage_error
+from headwater.errors import NotFoundError
+from headwater.manifest.failures import DEAD
+from headwater.sync.redrive import redrive as run_redrive
+from headwater.workspace_parts.results import failure_dict
+
+dlq_app = typer.Typer(
+    help="The dead-letter queue of documents that exhausted their attempts.", no_args_is_help=True
+)
+app.add_typer(dlq_app, name="dlq")
+
+
+@dlq_app.command("list")
+def dlq_list(
+    source: str = typer.Option(None, "--source", help="Only this source."),
+    stage: str = typer.Option(
+        None, "--stage", help="Only this stage (fetch, parse, embed, index…)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Dead-lettered documents, deletes first."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            rows = [
+                failure_dict(f)
+                for f in ws.manifest.failures.list(source_id=source, stage=stage, statuses=(DEAD,))
+            ]
+        if as_json:
+            print_json({"entries": rows})
+            return
+        if not rows:
+            out.print("the dead-letter queue is empty")
+        for f in rows:
+            out.print(
+                f"#{f['id']} {f['source']}/{f['object_id']} {f['stage']} {f['error_class']} (x{f['attempts']}): {f['message']}",
+                markup=False,
+            )
+
+    run_command(body)
+
+
+@dlq_app.command("show")
+def dlq_show(
+    entry_id: int = typer.Argument(..., help="The entry id."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """One DLQ entry in full."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            entry = ws.manifest.failures.get(entry_id)
+        if entry is None:
+            raise NotFoundError(f"no DLQ entry #{entry_id}; list them with `headwater dlq list`.")
+        data = failure_dict(entry)
+        if as_json:
+            print_json(data)
+        else:
+            for key, value in data.items():
+                out.print(f"[bold]{key}[/]: {value}")
+
+    run_command(body)
+
+
+@dlq_app.command("redrive")
+def dlq_redrive(
+    entry_ids: list[int] = typer.Argument(None, help="Entry ids."),
+    all_entries: bool = typer.Option(False, "--all", help="Every dead-lettered entry."),
+    stage: str = typer.Option(None, "--stage", help="Every entry at this stage."),
+    rate: float = typer.Option(0.0, "--rate", help="At most N entries per second (0: no limit)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Replay entries through the normal pipeline; successes resolve their entries."""
+    if not entry_ids and not all_entries and not stage:
+        usage_error("name entry ids, or use --all or --stage STAGE")
+
+    def body() -> None:
+        with open_workspace() as ws:
+            report = run_redrive(
+                ws, entry_ids or [], all_entries=all_entries, stage=stage, rate=rate
+            )
+        if as_json:
+            print_json(report)
+        else:
+            out.print(
+                f"redriven {report['redriven']}: {report['resolved']} resolved, {report['still_failing']} still failing"
+            )
+
+    run_command(body)
+
+
+@dlq_app.command("drop")
+def dlq_drop(entry_ids: list[int] = typer.Argument(..., help="Entry ids to forget.")) -> None:
+    """Forget entries (the documents stay as they are)."""
+
+    def body() -> None:
+        with open_workspace() as ws:
+            dropped = ws.manifest.failures.drop(entry_ids)
+        out.print(f"dropped {dropped} entries")
+
+    run_command(body)

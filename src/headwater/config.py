@@ -1,0 +1,278 @@
+"""``headwater.toml``: read, substitute ``${ENV}``, validate everything, report all at once.
+
+Validation happens in two passes that both collect problems instead of stopping at the
+first: the common shape (workspace, manifest, embedder, indexes, sources' shared keys),
+then each source's and index's own options against the plugin's ``Options`` model. Every
+problem names its key path. Secrets are ``SecretStr`` in the plugin models, so neither
+logs nor ``--json`` output ever show them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from headwater.errors import ConfigError
+from headwater.types import Access
+
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+COMMON_SOURCE_KEYS = {
+    "id",
+    "type",
+    "access",
+    "refresh_every",
+    "prune_every",
+    "prune_max_fraction",
+    "batch_size",
+}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse_duration(value: str | int | None) -> timedelta | None:
+    """``"30m"``, ``"6h"``, ``"1d"`` or seconds as an int."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return timedelta(seconds=value)
+    match = DURATION.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a duration; expected e.g. '30m', '6h' or '1d'")
+    return timedelta(seconds=int(match.group(1)) * DURATION_UNITS[match.group(2)])
+
+
+class WorkspaceSection(Strict):
+    tenant: str = Field(min_length=1)
+    state_dir: str = ".headwater"
+
+
+class ManifestSection(Strict):
+    url: str | None = None
+
+
+class AccessSection(Strict):
+    users: list[str] = []
+    groups: list[str] = []
+    public: bool = False
+
+    def to_access(self) -> Access:
+        return Access(
+            users=tuple(sorted(u.strip().lower() for u in self.users)),
+            groups=tuple(sorted(self.groups)),
+            public=self.public,
+        )
+
+
+class SourceSection(BaseModel):
+    """The keys every source has; the rest are the connector's own options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    type: str
+    access: AccessSection | None = None
+    refresh_every: str | None = None
+    prune_every: str | None = None
+    prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
+    batch_size: int = Field(default=64, ge=1, le=10_000)
+
+    @field_validator("refresh_every", "prune_every")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        parse_duration(value)
+        return value
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class IndexSection(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    type: str
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class EmbedderSection(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: Literal["local", "openai", "fake"] = "local"
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class ChunkerSection(Strict):
+    max_tokens: int | None = Field(default=None, ge=16, le=8192)
+
+
+class SyncSection(Strict):
+    attempts: int = Field(default=3, ge=1, le=20)
+    run_attempts: int = Field(default=3, ge=1, le=20)
+    tombstone_retention_days: int = Field(default=30, ge=0)
+    index_batch_size: int = Field(default=32, ge=1, le=4096)
+
+
+class HeadwaterConfig(Strict):
+    workspace: WorkspaceSection
+    manifest: ManifestSection = ManifestSection()
+    embedder: EmbedderSection = EmbedderSection()
+    chunker: ChunkerSection = ChunkerSection()
+    sync: SyncSection = SyncSection()
+    index: list[IndexSection] = []
+    source: list[SourceSection] = []
+
+    def source_by_id(self, source_id: str) -> SourceSection:
+        for section in self.source:
+            if section.id == source_id:
+                return section
+        known = ", ".join(s.id for s in self.source) or "none"
+        raise ConfigError(
+            f"source {source_id!r} is not configured; expected one of: {known}. "
+            "Check the id or add a [[source]] table."
+        )
+
+
+class LoadedConfig(BaseModel):
+    """A validated config plus where it came from and the parsed plugin options."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    path: Path
+    root: Path
+    config: HeadwaterConfig
+    source_options: dict[str, Any]
+    index_options: dict[str, Any]
+
+    @property
+    def state_dir(self) -> Path:
+        return resolve_path(self.root, self.config.workspace.state_dir)
+
+    @property
+    def manifest_url(self) -> str:
+        url = self.config.manifest.url
+        if url is None:
+            return f"sqlite:///{self.state_dir / 'manifest.db'}"
+        if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+            relative = url[len("sqlite:///") :]
+            if relative and relative != ":memory:":
+                return f"sqlite:///{resolve_path(self.root, relative)}"
+        return url
+
+
+def resolve_path(root: Path, value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (root / path).resolve()
+
+
+def _substitute(value: Any, path: str, missing: list[str]) -> Any:
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                missing.append(
+                    f"{path}: environment variable {name} is not set; "
+                    f"export {name} or remove the ${{{name}}} reference"
+                )
+                return ""
+            return os.environ[name]
+
+        return ENV_REFERENCE.sub(replace, value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, f"{path}.{k}" if path else k, missing) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, f"{path}[{i}]", missing) for i, v in enumerate(value)]
+    return value
+
+
+def _format_errors(error: ValidationError, prefix: str) -> list[str]:
+    problems = []
+    for item in error.errors():
+        location = prefix
+        for part in item["loc"]:
+            location += (
+                f"[{part}]" if isinstance(part, int) else (f".{part}" if location else str(part))
+            )
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key; remove it or check its spelling"
+        elif item["type"] == "missing":
+            message = "required key is missing"
+        problems.append(f"{location}: {message}")
+    return problems
+
+
+def load_config(path: Path) -> LoadedConfig:
+    """Read and validate ``path``; raise ConfigError listing every problem found."""
+    from headwater.connectors import load_connector_class
+    from headwater.sinks import load_sink_class
+
+    if path.is_dir():
+        path = path / "headwater.toml"
+    if not path.exists():
+        raise ConfigError(
+            f"no config at {path}; expected a headwater.toml. "
+            "Run `headwater init` or pass --config PATH."
+        )
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the syntax there.") from exc
+    problems: list[str] = []
+    raw = _substitute(raw, "", problems)
+    try:
+        config = HeadwaterConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError("invalid configuration", problems + _format_errors(exc, "")) from exc
+    seen: set[str] = set()
+    source_options: dict[str, Any] = {}
+    for i, source in enumerate(config.source):
+        where = f"source[{i}] (id={source.id})"
+        if source.id in seen:
+            problems.append(f"{where}.id: duplicate source id; every source needs its own id")
+        seen.add(source.id)
+        try:
+            cls = load_connector_class(source.type)
+            source_options[source.id] = cls.Options.model_validate(source.options())
+        except ConfigError as exc:
+            problems.append(f"{where}.type: {exc}")
+        except ValidationError as exc:
+            problems.extend(_format_errors(exc, where))
+    index_options: dict[str, Any] = {}
+    names: set[str] = set()
+    for i, index in enumerate(config.index):
+        where = f"index[{i}] (name={index.name})"
+        if index.name in names:
+            problems.append(f"{where}.name: duplicate index name")
+        names.add(index.name)
+        try:
+            index_options[index.name] = load_sink_class(index.type).Options.model_validate(
+                index.options()
+            )
+        except ConfigError as exc:
+            problems.append(f"{where}.type: {exc}")
+        except ValidationError as exc:
+            problems.extend(_format_errors(exc, where))
+    if problems:
+        raise ConfigError("invalid configuration", problems)
+    return LoadedConfig(
+        path=path.resolve(),
+        root=path.resolve().parent,
+        config=config,
+        source_options=source_options,
+        index_options=index_options,
+    )

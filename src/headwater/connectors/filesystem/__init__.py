@@ -1,0 +1,201 @@
+"""The filesystem connector: a directory tree, listed in full on every run.
+
+Object ids are POSIX paths relative to the root; the version hint is ``mtime_ns:size``,
+so an unchanged tree is re-synced without opening a file (content is fetched lazily).
+The walk visits each directory's entries in name order, which makes the whole listing
+ordered by path parts: a checkpoint is simply the last path yielded. Symlinks are skipped
+unless ``follow_symlinks``, and even then nothing outside the root is ever read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from headwater.connectors.base import (
+    ConnectorCapabilities,
+    ConnectorOptions,
+    ReadStream,
+    SourceContext,
+)
+from headwater.errors import ConfigError, ItemError
+from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Window
+
+DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+
+
+class FilesystemOptions(ConnectorOptions):
+    root: str
+    include: list[str] = Field(default_factory=lambda: ["**/*"])
+    exclude: list[str] = Field(default_factory=list)
+    follow_symlinks: bool = False
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A ``**``-aware glob as a regex over POSIX relative paths."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches_any(path: str, patterns: list[str]) -> bool:
+    return any(glob_regex(p).match(path) for p in patterns)
+
+
+class FilesystemConnector:
+    type_name: ClassVar[str] = "filesystem"
+    capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities(
+        windowed=False, full_listing=True
+    )
+    Options: ClassVar[type[FilesystemOptions]] = FilesystemOptions
+
+    def __init__(self, options: FilesystemOptions, context: SourceContext | None = None) -> None:
+        self.options = options
+        root = Path(options.root).expanduser()
+        if not root.is_absolute() and context is not None and context.config_root is not None:
+            root = context.config_root / root
+        self.root = root.resolve()
+        self.files_read = 0
+
+    def validate(self) -> None:
+        if not self.root.exists():
+            raise ConfigError(
+                f"filesystem root {str(self.root)!r} does not exist; expected a directory. "
+                "Fix `root` or create the directory."
+            )
+        if not self.root.is_dir():
+            raise ConfigError(
+                f"filesystem root {str(self.root)!r} is not a directory; point `root` at one."
+            )
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            raise ConfigError(
+                f"filesystem root {str(self.root)!r} is not readable (permission denied); "
+                "grant read access or run as a user who has it."
+            )
+
+    def in_scope(self, object_id: str) -> bool:
+        """Whether the config (include/exclude) still selects this path."""
+        return matches_any(object_id, self.options.include) and not matches_any(
+            object_id, self.options.exclude
+        )
+
+    def _walk(
+        self,
+        directory: Path,
+        parts: tuple[str, ...],
+        after: tuple[str, ...] | None,
+        seen_dirs: frozenset[tuple[int, int]],
+    ) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            here = (*parts, entry.name)
+            if after is not None and here < after[: len(here)]:
+                continue  # this entry and everything under it came before the checkpoint
+            is_link = entry.is_symlink()
+            if is_link and not self.options.follow_symlinks:
+                continue
+            try:
+                st = entry.stat(follow_symlinks=True)
+            except OSError:
+                continue
+            if is_link:
+                real = Path(os.path.realpath(entry.path))
+                if real != self.root and self.root not in real.parents:
+                    continue  # never read outside the root
+            if entry.is_dir(follow_symlinks=self.options.follow_symlinks):
+                key = (st.st_dev, st.st_ino)
+                if key in seen_dirs:
+                    continue  # a symlink cycle
+                yield from self._walk(Path(entry.path), here, after, seen_dirs | {key})
+            elif entry.is_file(follow_symlinks=self.options.follow_symlinks):
+                if after is not None and here <= after:
+                    continue
+                rel = "/".join(here)
+                if self.in_scope(rel):
+                    yield here, st
+
+    def _listing(
+        self, after: tuple[str, ...] | None = None
+    ) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
+        self.validate()
+        st = self.root.stat()
+        return self._walk(self.root, (), after, frozenset({(st.st_dev, st.st_ino)}))
+
+    def read(
+        self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
+    ) -> ReadStream:
+        after = tuple(json.loads(checkpoint.cursor)["after"]) if checkpoint else None
+        for parts, st in self._listing(after):
+            rel = "/".join(parts)
+            locator = str(self.root.joinpath(*parts))
+            if st.st_size > self.options.max_file_bytes:
+                yield Failure(
+                    object_id=rel,
+                    locator=locator,
+                    stage="fetch",
+                    error_class="too_large",
+                    message=(
+                        f"{rel} is {st.st_size} bytes; max_file_bytes is "
+                        f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file."
+                    ),
+                    permanent=True,
+                )
+            else:
+                yield SourceDocument(
+                    object_id=rel,
+                    locator=locator,
+                    title="",
+                    version=f"{st.st_mtime_ns}:{st.st_size}",
+                    fetch_ref=rel,
+                    updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
+                    metadata={"path": rel},
+                )
+            yield Checkpoint(json.dumps({"after": list(parts)}))
+        return None
+
+    def enumerate(self) -> Iterator[str]:
+        for parts, _ in self._listing():
+            yield "/".join(parts)
+
+    def fetch(self, ref: str) -> bytes:
+        path = (self.root / ref).resolve()
+        if path != self.root and self.root not in path.parents:
+            raise ItemError("outside_root", f"{ref} resolves outside the root {self.root}")
+        try:
+            with path.open("rb") as handle:
+                self.files_read += 1
+                return handle.read(self.options.max_file_bytes + 1)
+        except FileNotFoundError as exc:
+            raise ItemError(
+                "vanished", f"{ref} disappeared while syncing", permanent=False
+            ) from exc
+        except PermissionError as exc:
+            raise ItemError("permission_denied", f"{ref}: permission denied") from exc

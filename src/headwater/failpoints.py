@@ -1,0 +1,37 @@
+"""Named crash points for crash tests, enabled only by an environment variable.
+
+``HEADWATER_FAILPOINTS=after_manifest_commit,between_sinks`` makes the process kill
+itself with SIGKILL the first time it reaches one of those points, exactly as a power
+cut or OOM kill would. Unset (always, outside tests), a failpoint costs one set lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV_VAR = "HEADWATER_FAILPOINTS"
+
+AFTER_FETCH_BEFORE_COMMIT = "after_fetch_before_commit"
+AFTER_MANIFEST_COMMIT = "after_manifest_commit"
+BETWEEN_SINKS = "between_sinks"
+AFTER_SINK_WRITE_BEFORE_RECORD = "after_sink_write_before_record"
+MID_DELETE = "mid_delete"
+AFTER_CHECKPOINT_SAVE = "after_checkpoint_save"
+
+ALL = (
+    AFTER_FETCH_BEFORE_COMMIT,
+    AFTER_MANIFEST_COMMIT,
+    BETWEEN_SINKS,
+    AFTER_SINK_WRITE_BEFORE_RECORD,
+    MID_DELETE,
+    AFTER_CHECKPOINT_SAVE,
+)
+
+_ACTIVE = frozenset(p.strip() for p in os.environ.get(ENV_VAR, "").split(",") if p.strip())
+
+
+def failpoint(name: str) -> None:
+    """Die here, hard, if ``name`` is enabled."""
+    if name in _ACTIVE:
+        os.kill(os.getpid(), signal.SIGKILL)

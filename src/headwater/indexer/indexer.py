@@ -1,0 +1,310 @@
+"""The indexer: drain pending work from the manifest into every sink.
+
+Pending work for a sink is the set of documents whose manifest revision is ahead of the
+revision that sink confirmed. Per batch: chunk and embed first (a changed document's new
+chunks exist before any old chunk is touched, invariant 6), then per sink replace,
+delete or update the ACL, and only after the sink confirmed record its applied revision
+(invariant 4). An ACL-only change re-embeds nothing. One document's failure is a failure
+record; the rest of its batch is indexed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from headwater import failpoints
+from headwater.errors import ItemError, TransientError, error_class_of
+from headwater.indexer.report import IndexReport
+from headwater.manifest.content import ContentStore
+from headwater.manifest.index_state import Applied, PendingWork
+from headwater.manifest.records import ACTIVE, DocumentRecord, FailureWrite
+from headwater.manifest.store import Manifest
+from headwater.pipeline.chunk import ChunkerSettings, chunk_document
+from headwater.pipeline.embed.base import Embedder
+from headwater.pipeline.embed.each import embed_each
+from headwater.retry import RetryPolicy, call_with_retry
+from headwater.sinks.base import Sink, WriteOutcome
+from headwater.types import Chunk, EmbeddedChunk, IndexDocument
+
+log = logging.getLogger(__name__)
+
+INDEX_STAGES = ("chunk", "embed")
+
+
+@dataclass
+class IndexTarget:
+    """One configured sink and its index pipeline version."""
+
+    name: str
+    sink: Sink
+    version: str
+
+
+@dataclass
+class _Prepared:
+    chunks: list[EmbeddedChunk] = field(default_factory=list)
+
+
+class Indexer:
+    def __init__(
+        self,
+        manifest: Manifest,
+        content_store: ContentStore,
+        targets: Sequence[IndexTarget],
+        embedder_factory: Callable[[], Embedder],
+        pipeline_version: str,
+        chunker: ChunkerSettings,
+        *,
+        batch_size: int = 32,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.manifest = manifest
+        self.content_store = content_store
+        self.targets = list(targets)
+        self._embedder_factory = embedder_factory
+        self._embedder: Embedder | None = None
+        self.pipeline_version = pipeline_version
+        self.chunker = chunker
+        self.batch_size = batch_size
+        self.retry = retry or RetryPolicy(attempts=3, initial_wait=0.2)
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._embedder_factory()
+        return self._embedder
+
+    def pending_count(self) -> dict[str, int]:
+        return {
+            t.name: self.manifest.index_state.pending_count(t.name, t.version) for t in self.targets
+        }
+
+    def drain(self, *, only: Sequence[str] | None = None) -> IndexReport:
+        """Apply every pending document to every sink; safe to call at any time."""
+        report = IndexReport()
+        cursors: dict[str, str | None] = {t.name: "" for t in self.targets}
+        skipped = self._blocked_documents()
+        while any(c is not None for c in cursors.values()):
+            work: dict[str, dict[str, PendingWork]] = {}
+            records: dict[str, DocumentRecord] = {}
+            for target in self.targets:
+                after = cursors[target.name]
+                if after is None:
+                    continue
+                batch = self.manifest.index_state.pending(
+                    target.name, target.version, limit=self.batch_size, after=after, only=only
+                )
+                exhausted = len(batch) < self.batch_size
+                cursors[target.name] = None if exhausted else batch[-1].document.document_id
+                for pw in batch:
+                    if pw.document.document_id in skipped[target.name]:
+                        continue
+                    work.setdefault(pw.document.document_id, {})[target.name] = pw
+                    records[pw.document.document_id] = pw.document
+            if work:
+                self._apply_batch(work, records, report)
+        self._complete_tombstones()
+        return report
+
+    def _blocked_documents(self) -> dict[str, set[str]]:
+        """Documents whose index failures are in the DLQ: not retried until redriven."""
+        failures = self.manifest.failures
+        shared = failures.open_documents("embed") | failures.open_documents("chunk")
+        return {t.name: shared | failures.open_documents(f"index:{t.name}") for t in self.targets}
+
+    def _needs_content(self, record: DocumentRecord, pw: PendingWork, target: IndexTarget) -> bool:
+        if record.state != ACTIVE:
+            return False
+        acl_only = (
+            pw.applied_revision is not None
+            and pw.applied_signature == record.signature
+            and pw.applied_pipeline == target.version
+        )
+        return not acl_only
+
+    def _apply_batch(
+        self,
+        work: dict[str, dict[str, PendingWork]],
+        records: dict[str, DocumentRecord],
+        report: IndexReport,
+    ) -> None:
+        by_name = {t.name: t for t in self.targets}
+        need_vectors = any(
+            by_name[name].sink.capabilities.vector
+            and self._needs_content(records[d], pw, by_name[name])
+            for d, per in work.items()
+            for name, pw in per.items()
+        )
+        to_prepare = [
+            d
+            for d, per in work.items()
+            if any(self._needs_content(records[d], pw, by_name[n]) for n, pw in per.items())
+        ]
+        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report)
+        for target in self.targets:
+            applied: list[Applied] = []
+            for doc_id, per in work.items():
+                pw = per.get(target.name)
+                if pw is None or doc_id in failed:
+                    continue
+                result = self._apply_one(target, records[doc_id], pw, prepared.get(doc_id), report)
+                if result is not None:
+                    applied.append(result)
+            failpoints.failpoint(failpoints.AFTER_SINK_WRITE_BEFORE_RECORD)
+            self.manifest.index_state.record_applied(target.name, applied)
+            ok = [a.document_id for a in applied]
+            self.manifest.failures.resolve(ok, (f"index:{target.name}", f"delete:{target.name}"))
+            if target is not self.targets[-1] and applied:
+                failpoints.failpoint(failpoints.BETWEEN_SINKS)
+        done = [d for d in to_prepare if d not in failed]
+        self.manifest.failures.resolve(done, INDEX_STAGES)
+
+    def _prepare(
+        self, docs: list[DocumentRecord], need_vectors: bool, report: IndexReport
+    ) -> tuple[dict[str, _Prepared], set[str]]:
+        prepared: dict[str, _Prepared] = {}
+        failed: set[str] = set()
+        chunked: dict[str, list[Chunk]] = {}
+        for doc in docs:
+            try:
+                assert doc.checksum is not None
+                text = self.content_store.get(doc.checksum)
+                chunked[doc.document_id] = chunk_document(
+                    document_id=doc.document_id,
+                    pipeline_version=self.pipeline_version,
+                    text=text,
+                    title=doc.title,
+                    metadata=doc.metadata,
+                    counter=self.embedder,
+                    settings=self.chunker,
+                )
+            except ItemError as exc:
+                self._fail(doc, "chunk", exc, report)
+                failed.add(doc.document_id)
+        texts = [c.embed_text for chunks in chunked.values() for c in chunks]
+        vectors: list[list[float] | ItemError | None] = [None] * len(texts)
+        if need_vectors and texts:
+            try:
+                vectors = list(
+                    call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)
+                )
+            except TransientError as exc:
+                for doc in docs:
+                    if doc.document_id in chunked:
+                        self._fail(doc, "embed", exc, report)
+                        failed.add(doc.document_id)
+                return prepared, failed
+        position = 0
+        for doc in docs:
+            chunks = chunked.get(doc.document_id)
+            if chunks is None:
+                continue
+            mine = vectors[position : position + len(chunks)]
+            position += len(chunks)
+            error = next((v for v in mine if isinstance(v, ItemError)), None)
+            if error is not None:
+                self._fail(doc, "embed", error, report)
+                failed.add(doc.document_id)
+                continue
+            prepared[doc.document_id] = _Prepared(
+                [EmbeddedChunk(chunk=c, vector=v) for c, v in zip(chunks, mine, strict=True)]  # type: ignore[arg-type]
+            )
+            report.chunks += len(chunks)
+        return prepared, failed
+
+    def _apply_one(
+        self,
+        target: IndexTarget,
+        record: DocumentRecord,
+        pw: PendingWork,
+        prepared: _Prepared | None,
+        report: IndexReport,
+    ) -> Applied | None:
+        sink = target.sink
+        stage = f"index:{target.name}" if record.state == ACTIVE else f"delete:{target.name}"
+        try:
+            if record.state != ACTIVE:
+                call_with_retry(
+                    lambda: sink.delete(record.document_id, record.revision), self.retry
+                )
+                failpoints.failpoint(failpoints.MID_DELETE)
+                remaining = sink.count(record.document_id)
+                if remaining:
+                    raise ItemError(
+                        "delete_not_verified",
+                        f"{target.name} still holds {remaining} chunks of {record.document_id} "
+                        "after a delete; run `headwater reconcile --repair`",
+                        permanent=False,
+                    )
+                report.deleted += 1
+                return Applied(record.document_id, record.revision, None, target.version, 0)
+            document = IndexDocument(
+                document_id=record.document_id,
+                source=record.source_id,
+                title=record.title,
+                locator=record.locator,
+                access=record.access,
+                metadata=record.metadata,
+            )
+            if prepared is None:  # ACL-only change: no chunking, no embedding
+                outcome = call_with_retry(
+                    lambda: sink.update_access(record.document_id, record.access, record.revision),
+                    self.retry,
+                )
+                chunks = sink.count(record.document_id)
+                report.acl_updates += 1
+            else:
+                chunk_list = prepared.chunks
+                if not sink.capabilities.vector:
+                    chunk_list = [EmbeddedChunk(chunk=c.chunk, vector=None) for c in chunk_list]
+                outcome = call_with_retry(
+                    lambda: sink.replace(document, chunk_list, record.revision), self.retry
+                )
+                chunks = len(chunk_list)
+                report.replaced += 1
+            if outcome is WriteOutcome.STALE:
+                raise ItemError(
+                    "stale_in_sink",
+                    f"{target.name} holds a newer revision of {record.document_id} than the "
+                    f"manifest ({record.revision}); run `headwater reconcile --sink {target.name}`",
+                )
+            return Applied(
+                record.document_id, record.revision, record.signature, target.version, chunks
+            )
+        except (ItemError, TransientError) as exc:
+            self._fail(record, stage, exc, report)
+        except Exception as exc:  # a sink's own error for one document: record and go on
+            log.debug("sink %s failed on %s", target.name, record.document_id, exc_info=True)
+            self._fail(record, stage, exc, report)
+        return None
+
+    def _fail(
+        self, record: DocumentRecord, stage: str, exc: BaseException, report: IndexReport
+    ) -> None:
+        permanent = isinstance(exc, ItemError) and exc.permanent
+        self.manifest.failures.record(
+            [
+                FailureWrite(
+                    source_id=record.source_id,
+                    object_id=record.object_id,
+                    document_id=record.document_id,
+                    locator=record.locator,
+                    stage=stage,
+                    error_class=error_class_of(exc),
+                    message=str(exc) or type(exc).__name__,
+                    pipeline_version=self.pipeline_version,
+                    source_version=record.source_version,
+                    fetch_ref=None,
+                    permanent=permanent,
+                )
+            ]
+        )
+        report.failed += 1
+
+    def _complete_tombstones(self) -> None:
+        names = [t.name for t in self.targets]
+        pending = self.manifest.index_state.incomplete_tombstones()
+        if pending:
+            self.manifest.index_state.complete_tombstones(pending, names)

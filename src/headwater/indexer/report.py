@@ -1,0 +1,47 @@
+"""What an index pass reports: the shape of ``headwater index --json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class IndexReport:
+    replaced: int = 0
+    deleted: int = 0
+    acl_updates: int = 0
+    failed: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    duration_s: float = 0.0
+
+    def add(self, other: IndexReport) -> None:
+        for name in (
+            "replaced",
+            "deleted",
+            "acl_updates",
+            "failed",
+            "chunks",
+            "embedded",
+            "cache_hits",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.duration_s += other.duration_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "documents": {
+                "replaced": self.replaced,
+                "deleted": self.deleted,
+                "acl_updates": self.acl_updates,
+                "failed": self.failed,
+            },
+            "chunks": {
+                "written": self.chunks,
+                "embedded": self.embedded,
+                "cache_hits": self.cache_hits,
+            },
+            "duration_s": round(self.duration_s, 3),
+        }

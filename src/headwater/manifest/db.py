@@ -1,0 +1,69 @@
+"""Opening the manifest database: engine settings and automatic migrations.
+
+SQLite (the default) runs in WAL mode with a busy timeout so a reader never blocks the
+writer; PostgreSQL is used as is. Alembic upgrades the schema to head on every open,
+in one transaction, so a workspace never runs on a half-migrated manifest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+from headwater.errors import ConfigError, FatalError
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def create_manifest_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite files get their directory created and WAL mode."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(
+            f"manifest.url {url!r} is not a database URL; expected e.g. "
+            "'sqlite:///.headwater/manifest.db' or 'postgresql+psycopg://user@host/db'."
+        ) from exc
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True)
+    raise ConfigError(
+        f"manifest.url uses {parsed.get_backend_name()!r}; expected sqlite or postgresql. "
+        "Point manifest.url at a SQLite file or a PostgreSQL database."
+    )
+
+
+def migrate(engine: Engine) -> None:
+    """Upgrade the manifest schema to the newest migration."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except OperationalError as exc:
+        raise FatalError(
+            f"cannot open the manifest at {engine.url.render_as_string(hide_password=True)}: "
+            f"{exc.orig}. Check that the database server runs and the URL is right."
+        ) from exc

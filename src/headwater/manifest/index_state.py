@@ -1,0 +1,197 @@
+"""Per-index applied revisions: the manifest is the outbox.
+
+Work pending for an index is exactly the documents whose manifest revision is ahead of
+the revision that index confirmed (or whose index pipeline version is outdated). An
+applied revision is recorded only after the sink confirmed the write (invariant 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
+
+from headwater.clock import utcnow
+from headwater.manifest import schema as t
+from headwater.manifest.records import ACTIVE, DELETED, DocumentRecord
+
+d = t.documents
+di = t.document_indexes
+
+
+@dataclass(frozen=True)
+class PendingWork:
+    document: DocumentRecord
+    applied_revision: int | None
+    applied_signature: str | None
+    applied_pipeline: str | None
+
+
+@dataclass(frozen=True)
+class Applied:
+    document_id: str
+    revision: int
+    signature: str | None
+    pipeline_version: str
+    chunks: int
+
+
+class IndexState:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _pending_condition(self, index_version: str):  # type: ignore[no-untyped-def]
+        return or_(
+            and_(
+                d.c.state == ACTIVE,
+                or_(
+                    di.c.applied_revision.is_(None),
+                    di.c.applied_revision < d.c.revision,
+                    di.c.pipeline_version != index_version,
+                ),
+            ),
+            and_(
+                d.c.state == DELETED,
+                di.c.applied_revision.is_not(None),
+                di.c.applied_revision < d.c.revision,
+            ),
+        )
+
+    def pending(
+        self,
+        index_name: str,
+        index_version: str,
+        *,
+        limit: int,
+        after: str = "",
+        only: Sequence[str] | None = None,
+    ) -> list[PendingWork]:
+        join = d.outerjoin(
+            di, and_(di.c.document_id == d.c.document_id, di.c.index_name == index_name)
+        )
+        query = (
+            select(
+                d, di.c.applied_revision, di.c.applied_signature, di.c.pipeline_version.label("ipv")
+            )
+            .select_from(join)
+            .where(self._pending_condition(index_version), d.c.document_id > after)
+            .order_by(d.c.document_id)
+            .limit(limit)
+        )
+        if only is not None:
+            query = query.where(d.c.document_id.in_(list(only)))
+        with self.engine.connect() as conn:
+            return [
+                PendingWork(
+                    document=DocumentRecord.from_row(row),
+                    applied_revision=row._mapping["applied_revision"],
+                    applied_signature=row._mapping["applied_signature"],
+                    applied_pipeline=row._mapping["ipv"],
+                )
+                for row in conn.execute(query)
+            ]
+
+    def pending_count(self, index_name: str, index_version: str) -> int:
+        join = d.outerjoin(
+            di, and_(di.c.document_id == d.c.document_id, di.c.index_name == index_name)
+        )
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count())
+                    .select_from(join)
+                    .where(self._pending_condition(index_version))
+                ).scalar_one()
+            )
+
+    def record_applied(self, index_name: str, applied: Sequence[Applied]) -> None:
+        if not applied:
+            return
+        now = utcnow()
+        ids = [a.document_id for a in applied]
+        with self.engine.begin() as conn:
+            conn.execute(delete(di).where(di.c.index_name == index_name, di.c.document_id.in_(ids)))
+            conn.execute(
+                insert(di),
+                [
+                    {
+                        "document_id": a.document_id,
+                        "index_name": index_name,
+                        "applied_revision": a.revision,
+                        "applied_signature": a.signature,
+                        "pipeline_version": a.pipeline_version,
+                        "chunks": a.chunks,
+                        "applied_at": now,
+                    }
+                    for a in applied
+                ],
+            )
+
+    def for_document(self, document_id: str) -> dict[str, tuple[int, int]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(di.c.index_name, di.c.applied_revision, di.c.chunks).where(
+                    di.c.document_id == document_id
+                )
+            )
+            return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def applied_map(
+        self, index_name: str, document_ids: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(di.c.document_id, di.c.applied_revision, di.c.chunks).where(
+                    di.c.index_name == index_name, di.c.document_id.in_(list(document_ids))
+                )
+            )
+            return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def complete_tombstones(self, document_ids: Sequence[str], index_names: Sequence[str]) -> None:
+        """Mark tombstones complete once every index confirmed the delete."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            for doc_id in document_ids:
+                tomb = conn.execute(
+                    select(t.tombstones.c.revision).where(
+                        t.tombstones.c.document_id == doc_id, t.tombstones.c.completed_at.is_(None)
+                    )
+                ).first()
+                if tomb is None:
+                    continue
+                done = conn.execute(
+                    select(func.count()).where(
+                        di.c.document_id == doc_id,
+                        di.c.index_name.in_(list(index_names)),
+                        di.c.applied_revision >= tomb[0],
+                    )
+                ).scalar_one()
+                never = conn.execute(
+                    select(func.count()).where(
+                        di.c.document_id == doc_id, di.c.index_name.in_(list(index_names))
+                    )
+                ).scalar_one()
+                # An index that never held the document has nothing to delete.
+                if done + (len(index_names) - never) >= len(index_names):
+                    conn.execute(
+                        update(t.tombstones)
+                        .where(t.tombstones.c.document_id == doc_id)
+                        .values(completed_at=now)
+                    )
+
+    def incomplete_tombstones(self) -> list[str]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.tombstones.c.document_id).where(t.tombstones.c.completed_at.is_(None))
+            )
+            return [r[0] for r in rows]
+
+    def forget(self, index_name: str, document_ids: Sequence[str]) -> None:
+        """Drop applied rows so the documents are pending again (reconcile repair)."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(di).where(
+                    di.c.index_name == index_name, di.c.document_id.in_(list(document_ids))
+                )
+            )

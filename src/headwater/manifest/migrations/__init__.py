@@ -1,0 +1,1 @@
+"""Alembic migrations of the manifest, applied automatically when a workspace opens."""

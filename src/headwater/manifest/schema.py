@@ -1,0 +1,163 @@
+"""The manifest's tables: the truth every index is a projection of.
+
+One row per source object (``documents``), one per document and index
+(``document_indexes``: the applied revision, so pending work is a query, not a queue),
+plus runs, checkpoints, leases, tombstones, failures (which double as the dead-letter
+queue) and enumeration snapshots for set-difference deletes. Migrations in
+``migrations/versions`` create exactly these tables; change both together.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+TZ = DateTime(timezone=True)
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("type", String(50), nullable=False),
+    Column("next_cursor", Text, nullable=True),
+    Column("last_prune_at", TZ, nullable=True),
+    Column("created_at", TZ, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("source_id", String(200), ForeignKey("sources.source_id"), nullable=False),
+    Column("status", String(30), nullable=False),
+    Column("window_start", TZ, nullable=True),
+    Column("window_end", TZ, nullable=False),
+    Column("started_at", TZ, nullable=False),
+    Column("finished_at", TZ, nullable=True),
+    Column("seen", Integer, nullable=False, default=0),
+    Column("new", Integer, nullable=False, default=0),
+    Column("changed", Integer, nullable=False, default=0),
+    Column("unchanged", Integer, nullable=False, default=0),
+    Column("deleted", Integer, nullable=False, default=0),
+    Column("failed", Integer, nullable=False, default=0),
+    Column("stale", Integer, nullable=False, default=0),
+    Column("duration_s", Float, nullable=False, default=0.0),
+    Column("error", Text, nullable=True),
+    Column("prune", Text, nullable=True),
+    Column("attempts", Integer, nullable=False, default=1),
+    Index("ix_runs_source_started", "source_id", "started_at"),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("run_id", String(36), ForeignKey("runs.run_id"), primary_key=True),
+    Column("source_id", String(200), nullable=False),
+    Column("cursor", Text, nullable=False),
+    Column("saved_at", TZ, nullable=False),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("expires_at", TZ, nullable=False),
+)
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("document_id", String(64), primary_key=True),
+    Column("source_id", String(200), nullable=False),
+    Column("object_id", Text, nullable=False),
+    Column("locator", Text, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("media_type", String(200), nullable=True),
+    Column("source_version", Text, nullable=True),
+    Column("checksum", String(64), nullable=True),
+    Column("signature", String(64), nullable=True),
+    Column("pipeline_version", String(32), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("sequence", BigInteger, nullable=True),
+    Column("state", String(10), nullable=False),
+    Column("acl", Text, nullable=False),
+    Column("metadata", Text, nullable=False),
+    Column("last_seen_run", String(36), nullable=True),
+    Column("created_at", TZ, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+    Index("ix_documents_source_state", "source_id", "state"),
+    Index("ix_documents_source_object", "source_id", "object_id", unique=True),
+)
+
+document_indexes = Table(
+    "document_indexes",
+    metadata,
+    Column("document_id", String(64), primary_key=True),
+    Column("index_name", String(100), primary_key=True),
+    Column("applied_revision", Integer, nullable=False),
+    Column("applied_signature", String(64), nullable=True),
+    Column("pipeline_version", String(32), nullable=False),
+    Column("chunks", Integer, nullable=False),
+    Column("applied_at", TZ, nullable=False),
+)
+
+tombstones = Table(
+    "tombstones",
+    metadata,
+    Column("document_id", String(64), primary_key=True),
+    Column("source_id", String(200), nullable=False),
+    Column("object_id", Text, nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("sequence", BigInteger, nullable=True),
+    Column("reason", String(30), nullable=False),
+    Column("detected_at", TZ, nullable=False),
+    Column("completed_at", TZ, nullable=True),
+)
+
+failures = Table(
+    "failures",
+    metadata,
+    Column("entry_id", Integer, primary_key=True, autoincrement=True),
+    Column("source_id", String(200), nullable=False),
+    Column("object_id", Text, nullable=False),
+    Column("document_id", String(64), nullable=False),
+    Column("locator", Text, nullable=False),
+    Column("stage", String(100), nullable=False),
+    Column("error_class", String(100), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("pipeline_version", String(32), nullable=False),
+    Column("source_version", Text, nullable=True),
+    Column("fetch_ref", Text, nullable=True),
+    Column("attempts", Integer, nullable=False),
+    Column("permanent", Integer, nullable=False),
+    Column("status", String(12), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("first_failed_at", TZ, nullable=False),
+    Column("last_failed_at", TZ, nullable=False),
+    Column("resolved_at", TZ, nullable=True),
+    Column("run_id", String(36), nullable=True),
+    UniqueConstraint("document_id", "stage", name="uq_failures_document_stage"),
+    Index("ix_failures_status", "status", "source_id"),
+)
+
+enumerations = Table(
+    "enumerations",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("object_id", String(1000), primary_key=True),
+)

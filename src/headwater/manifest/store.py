@@ -1,0 +1,302 @@
+"""The manifest facade: documents, and the one-transaction batch commit.
+
+``Manifest`` owns the engine and groups the ledgers (runs, failures, index state). The
+sync runner hands it a ``BatchCommit`` per batch; everything in it (document rows,
+tombstones, failures, resolutions, last-seen marks) lands in one transaction or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import timedelta
+
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+
+from headwater.clock import utcnow
+from headwater.manifest import schema as t
+from headwater.manifest.db import create_manifest_engine, migrate
+from headwater.manifest.failures import FailureLedger
+from headwater.manifest.index_state import IndexState
+from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
+from headwater.manifest.runs import RunLedger
+
+CHUNK = 500
+
+
+def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class Manifest:
+    """The SQL manifest: the truth every index is a projection of."""
+
+    def __init__(self, engine: Engine, *, max_attempts: int = 3) -> None:
+        self.engine = engine
+        self.runs = RunLedger(engine)
+        self.failures = FailureLedger(engine, max_attempts=max_attempts)
+        self.index_state = IndexState(engine)
+
+    @classmethod
+    def open(cls, url: str, *, max_attempts: int = 3) -> Manifest:
+        engine = create_manifest_engine(url)
+        migrate(engine)
+        return cls(engine, max_attempts=max_attempts)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- documents -----------------------------------------------------------------
+
+    def ensure_source(self, source_id: str, source_type: str) -> None:
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
+            ).first()
+            if found is None:
+                conn.execute(
+                    insert(t.sources).values(
+                        source_id=source_id, type=source_type, created_at=utcnow()
+                    )
+                )
+
+    def document(self, document_id: str) -> DocumentRecord | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(t.documents).where(t.documents.c.document_id == document_id)
+            ).first()
+        return DocumentRecord.from_row(row) if row else None
+
+    def document_by_object(self, source_id: str, object_id: str) -> DocumentRecord | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(t.documents).where(
+                    t.documents.c.source_id == source_id, t.documents.c.object_id == object_id
+                )
+            ).first()
+        return DocumentRecord.from_row(row) if row else None
+
+    def documents_by_object_ids(
+        self, source_id: str, object_ids: Sequence[str]
+    ) -> dict[str, DocumentRecord]:
+        found: dict[str, DocumentRecord] = {}
+        with self.engine.connect() as conn:
+            for part in chunked(list(object_ids)):
+                rows = conn.execute(
+                    select(t.documents).where(
+                        t.documents.c.source_id == source_id, t.documents.c.object_id.in_(part)
+                    )
+                )
+                for row in rows:
+                    record = DocumentRecord.from_row(row)
+                    found[record.object_id] = record
+        return found
+
+    def documents_by_ids(self, document_ids: Sequence[str]) -> dict[str, DocumentRecord]:
+        found: dict[str, DocumentRecord] = {}
+        with self.engine.connect() as conn:
+            for part in chunked(list(document_ids)):
+                for row in conn.execute(
+                    select(t.documents).where(t.documents.c.document_id.in_(part))
+                ):
+                    record = DocumentRecord.from_row(row)
+                    found[record.document_id] = record
+        return found
+
+    def documents_after(self, after: str, limit: int) -> list[DocumentRecord]:
+        """Documents in id order after ``after`` (keyset pagination, bounded memory)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.documents)
+                .where(t.documents.c.document_id > after)
+                .order_by(t.documents.c.document_id)
+                .limit(limit)
+            )
+            return [DocumentRecord.from_row(r) for r in rows]
+
+    def known_version(self, source_id: str, object_id: str, pipeline_version: str) -> str | None:
+        """The stored version hint, only while it still certifies (same pipeline, active)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(t.documents.c.source_version).where(
+                    t.documents.c.source_id == source_id,
+                    t.documents.c.object_id == object_id,
+                    t.documents.c.state == ACTIVE,
+                    t.documents.c.pipeline_version == pipeline_version,
+                )
+            ).first()
+        return row[0] if row else None
+
+    def tombstone_sequences(self, document_ids: Sequence[str]) -> dict[str, int | None]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.tombstones.c.document_id, t.tombstones.c.sequence).where(
+                    t.tombstones.c.document_id.in_(list(document_ids))
+                )
+            )
+            return {r[0]: r[1] for r in rows}
+
+    def count_documents(self, source_id: str, state: str = ACTIVE) -> int:
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).where(
+                        t.documents.c.source_id == source_id, t.documents.c.state == state
+                    )
+                ).scalar_one()
+            )
+
+    def unseen_documents(self, source_id: str, run_id: str) -> list[DocumentRecord]:
+        """Active documents of a source not seen by ``run_id`` (prune candidates)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.documents).where(
+                    t.documents.c.source_id == source_id,
+                    t.documents.c.state == ACTIVE,
+                    (t.documents.c.last_seen_run.is_(None))
+                    | (t.documents.c.last_seen_run != run_id),
+                )
+            )
+            return [DocumentRecord.from_row(r) for r in rows]
+
+    def record_enumeration(self, run_id: str, object_ids: Iterable[str]) -> int:
+        """Store a full enumeration in batches (bounded memory); returns the count."""
+        total = 0
+        batch: list[str] = []
+        with self.engine.begin() as conn:
+            conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
+        for object_id in object_ids:
+            batch.append(object_id)
+            if len(batch) >= CHUNK:
+                total += self._insert_enumerated(run_id, batch)
+                batch = []
+        if batch:
+            total += self._insert_enumerated(run_id, batch)
+        return total
+
+    def _insert_enumerated(self, run_id: str, batch: list[str]) -> int:
+        unique = sorted(set(batch))
+        with self.engine.begin() as conn:
+            existing = {
+                r[0]
+                for r in conn.execute(
+                    select(t.enumerations.c.object_id).where(
+                        t.enumerations.c.run_id == run_id, t.enumerations.c.object_id.in_(unique)
+                    )
+                )
+            }
+            fresh = [{"run_id": run_id, "object_id": o} for o in unique if o not in existing]
+            if fresh:
+                conn.execute(insert(t.enumerations), fresh)
+        return len(unique)
+
+    def documents_missing_from_enumeration(
+        self, source_id: str, run_id: str
+    ) -> list[DocumentRecord]:
+        listed = select(t.enumerations.c.object_id).where(t.enumerations.c.run_id == run_id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.documents).where(
+                    t.documents.c.source_id == source_id,
+                    t.documents.c.state == ACTIVE,
+                    t.documents.c.object_id.not_in(listed),
+                )
+            )
+            return [DocumentRecord.from_row(r) for r in rows]
+
+    def clear_enumeration(self, run_id: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
+
+    # -- the batch commit ------------------------------------------------------------
+
+    def commit_batch(self, run_id: str, batch: BatchCommit) -> None:
+        """Apply one batch in a single transaction."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            for write in batch.writes:
+                values = write.values()
+                if write.is_new and not self._exists(conn, write.document_id):
+                    conn.execute(
+                        insert(t.documents).values(created_at=now, updated_at=now, **values)
+                    )
+                else:
+                    conn.execute(
+                        update(t.documents)
+                        .where(t.documents.c.document_id == write.document_id)
+                        .values(updated_at=now, **values)
+                    )
+            for part in chunked(batch.seen):
+                conn.execute(
+                    update(t.documents)
+                    .where(t.documents.c.document_id.in_(part))
+                    .values(last_seen_run=run_id)
+                )
+            for doc_id in batch.cleared_tombstones:
+                conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id == doc_id))
+            for tomb in batch.tombstones:
+                conn.execute(
+                    delete(t.tombstones).where(t.tombstones.c.document_id == tomb.document_id)
+                )
+                conn.execute(
+                    insert(t.tombstones).values(
+                        document_id=tomb.document_id,
+                        source_id=tomb.source_id,
+                        object_id=tomb.object_id,
+                        revision=tomb.revision,
+                        sequence=tomb.sequence,
+                        reason=tomb.reason,
+                        detected_at=now,
+                        completed_at=None,
+                    )
+                )
+                conn.execute(
+                    update(t.documents)
+                    .where(t.documents.c.document_id == tomb.document_id)
+                    .values(
+                        state=DELETED,
+                        revision=tomb.revision,
+                        sequence=tomb.sequence
+                        if tomb.sequence is not None
+                        else t.documents.c.sequence,
+                        updated_at=now,
+                    )
+                )
+            self.failures.write(conn, batch.failures, run_id, now)
+            self.failures.resolve_in(conn, batch.resolved, now)
+
+    @staticmethod
+    def _exists(conn: Connection, document_id: str) -> bool:
+        return (
+            conn.execute(
+                select(t.documents.c.document_id).where(t.documents.c.document_id == document_id)
+            ).first()
+            is not None
+        )
+
+    # -- maintenance -------------------------------------------------------------------
+
+    def purge_tombstones(self, retention_days: int) -> int:
+        """Forget completed tombstones older than the retention (they no longer block)."""
+        cutoff = utcnow() - timedelta(days=retention_days)
+        with self.engine.begin() as conn:
+            old = [
+                r[0]
+                for r in conn.execute(
+                    select(t.tombstones.c.document_id).where(
+                        t.tombstones.c.completed_at.is_not(None),
+                        t.tombstones.c.detected_at < cutoff,
+                    )
+                )
+            ]
+            for part in chunked(old):
+                conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id.in_(part)))
+                conn.execute(
+                    delete(t.document_indexes).where(t.document_indexes.c.document_id.in_(part))
+                )
+                conn.execute(
+                    delete(t.documents).where(
+                        t.documents.c.document_id.in_(part), t.documents.c.state == DELETED
+                    )
+                )
+        return len(old)

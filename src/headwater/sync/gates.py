@@ -1,0 +1,310 @@
+"""Turning one connector item into a manifest change: the version gates.
+
+Gate 1 compares the source's version hint with the manifest before any content is read;
+gate 2 compares the checksum of the normalized text after parsing. Both also require the
+pipeline version to be unchanged (invariant 3). Ordering: an upsert older than the
+recorded source sequence, or not newer than a tombstone's, is ``stale`` (invariant 5).
+Nothing here touches the database; ``BatchBuilder`` only decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from headwater.errors import ItemError, TransientError
+from headwater.identity import content_checksum, document_id
+from headwater.manifest.content import ContentStore
+from headwater.manifest.records import (
+    ACTIVE,
+    DELETED,
+    BatchCommit,
+    DocumentRecord,
+    DocumentWrite,
+    FailureWrite,
+    RunCounts,
+    TombstoneWrite,
+)
+from headwater.pipeline.parse import parse
+from headwater.types import Access, Deleted, Failure, MetadataValue, SourceDocument
+
+
+class Outcome(StrEnum):
+    NEW = "new"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    STALE = "stale"
+    FAILED = "failed"
+    DELETED = "deleted"
+    IGNORED = "ignored"
+
+
+def signature_of(
+    checksum: str, title: str, locator: str, metadata: Mapping[str, MetadataValue]
+) -> str:
+    """What a sink shows besides the ACL: a change here means the chunks must be re-written."""
+    payload = json.dumps([checksum, title, locator, dict(metadata)], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass
+class SourceIdentity:
+    tenant: str
+    source_type: str
+    source_id: str
+    default_access: Access
+    pipeline_version: str
+
+    def document_id(self, object_id: str) -> str:
+        return document_id(self.tenant, self.source_type, self.source_id, object_id)
+
+
+@dataclass
+class BatchBuilder:
+    """Accumulates the decisions for one batch of items."""
+
+    source: SourceIdentity
+    run_id: str
+    existing: dict[str, DocumentRecord]
+    tombstone_sequences: dict[str, int | None]
+    dead_versions: dict[str, tuple[str | None, str]]
+    content_store: ContentStore
+    fetch: Callable[[str], bytes] | None
+    counts: RunCounts
+    commit: BatchCommit = field(default_factory=BatchCommit)
+    fetched: int = 0
+
+    def _fail(
+        self,
+        item: SourceDocument | Failure,
+        stage: str,
+        exc_class: str,
+        message: str,
+        permanent: bool,
+        version: str | None = None,
+        fetch_ref: str | None = None,
+    ) -> Outcome:
+        doc_id = self.source.document_id(item.object_id)
+        self.commit.failures.append(
+            FailureWrite(
+                source_id=self.source.source_id,
+                object_id=item.object_id,
+                document_id=doc_id,
+                locator=item.locator,
+                stage=stage,
+                error_class=exc_class,
+                message=message,
+                pipeline_version=self.source.pipeline_version,
+                source_version=version,
+                fetch_ref=fetch_ref,
+                permanent=permanent,
+            )
+        )
+        self._mark_seen(item.object_id)
+        self.counts.failed += 1
+        return Outcome.FAILED
+
+    def _mark_seen(self, object_id: str) -> None:
+        record = self.existing.get(object_id)
+        if record is not None and record.state == ACTIVE:
+            self.commit.seen.append(record.document_id)
+
+    def add_failure(self, failure: Failure) -> Outcome:
+        self.counts.seen += 1
+        return self._fail(
+            failure, failure.stage, failure.error_class, failure.message, failure.permanent
+        )
+
+    def add_deleted(self, item: Deleted) -> Outcome:
+        record = self.existing.get(item.object_id)
+        if record is None or record.state != ACTIVE:
+            return Outcome.IGNORED
+        if (
+            item.sequence is not None
+            and record.sequence is not None
+            and item.sequence < record.sequence
+        ):
+            self.counts.stale += 1
+            return Outcome.STALE
+        self.tombstone(record, "deleted_in_source", item.sequence)
+        return Outcome.DELETED
+
+    def tombstone(self, record: DocumentRecord, reason: str, sequence: int | None = None) -> None:
+        self.commit.tombstones.append(
+            TombstoneWrite(
+                document_id=record.document_id,
+                source_id=record.source_id,
+                object_id=record.object_id,
+                revision=record.revision + 1,
+                sequence=sequence,
+                reason=reason,
+            )
+        )
+        self.counts.deleted += 1
+
+    def add_document(self, doc: SourceDocument) -> Outcome:
+        self.counts.seen += 1
+        src = self.source
+        doc_id = src.document_id(doc.object_id)
+        record = self.existing.get(doc.object_id)
+        access = doc.access if doc.access is not None else src.default_access
+        acl = tuple(access.principals())
+        metadata = dict(doc.metadata)
+        if record is not None and doc.sequence is not None:
+            floor = (
+                record.sequence
+                if record.state == ACTIVE
+                else self.tombstone_sequences.get(record.document_id)
+            )
+            if floor is not None and (
+                doc.sequence < floor or (record.state == DELETED and doc.sequence <= floor)
+            ):
+                self.counts.stale += 1
+                return Outcome.STALE
+        dead = self.dead_versions.get(doc_id)
+        if dead is not None and dead == (doc.version, src.pipeline_version):
+            self._mark_seen(doc.object_id)
+            self.counts.failed += 1
+            return Outcome.FAILED
+        active = record is not None and record.state == ACTIVE
+        same_pipeline = (
+            active and record is not None and record.pipeline_version == src.pipeline_version
+        )
+        if active and same_pipeline and record is not None and record.source_version == doc.version:
+            # Gate 1: the version hint proves the content unchanged; nothing is read.
+            assert record.checksum is not None
+            title = doc.title or record.title
+            signature = signature_of(record.checksum, title, doc.locator, metadata)
+            if signature == record.signature and acl == record.acl:
+                self.commit.seen.append(record.document_id)
+                self.counts.unchanged += 1
+                return Outcome.UNCHANGED
+            return self._write(doc, record, record.checksum, signature, acl, metadata, title)
+        raw = doc.content
+        if raw is None:
+            if doc.fetch_ref is None or self.fetch is None:
+                return self._fail(
+                    doc,
+                    "fetch",
+                    "no_content",
+                    f"{doc.locator}: the connector reported no content and the "
+                    "manifest holds another version; run `headwater sync` again",
+                    False,
+                    doc.version,
+                )
+            try:
+                self.fetched += 1
+                raw = self.fetch(doc.fetch_ref)
+            except ItemError as exc:
+                return self._fail(
+                    doc,
+                    "fetch",
+                    exc.error_class,
+                    str(exc),
+                    exc.permanent,
+                    doc.version,
+                    doc.fetch_ref,
+                )
+            except TransientError as exc:
+                return self._fail(
+                    doc, "fetch", "transient", str(exc), False, doc.version, doc.fetch_ref
+                )
+        try:
+            parsed = parse(raw, name=doc.object_id, media_type=doc.media_type)
+        except ItemError as exc:
+            return self._fail(
+                doc, "parse", exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
+            )
+        checksum = content_checksum(parsed.text)
+        self.content_store.put(checksum, parsed.text)
+        title = doc.title or parsed.title or doc.object_id
+        signature = signature_of(checksum, title, doc.locator, metadata)
+        if (
+            active
+            and same_pipeline
+            and record is not None
+            and record.signature == signature
+            and record.acl == acl
+        ):
+            # Gate 2: same normalized content; remember the new hint, keep the revision.
+            self.commit.writes.append(
+                self._row(
+                    doc, record, checksum, signature, acl, metadata, title, record.revision, False
+                )
+            )
+            self.commit.seen.append(record.document_id)
+            self.commit.resolved.append(record.document_id)
+            self.counts.unchanged += 1
+            return Outcome.UNCHANGED
+        return self._write(doc, record, checksum, signature, acl, metadata, title)
+
+    def _write(
+        self,
+        doc: SourceDocument,
+        record: DocumentRecord | None,
+        checksum: str,
+        signature: str,
+        acl: tuple[str, ...],
+        metadata: dict[str, MetadataValue],
+        title: str | None = None,
+    ) -> Outcome:
+        is_new = record is None or record.state != ACTIVE
+        revision = 1 if record is None else record.revision + 1
+        row = self._row(
+            doc,
+            record,
+            checksum,
+            signature,
+            acl,
+            metadata,
+            title or doc.title or doc.object_id,
+            revision,
+            record is None,
+        )
+        self.commit.writes.append(row)
+        self.commit.resolved.append(row.document_id)
+        if record is not None and record.state == DELETED:
+            self.commit.cleared_tombstones.append(record.document_id)
+        if is_new:
+            self.counts.new += 1
+            return Outcome.NEW
+        self.counts.changed += 1
+        return Outcome.CHANGED
+
+    def _row(
+        self,
+        doc: SourceDocument,
+        record: DocumentRecord | None,
+        checksum: str,
+        signature: str,
+        acl: tuple[str, ...],
+        metadata: dict[str, MetadataValue],
+        title: str,
+        revision: int,
+        is_new: bool,
+    ) -> DocumentWrite:
+        sequence = (
+            doc.sequence if doc.sequence is not None else (record.sequence if record else None)
+        )
+        return DocumentWrite(
+            document_id=self.source.document_id(doc.object_id),
+            source_id=self.source.source_id,
+            object_id=doc.object_id,
+            locator=doc.locator,
+            title=title,
+            media_type=doc.media_type,
+            source_version=doc.version,
+            checksum=checksum,
+            signature=signature,
+            pipeline_version=self.source.pipeline_version,
+            revision=revision,
+            sequence=sequence,
+            state=ACTIVE,
+            acl=acl,
+            metadata=metadata,
+            last_seen_run=self.run_id,
+            is_new=is_new,
+        )

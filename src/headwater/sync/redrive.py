@@ -1,0 +1,64 @@
+"""Redrive: give dead-lettered documents fresh attempts through the normal pipeline.
+
+Index-stage entries (chunk, embed, index, delete) are re-applied from the manifest's
+stored content; source-stage entries (enumerate, fetch, parse) re-sync their source, in
+which the reopened entry no longer blocks the version gate. ``rate`` spaces entries out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from headwater.errors import NotFoundError
+from headwater.manifest.failures import DEAD, RESOLVED
+from headwater.manifest.records import SOURCE_STAGES
+
+if TYPE_CHECKING:
+    from headwater.workspace import Workspace
+
+
+def redrive(
+    ws: Workspace,
+    entry_ids: Sequence[int],
+    *,
+    all_entries: bool = False,
+    stage: str | None = None,
+    rate: float = 0.0,
+) -> dict[str, Any]:
+    failures = ws.manifest.failures
+    if all_entries or stage:
+        entries = failures.list(stage=stage, statuses=(DEAD,), limit=100_000)
+    else:
+        entries = []
+        for entry_id in entry_ids:
+            entry = failures.get(entry_id)
+            if entry is None:
+                raise NotFoundError(
+                    f"no DLQ entry #{entry_id}; list them with `headwater dlq list`."
+                )
+            entries.append(entry)
+    failures.reopen([e.entry_id for e in entries])
+    index_docs: list[str] = []
+    sources: list[str] = []
+    for n, entry in enumerate(entries):
+        if rate > 0 and n:
+            time.sleep(1.0 / rate)
+        if entry.stage in SOURCE_STAGES:
+            if entry.source_id not in sources:
+                sources.append(entry.source_id)
+        else:
+            index_docs.append(entry.document_id)
+    configured = {s.id for s in ws.config.source}
+    if sources:
+        ws.sync([s for s in sources if s in configured], index=True)
+    if index_docs:
+        ws.index(only=index_docs)
+    after = [failures.get(e.entry_id) for e in entries]
+    resolved = sum(1 for e in after if e is None or e.status == RESOLVED)
+    return {
+        "redriven": len(entries),
+        "resolved": resolved,
+        "still_failing": len(entries) - resolved,
+    }

@@ -1,0 +1,98 @@
+"""What a run reports: the shape of ``headwater sync --json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.clock import iso
+from headwater.manifest.records import RunCounts, RunRecord
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """Deletes by set difference: done, blocked by the safety fraction, or unsupported."""
+
+    status: str
+    candidates: int = 0
+    active: int = 0
+    fraction: float = 0.0
+    max_fraction: float = 0.0
+    deleted: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "candidates": self.candidates,
+            "active": self.active,
+            "fraction": round(self.fraction, 4),
+            "max_fraction": self.max_fraction,
+            "deleted": self.deleted,
+        }
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run_id: str
+    source: str
+    source_type: str
+    status: str
+    window_start: str | None
+    window_end: str | None
+    counts: RunCounts
+    duration_s: float
+    error: str | None
+    prune: dict[str, Any] | None
+    resumed: bool
+    fetched: int | None = None
+
+    @classmethod
+    def from_record(
+        cls,
+        record: RunRecord,
+        source_type: str,
+        *,
+        resumed: bool = False,
+        fetched: int | None = None,
+    ) -> RunReport:
+        return cls(
+            run_id=record.run_id,
+            source=record.source_id,
+            source_type=source_type,
+            status=record.status,
+            window_start=iso(record.window_start),
+            window_end=iso(record.window_end),
+            counts=record.counts,
+            duration_s=round(record.duration_s, 3),
+            error=record.error,
+            prune=record.prune,
+            resumed=resumed or record.attempts > 1,
+            fetched=fetched,
+        )
+
+    @property
+    def prune_blocked(self) -> dict[str, Any] | None:
+        if self.prune and self.prune.get("status") == "blocked":
+            return {k: v for k, v in self.prune.items() if k != "status"}
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "run_id": self.run_id,
+            "source": self.source,
+            "status": self.status,
+            "window": {"start": self.window_start, "end": self.window_end},
+            "counts": self.counts.as_dict(),
+            "duration_s": self.duration_s,
+        }
+        if self.error:
+            data["error"] = self.error
+        if self.fetched is not None:
+            data["fetched"] = self.fetched
+        if self.prune is not None and self.prune.get("status") == "unsupported":
+            data["deletes"] = "unsupported"
+        if self.prune_blocked is not None:
+            data["prune_blocked"] = self.prune_blocked
+        if self.resumed:
+            data["resumed"] = True
+        return data

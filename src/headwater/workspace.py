@@ -1,0 +1,309 @@
+"""The workspace: one config, one manifest, its content store, connectors and sinks.
+
+``Workspace.open(path)`` validates the config, migrates the manifest and wires the
+pieces; nothing heavy (connectors' clients, sinks, the embedding model) is built until
+an operation needs it, so ``status`` or a no-op ``sync`` never loads the model. Every
+CLI command and the HTTP API are thin layers over the methods here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from headwater.clock import utcnow
+from headwater.config import IndexSection, LoadedConfig, SourceSection, load_config, parse_duration
+from headwater.connectors import Connector, SourceContext, load_connector_class
+from headwater.connectors.base import Enumerating
+from headwater.errors import ConfigError, NotFoundError
+from headwater.indexer.indexer import Indexer, IndexTarget
+from headwater.indexer.report import IndexReport
+from headwater.manifest.content import ContentStore
+from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
+from headwater.manifest.store import Manifest
+from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
+from headwater.pipeline.embed.base import Embedder
+from headwater.pipeline.parse import PARSER_VERSIONS
+from headwater.pipeline.version import content_pipeline_version, index_pipeline_version
+from headwater.sinks import Sink, SinkContext, load_sink_class
+from headwater.sync.gates import SourceIdentity
+from headwater.sync.report import PruneReport, RunReport
+from headwater.sync.runner import Progress, SyncOptions, SyncRunner
+from headwater.types import Access
+from headwater.workspace_parts.embedders import build_embedder, describe_embedder
+from headwater.workspace_parts.results import SyncResult, document_report
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INDEX = IndexSection(name="main", type="sqlite")
+
+
+class Workspace:
+    """A Headwater workspace. Use ``Workspace.open(path)``; close it when done."""
+
+    def __init__(self, loaded: LoadedConfig) -> None:
+        self.loaded = loaded
+        self.config = loaded.config
+        self.state_dir = loaded.state_dir
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
+        self.content_store = ContentStore(self.state_dir / "content")
+        self.cancel = threading.Event()
+        self._embedder: Embedder | None = None
+        self._sinks: dict[str, Sink] = {}
+        self._model_id, self._dimension, self._max_tokens = describe_embedder(self.config.embedder)
+        budget = self.config.chunker.max_tokens or self._max_tokens
+        self.chunker = ChunkerSettings(max_tokens=min(budget, self._max_tokens))
+        self.pipeline_version = content_pipeline_version(
+            PARSER_VERSIONS,
+            CHUNKER_VERSION,
+            {"max_tokens": self.chunker.max_tokens},
+            self._model_id,
+            self._dimension,
+        )
+
+    @classmethod
+    def open(cls, path: str | Path = "headwater.toml") -> Workspace:
+        return cls(load_config(Path(path)))
+
+    def close(self) -> None:
+        for sink in self._sinks.values():
+            sink.close()
+        self._sinks.clear()
+        closer = getattr(self._embedder, "close", None)
+        if callable(closer):
+            closer()
+        self.manifest.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- parts -------------------------------------------------------------------------
+
+    @property
+    def index_sections(self) -> list[IndexSection]:
+        return list(self.config.index) or [DEFAULT_INDEX]
+
+    def index_version(self, section: IndexSection) -> str:
+        cls = load_sink_class(section.type)
+        return index_pipeline_version(self.pipeline_version, section.type, cls.schema_version)
+
+    def sink(self, name: str) -> Sink:
+        if name not in self._sinks:
+            section = next((s for s in self.index_sections if s.name == name), None)
+            if section is None:
+                known = ", ".join(s.name for s in self.index_sections)
+                raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
+            cls = load_sink_class(section.type)
+            options = self.loaded.index_options.get(name) or cls.Options()
+            self._sinks[name] = cls(options, SinkContext(name, self.state_dir, self._dimension))
+        return self._sinks[name]
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = build_embedder(self.config.embedder, self.state_dir)
+        return self._embedder
+
+    def source_section(self, source_id: str) -> SourceSection:
+        return self.config.source_by_id(source_id)
+
+    def connector(self, source_id: str) -> Connector:
+        section = self.source_section(source_id)
+        cls = load_connector_class(section.type)
+        context = SourceContext(
+            source_id=section.id, state_dir=self.state_dir, config_root=self.loaded.root
+        )
+        connector: Connector = cls(self.loaded.source_options[section.id], context)
+        return connector
+
+    def source_identity(self, section: SourceSection) -> SourceIdentity:
+        access = section.access.to_access() if section.access is not None else Access.nobody()
+        return SourceIdentity(
+            tenant=self.config.workspace.tenant,
+            source_type=section.type,
+            source_id=section.id,
+            default_access=access,
+            pipeline_version=self.pipeline_version,
+        )
+
+    def indexer(self) -> Indexer:
+        targets = [
+            IndexTarget(s.name, self.sink(s.name), self.index_version(s))
+            for s in self.index_sections
+        ]
+        return Indexer(
+            self.manifest,
+            self.content_store,
+            targets,
+            lambda: self.embedder,
+            self.pipeline_version,
+            self.chunker,
+            batch_size=self.config.sync.index_batch_size,
+        )
+
+    # -- operations --------------------------------------------------------------------
+
+    def _selected(self, sources: Sequence[str] | None) -> list[SourceSection]:
+        if not sources:
+            return list(self.config.source)
+        return [self.source_section(s) for s in sources]
+
+    def warnings(self, sources: Sequence[str] | None = None) -> list[str]:
+        return [
+            f"source {s.id!r} has no `access`: its documents are visible to no one. "
+            "Add access = { groups = [...] }, { users = [...] } or { public = true }."
+            for s in self._selected(sources)
+            if s.access is None
+        ]
+
+    def _prune_due(self, section: SourceSection) -> bool:
+        interval = parse_duration(section.prune_every)
+        if interval is None:
+            return True
+        last = self.manifest.runs.last_prune_at(section.id)
+        return last is None or utcnow() - last >= interval
+
+    def sync(
+        self,
+        sources: Sequence[str] | None = None,
+        *,
+        index: bool = True,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> SyncResult:
+        """Sync the given sources (all by default) and, unless ``index=False``, index."""
+        result = SyncResult(warnings=self.warnings(sources))
+        indexer = self.indexer() if index else None
+        for section in self._selected(sources):
+            if self.cancel.is_set():
+                break
+            connector = self.connector(section.id)
+            runner = SyncRunner(
+                self.manifest, self.content_store, self.source_identity(section), section, connector
+            )
+
+            def drain() -> None:
+                if indexer is not None:
+                    result.index.add(self._drain(indexer))
+
+            options = SyncOptions(
+                force_prune=force,
+                prune=isinstance(connector, Enumerating) and self._prune_due(section),
+                run_attempts=self.config.sync.run_attempts,
+                cancel=self.cancel,
+                on_batch=drain if indexer is not None else None,
+                progress=progress,
+            )
+            result.runs.append(runner.run(options))
+        if indexer is not None and not self.cancel.is_set():
+            result.index.add(self._drain(indexer))
+        self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
+        return result
+
+    def _drain(self, indexer: Indexer, only: Sequence[str] | None = None) -> IndexReport:
+        started = utcnow()
+        hits0, misses0 = self._cache_counters()
+        report = indexer.drain(only=only)
+        hits1, misses1 = self._cache_counters()
+        report.cache_hits, report.embedded = hits1 - hits0, misses1 - misses0
+        report.duration_s = (utcnow() - started).total_seconds()
+        return report
+
+    def _cache_counters(self) -> tuple[int, int]:
+        if self._embedder is None:
+            return 0, 0
+        return int(getattr(self._embedder, "hits", 0)), int(getattr(self._embedder, "embedded", 0))
+
+    def index(self, only: Sequence[str] | None = None) -> IndexReport:
+        """Drain pending work into every sink."""
+        return self._drain(self.indexer(), only)
+
+    def prune(
+        self, sources: Sequence[str] | None = None, *, dry_run: bool = False, force: bool = False
+    ) -> list[dict[str, Any]]:
+        """Delete documents their source no longer has (complete enumeration required)."""
+        reports: list[dict[str, Any]] = []
+        for section in self._selected(sources):
+            connector = self.connector(section.id)
+            runner = SyncRunner(
+                self.manifest, self.content_store, self.source_identity(section), section, connector
+            )
+            reports.append(runner.prune_only(dry_run=dry_run, force=force))
+        if not dry_run:
+            self.index()
+        return reports
+
+    def validate(self, source_id: str) -> None:
+        self.connector(source_id).validate()
+
+    def document(
+        self,
+        document_id: str | None = None,
+        *,
+        source: str | None = None,
+        object_id: str | None = None,
+    ) -> dict[str, Any]:
+        record: DocumentRecord | None
+        if document_id:
+            record = self.manifest.document(document_id)
+        elif source and object_id is not None:
+            record = self.manifest.document_by_object(source, object_id)
+        else:
+            raise ConfigError("give a DOCUMENT_ID, or both --source and --object")
+        if record is None:
+            raise NotFoundError(
+                f"no document {document_id or f'{source}/{object_id}'} in the manifest; "
+                "check the id with `headwater search` or `headwater status`."
+            )
+        applied = self.manifest.index_state.for_document(record.document_id)
+        return document_report(record, applied, [s.name for s in self.index_sections])
+
+    def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
+        return self.manifest.failures.list(source_id=source, stage=stage)
+
+    def status(self) -> dict[str, Any]:
+        from headwater.workspace_parts.results import status_report
+
+        return status_report(self)
+
+    def search(
+        self,
+        query: str,
+        *,
+        user: str | None = None,
+        groups: Sequence[str] = (),
+        k: int = 10,
+        mode: str = "hybrid",
+        sources: Sequence[str] | None = None,
+        index: str | None = None,
+    ) -> list[dict[str, Any]]:
+        from headwater.search.service import run_search
+
+        return run_search(
+            self, query, user=user, groups=groups, k=k, mode=mode, sources=sources, index=index
+        )
+
+    def run_counts(self, source_id: str) -> RunCounts | None:
+        last = self.manifest.runs.latest(source_id)
+        return last.counts if last else None
+
+    def last_runs(self) -> dict[str, RunReport | None]:
+        out: dict[str, RunReport | None] = {}
+        for section in self.config.source:
+            record = self.manifest.runs.latest(section.id)
+            out[section.id] = RunReport.from_record(record, section.type) if record else None
+        return out
+
+    def tombstone_age_limit(self) -> timedelta:
+        return timedelta(days=self.config.sync.tombstone_retention_days)
+
+
+__all__ = ["PruneReport", "Workspace"]

@@ -1,0 +1,1 @@
+"""Pieces of the workspace kept out of workspace.py: embedder wiring, reports."""
