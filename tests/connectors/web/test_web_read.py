@@ -1,0 +1,264 @@
+"""The web connector against a real local site: reads, re-reads, changes, deletes, prunes."""
+
+from __future__ import annotations
+
+import time
+from itertools import pairwise
+
+import pytest
+from conftest import MakeWeb, page, sitemap_index, urlset
+from httpserver import LocalHttpServer, Reply, Request
+
+from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
+from headwater.connectors.web import WebConnector
+from headwater.errors import FatalError, TransientError
+from headwater.types import Deleted, Failure, KnownVersions, SourceDocument, Window
+
+ALL = Window(None, FAR_FUTURE)
+
+
+def read(connector: WebConnector, known: KnownVersions = no_known) -> ReadResult:
+    return collect(connector.read(ALL, None, known))
+
+
+def versions(result: ReadResult) -> dict[str, str]:
+    return {d.object_id: d.version for d in result.documents}
+
+
+@pytest.fixture(params=["sitemap", "crawl"])
+def connector(
+    request: pytest.FixtureRequest, site: LocalHttpServer, make_web: MakeWeb
+) -> WebConnector:
+    if request.param == "sitemap":
+        return make_web(sitemaps=[site.url("/sitemap.xml")])
+    return make_web(start_urls=[site.url("/")])
+
+
+def test_first_read(site: LocalHttpServer, connector: WebConnector) -> None:
+    result = read(connector)
+    docs = {d.object_id: d for d in result.documents}
+    assert set(docs) == {
+        site.url("/"),
+        site.url("/about"),
+        site.url("/docs/a"),
+        site.url("/docs/b?x=1"),  # tracking parameter dropped
+        site.url("/docs/c-main"),  # rel=canonical honoured
+    }
+    home = docs[site.url("/")]
+    assert home.title == "Home" and home.media_type == "text/html"
+    assert home.content is not None and b"<title>Home</title>" in home.content
+    assert home.locator == site.url("/")
+    assert site.hits("/private/secret") == 0, "robots.txt disallows /private/"
+    assert all(not e.path.startswith("/elsewhere") for e in site.log)
+    assert not [i for i in result.items if isinstance(i, Failure | Deleted)]
+
+
+def test_unchanged_reread_sends_conditional_requests_and_downloads_no_bodies(
+    site: LocalHttpServer, connector: WebConnector
+) -> None:
+    first = versions(read(connector))
+    site.clear_log()
+    again = read(connector, first.get)
+    assert versions(again) == first
+    page_paths = {"/", "/about", "/docs/a", "/docs/b?x=1", "/docs/c"}
+    page_hits = [e for e in site.log if e.path in page_paths]
+    assert {e.path for e in page_hits} == page_paths
+    assert all(e.status == 304 and e.body_bytes == 0 for e in page_hits), page_hits
+    assert all(d.content is None and d.fetch_ref is None for d in again.documents)
+    assert {d.title for d in again.documents} >= {"Home", "Doc A"}
+
+
+def test_a_changed_page_is_read_again(site: LocalHttpServer, connector: WebConnector) -> None:
+    first = versions(read(connector))
+    site.html("/docs/a", page("Doc A, revised", "/docs/b?x=1"), etag='"a-2"')
+    again = read(connector, first.get)
+    changed = [d for d in again.documents if d.content is not None]
+    assert [d.object_id for d in changed] == [site.url("/docs/a")]
+    assert changed[0].title == "Doc A, revised"
+    assert changed[0].version != first[site.url("/docs/a")]
+
+
+@pytest.mark.parametrize("status", [404, 410])
+def test_a_vanished_page_is_an_explicit_delete(
+    site: LocalHttpServer, connector: WebConnector, status: int
+) -> None:
+    first = versions(read(connector))
+    site.route("/about", Reply(b"gone", status=status))
+    again = read(connector, first.get)
+    assert [i.object_id for i in again.items if isinstance(i, Deleted)] == [site.url("/about")]
+    assert site.url("/about") not in versions(again)
+
+
+def test_a_never_seen_missing_page_is_not_reported(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    site.html("/", page("Home", "/nowhere"))
+    result = read(make_web(start_urls=[site.url("/")]))
+    assert site.hits("/nowhere") == 1
+    assert not [i for i in result.items if isinstance(i, Deleted | Failure)]
+
+
+def test_enumerate_lists_every_current_page(site: LocalHttpServer, connector: WebConnector) -> None:
+    ids = set(versions(read(connector)))
+    assert set(connector.enumerate()) == ids
+
+
+def test_a_sitemap_failing_mid_listing_fails_enumerate_but_not_read(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    site.route("/sitemap-more.xml.gz", Reply(b"oops", status=500))
+    connector = make_web(sitemaps=[site.url("/sitemap.xml")])
+    with pytest.raises(TransientError, match=r"sitemap-more\.xml\.gz"):
+        set(connector.enumerate())
+    result = read(connector)
+    failures = [i for i in result.items if isinstance(i, Failure)]
+    assert [f.object_id for f in failures] == [site.url("/sitemap-more.xml.gz")]
+    assert not failures[0].permanent
+    assert site.url("/docs/a") in versions(result)  # the other sitemap still counts
+
+
+def test_a_billion_laughs_sitemap_is_a_failure_not_a_hang(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    from test_web_sitemaps import BILLION_LAUGHS
+
+    site.route("/sitemap-pages.xml", Reply(BILLION_LAUGHS, content_type="application/xml"))
+    connector = make_web(sitemaps=[site.url("/sitemap.xml")])
+    started = time.monotonic()
+    result = read(connector)
+    failures = [i for i in result.items if isinstance(i, Failure)]
+    assert [(f.object_id, f.error_class, f.permanent) for f in failures] == [
+        (site.url("/sitemap-pages.xml"), "unsafe_xml", True)
+    ]
+    with pytest.raises(FatalError, match=r"unsafe|DTD"):
+        set(connector.enumerate())
+    assert time.monotonic() - started < 5
+
+
+def test_robots_disallow_everything(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    site.route(
+        "/robots.txt", Reply(b"User-agent: HeadwaterTest\nDisallow: /\n", content_type="text/plain")
+    )
+    result = read(make_web(sitemaps=[site.url("/sitemap.xml")]))
+    assert result.documents == []
+    assert site.hits("/") == 0
+    ignoring = read(make_web(sitemaps=[site.url("/sitemap.xml")], respect_robots=False))
+    assert len(ignoring.documents) == 6  # /private/secret too
+
+
+def test_robots_server_error_fails_the_run(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    site.route("/robots.txt", Reply(b"down", status=500))
+    with pytest.raises(TransientError, match=r"robots\.txt"):
+        read(make_web(start_urls=[site.url("/")]))
+
+
+def test_redirects_are_followed_only_within_scope(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    outside = f"http://127.0.0.1:{site.port + 1}/away"
+    site.route("/moved", Reply(status=308, headers={"Location": outside}))
+    site.route("/temp", Reply(status=302, headers={"Location": outside}))
+    site.route(
+        "/sitemap.xml",
+        Reply(urlset(site, "/old", "/moved", "/temp"), content_type="application/xml"),
+    )
+    connector = make_web(sitemaps=[site.url("/sitemap.xml")])
+    result = read(connector)
+    assert [d.object_id for d in result.documents] == [site.url("/docs/a")]  # /old -> /docs/a
+    failures = [i for i in result.items if isinstance(i, Failure)]
+    assert [(f.object_id, f.error_class, f.permanent) for f in failures] == [
+        (site.url("/temp"), "http_302", False)
+    ]
+    again = read(connector, {site.url("/moved"): "{}", site.url("/docs/a"): "x"}.get)
+    assert [i.object_id for i in again.items if isinstance(i, Deleted)] == [site.url("/moved")]
+
+
+def test_page_size_limit(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    site.html("/about", page("Big", text="x" * 5000))
+    result = read(make_web(sitemaps=[site.url("/sitemap.xml")], max_page_bytes=2048))
+    failures = [i for i in result.items if isinstance(i, Failure)]
+    assert [(f.object_id, f.error_class, f.permanent) for f in failures] == [
+        (site.url("/about"), "too_large", True)
+    ]
+
+
+def test_crawl_limits(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    shallow = read(make_web(start_urls=[site.url("/")], max_depth=0))
+    assert [d.object_id for d in shallow.documents] == [site.url("/")]
+    capped = make_web(start_urls=[site.url("/")], max_pages=2)
+    assert len(read(capped).documents) == 2
+    with pytest.raises(FatalError, match="max_pages"):
+        set(capped.enumerate())
+    denied = read(make_web(start_urls=[site.url("/")], deny_patterns=[r"/docs/"]))
+    assert {d.object_id for d in denied.documents} == {site.url("/"), site.url("/about")}
+
+
+def test_crawl_enumerate_fails_when_a_page_cannot_be_read(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    site.route("/docs/b", Reply(b"down", status=503))
+    connector = make_web(start_urls=[site.url("/")])
+    with pytest.raises(TransientError, match="could not be fetched"):
+        set(connector.enumerate())
+
+
+def test_meta_robots_noindex_is_followed_but_not_indexed(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    site.html(
+        "/about", page("About", "/hidden-child", head='<meta name="robots" content="noindex">')
+    )
+    site.html("/hidden-child", page("Child"))
+    ids = set(versions(read(make_web(start_urls=[site.url("/")]))))
+    assert site.url("/about") not in ids and site.url("/hidden-child") in ids
+
+
+def test_retry_after_is_honoured(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    calls: list[float] = []
+
+    def busy_once(request: Request) -> Reply:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            return Reply(b"busy", status=429, headers={"Retry-After": "0.3"})
+        return Reply(page("About").encode())
+
+    site.route("/about", busy_once)
+    result = read(make_web(sitemaps=[site.url("/sitemap.xml")], max_retry_wait=5.0))
+    assert site.url("/about") in versions(result)
+    assert len(calls) == 2 and calls[1] - calls[0] >= 0.3
+
+
+def test_503_after_the_last_attempt_is_a_transient_failure(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    site.route("/about", Reply(b"down", status=503, headers={"Retry-After": "0"}))
+    result = read(make_web(sitemaps=[site.url("/sitemap.xml")], max_attempts=3))
+    failures = [i for i in result.items if isinstance(i, Failure)]
+    assert [(f.object_id, f.error_class, f.permanent) for f in failures] == [
+        (site.url("/about"), "transient", False)
+    ]
+    assert site.hits("/about") == 3
+
+
+def test_requests_per_second_is_per_host(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    read(make_web(sitemaps=[site.url("/sitemap.xml")], requests_per_second=20.0, concurrency=4))
+    starts = sorted(e.at for e in site.log)
+    gaps = [b - a for a, b in pairwise(starts)]
+    assert len(starts) >= 8
+    assert min(gaps) >= 0.04, gaps  # 1/20 s, less a little scheduling slack
+
+
+def test_resume_skips_committed_work(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    connector = make_web(sitemaps=[site.url("/sitemap.xml")], checkpoint_every=2)
+    full = read(connector)
+    checkpoints = [i for i in full.items if not isinstance(i, SourceDocument | Failure | Deleted)]
+    assert len(checkpoints) == 2 and full.final is None
+    site.clear_log()
+    resumed = collect(connector.read(ALL, checkpoints[-1], no_known))  # type: ignore[arg-type]
+    assert [d.object_id for d in resumed.documents] == [site.url("/docs/c-main")]
+    assert site.hits("/") == 0  # sitemap mode does not re-fetch what it resumes past
+
+
+def test_sitemap_index_nesting(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    site.route(
+        "/top.xml", Reply(sitemap_index(site, "/sitemap.xml"), content_type="application/xml")
+    )
+    assert len(read(make_web(sitemaps=[site.url("/top.xml")])).documents) == 5
