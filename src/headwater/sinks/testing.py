@@ -1,0 +1,389 @@
+"""The shipped sink conformance suite.
+
+A sink's test module subclasses ``SinkConformance`` and provides the ``sink`` fixture (a
+fresh, opened sink of dimension ``DIMENSION``) and, for a sink that persists, ``reopen``
+(a callable opening the same storage again); every contract check then runs for it:
+
+    class TestMySinkConformance(SinkConformance):
+        @pytest.fixture
+        def sink(self, tmp_path):
+            sink = MySink(MySink.Options(), sink_context(tmp_path))
+            yield sink
+            sink.close()
+
+Checks: idempotent replace, exact swaps, deletes to zero, ACL updates without
+re-embedding, no invisible hit and no starvation by the ACL filter (per capability),
+stale writes refused, no resurrection, inventory, the sources filter and persistence.
+Vectors are deterministic and unit-length. Requires pytest (a dev dependency).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from headwater.identity import chunk_id, document_id
+from headwater.sinks.base import SearchRequest, Sink, SinkContext, WriteOutcome
+from headwater.types import (
+    Access,
+    Chunk,
+    EmbeddedChunk,
+    IndexDocument,
+    SearchHit,
+    SearchMode,
+    caller_principals,
+)
+
+DIMENSION = 8
+EVERYONE = ["public", "group:a", "group:b", "user:x@example.com", "user:y@example.com"]
+
+
+def sink_context(state_dir: Path, name: str = "test", dimension: int = DIMENSION) -> SinkContext:
+    return SinkContext(name=name, state_dir=state_dir, dimension=dimension)
+
+
+def unit_vector(seed: str, dimension: int = DIMENSION) -> list[float]:
+    """A deterministic unit vector derived from ``seed``."""
+    values: list[float] = []
+    counter = 0
+    while len(values) < dimension:
+        digest = hashlib.sha256(f"{seed}:{counter}".encode()).digest()
+        values.extend((b - 127.5) / 127.5 for b in digest)
+        counter += 1
+    return _normalized(values[:dimension])
+
+
+def near(base: Sequence[float], seed: str, amount: float) -> list[float]:
+    """A unit vector ``amount`` of the way from ``base`` towards a random direction."""
+    other = unit_vector(seed, len(base))
+    return _normalized([b + amount * o for b, o in zip(base, other, strict=True)])
+
+
+def _normalized(values: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+def make_document(name: str, access: Access, source: str = "docs") -> IndexDocument:
+    return IndexDocument(
+        document_id=document_id("tenant", "test", source, name),
+        source=source,
+        title=f"Title of {name}",
+        locator=f"test://{source}/{name}",
+        access=access,
+    )
+
+
+def make_chunks(
+    document: IndexDocument,
+    texts: Sequence[str],
+    vectors: Sequence[Sequence[float]] | None = None,
+    pipeline: str = "p1",
+) -> list[EmbeddedChunk]:
+    """Chunks of ``document`` with ``texts``; vectors default to ones seeded by the text."""
+    chunks: list[EmbeddedChunk] = []
+    for ordinal, text in enumerate(texts):
+        vector = vectors[ordinal] if vectors is not None else unit_vector(text)
+        chunk = Chunk(
+            chunk_id=chunk_id(document.document_id, pipeline, ordinal),
+            document_id=document.document_id,
+            ordinal=ordinal,
+            text=text,
+            embed_text=text,
+        )
+        chunks.append(EmbeddedChunk(chunk=chunk, vector=list(vector)))
+    return chunks
+
+
+def ask(
+    mode: SearchMode,
+    *,
+    text: str = "",
+    vector: Sequence[float] | None = None,
+    principals: Sequence[str] = ("public",),
+    k: int = 10,
+    sources: Sequence[str] | None = None,
+) -> SearchRequest:
+    return SearchRequest(
+        text=text, vector=vector, principals=list(principals), k=k, mode=mode, sources=sources
+    )
+
+
+ACCESS_POOL = [
+    Access(groups=("a",)),
+    Access(groups=("b",)),
+    Access(users=("x@example.com",)),
+    Access(users=("y@example.com",), groups=("b",)),
+    Access(public=True),
+    Access.nobody(),
+]
+CALLERS = [
+    caller_principals(None),
+    caller_principals("x@example.com"),
+    caller_principals("y@example.com", ["a"]),
+    caller_principals("z@example.com", ["b"]),
+]
+
+
+class SinkConformance:
+    """Subclass in a test module and provide ``sink`` (and ``reopen`` if it persists)."""
+
+    @pytest.fixture
+    def sink(self) -> Iterator[Sink]:  # pragma: no cover - overridden
+        raise RuntimeError("override the `sink` fixture in your conformance test class")
+
+    @pytest.fixture
+    def reopen(self) -> Callable[[], Sink] | None:
+        """Opens the sink's storage again; None for a sink that lives in memory."""
+        return None
+
+    # ---- helpers ------------------------------------------------------------------
+
+    def modes(self, sink: Sink) -> list[SearchMode]:
+        found = []
+        if sink.capabilities.vector:
+            found.append(SearchMode.VECTOR)
+        if sink.capabilities.keyword:
+            found.append(SearchMode.KEYWORD)
+        if sink.capabilities.vector and sink.capabilities.keyword:
+            found.append(SearchMode.HYBRID)
+        return found
+
+    def find(
+        self, sink: Sink, mode: SearchMode, text: str, principals: Sequence[str], k: int = 50
+    ) -> list[SearchHit]:
+        vector = unit_vector(text) if mode is not SearchMode.KEYWORD else None
+        return sink.search(ask(mode, text=text, vector=vector, principals=principals, k=k))
+
+    def ids_of(self, hits: Sequence[SearchHit]) -> list[str]:
+        return [hit.chunk_id for hit in hits]
+
+    # ---- writes -------------------------------------------------------------------
+
+    def test_replace_is_idempotent(self, sink: Sink) -> None:
+        doc = make_document("idem", Access(public=True))
+        chunks = make_chunks(doc, ["idem river one", "idem river two", "idem river three"])
+        assert sink.replace(doc, chunks, 1) is WriteOutcome.APPLIED
+        before = {m: self.find(sink, m, "idem river two", ["public"]) for m in self.modes(sink)}
+        assert sink.replace(doc, chunks, 1) is WriteOutcome.APPLIED
+        assert sink.count(doc.document_id) == 3
+        assert sink.revision(doc.document_id) == 1
+        for mode, hits in before.items():
+            again = self.find(sink, mode, "idem river two", ["public"])
+            assert self.ids_of(again) == self.ids_of(hits), mode
+            assert [h.score for h in again] == pytest.approx([h.score for h in hits]), mode
+
+    def test_replace_with_fewer_chunks_leaves_no_extra(self, sink: Sink) -> None:
+        doc = make_document("shrink", Access(public=True))
+        sink.replace(doc, make_chunks(doc, [f"shrink part {i}" for i in range(5)]), 1)
+        smaller = make_chunks(doc, ["shrink new zero", "shrink new one"])
+        assert sink.replace(doc, smaller, 2) is WriteOutcome.APPLIED
+        assert sink.count(doc.document_id) == 2
+        assert sink.revision(doc.document_id) == 2
+        for mode in self.modes(sink):
+            hits = self.find(sink, mode, "shrink part 3", EVERYONE)
+            assert {h.chunk_id for h in hits} <= {c.chunk.chunk_id for c in smaller}, mode
+            assert {h.text for h in hits} <= {"shrink new zero", "shrink new one"}, mode
+        # A new pipeline version renames every chunk: none of the old ones may survive.
+        renamed = make_chunks(doc, ["shrink final"], pipeline="p2")
+        sink.replace(doc, renamed, 3)
+        assert sink.count(doc.document_id) == 1
+        for mode in self.modes(sink):
+            hits = self.find(sink, mode, "shrink new zero", EVERYONE)
+            assert self.ids_of(hits) == [renamed[0].chunk.chunk_id], mode
+
+    def test_delete_leaves_zero(self, sink: Sink) -> None:
+        doc = make_document("gone", Access(public=True))
+        sink.replace(doc, make_chunks(doc, ["gone alpha", "gone beta"]), 1)
+        assert sink.delete(doc.document_id, 2) is WriteOutcome.APPLIED
+        assert sink.count(doc.document_id) == 0
+        assert sink.revision(doc.document_id) is None
+        for mode in self.modes(sink):
+            assert self.find(sink, mode, "gone alpha", EVERYONE) == [], mode
+        assert doc.document_id not in {row.document_id for row in sink.inventory()}
+        assert sink.delete(doc.document_id, 2) is WriteOutcome.APPLIED  # replayed delete
+
+    def test_update_access_changes_visibility_not_vectors(self, sink: Sink) -> None:
+        doc = make_document("acl", Access(users=("x@example.com",), groups=("a",)))
+        sink.replace(doc, make_chunks(doc, ["acl harbour one", "acl harbour two"]), 1)
+        x = caller_principals("x@example.com")
+        in_a = caller_principals(None, ["a"])
+        in_b = caller_principals(None, ["b"])
+        vector_before = self._vector_scores(sink, "acl harbour one", x)
+        assert self.find(sink, self.modes(sink)[0], "acl harbour one", in_a)
+        new_access = Access(users=("x@example.com",), groups=("b",))
+        assert sink.update_access(doc.document_id, new_access, 2) is WriteOutcome.APPLIED
+        assert sink.revision(doc.document_id) == 2
+        assert sink.count(doc.document_id) == 2
+        for mode in self.modes(sink):
+            assert self.find(sink, mode, "acl harbour one", in_a) == [], mode
+            assert len(self.find(sink, mode, "acl harbour one", in_b)) == 2, mode
+        assert self._vector_scores(sink, "acl harbour one", x) == vector_before
+
+    def _vector_scores(
+        self, sink: Sink, text: str, principals: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        if not sink.capabilities.vector:
+            return []
+        hits = self.find(sink, SearchMode.VECTOR, text, principals)
+        return [(h.chunk_id, round(h.score, 6)) for h in hits]
+
+    def test_stale_writes_change_nothing(self, sink: Sink) -> None:
+        doc = make_document("stale", Access(groups=("a",)))
+        current = make_chunks(doc, ["stale current one", "stale current two"])
+        sink.replace(doc, current, 5)
+        older = make_chunks(doc, ["stale older"])
+        assert sink.replace(doc, older, 4) is WriteOutcome.STALE
+        assert sink.update_access(doc.document_id, Access(public=True), 4) is WriteOutcome.STALE
+        assert sink.delete(doc.document_id, 4) is WriteOutcome.STALE
+        assert sink.revision(doc.document_id) == 5
+        assert sink.count(doc.document_id) == 2
+        for mode in self.modes(sink):
+            assert self.find(sink, mode, "stale current one", ["public"]) == [], mode
+            hits = self.find(sink, mode, "stale current one", ["public", "group:a"])
+            assert {h.chunk_id for h in hits} == {c.chunk.chunk_id for c in current}, mode
+
+    def test_no_resurrection_after_delete(self, sink: Sink) -> None:
+        doc = make_document("zombie", Access(public=True))
+        chunks = make_chunks(doc, ["zombie text"])
+        sink.replace(doc, chunks, 1)
+        sink.delete(doc.document_id, 3)
+        assert sink.replace(doc, chunks, 2) is WriteOutcome.STALE
+        assert sink.replace(doc, chunks, 3) is WriteOutcome.STALE
+        assert sink.update_access(doc.document_id, Access(public=True), 3) is WriteOutcome.STALE
+        assert sink.count(doc.document_id) == 0 and sink.revision(doc.document_id) is None
+        assert sink.replace(doc, chunks, 4) is WriteOutcome.APPLIED
+        assert sink.count(doc.document_id) == 1 and sink.revision(doc.document_id) == 4
+        # A tombstone for a document the sink never held blocks older replaces too.
+        never = make_document("never", Access(public=True))
+        assert sink.delete(never.document_id, 7) is WriteOutcome.APPLIED
+        assert sink.replace(never, make_chunks(never, ["never"]), 6) is WriteOutcome.STALE
+        assert sink.count(never.document_id) == 0
+
+    # ---- search -------------------------------------------------------------------
+
+    def _mixed_corpus(self, sink: Sink) -> dict[str, IndexDocument]:
+        """30 documents of 2 chunks with ACLs cycling through ``ACCESS_POOL``."""
+        by_chunk: dict[str, IndexDocument] = {}
+        for i in range(30):
+            doc = make_document(f"mixed{i}", ACCESS_POOL[i % len(ACCESS_POOL)])
+            chunks = make_chunks(doc, [f"mixed lantern {i} first", f"mixed lantern {i} second"])
+            assert sink.replace(doc, chunks, 1) is WriteOutcome.APPLIED
+            by_chunk.update({c.chunk.chunk_id: doc for c in chunks})
+        return by_chunk
+
+    def test_search_never_returns_an_invisible_chunk(self, sink: Sink) -> None:
+        by_chunk = self._mixed_corpus(sink)
+        for caller in CALLERS:
+            visible = {
+                cid for cid, doc in by_chunk.items() if set(doc.access.principals()) & set(caller)
+            }
+            for mode in self.modes(sink):
+                hits = self.find(sink, mode, "mixed lantern 7 first", caller, k=100)
+                for hit in hits:
+                    allowed = by_chunk[hit.chunk_id].access.principals()
+                    assert set(allowed) & set(caller), f"{mode}: {caller} saw {allowed}"
+                if mode is not SearchMode.HYBRID:
+                    assert {h.chunk_id for h in hits} == visible, f"{mode}: {caller} missed hits"
+
+    def test_nobody_sees_a_document_without_acl(self, sink: Sink) -> None:
+        doc = make_document("secret", Access.nobody())
+        sink.replace(doc, make_chunks(doc, ["secret vault"]), 1)
+        assert sink.count(doc.document_id) == 1
+        for mode in self.modes(sink):
+            assert self.find(sink, mode, "secret vault", EVERYONE) == [], mode
+
+    def test_filtering_does_not_starve_results(self, sink: Sink) -> None:
+        query = unit_vector("starve query")
+        hidden = Access(groups=("hidden",))
+        for i in range(40):
+            doc = make_document(f"near{i}", hidden)
+            vectors = [near(query, f"near{i}", 0.05)]
+            sink.replace(doc, make_chunks(doc, ["quartz quartz quartz quartz"], vectors), 1)
+        for i in range(8):
+            doc = make_document(f"far{i}", Access(groups=("seen",)))
+            text = f"quartz filler{i} words{i} padding{i} more{i} text{i}"
+            sink.replace(doc, make_chunks(doc, [text], [unit_vector(f"far{i}")]), 1)
+        caller = caller_principals(None, ["seen"])
+        for mode in self.modes(sink):
+            vector = None if mode is SearchMode.KEYWORD else query
+            hits = sink.search(ask(mode, text="quartz", vector=vector, principals=caller, k=5))
+            assert len(hits) == 5, f"{mode}: the ACL filter starved the results"
+            assert all(h.title.startswith("Title of far") for h in hits), mode
+
+    def test_sources_filter(self, sink: Sink) -> None:
+        for source in ("wiki", "drive", "mail"):
+            doc = make_document("same-name", Access(public=True), source=source)
+            sink.replace(doc, make_chunks(doc, [f"sources meadow {source}"]), 1)
+        for mode in self.modes(sink):
+            vector = None if mode is SearchMode.KEYWORD else unit_vector("sources meadow wiki")
+            for sources, expected in (
+                (["wiki"], {"wiki"}),
+                (["wiki", "mail"], {"wiki", "mail"}),
+                ([], set()),
+                (None, {"wiki", "drive", "mail"}),
+            ):
+                req = ask(mode, text="sources meadow", vector=vector, k=10, sources=sources)
+                assert {h.source for h in sink.search(req)} == expected, (mode, sources)
+
+    def test_scores_rank_best_first(self, sink: Sink) -> None:
+        doc = make_document("rank", Access(public=True))
+        sink.replace(doc, make_chunks(doc, ["rank cedar", "rank birch", "rank maple"]), 1)
+        for mode in self.modes(sink):
+            hits = self.find(sink, mode, "rank birch", ["public"], k=3)
+            assert hits and hits[0].text == "rank birch", mode
+            assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+            assert hits[0].locator == doc.locator and hits[0].title == doc.title
+            assert hits[0].document_id == doc.document_id and hits[0].ordinal == 1
+
+    def test_k_limits_results(self, sink: Sink) -> None:
+        self._mixed_corpus(sink)
+        for mode in self.modes(sink):
+            assert len(self.find(sink, mode, "mixed lantern", EVERYONE, k=3)) == 3, mode
+            assert self.find(sink, mode, "mixed lantern", EVERYONE, k=0) == [], mode
+
+    def test_keyword_text_is_never_syntax(self, sink: Sink) -> None:
+        if not sink.capabilities.keyword:
+            return
+        doc = make_document("syntax", Access(public=True))
+        sink.replace(doc, make_chunks(doc, ["foo bar baz and near stuff"]), 1)
+        for text in ['foo-bar "x', "AND", "foo OR", "NEAR(foo", "*", '"', "", "bar*", "a:b ^c"]:
+            sink.search(ask(SearchMode.KEYWORD, text=text, principals=["public"]))
+        hits = sink.search(ask(SearchMode.KEYWORD, text='foo-bar "x', principals=["public"]))
+        assert [h.document_id for h in hits] == [doc.document_id]
+
+    # ---- inventory and persistence ------------------------------------------------
+
+    def test_inventory_lists_exactly_live_documents(self, sink: Sink) -> None:
+        docs = [make_document(f"inv{i}", Access(public=True)) for i in range(4)]
+        for i, doc in enumerate(docs):
+            sink.replace(doc, make_chunks(doc, [f"inv {i} {j}" for j in range(i + 1)]), 10 + i)
+        sink.delete(docs[0].document_id, 20)
+        sink.delete(make_document("inv-never", Access()).document_id, 1)
+        rows = {r.document_id: (r.revision, r.chunks) for r in sink.inventory()}
+        assert rows == {docs[i].document_id: (10 + i, i + 1) for i in range(1, 4)}
+
+    def test_data_persists_after_reopen(
+        self, sink: Sink, reopen: Callable[[], Sink] | None
+    ) -> None:
+        if reopen is None:
+            return  # an in-memory sink: nothing outlives close()
+        doc = make_document("kept", Access(groups=("a",)))
+        sink.replace(doc, make_chunks(doc, ["kept willow", "kept aspen"]), 3)
+        sink.delete(make_document("dropped", Access()).document_id, 9)
+        sink.close()
+        again = reopen()
+        try:
+            assert again.count(doc.document_id) == 2 and again.revision(doc.document_id) == 3
+            assert [(r.document_id, r.chunks) for r in again.inventory()] == [(doc.document_id, 2)]
+            dropped = make_document("dropped", Access(public=True))
+            assert again.replace(dropped, make_chunks(dropped, ["x"]), 8) is WriteOutcome.STALE
+            for mode in self.modes(again):
+                hits = self.find(again, mode, "kept aspen", ["group:a"])
+                assert hits and hits[0].text == "kept aspen", mode
+        finally:
+            again.close()
