@@ -1,0 +1,198 @@
+"""A thin SQLite connection that can load sqlite-vec, whichever binding provides it.
+
+CPython's own ``sqlite3`` is often built without extension loading, so the sink talks to
+SQLite through ``apsw`` (wheels everywhere, loads extensions) and falls back to
+``pysqlite3`` (``pysqlite3-binary`` on Linux). Both are wrapped in ``Database``: explicit
+``BEGIN IMMEDIATE`` transactions, rows as tuples, and a busy database turned into
+``TransientError`` so the core retries it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from headwater.errors import FatalError, TransientError
+
+DriverName = Literal["auto", "apsw", "pysqlite3"]
+BUSY_TIMEOUT_MS = 10_000
+
+Row = tuple[Any, ...]
+
+
+class DriverUnavailable(Exception):
+    """This binding cannot be used here (not installed, or cannot load extensions)."""
+
+
+class _Raw(Protocol):
+    """What ``Database`` needs from a binding's connection."""
+
+    def run(self, sql: str, args: Sequence[Any]) -> list[Row]: ...
+
+    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _Apsw:
+    def __init__(self, path: Path) -> None:
+        try:
+            import apsw
+            import sqlite_vec
+        except ImportError as exc:
+            raise DriverUnavailable(f"apsw is not importable ({exc})") from exc
+        self._apsw = apsw
+        self._conn = apsw.Connection(str(path))
+        try:
+            self._conn.enable_load_extension(True)
+            self._conn.load_extension(sqlite_vec.loadable_path())
+            self._conn.enable_load_extension(False)
+        except apsw.Error as exc:
+            self._conn.close()
+            raise DriverUnavailable(f"apsw could not load sqlite-vec ({exc})") from exc
+        self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+    def run(self, sql: str, args: Sequence[Any]) -> list[Row]:
+        try:
+            return [tuple(row) for row in self._conn.execute(sql, tuple(args))]
+        except (self._apsw.BusyError, self._apsw.LockedError) as exc:
+            raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+
+    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        batch = [tuple(r) for r in rows]
+        if not batch:
+            return
+        try:
+            self._conn.executemany(sql, batch)
+        except (self._apsw.BusyError, self._apsw.LockedError) as exc:
+            raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class _Pysqlite3:
+    def __init__(self, path: Path) -> None:
+        try:
+            import sqlite_vec
+            from pysqlite3 import dbapi2
+        except ImportError as exc:
+            raise DriverUnavailable(f"pysqlite3 is not importable ({exc})") from exc
+        self._dbapi = dbapi2
+        self._conn = dbapi2.connect(
+            str(path),
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+        )
+        try:
+            self._conn.enable_load_extension(True)
+            self._conn.load_extension(sqlite_vec.loadable_path())
+            self._conn.enable_load_extension(False)
+        except (AttributeError, dbapi2.Error) as exc:
+            self._conn.close()
+            raise DriverUnavailable(f"pysqlite3 could not load sqlite-vec ({exc})") from exc
+
+    def _busy(self, exc: Exception) -> bool:
+        text = str(exc).lower()
+        return "locked" in text or "busy" in text
+
+    def run(self, sql: str, args: Sequence[Any]) -> list[Row]:
+        try:
+            return [tuple(row) for row in self._conn.execute(sql, tuple(args)).fetchall()]
+        except self._dbapi.OperationalError as exc:
+            if self._busy(exc):
+                raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+            raise
+
+    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        batch = [tuple(r) for r in rows]
+        if not batch:
+            return
+        try:
+            self._conn.executemany(sql, batch)
+        except self._dbapi.OperationalError as exc:
+            if self._busy(exc):
+                raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+            raise
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+DriverFactory = Callable[[Path], _Raw]
+
+DRIVERS: dict[str, DriverFactory] = {"apsw": _Apsw, "pysqlite3": _Pysqlite3}
+
+
+class Database:
+    """One connection, serialized by a lock; writes happen inside ``transaction()``."""
+
+    def __init__(self, raw: _Raw, driver: str) -> None:
+        self._raw = raw
+        self.driver = driver
+        self._lock = threading.RLock()
+        self._closed = False
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+        with self._lock:
+            self._check_open()
+            return self._raw.run(sql, args)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self._lock:
+            self._check_open()
+            self._raw.run_many(sql, rows)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls everything back."""
+        with self._lock:
+            self._check_open()
+            self._raw.run("BEGIN IMMEDIATE", ())
+            try:
+                yield self
+            except BaseException:
+                self._raw.run("ROLLBACK", ())
+                raise
+            self._raw.run("COMMIT", ())
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._raw.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FatalError("the sqlite index was used after close(); open a new sink")
+
+
+def connect(
+    path: Path, driver: DriverName = "auto", drivers: dict[str, DriverFactory] | None = None
+) -> Database:
+    """Open ``path`` with sqlite-vec loaded, trying apsw then pysqlite3 for ``auto``.
+
+    ``drivers`` replaces the known bindings (a test seam). Raises ``FatalError`` naming
+    the fix when no binding can load the extension.
+    """
+    known = DRIVERS if drivers is None else drivers
+    names = list(known) if driver == "auto" else [driver]
+    problems: list[str] = []
+    for name in names:
+        factory = known.get(name)
+        if factory is None:
+            problems.append(f"{name}: unknown driver")
+            continue
+        try:
+            return Database(factory(path), name)
+        except DriverUnavailable as exc:
+            problems.append(f"{name}: {exc}")
+    raise FatalError(
+        "the sqlite index needs a SQLite binding that can load the sqlite-vec extension, "
+        f"and none worked ({'; '.join(problems)}); "
+        "fix: `pip install apsw sqlite-vec` (or `pip install pysqlite3-binary` on Linux)"
+    )

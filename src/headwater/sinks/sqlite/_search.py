@@ -1,0 +1,142 @@
+"""Permission-filtered vector and keyword search over the sqlite index.
+
+Both searches filter *before* they rank, so a caller gets ``k`` hits whenever ``k``
+visible chunks match, however many invisible chunks rank higher (no starvation):
+
+- Keyword: one FTS5 query, ``{text title} : (terms) AND acl : (principals) [AND src :
+  (sources)]``; FTS5 intersects posting lists, then ranks only visible rows by bm25.
+  Filtering afterwards (or in a join) either starves or picks a plan ~100× slower.
+- Vector: sqlite-vec's exact KNN accepts ``rowid IN (subquery)``; the subquery is the
+  same ACL match without terms, so distances are computed for visible rows only.
+  The scan is linear: ~50–70 ms at 100k × 384 on one core.
+
+User text never reaches MATCH as syntax: each whitespace-separated token becomes a quoted
+FTS5 string and tokens are OR-ed, so ``foo-bar "x`` is a plain query, never an error.
+A term found in more than half the chunks has a bm25 idf of ~0 (FTS5 clamps it to 1e-6)
+yet makes the query touch every row, so it is left out first; the full query runs only
+when the rest finds fewer than ``k`` visible chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from headwater.sinks.base import SearchRequest
+from headwater.sinks.sqlite._driver import Database, Row
+from headwater.sinks.sqlite._schema import principal_token, source_token
+from headwater.types import SearchHit
+
+# sqlite-vec refuses KNN queries with k above this.
+MAX_VECTOR_K = 4096
+# A token made only of these characters carries no word for the FTS5 tokenizer.
+_NO_WORD = re.compile(r"^[\W_]*$", re.UNICODE)
+# A token FTS5 (unicode61) keeps as exactly one term, lowercased.
+_PLAIN = re.compile(r"^[A-Za-z0-9]+$")
+
+_HIT_COLUMNS = "c.chunk_id, c.document_id, c.ordinal, {score}, c.text, c.title, c.locator, c.source"
+
+
+def fts_terms(text: str) -> list[str]:
+    """The user's words as quoted FTS5 strings, without duplicates or empty ones."""
+    terms: list[str] = []
+    for token in text.split():
+        if _NO_WORD.match(token):
+            continue
+        quoted = '"' + token.replace('"', '""') + '"'
+        if quoted not in terms:
+            terms.append(quoted)
+    return terms
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 MATCH expression for free user text, or None when it has no words."""
+    terms = fts_terms(text)
+    return " OR ".join(terms) if terms else None
+
+
+def acl_match(principals: Sequence[str], sources: Sequence[str] | None) -> str:
+    """The FTS5 expression matching chunks visible to ``principals`` in ``sources``."""
+    expr = "acl : (" + " OR ".join(principal_token(p) for p in principals) + ")"
+    if sources is not None:
+        expr += " AND src : (" + " OR ".join(source_token(s) for s in sources) + ")"
+    return expr
+
+
+def _hit(row: Row) -> SearchHit:
+    chunk_id, document_id, ordinal, score, text, title, locator, source = row
+    return SearchHit(
+        chunk_id=chunk_id,
+        document_id=document_id,
+        ordinal=int(ordinal),
+        score=float(score),
+        text=text,
+        title=title,
+        locator=locator,
+        source=source,
+    )
+
+
+def _nothing_visible(request: SearchRequest) -> bool:
+    return not request.principals or (request.sources is not None and not request.sources)
+
+
+def vector_search(db: Database, request: SearchRequest, vector: bytes, k: int) -> list[SearchHit]:
+    """The ``k`` visible chunks nearest ``vector``; score is cosine similarity."""
+    if _nothing_visible(request):
+        return []
+    sql = f"""
+        WITH knn AS (
+            SELECT rowid AS id, distance FROM vec
+            WHERE embedding MATCH ? AND k = ?
+              AND rowid IN (SELECT rowid FROM fts WHERE fts MATCH ?)
+        )
+        SELECT {_HIT_COLUMNS.format(score="1.0 - knn.distance")}
+        FROM knn JOIN chunks c ON c.id = knn.id
+        ORDER BY knn.distance, c.id
+    """
+    match = acl_match(request.principals, request.sources)
+    rows = db.execute(sql, [vector, min(k, MAX_VECTOR_K), match])
+    return [_hit(row) for row in rows]
+
+
+def keyword_search(db: Database, request: SearchRequest, k: int) -> list[SearchHit]:
+    """The ``k`` visible chunks best matching the request text by bm25 (higher is better)."""
+    terms = fts_terms(request.text)
+    if not terms or _nothing_visible(request):
+        return []
+    visible = acl_match(request.principals, request.sources)
+    rare = _without_ubiquitous(db, terms)
+    if rare != terms:
+        hits = _ranked(db, rare, visible, k)
+        if len(hits) >= k:
+            return hits
+    return _ranked(db, terms, visible, k)
+
+
+def _ranked(db: Database, terms: Sequence[str], visible: str, k: int) -> list[SearchHit]:
+    match = "{text title} : (" + " OR ".join(terms) + ") AND " + visible
+    sql = f"""
+        WITH m AS MATERIALIZED (
+            SELECT rowid AS id, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?
+        )
+        SELECT {_HIT_COLUMNS.format(score="-m.rank")}
+        FROM m JOIN chunks c ON c.id = m.id
+        ORDER BY m.rank, c.id
+    """
+    return [_hit(row) for row in db.execute(sql, [match, k])]
+
+
+def _without_ubiquitous(db: Database, terms: list[str]) -> list[str]:
+    """``terms`` less the plain words found in more than half the chunks (never all)."""
+    plain = {t: t[1:-1].lower() for t in terms if _PLAIN.match(t[1:-1])}
+    if len(terms) < 2 or not plain:
+        return terms
+    words = sorted(set(plain.values()))
+    marks = ", ".join("?" * len(words))
+    found: dict[str, int] = dict(
+        db.execute(f"SELECT term, doc FROM fts_terms WHERE term IN ({marks})", words)
+    )
+    total = int(db.execute("SELECT value FROM meta WHERE key = 'chunk_count'")[0][0])
+    kept = [t for t in terms if t not in plain or 2 * int(found.get(plain[t], 0)) <= total]
+    return kept or terms

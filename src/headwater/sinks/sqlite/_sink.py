@@ -1,0 +1,313 @@
+"""The embedded index: vectors, keywords and ACLs in one SQLite file.
+
+Every document call (replace, delete, update_access) is one ``BEGIN IMMEDIATE``
+transaction that writes the chunk rows, FTS rows (which carry the ACL), vectors and the document's
+revision/tombstone row together, so a document is always wholly at one revision or
+absent (invariants 5–7), and a crash mid-write leaves the old version searchable.
+
+A replace keeps the rowid of every chunk whose ``chunk_id`` survives (its vector is
+updated in place, which keeps sqlite-vec's storage compact), inserts the new chunks with
+``executemany`` and deletes only the chunks not in the new set. How searches filter by
+ACL without starving is explained in ``_search``.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from headwater.clock import iso, utcnow
+from headwater.errors import ConfigError, FatalError
+from headwater.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from headwater.sinks.base import (
+    InventoryRow,
+    SearchRequest,
+    SinkCapabilities,
+    SinkContext,
+    SinkOptions,
+    WriteOutcome,
+)
+from headwater.sinks.sqlite._driver import Database, DriverName, connect
+from headwater.sinks.sqlite._schema import (
+    SCHEMA_VERSION,
+    acl_text,
+    ensure_schema,
+    source_token,
+)
+from headwater.sinks.sqlite._search import keyword_search, vector_search
+from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
+
+INVENTORY_PAGE = 1000
+
+
+class SqliteOptions(SinkOptions):
+    """Options of the ``sqlite`` index."""
+
+    path: Path | None = Field(
+        default=None, description="The index file; default `{state_dir}/index-{name}.db`."
+    )
+    driver: DriverName = Field(
+        default="auto",
+        description="SQLite binding: `apsw`, `pysqlite3`, or `auto` (apsw, then pysqlite3).",
+    )
+
+
+class SqliteSink:
+    """Vector (sqlite-vec) and keyword (FTS5) search in one embedded SQLite file."""
+
+    type_name: ClassVar[str] = "sqlite"
+    schema_version: ClassVar[str] = SCHEMA_VERSION
+    capabilities: ClassVar[SinkCapabilities] = SinkCapabilities(vector=True, keyword=True)
+    Options: ClassVar[type[SqliteOptions]] = SqliteOptions
+
+    def __init__(self, options: SqliteOptions, context: SinkContext) -> None:
+        self.options = options
+        self.context = context
+        self.path = options.path or context.state_dir / f"index-{context.name}.db"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db: Database = connect(self.path, options.driver)
+        try:
+            ensure_schema(self._db, context.dimension, str(self.path))
+        except BaseException:
+            self._db.close()
+            raise
+
+    @property
+    def driver(self) -> str:
+        """The SQLite binding in use (``apsw`` or ``pysqlite3``)."""
+        return self._db.driver
+
+    # ---- writes -------------------------------------------------------------------
+
+    def replace(
+        self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
+    ) -> WriteOutcome:
+        blobs = [self._vector_blob(item, document.document_id) for item in chunks]
+        principals = document.access.principals()
+        acl, src = acl_text(principals), source_token(document.source)
+        with self._db.transaction() as db:
+            held = self._held(document.document_id)
+            if held is not None and (held[0] > revision or (held[1] and held[0] >= revision)):
+                return WriteOutcome.STALE
+            old: dict[str, int] = dict(
+                db.execute(
+                    "SELECT chunk_id, id FROM chunks WHERE document_id = ?",
+                    [document.document_id],
+                )
+            )
+            self._drop_fts(document.document_id)
+            wanted = {item.chunk.chunk_id for item in chunks}
+            gone = [(rowid,) for chunk_id, rowid in old.items() if chunk_id not in wanted]
+            db.executemany("DELETE FROM vec WHERE rowid = ?", gone)
+            db.executemany("DELETE FROM chunks WHERE id = ?", gone)
+            next_id = self._next_chunk_id()
+            kept: list[tuple[Any, ...]] = []
+            fresh: list[tuple[Any, ...]] = []
+            for item, blob in zip(chunks, blobs, strict=True):
+                c = item.chunk
+                values = (c.ordinal, document.source, document.title, document.locator, c.text)
+                rowid = old.get(c.chunk_id)
+                if rowid is None:
+                    fresh.append(
+                        (next_id, c.chunk_id, document.document_id, *values, acl, src, blob)
+                    )
+                    next_id += 1
+                else:
+                    kept.append((*values, acl, src, rowid, blob))
+            db.executemany(
+                "UPDATE chunks SET ordinal = ?, source = ?, title = ?, locator = ?, text = ?, "
+                "acl = ?, src = ? WHERE id = ?",
+                [row[:-1] for row in kept],
+            )
+            db.executemany(
+                "UPDATE vec SET embedding = ? WHERE rowid = ?", [(r[-1], r[-2]) for r in kept]
+            )
+            db.executemany(
+                "INSERT INTO chunks (id, chunk_id, document_id, ordinal, source, title, locator, "
+                "text, acl, src) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [row[:-1] for row in fresh],
+            )
+            db.executemany(
+                "INSERT INTO vec (rowid, embedding) VALUES (?, ?)", [(r[0], r[-1]) for r in fresh]
+            )
+            self._add_fts(document.document_id)
+            self._add_chunk_count(len(chunks) - len(old))
+            self._write_document(document.document_id, revision, False, document.source, principals)
+        return WriteOutcome.APPLIED
+
+    def delete(self, document_id: str, revision: int) -> WriteOutcome:
+        with self._db.transaction() as db:
+            held = self._held(document_id)
+            if held is not None and held[0] > revision:
+                return WriteOutcome.STALE
+            rowids = db.execute("SELECT id FROM chunks WHERE document_id = ?", [document_id])
+            self._drop_fts(document_id)
+            db.executemany("DELETE FROM vec WHERE rowid = ?", rowids)
+            db.execute("DELETE FROM chunks WHERE document_id = ?", [document_id])
+            self._add_chunk_count(-len(rowids))
+            self._write_document(document_id, revision, True, None, [])
+        return WriteOutcome.APPLIED
+
+    def update_access(self, document_id: str, access: Access, revision: int) -> WriteOutcome:
+        """Rewrite the ACL of the document's chunks; vectors and text stay as they are.
+
+        A document the index does not hold live has no chunks to re-permission: the call
+        is STALE when a tombstone at this revision or newer exists, otherwise a no-op.
+        """
+        principals = access.principals()
+        with self._db.transaction() as db:
+            held = self._held(document_id)
+            if held is None:
+                return WriteOutcome.APPLIED
+            if held[0] > revision or (held[1] and held[0] >= revision):
+                return WriteOutcome.STALE
+            if held[1]:
+                return WriteOutcome.APPLIED
+            self._drop_fts(document_id)
+            db.execute(
+                "UPDATE chunks SET acl = ? WHERE document_id = ?",
+                [acl_text(principals), document_id],
+            )
+            self._add_fts(document_id)
+            self._write_document(document_id, revision, False, None, principals)
+        return WriteOutcome.APPLIED
+
+    # ---- reads --------------------------------------------------------------------
+
+    def count(self, document_id: str) -> int:
+        rows = self._db.execute("SELECT count(*) FROM chunks WHERE document_id = ?", [document_id])
+        return int(rows[0][0])
+
+    def revision(self, document_id: str) -> int | None:
+        rows = self._db.execute(
+            "SELECT revision FROM documents WHERE document_id = ? AND deleted = 0", [document_id]
+        )
+        return int(rows[0][0]) if rows else None
+
+    def inventory(self) -> Iterator[InventoryRow]:
+        """Live documents in document_id order, read a page at a time (bounded memory)."""
+        after = ""
+        while True:
+            page = self._db.execute(
+                "SELECT d.document_id, d.revision, "
+                "(SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id) "
+                "FROM documents d WHERE d.deleted = 0 AND d.document_id > ? "
+                "ORDER BY d.document_id LIMIT ?",
+                [after, INVENTORY_PAGE],
+            )
+            for document_id, revision, chunks in page:
+                yield InventoryRow(
+                    document_id=document_id, revision=int(revision), chunks=int(chunks)
+                )
+            if len(page) < INVENTORY_PAGE:
+                return
+            after = page[-1][0]
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        if request.k <= 0:
+            return []
+        if request.mode is SearchMode.KEYWORD:
+            return keyword_search(self._db, request, request.k)
+        if request.vector is None:
+            if request.mode is SearchMode.VECTOR:
+                raise ConfigError("a vector search needs the query's vector; none was given")
+            return keyword_search(self._db, request, request.k)
+        blob = self._query_blob(request.vector)
+        if request.mode is SearchMode.VECTOR:
+            return vector_search(self._db, request, blob, request.k)
+        depth = 2 * request.k
+        lists = [
+            vector_search(self._db, request, blob, depth),
+            keyword_search(self._db, request, depth),
+        ]
+        return reciprocal_rank_fusion(lists, k=DEFAULT_RRF_K, limit=request.k)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ---- helpers ------------------------------------------------------------------
+
+    def _held(self, document_id: str) -> tuple[int, bool] | None:
+        rows = self._db.execute(
+            "SELECT revision, deleted FROM documents WHERE document_id = ?", [document_id]
+        )
+        return (int(rows[0][0]), bool(rows[0][1])) if rows else None
+
+    def _next_chunk_id(self) -> int:
+        rows = self._db.execute(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0), "
+            "coalesce((SELECT max(id) FROM chunks), 0))"
+        )
+        return int(rows[0][0]) + 1
+
+    def _drop_fts(self, document_id: str) -> None:
+        """Remove the document's FTS rows, feeding FTS5 the values it indexed."""
+        self._db.execute(
+            "INSERT INTO fts (fts, rowid, text, title, acl, src) "
+            "SELECT 'delete', id, text, title, acl, src FROM chunks WHERE document_id = ?",
+            [document_id],
+        )
+
+    def _add_fts(self, document_id: str) -> None:
+        self._db.execute(
+            "INSERT INTO fts (rowid, text, title, acl, src) "
+            "SELECT id, text, title, acl, src FROM chunks WHERE document_id = ?",
+            [document_id],
+        )
+
+    def _add_chunk_count(self, delta: int) -> None:
+        if delta:
+            self._db.execute(
+                "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'chunk_count'",
+                [delta],
+            )
+
+    def _write_document(
+        self,
+        document_id: str,
+        revision: int,
+        deleted: bool,
+        source: str | None,
+        principals: Sequence[str],
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO documents "
+            "(document_id, revision, deleted, source, principals, changed_at) "
+            "VALUES (?, ?, ?, coalesce(?, ''), ?, ?) "
+            "ON CONFLICT (document_id) DO UPDATE SET revision = excluded.revision, "
+            "deleted = excluded.deleted, source = coalesce(?, documents.source), "
+            "principals = excluded.principals, changed_at = excluded.changed_at",
+            [
+                document_id,
+                revision,
+                int(deleted),
+                source,
+                json.dumps(list(principals)),
+                iso(utcnow()),
+                source,
+            ],
+        )
+
+    def _vector_blob(self, item: EmbeddedChunk, document_id: str) -> bytes:
+        if item.vector is None:
+            raise FatalError(
+                f"chunk {item.chunk.chunk_id} of document {document_id} has no vector; "
+                "the sqlite index needs one per chunk; embed chunks before writing them"
+            )
+        return self._blob(item.vector, f"chunk {item.chunk.chunk_id}")
+
+    def _query_blob(self, vector: Sequence[float]) -> bytes:
+        return self._blob(vector, "the query vector")
+
+    def _blob(self, vector: Sequence[float], what: str) -> bytes:
+        if len(vector) != self.context.dimension:
+            raise FatalError(
+                f"{what} has {len(vector)} dimensions; the sqlite index {self.path} holds "
+                f"{self.context.dimension}; use the same embedding model or rebuild the index"
+            )
+        return array("f", vector).tobytes()

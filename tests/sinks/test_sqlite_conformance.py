@@ -1,0 +1,29 @@
+"""The sqlite index passes the sink conformance suite, with either SQLite binding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from headwater.sinks.base import Sink
+from headwater.sinks.sqlite import SqliteOptions, SqliteSink
+from headwater.sinks.testing import SinkConformance, sink_context
+
+
+@pytest.fixture(params=["apsw", "pysqlite3"])
+def driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class TestSqliteConformance(SinkConformance):
+    @pytest.fixture
+    def reopen(self, tmp_path: Path, driver: str) -> Callable[[], Sink]:
+        return lambda: SqliteSink(SqliteOptions(driver=driver), sink_context(tmp_path))  # type: ignore[arg-type]
+
+    @pytest.fixture
+    def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:
+        sink = reopen()
+        yield sink
+        sink.close()
