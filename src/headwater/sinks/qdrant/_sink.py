@@ -1,0 +1,337 @@
+"""The Qdrant index: vectors in a Qdrant server, local folder or memory.
+
+Each chunk is a point whose id is its ``chunk_id`` and whose payload carries the
+document's ACL (``principals``) and ``source``; searches pass both as a payload filter,
+which Qdrant applies inside the HNSW search, so filtering never starves the top ``k``.
+
+Qdrant has no multi-point transactions, so ordering does the work. A second collection
+holds one payload-only point per document (revision, tombstone, ACL). Every write first
+checks it (stale writes are refused), then records the new revision there (a claim: a
+later, older write is refused even if this one dies midway), then touches the chunks:
+a replace upserts the new points *before* deleting the document's points not in the
+new set, so the old version stays searchable until the new one is complete.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field, SecretStr, model_validator
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+
+from headwater.clock import iso, utcnow
+from headwater.errors import ConfigError, FatalError
+from headwater.sinks.base import (
+    InventoryRow,
+    SearchRequest,
+    SinkCapabilities,
+    SinkContext,
+    SinkOptions,
+    WriteOutcome,
+)
+from headwater.sinks.qdrant._client import guard, open_client
+from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
+
+SCHEMA_VERSION = "1"
+UPSERT_BATCH = 256
+SCROLL_PAGE = 256
+_REVISION_NAMESPACE = uuid.UUID("6f1c2a52-3b0e-4a8e-9d47-0c5b9f1e7a10")
+
+
+class QdrantOptions(SinkOptions):
+    """Options of the ``qdrant`` index; set at most one of ``url``, ``path``, ``location``."""
+
+    url: str | None = Field(
+        default=None, description="A Qdrant server, e.g. http://localhost:6333."
+    )
+    path: Path | None = Field(
+        default=None, description="A local-mode folder; default `{state_dir}/qdrant-{name}`."
+    )
+    location: str | None = Field(default=None, description='`":memory:"` for a throwaway index.')
+    collection: str | None = Field(default=None, description="Default `headwater_{name}`.")
+    api_key: SecretStr | None = Field(default=None, description="The server's API key.")
+    timeout: float = Field(default=30.0, gt=0, description="Seconds per server request.")
+
+    @model_validator(mode="after")
+    def _one_place(self) -> QdrantOptions:
+        given = [k for k in ("url", "path", "location") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(
+                f"{' and '.join(given)} were all set; expected at most one of url, path, location"
+            )
+        if self.location is not None and self.location != ":memory:":
+            raise ValueError(
+                f"location was {self.location!r}; expected ':memory:' (use `url` for a server)"
+            )
+        return self
+
+
+def _revision_point_id(document_id: str) -> str:
+    return str(uuid.uuid5(_REVISION_NAMESPACE, document_id))
+
+
+def _of_document(document_id: str) -> qm.FieldCondition:
+    return qm.FieldCondition(key="document_id", match=qm.MatchValue(value=document_id))
+
+
+class QdrantSink:
+    """Vector search in Qdrant with a per-document revision and tombstone record."""
+
+    type_name: ClassVar[str] = "qdrant"
+    schema_version: ClassVar[str] = SCHEMA_VERSION
+    capabilities: ClassVar[SinkCapabilities] = SinkCapabilities(vector=True, keyword=False)
+    Options: ClassVar[type[QdrantOptions]] = QdrantOptions
+
+    def __init__(self, options: QdrantOptions, context: SinkContext) -> None:
+        self.options = options
+        self.context = context
+        self.collection = options.collection or f"headwater_{context.name}"
+        self.revisions = f"{self.collection}_revisions"
+        path = None
+        if options.url is None and options.location is None:
+            path = options.path or context.state_dir / f"qdrant-{context.name}"
+        self.where = options.url or options.location or str(path)
+        self._client: QdrantClient = open_client(options, path, self.where)
+        self._closed = False
+        try:
+            self._ensure_collections()
+        except BaseException:
+            self.close()
+            raise
+
+    def _ensure_collections(self) -> None:
+        with guard(self.where):
+            if self._client.collection_exists(self.collection):
+                self._check_dimension()
+            else:
+                self._client.create_collection(
+                    self.collection,
+                    vectors_config=qm.VectorParams(
+                        size=self.context.dimension, distance=qm.Distance.COSINE
+                    ),
+                )
+                if self.options.url is not None:  # payload indexes only matter on a server
+                    for key in ("document_id", "principals", "source"):
+                        self._client.create_payload_index(
+                            self.collection, key, qm.PayloadSchemaType.KEYWORD
+                        )
+            if not self._client.collection_exists(self.revisions):
+                self._client.create_collection(self.revisions, vectors_config={})
+
+    def _check_dimension(self) -> None:
+        vectors = self._client.get_collection(self.collection).config.params.vectors
+        size = vectors.size if isinstance(vectors, qm.VectorParams) else None
+        if size != self.context.dimension:
+            raise ConfigError(
+                f"the qdrant collection {self.collection!r} at {self.where} holds "
+                f"{size}-dimensional vectors; the embedder makes {self.context.dimension}; "
+                "rebuild it with `headwater rebuild` or set another `collection`"
+            )
+
+    # ---- writes -------------------------------------------------------------------
+
+    def replace(
+        self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
+    ) -> WriteOutcome:
+        principals = document.access.principals()
+        points = [self._point(document, item, principals, revision) for item in chunks]
+        with guard(self.where):
+            held = self._held(document.document_id)
+            if held is not None and (held[0] > revision or (held[1] and held[0] >= revision)):
+                return WriteOutcome.STALE
+            self._record(document.document_id, revision, False, document.source, principals)
+            for start in range(0, len(points), UPSERT_BATCH):
+                batch = points[start : start + UPSERT_BATCH]
+                self._client.upsert(self.collection, points=batch, wait=True)
+            keep: list[qm.ExtendedPointId] = [item.chunk.chunk_id for item in chunks]
+            stale = qm.Filter(
+                must=[_of_document(document.document_id)],
+                must_not=[qm.HasIdCondition(has_id=keep)] if keep else None,
+            )
+            self._client.delete(
+                self.collection, points_selector=qm.FilterSelector(filter=stale), wait=True
+            )
+        return WriteOutcome.APPLIED
+
+    def delete(self, document_id: str, revision: int) -> WriteOutcome:
+        with guard(self.where):
+            held = self._held(document_id)
+            if held is not None and held[0] > revision:
+                return WriteOutcome.STALE
+            self._record(document_id, revision, True, None, [])
+            everything = qm.Filter(must=[_of_document(document_id)])
+            self._client.delete(
+                self.collection, points_selector=qm.FilterSelector(filter=everything), wait=True
+            )
+        return WriteOutcome.APPLIED
+
+    def update_access(self, document_id: str, access: Access, revision: int) -> WriteOutcome:
+        """Set ``principals`` on the document's points; vectors are not touched.
+
+        A document the index does not hold live is STALE against a tombstone at this
+        revision or newer, otherwise a no-op.
+        """
+        principals = access.principals()
+        with guard(self.where):
+            payload = self._held_payload(document_id)
+            if payload is None:
+                return WriteOutcome.APPLIED
+            held, deleted = int(payload["revision"]), bool(payload["deleted"])
+            if held > revision or (deleted and held >= revision):
+                return WriteOutcome.STALE
+            if deleted:
+                return WriteOutcome.APPLIED
+            self._record(document_id, revision, False, payload.get("source"), principals)
+            self._client.set_payload(
+                self.collection,
+                payload={"principals": principals, "revision": revision},
+                points=qm.FilterSelector(filter=qm.Filter(must=[_of_document(document_id)])),
+                wait=True,
+            )
+        return WriteOutcome.APPLIED
+
+    # ---- reads --------------------------------------------------------------------
+
+    def count(self, document_id: str) -> int:
+        with guard(self.where):
+            found = self._client.count(
+                self.collection,
+                count_filter=qm.Filter(must=[_of_document(document_id)]),
+                exact=True,
+            )
+        return found.count
+
+    def revision(self, document_id: str) -> int | None:
+        with guard(self.where):
+            held = self._held(document_id)
+        return None if held is None or held[1] else held[0]
+
+    def inventory(self) -> Iterator[InventoryRow]:
+        """Live documents a page at a time, each with its chunk count as Qdrant has it."""
+        live = qm.Filter(must=[qm.FieldCondition(key="deleted", match=qm.MatchValue(value=False))])
+        offset: qm.ExtendedPointId | None = None
+        while True:
+            with guard(self.where):
+                records, offset = self._client.scroll(
+                    self.revisions, scroll_filter=live, limit=SCROLL_PAGE, offset=offset
+                )
+            for record in records:
+                payload = record.payload or {}
+                document_id = str(payload["document_id"])
+                yield InventoryRow(
+                    document_id=document_id,
+                    revision=int(payload["revision"]),
+                    chunks=self.count(document_id),
+                )
+            if offset is None:
+                return
+
+    def search(self, request: SearchRequest) -> list[SearchHit]:
+        if request.mode is SearchMode.KEYWORD:
+            raise ConfigError(
+                "the qdrant index has no keyword search; use mode `vector` or `hybrid`, "
+                "or search an index of type `sqlite`"
+            )
+        if request.vector is None:
+            raise ConfigError("a qdrant search needs the query's vector; none was given")
+        if request.k <= 0 or not request.principals:
+            return []
+        if request.sources is not None and not request.sources:
+            return []
+        must: list[qm.Condition] = [
+            qm.FieldCondition(key="principals", match=qm.MatchAny(any=list(request.principals)))
+        ]
+        if request.sources is not None:
+            must.append(
+                qm.FieldCondition(key="source", match=qm.MatchAny(any=list(request.sources)))
+            )
+        with guard(self.where):
+            found = self._client.query_points(
+                self.collection,
+                query=list(request.vector),
+                query_filter=qm.Filter(must=must),
+                limit=request.k,
+                with_payload=True,
+            )
+        return [self._hit(point) for point in found.points]
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    # ---- helpers ------------------------------------------------------------------
+
+    def _held_payload(self, document_id: str) -> dict[str, Any] | None:
+        found = self._client.retrieve(
+            self.revisions, ids=[_revision_point_id(document_id)], with_payload=True
+        )
+        return dict(found[0].payload) if found and found[0].payload else None
+
+    def _held(self, document_id: str) -> tuple[int, bool] | None:
+        payload = self._held_payload(document_id)
+        if payload is None:
+            return None
+        return int(payload["revision"]), bool(payload["deleted"])
+
+    def _record(
+        self,
+        document_id: str,
+        revision: int,
+        deleted: bool,
+        source: str | None,
+        principals: Sequence[str],
+    ) -> None:
+        payload: dict[str, Any] = {
+            "document_id": document_id,
+            "revision": revision,
+            "deleted": deleted,
+            "source": source,
+            "principals": list(principals),
+            "changed_at": iso(utcnow()),
+        }
+        point = qm.PointStruct(id=_revision_point_id(document_id), vector={}, payload=payload)
+        self._client.upsert(self.revisions, points=[point], wait=True)
+
+    def _point(
+        self, document: IndexDocument, item: EmbeddedChunk, principals: list[str], revision: int
+    ) -> qm.PointStruct:
+        if item.vector is None:
+            raise FatalError(
+                f"chunk {item.chunk.chunk_id} of document {document.document_id} has no vector; "
+                "the qdrant index stores vectors only; embed chunks before writing them"
+            )
+        if len(item.vector) != self.context.dimension:
+            raise FatalError(
+                f"chunk {item.chunk.chunk_id} has {len(item.vector)} dimensions; the qdrant "
+                f"collection {self.collection!r} holds {self.context.dimension}; use the same "
+                "embedding model or rebuild the index"
+            )
+        payload = {
+            "document_id": document.document_id,
+            "ordinal": item.chunk.ordinal,
+            "text": item.chunk.text,
+            "title": document.title,
+            "locator": document.locator,
+            "source": document.source,
+            "principals": principals,
+            "revision": revision,
+        }
+        return qm.PointStruct(id=item.chunk.chunk_id, vector=list(item.vector), payload=payload)
+
+    def _hit(self, point: qm.ScoredPoint) -> SearchHit:
+        payload = point.payload or {}
+        return SearchHit(
+            chunk_id=str(point.id),
+            document_id=str(payload["document_id"]),
+            ordinal=int(payload["ordinal"]),
+            score=float(point.score),
+            text=str(payload["text"]),
+            title=str(payload["title"]),
+            locator=str(payload["locator"]),
+            source=str(payload["source"]),
+        )
