@@ -1,1 +1,49 @@
-"""Headwater keeps a private corpus and its search indexes in sync."""
+"""Headwater keeps a private corpus and its search indexes in sync.
+
+The public surface is small and re-exported here; everything else is internal.
+"""
+
+from headwater.errors import (
+    ConfigError,
+    CredentialError,
+    FatalError,
+    HeadwaterError,
+    ItemError,
+    NotFoundError,
+    TransientError,
+)
+from headwater.types import (
+    Access,
+    Checkpoint,
+    Chunk,
+    Deleted,
+    Failure,
+    SearchHit,
+    SearchMode,
+    SourceDocument,
+    Window,
+)
+from headwater.workspace import Workspace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Access",
+    "Checkpoint",
+    "Chunk",
+    "ConfigError",
+    "CredentialError",
+    "Deleted",
+    "Failure",
+    "FatalError",
+    "HeadwaterError",
+    "ItemError",
+    "NotFoundError",
+    "SearchHit",
+    "SearchMode",
+    "SourceDocument",
+    "TransientError",
+    "Window",
+    "Workspace",
+    "__version__",
+]

@@ -109,6 +109,34 @@ class FailureLedger:
                 .values(status=RESOLVED, resolved_at=now)
             )
 
+    def touch_in(self, conn: Connection, document_ids: Sequence[str], run_id: str) -> None:
+        """Note that a run saw these still-failing objects (they still exist)."""
+        for part in _chunks(list(document_ids)):
+            conn.execute(
+                update(t.failures)
+                .where(
+                    t.failures.c.document_id.in_(part),
+                    t.failures.c.stage.in_(SOURCE_STAGES),
+                    t.failures.c.status.in_(OPEN),
+                )
+                .values(run_id=run_id)
+            )
+
+    def resolve_vanished(self, source_id: str, run_id: str) -> int:
+        """After a complete listing: source-stage failures of objects no longer listed."""
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(t.failures)
+                .where(
+                    t.failures.c.source_id == source_id,
+                    t.failures.c.stage.in_(SOURCE_STAGES),
+                    t.failures.c.status.in_(OPEN),
+                    or_(t.failures.c.run_id.is_(None), t.failures.c.run_id != run_id),
+                )
+                .values(status=RESOLVED, resolved_at=utcnow())
+            )
+        return int(result.rowcount or 0)
+
     def resolve(self, document_ids: Sequence[str], stages: Sequence[str]) -> None:
         with self.engine.begin() as conn:
             self.resolve_in(conn, document_ids, utcnow(), stages)

@@ -238,6 +238,7 @@ class BatchCommit:
     cleared_tombstones: list[str] = field(default_factory=list)
     failures: list[FailureWrite] = field(default_factory=list)
     resolved: list[str] = field(default_factory=list)
+    still_failing: list[str] = field(default_factory=list)
 
     def is_empty(self) -> bool:
         return not (

@@ -264,6 +264,7 @@ class Manifest:
                 )
             self.failures.write(conn, batch.failures, run_id, now)
             self.failures.resolve_in(conn, batch.resolved, now)
+            self.failures.touch_in(conn, batch.still_failing, run_id)
 
     @staticmethod
     def _exists(conn: Connection, document_id: str) -> bool:

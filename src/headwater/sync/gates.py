@@ -167,6 +167,7 @@ class BatchBuilder:
         dead = self.dead_versions.get(doc_id)
         if dead is not None and dead == (doc.version, src.pipeline_version):
             self._mark_seen(doc.object_id)
+            self.commit.still_failing.append(doc_id)
             self.counts.failed += 1
             return Outcome.FAILED
         active = record is not None and record.state == ACTIVE

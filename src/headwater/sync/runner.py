@@ -253,6 +253,7 @@ class SyncRunner:
     ) -> PruneReport | None:
         caps = self.connector.capabilities
         if caps.full_listing:
+            self.manifest.failures.resolve_vanished(self.source.source_id, run_id)
             candidates = self.manifest.unseen_documents(self.source.source_id, run_id)
             return self._apply_prune(run_id, candidates, counts, options)
         if not isinstance(self.connector, Enumerating):

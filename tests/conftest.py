@@ -1,0 +1,125 @@
+"""Shared fixtures: real manifests (SQLite and PostgreSQL) and workspaces on disk.
+
+``manifest_url`` is parametrized over both engines; the PostgreSQL side creates a fresh
+database on the server at 127.0.0.1:5432 for the test session and drops it afterwards.
+The server must be running (``.ci/run`` starts it): a missing server fails, it does not
+skip.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+PG_ADMIN_URL = os.environ.get(
+    "HEADWATER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """A URL prefix for fresh databases; each user of it creates its own database."""
+    engine = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text("select 1"))
+    engine.dispose()
+    yield PG_ADMIN_URL.rsplit("/", 1)[0]
+
+
+def create_pg_database(server_url: str) -> tuple[str, Callable[[], None]]:
+    name = f"hw_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(f"{server_url}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return f"{server_url}/{name}", drop
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def manifest_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'state' / 'manifest.db'}"
+        return
+    server = request.getfixturevalue("postgres_server_url")
+    url, drop = create_pg_database(server)
+    try:
+        yield url
+    finally:
+        drop()
+
+
+def write_config(
+    directory: Path,
+    *,
+    manifest_url: str | None,
+    sources: str,
+    indexes: str = '[[index]]\nname = "main"\ntype = "sqlite"\n',
+    embedder: str = '[embedder]\ntype = "fake"\ndimension = 32\n',
+    extra: str = "",
+) -> Path:
+    manifest = f'[manifest]\nurl = "{manifest_url}"\n' if manifest_url else ""
+    config = directory / "headwater.toml"
+    config.write_text(
+        textwrap.dedent(
+            """\
+            [workspace]
+            tenant = "acme"
+            state_dir = "state"
+            """
+        )
+        + manifest
+        + embedder
+        + indexes
+        + extra
+        + sources,
+        encoding="utf-8",
+    )
+    return config
+
+
+def filesystem_source(
+    root: Path, source_id: str = "docs", access: str = '{ groups = ["staff"] }', extra: str = ""
+) -> str:
+    return (
+        f'[[source]]\nid = "{source_id}"\ntype = "filesystem"\nroot = "{root}"\n'
+        f"access = {access}\n{extra}\n"
+    )
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """A small mixed corpus: Markdown, text and HTML files in nested folders."""
+    root = tmp_path / "corpus"
+    (root / "guides").mkdir(parents=True)
+    (root / "notes").mkdir()
+    (root / "guides" / "vacation.md").write_text(
+        "# Vacation policy\n\nEvery employee gets 25 vacation days per year.\n\n"
+        "## Carry over\n\nUp to five unused days carry over to the next year.\n"
+    )
+    (root / "guides" / "expenses.md").write_text(
+        "# Expenses\n\nThe reimbursement limit for meals is 60 euros per day.\n"
+    )
+    (root / "notes" / "deploy.txt").write_text(
+        "Deploys happen on Tuesdays. Rotate the database credentials every 90 days.\n"
+    )
+    (root / "notes" / "welcome.html").write_text(
+        "<html><head><title>Welcome</title></head><body><main><h1>Welcome</h1>"
+        "<p>Welcome to Acme Robotics. Our robots dock themselves every night.</p>"
+        "<p>The office opens at eight in the morning on weekdays.</p></main></body></html>"
+    )
+    (root / "readme.md").write_text("# Readme\n\nThis corpus is used by the tests.\n")
+    return root
