@@ -114,6 +114,15 @@ class HostRateLimiter:
             self._sleep(start - now)
 
 
+def is_http_url(url: str) -> bool:
+    """True for an absolute http(s) URL with a host."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+
+
 def host_of(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()

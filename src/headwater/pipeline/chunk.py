@@ -215,25 +215,7 @@ class _Cutter:
     def cut_section(self, units: Sequence[_Unit], offset: int) -> list[tuple[int, int]]:
         """Unit ranges ``[i, j)`` (document positions) for one section."""
         budget = self.body_budget
-        total = sum(u.tokens for u in units)
-        if total <= budget:
-            return [(offset, offset + len(units))]
-        reach = max(1, budget // 2)
-        position = [0]
-        for unit in units[:-1]:
-            position.append(position[-1] + unit.tokens)
-        eligible = [i for i in range(1, len(units)) if reach <= position[i] <= total - reach]
-        cuts: list[int] = []
-        low = 0
-        for i in eligible:
-            while position[eligible[low]] < position[i] - reach:
-                low += 1
-            if _beats_rivals(units, position, eligible, low, i, reach):
-                cuts.append(i)
-        bounds = [0, *cuts, len(units)]
-        ranges: list[tuple[int, int]] = []
-        for start, end in pairwise(bounds):
-            ranges.extend(_halve(units, start, end, budget))
+        ranges = _cut(units, 0, len(units), budget, max(1, budget // 2))
         return [(offset + s, offset + e) for s, e in ranges]
 
     def verified(self, units: list[_Unit], spans: list[tuple[int, int]]) -> list[str]:
@@ -260,8 +242,48 @@ class _Cutter:
         return self.text[group[0].start : group[-1].end].strip()
 
 
+def _cut(
+    units: Sequence[_Unit], start: int, end: int, budget: int, reach: int
+) -> list[tuple[int, int]]:
+    """Ranges of ``units[start:end]`` that fit ``budget``, cut at local maxima.
+
+    A gap is cut when it outscores every other eligible gap within ``reach`` tokens;
+    eligible gaps are at least ``reach`` from both ends, so no part is tiny. Parts still
+    over budget are cut the same way with half the reach, so a cut depends only on text
+    within ``reach + reach/2 + … < 2 × reach`` of it. Only when no gap is eligible is the
+    range split at its best gap near the middle.
+    """
+    total = sum(u.tokens for u in units[start:end])
+    if total <= budget or end - start <= 1:
+        return [(start, end)]
+    position = {start: 0}
+    for i in range(start + 1, end):
+        position[i] = position[i - 1] + units[i - 1].tokens
+    eligible = [i for i in range(start + 1, end) if reach <= position[i] <= total - reach]
+    cuts: list[int] = []
+    low = 0
+    for i in eligible:
+        while position[eligible[low]] < position[i] - reach:
+            low += 1
+        if _beats_rivals(units, position, eligible, low, i, reach):
+            cuts.append(i)
+    if not cuts:
+        cuts = [_middle_gap(units, start, end, total)]
+    bounds = [start, *cuts, end]
+    ranges: list[tuple[int, int]] = []
+    for a, b in pairwise(bounds):
+        part = sum(u.tokens for u in units[a:b])
+        ranges.extend(_cut(units, a, b, budget, max(1, reach // 2, min(part // 3, budget // 2))))
+    return ranges
+
+
 def _beats_rivals(
-    units: Sequence[_Unit], position: list[int], eligible: list[int], low: int, i: int, reach: int
+    units: Sequence[_Unit],
+    position: dict[int, int],
+    eligible: list[int],
+    low: int,
+    i: int,
+    reach: int,
 ) -> bool:
     """True when gap ``i`` outscores every eligible gap within ``reach`` (left wins ties)."""
     score = (units[i].gap, units[i].key)
@@ -279,6 +301,12 @@ def _halve(units: Sequence[_Unit], start: int, end: int, budget: int) -> list[tu
     total = sum(u.tokens for u in units[start:end])
     if total <= budget or end - start <= 1:
         return [(start, end)]
+    best = _middle_gap(units, start, end, total)
+    return _halve(units, start, best, budget) + _halve(units, best, end, budget)
+
+
+def _middle_gap(units: Sequence[_Unit], start: int, end: int, total: int) -> int:
+    """The strongest gap in the middle half of the range, else the one nearest the middle."""
     best, best_rank = start + 1, (-1, -1, 0)
     position = units[start].tokens
     for i in range(start + 1, end):
@@ -287,7 +315,7 @@ def _halve(units: Sequence[_Unit], start: int, end: int, budget: int) -> list[tu
         if rank > best_rank:
             best, best_rank = i, rank
         position += units[i].tokens
-    return _halve(units, start, best, budget) + _halve(units, best, end, budget)
+    return best
 
 
 def _blocks(text: str) -> list[tuple[int, int, int]]:

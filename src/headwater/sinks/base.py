@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
@@ -42,7 +42,7 @@ class SinkContext:
     dimension: int
 
 
-class WriteOutcome(str, Enum):
+class WriteOutcome(StrEnum):
     APPLIED = "applied"
     STALE = "stale"
 

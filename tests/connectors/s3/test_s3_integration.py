@@ -44,7 +44,7 @@ def test_first_read_lists_lazily_and_fetches_on_demand(
     s3_server: S3Server, filled: str, tmp_path: Path
 ) -> None:
     connector = make_connector(s3_server.endpoint, filled, tmp_path, page_size=3)
-    before = len(s3_server.requests)
+    before, heads = len(s3_server.requests), s3_server.count("HEAD")
     result = collect(connector.read(WINDOW, None, no_known))
     made = s3_server.requests[before:]
     docs = {d.object_id: d for d in result.documents}
@@ -52,9 +52,11 @@ def test_first_read_lists_lazily_and_fetches_on_demand(
     assert not any(m == "GET" and "list-type" not in p for m, p in made), "read downloaded"
     assert all(d.content is None and d.fetch_ref == d.object_id for d in docs.values())
     assert docs["a.md"].version.endswith(":4") and docs["a.md"].media_type == "text/markdown"
-    assert docs["dir/c.html"].metadata["content_type"] == "text/html"
-    assert docs["b.txt"].media_type == "text/plain"  # guessed: moto stores a generic type
-    assert docs["a.md"].updated_at is not None and "last_modified" in docs["a.md"].metadata
+    assert docs["dir/c.html"].media_type == "text/html"
+    assert docs["b.txt"].media_type == "text/plain"
+    assert s3_server.count("HEAD") - heads == 0  # every key has a known extension
+    assert docs["a.md"].updated_at is not None
+    assert set(docs["a.md"].metadata) == {"etag", "size", "last_modified"}
     assert docs["dir/d.md"].locator == f"s3://{filled}/dir/d.md"
     assert connector.fetch("dir/c.html") == b"<p>c</p>"
     cursors = [json.loads(i.cursor) for i in result.items if isinstance(i, Checkpoint)]
@@ -72,6 +74,23 @@ def test_unchanged_reread_downloads_nothing(
     made = s3_server.requests[before:]
     assert {k: d.version for k, d in again.items()} == known
     assert [m for m, _ in made] == ["GET"] and "list-type=2" in made[0][1], made
+
+
+def test_keys_without_extension_get_their_type_from_head_once(
+    s3_server: S3Server, bucket: str, tmp_path: Path
+) -> None:
+    put(s3_server, bucket, "notes/README", "# Read me\n", "text/markdown; charset=utf-8")
+    put(s3_server, bucket, "notes/blob", "x")
+    connector = make_connector(s3_server.endpoint, bucket, tmp_path)
+    heads = s3_server.count("HEAD")
+    docs = docs_by_id(connector)
+    assert s3_server.count("HEAD") - heads == 2
+    assert docs["notes/README"].media_type == "text/markdown"
+    assert docs["notes/blob"].media_type is None  # generic type: left to the parser
+    known = {k: d.version for k, d in docs.items()}
+    again = docs_by_id(connector, known)
+    assert s3_server.count("HEAD") - heads == 2  # no HEAD for unchanged objects
+    assert {k: d.metadata for k, d in again.items()} == {k: d.metadata for k, d in docs.items()}
 
 
 def test_changed_object_gets_a_new_version(

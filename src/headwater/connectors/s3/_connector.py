@@ -2,10 +2,12 @@
 
 The listing alone carries each object's ETag, size and LastModified, so a read costs one
 ``ListObjectsV2`` request per 1,000 keys; the version hint ``etag:size`` lets the runner
-skip unchanged objects without downloading them. Objects whose hint the manifest does not
-hold get one ``HeadObject`` for their content type and user metadata; their bytes come
-later, through ``fetch``, and only if the runner asks. A checkpoint after every page holds
-the last key listed, so a killed run resumes with ``StartAfter``.
+skip unchanged objects without downloading them, and metadata comes from the listing
+only, so it is the same on every run. The media type is guessed from the key; a new or
+changed object whose key has no known extension gets one ``HeadObject`` for its
+Content-Type. Bytes come later, through ``fetch``, and only if the runner asks. A
+checkpoint after every page holds the last key listed; a killed run resumes with
+``StartAfter``.
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ class S3Connector:
         if modified is not None:
             metadata["last_modified"] = iso(modified) or ""
         media_type = mimetypes.guess_type(key)[0]
-        if known(key) != version:
+        if media_type is None and known(key) != version:
             try:
                 head = self._call("head_object", key=key, Key=key)
             except ItemError:
@@ -166,12 +168,7 @@ class S3Connector:
             except CredentialError as exc:
                 return Failure(key, locator, Stage.FETCH.value, "access_denied", str(exc), False)
             content_type = str(head.get("ContentType") or "").split(";")[0].strip()
-            if content_type:
-                metadata["content_type"] = content_type
-            if content_type not in _GENERIC_TYPES:
-                media_type = content_type
-            for name, value in sorted((head.get("Metadata") or {}).items()):
-                metadata[f"meta_{name}"] = str(value)
+            media_type = None if content_type in _GENERIC_TYPES else content_type
         return SourceDocument(
             object_id=key,
             locator=locator,
