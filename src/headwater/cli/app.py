@@ -82,6 +82,14 @@ def run_command(body: Callable[[], T]) -> T:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except Exception as exc:  # a bug, not a user error: still one line, unless -v
+        if state.verbose:
+            err.print_exception()
+        fail(
+            f"unexpected {type(exc).__name__}: {exc}. This is a bug in Headwater; "
+            "rerun with -v for the traceback and report it.",
+            1,
+        )
     raise AssertionError("unreachable")
 
 
