@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import MakeWeb
 from httpserver import LocalHttpServer, refused_port
+from web_site import MakeWeb
 
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 

@@ -6,8 +6,8 @@ import time
 from itertools import pairwise
 
 import pytest
-from conftest import MakeWeb, page, sitemap_index, urlset
 from httpserver import LocalHttpServer, Reply, Request
+from web_site import MakeWeb, page, sitemap_index, urlset
 
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.connectors.web import WebConnector

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import MakeWeb
 from httpserver import LocalHttpServer, Reply, refused_port
 from pydantic import ValidationError
+from web_site import MakeWeb
 
 from headwater.connectors.web import WebOptions
 from headwater.errors import ConfigError, CredentialError, TransientError
