@@ -20,7 +20,8 @@ def driver(request: pytest.FixtureRequest) -> str:
 class TestSqliteConformance(SinkConformance):
     @pytest.fixture
     def reopen(self, tmp_path: Path, driver: str) -> Callable[[], Sink]:
-        return lambda: SqliteSink(SqliteOptions(driver=driver), sink_context(tmp_path))  # type: ignore[arg-type]
+        options = SqliteOptions.model_validate({"driver": driver})
+        return lambda: SqliteSink(options, sink_context(tmp_path))
 
     @pytest.fixture
     def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:

@@ -25,7 +25,9 @@ def open_client(options: QdrantOptions, path: Path | None, where: str) -> Qdrant
     """A client for the server at ``options.url``, the folder ``path``, or memory."""
     if options.url is not None:
         key = options.api_key.get_secret_value() if options.api_key else None
-        return QdrantClient(url=options.url, api_key=key, timeout=int(options.timeout))
+        return QdrantClient(
+            url=options.url, api_key=key, timeout=int(options.timeout), check_compatibility=False
+        )
     if path is None:
         return QdrantClient(location=":memory:")
     path.mkdir(parents=True, exist_ok=True)

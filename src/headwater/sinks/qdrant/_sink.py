@@ -24,7 +24,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from headwater.clock import iso, utcnow
-from headwater.errors import ConfigError, FatalError
+from headwater.errors import ConfigError, FatalError, ItemError
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -40,6 +40,19 @@ SCHEMA_VERSION = "1"
 UPSERT_BATCH = 256
 SCROLL_PAGE = 256
 _REVISION_NAMESPACE = uuid.UUID("6f1c2a52-3b0e-4a8e-9d47-0c5b9f1e7a10")
+
+
+def check_unique_chunks(document_id: str, chunks: Sequence[EmbeddedChunk]) -> None:
+    """A document's chunk ids must be distinct; a repeat means a broken chunker."""
+    seen: set[str] = set()
+    for item in chunks:
+        if item.chunk.chunk_id in seen:
+            raise ItemError(
+                "duplicate_chunk",
+                f"chunk {item.chunk.chunk_id} appears twice in document {document_id}; "
+                "chunk ids must be unique per document (check the chunker)",
+            )
+        seen.add(item.chunk.chunk_id)
 
 
 class QdrantOptions(SinkOptions):
@@ -137,6 +150,7 @@ class QdrantSink:
     def replace(
         self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
     ) -> WriteOutcome:
+        check_unique_chunks(document.document_id, chunks)
         principals = document.access.principals()
         points = [self._point(document, item, principals, revision) for item in chunks]
         with guard(self.where):
