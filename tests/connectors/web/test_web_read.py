@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 from httpserver import LocalHttpServer, Reply, Request
@@ -262,3 +263,16 @@ def test_sitemap_index_nesting(site: LocalHttpServer, make_web: MakeWeb) -> None
         "/top.xml", Reply(sitemap_index(site, "/sitemap.xml"), content_type="application/xml")
     )
     assert len(read(make_web(sitemaps=[site.url("/top.xml")])).documents) == 5
+
+
+def test_a_lost_link_cache_costs_downloads_not_pages(
+    site: LocalHttpServer, make_web: MakeWeb, tmp_path: Path
+) -> None:
+    first = read(make_web(start_urls=[site.url("/")]))
+    cache = tmp_path / "state" / "web" / "site.pages.sqlite"
+    assert cache.exists()  # one file per source inside the workspace state dir
+    cache.unlink()
+    site.clear_log()
+    again = read(make_web(start_urls=[site.url("/")]), versions(first).get)
+    assert set(versions(again)) == set(versions(first))  # 304 without links: fetched again
+    assert site.statuses("/about") == [304, 200]

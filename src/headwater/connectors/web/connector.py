@@ -143,7 +143,9 @@ class WebConnector:
     @property
     def cache(self) -> LinkCache:
         if self._cache is None:
-            self._cache = LinkCache(self.context.state_dir / "web-pages.sqlite")
+            # state_dir is the workspace's; one file per source keeps sources apart
+            source = re.sub(r"[^A-Za-z0-9._-]", "_", self.context.source_id)
+            self._cache = LinkCache(self.context.state_dir / "web" / f"{source}.pages.sqlite")
         return self._cache
 
     def close(self) -> None:
