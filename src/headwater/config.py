@@ -234,40 +234,51 @@ def load_config(path: Path) -> LoadedConfig:
         raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the syntax there.") from exc
     problems: list[str] = []
     raw = _substitute(raw, "", problems)
+    config: HeadwaterConfig | None = None
     try:
         config = HeadwaterConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError("invalid configuration", problems + _format_errors(exc, "")) from exc
-    seen: set[str] = set()
+        problems.extend(_format_errors(exc, ""))
+    raw_sources = raw.get("source", [])
     source_options: dict[str, Any] = {}
-    for i, source in enumerate(config.source):
-        where = f"source[{i}] (id={source.id})"
-        if source.id in seen:
+    seen: set[str] = set()
+    for i, entry in enumerate(raw_sources if isinstance(raw_sources, list) else []):
+        if not isinstance(entry, dict):
+            continue
+        source_id = str(entry.get("id", i))
+        where = f"source[{i}] (id={source_id})"
+        if source_id in seen:
             problems.append(f"{where}.id: duplicate source id; every source needs its own id")
-        seen.add(source.id)
+        seen.add(source_id)
+        options = {k: v for k, v in entry.items() if k not in COMMON_SOURCE_KEYS}
+        if not isinstance(entry.get("type"), str):
+            continue
         try:
-            cls = load_connector_class(source.type)
-            source_options[source.id] = cls.Options.model_validate(source.options())
+            cls = load_connector_class(entry["type"])
+            source_options[source_id] = cls.Options.model_validate(options)
         except ConfigError as exc:
             problems.append(f"{where}.type: {exc}")
         except ValidationError as exc:
             problems.extend(_format_errors(exc, where))
+    raw_indexes = raw.get("index", [])
     index_options: dict[str, Any] = {}
     names: set[str] = set()
-    for i, index in enumerate(config.index):
-        where = f"index[{i}] (name={index.name})"
-        if index.name in names:
+    for i, entry in enumerate(raw_indexes if isinstance(raw_indexes, list) else []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            continue
+        name = str(entry.get("name", i))
+        where = f"index[{i}] (name={name})"
+        if name in names:
             problems.append(f"{where}.name: duplicate index name")
-        names.add(index.name)
+        names.add(name)
+        options = {k: v for k, v in entry.items() if k not in ("name", "type")}
         try:
-            index_options[index.name] = load_sink_class(index.type).Options.model_validate(
-                index.options()
-            )
+            index_options[name] = load_sink_class(entry["type"]).Options.model_validate(options)
         except ConfigError as exc:
             problems.append(f"{where}.type: {exc}")
         except ValidationError as exc:
             problems.extend(_format_errors(exc, where))
-    if problems:
+    if problems or config is None:
         raise ConfigError("invalid configuration", problems)
     return LoadedConfig(
         path=path.resolve(),
