@@ -200,3 +200,12 @@ def test_validate_messages(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
 def test_option_errors(options: dict[str, object], fragment: str) -> None:
     with pytest.raises(ValueError, match=re.escape(fragment)):
         RssOptions(**options)  # type: ignore[arg-type]
+
+
+def test_a_feed_over_the_size_limit_fails_the_run(
+    feeds: LocalHttpServer, make_rss: MakeRss
+) -> None:
+    items = [(f"p{n}", f"Post {n}", "Mon, 06 Jan 2025 10:00:00 GMT") for n in range(20)]
+    feeds.route("/big.xml", Reply(rss2(feeds, *items), content_type=RSS))
+    with pytest.raises(FatalError, match="max_feed_bytes"):
+        read(make_rss(url=feeds.url("/big.xml"), max_feed_bytes=1024))

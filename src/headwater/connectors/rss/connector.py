@@ -181,12 +181,15 @@ class RssConnector:
     def _read_feed(
         self, url: str, window: Window, cursor: _Cursor, seen: set[str]
     ) -> Iterator[SourceItem]:
-        fetched = self.client.get(
-            url,
-            headers=cursor.feeds.get(url, {}),
-            max_bytes=self.options.max_feed_bytes,
-            follow=lambda _: True,
-        )
+        try:
+            fetched = self.client.get(
+                url,
+                headers=cursor.feeds.get(url, {}),
+                max_bytes=self.options.max_feed_bytes,
+                follow=lambda _: True,
+            )
+        except ItemError as exc:  # too large, or a redirect loop
+            raise FatalError(f"feed {url}: {exc}; fix the URL or raise `max_feed_bytes`") from exc
         if fetched.status == 304:
             return  # nothing new since the validators were stored
         if fetched.status != 200:
