@@ -13,6 +13,7 @@ import os
 import re
 import tomllib
 from datetime import timedelta
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -216,10 +217,19 @@ def _format_errors(error: ValidationError, prefix: str) -> list[str]:
     return problems
 
 
-def load_config(path: Path) -> LoadedConfig:
-    """Read and validate ``path``; raise ConfigError listing every problem found."""
-    from headwater.connectors import load_connector_class
+def load_config(path: Path, *, connector_types: Mapping[str, Any] | None = None) -> LoadedConfig:
+    """Read and validate ``path``; raise ConfigError listing every problem found.
+
+    ``connector_types`` adds connector classes by type name beside the installed entry
+    points (a seam for tests and embedding applications).
+    """
+    from headwater.connectors import load_connector_class as installed_connector
     from headwater.sinks import load_sink_class
+
+    def load_connector_class(type_name: str) -> Any:
+        if connector_types and type_name in connector_types:
+            return connector_types[type_name]
+        return installed_connector(type_name)
 
     if path.is_dir():
         path = path / "headwater.toml"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -45,17 +45,28 @@ DEFAULT_INDEX = IndexSection(name="main", type="sqlite")
 class Workspace:
     """A Headwater workspace. Use ``Workspace.open(path)``; close it when done."""
 
-    def __init__(self, loaded: LoadedConfig) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        embedder: Embedder | None = None,
+        connector_types: Mapping[str, Any] | None = None,
+    ) -> None:
         self.loaded = loaded
+        self._connector_types = dict(connector_types or {})
         self.config = loaded.config
         self.state_dir = loaded.state_dir
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
-        self._embedder: Embedder | None = None
+        self._embedder: Embedder | None = embedder
         self._sinks: dict[str, Sink] = {}
-        self._model_id, self._dimension, self._max_tokens = describe_embedder(self.config.embedder)
+        if embedder is not None:
+            described = (embedder.model_id, embedder.dimension, embedder.max_tokens)
+        else:
+            described = describe_embedder(self.config.embedder)
+        self._model_id, self._dimension, self._max_tokens = described
         budget = self.config.chunker.max_tokens or self._max_tokens
         self.chunker = ChunkerSettings(max_tokens=min(budget, self._max_tokens))
         self.pipeline_version = content_pipeline_version(
@@ -67,8 +78,21 @@ class Workspace:
         )
 
     @classmethod
-    def open(cls, path: str | Path = "headwater.toml") -> Workspace:
-        return cls(load_config(Path(path)))
+    def open(
+        cls,
+        path: str | Path = "headwater.toml",
+        *,
+        embedder: Embedder | None = None,
+        connector_types: Mapping[str, Any] | None = None,
+    ) -> Workspace:
+        """Open the workspace whose config is ``path`` (or a directory holding one).
+
+        ``embedder`` replaces the configured embedder (it is used as given, without the
+        cache); ``connector_types`` adds connector classes by type name. Both are seams
+        for tests and embedding applications; the CLI uses neither.
+        """
+        loaded = load_config(Path(path), connector_types=connector_types)
+        return cls(loaded, embedder=embedder, connector_types=connector_types)
 
     def close(self) -> None:
         for sink in self._sinks.values():
@@ -117,7 +141,7 @@ class Workspace:
 
     def connector(self, source_id: str) -> Connector:
         section = self.source_section(source_id)
-        cls = load_connector_class(section.type)
+        cls = self._connector_types.get(section.type) or load_connector_class(section.type)
         context = SourceContext(
             source_id=section.id, state_dir=self.state_dir, config_root=self.loaded.root
         )
