@@ -172,7 +172,7 @@ class S3Connector:
         return SourceDocument(
             object_id=key,
             locator=locator,
-            title=key.rsplit("/", 1)[-1],
+            title="",  # the parser finds the title; else the core uses the key
             version=version,
             fetch_ref=key,
             media_type=media_type,
