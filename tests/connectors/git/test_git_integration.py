@@ -44,7 +44,7 @@ def test_first_read_lists_the_tree_at_head(repo: GitRepo, tmp_path: Path) -> Non
     assert setup.metadata["author"] == "Ada Author <ada@example.com>"
     assert setup.metadata["commit"] == repo.git("rev-parse", "HEAD")
     assert setup.metadata["committed_at"] == "2024-01-03T12:00:00+00:00"
-    assert setup.updated_at is not None and setup.title == "setup.md"
+    assert setup.updated_at is not None and setup.title == ""
     assert setup.locator == f"{repo.url}#main:guides/setup.md"
     assert (tmp_path / "state" / "git" / "git-test" / "HEAD").exists()
     cursors = [json.loads(i.cursor) for i in result.items if isinstance(i, Checkpoint)]
@@ -66,7 +66,7 @@ def test_unchanged_reread_reads_no_blobs(
     assert {d.object_id: d.version for d in again.documents} == known
     commands = trace.read_text()
     assert "git fetch" in commands and "cat-file blob" not in commands
-    assert "git log" not in commands  # no commit metadata looked up for unchanged files
+    assert [d.metadata for d in again.documents] == [d.metadata for d in first.documents]
 
 
 def test_changes_deletes_and_renames_come_as_a_diff(repo: GitRepo, tmp_path: Path) -> None:

@@ -157,8 +157,7 @@ class GitConnector:
         selected = [e for e in batch if self._selected(e.path)]
         changed = [e for e in selected if e.sha is not None and e.mode in _REGULAR_FILES]
         sizes = self._mirror.sizes([e.sha for e in changed if e.sha and not e.size])
-        fresh = [e.path for e in changed if known(e.path) != e.sha]
-        commits = self._mirror.last_commits(head, fresh)
+        commits = self._mirror.last_commits(head, [e.path for e in changed])
         for entry in selected:
             if entry.sha is None:
                 yield Deleted(entry.path)
@@ -188,7 +187,7 @@ class GitConnector:
             yield SourceDocument(
                 object_id=entry.path,
                 locator=locator,
-                title=entry.path.rsplit("/", 1)[-1],
+                title="",  # the parser finds the title; else the core uses the path
                 version=entry.sha,
                 fetch_ref=entry.sha,
                 updated_at=as_utc(info.committed_at) if info else None,
