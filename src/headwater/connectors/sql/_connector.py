@@ -218,7 +218,7 @@ class SqlConnector:
         return SourceDocument(
             object_id=object_id,
             locator=locator,
-            title=title or object_id,
+            title=title,  # empty: the parser's title, else the object id
             version=version,
             content=None if unchanged else content.encode("utf-8"),
             media_type=opts.media_type,
