@@ -106,6 +106,9 @@ def test_resume_continues_the_same_diff(repo: GitRepo, tmp_path: Path) -> None:
     assert summary(resumed) == [("doc", "b.md"), ("doc", "c.md")]  # the pinned diff, not later
     after = read(connector, resumed.final)
     assert summary(after) == [("doc", "later.md")]
+    head = repo.git("rev-parse", "HEAD")
+    odd = Checkpoint(json.dumps({"v": 1, "base": None, "head": head, "after": "not/there"}))
+    assert len(read(connector, odd).documents) == 8  # an unknown path redoes the listing
 
 
 def test_force_push_falls_back_to_a_full_listing(

@@ -108,15 +108,29 @@ class GitConnector:
         plan = self._plan(checkpoint, head)
         if plan.base == plan.head:
             return Checkpoint(json.dumps({"v": 1, "commit": plan.head}))
-        if plan.base is None:
-            entries = self._mirror.tree(plan.head)
-        else:
-            entries = self._mirror.diff(plan.base, plan.head)
-        for batch in _batches(_after(entries, plan.after), self.options.page_size):
+        for batch in _batches(self._entries(plan), self.options.page_size):
             yield from self._items(batch, plan.head, known)
             cursor = {"v": 1, "base": plan.base, "head": plan.head, "after": batch[-1].path}
             yield Checkpoint(json.dumps(cursor))
         return Checkpoint(json.dumps({"v": 1, "commit": plan.head}))
+
+    def _entries(self, plan: _Plan) -> Iterator[Entry]:
+        """The plan's tree or diff, after the resumed path (from the start if it is absent)."""
+
+        def stream() -> Iterator[Entry]:
+            if plan.base is None:
+                return self._mirror.tree(plan.head)
+            return self._mirror.diff(plan.base, plan.head)
+
+        entries = stream()
+        if plan.after is not None:
+            for entry in entries:
+                if entry.path == plan.after:
+                    break
+            else:
+                log.warning("git: resumed path %r not found; redoing the batch", plan.after)
+                entries = stream()
+        yield from entries
 
     def _plan(self, checkpoint: Checkpoint | None, head: str) -> _Plan:
         """Resume a run, diff from the last synced commit, or list the whole tree."""
@@ -215,17 +229,6 @@ def _cursor(checkpoint: Checkpoint | None) -> dict[str, object]:
         log.warning("git: ignoring an unreadable checkpoint; listing the whole tree")
         return {}
     return cursor if isinstance(cursor, dict) else {}
-
-
-def _after(entries: Iterator[Entry], after: str | None) -> Iterator[Entry]:
-    """Entries following the one at path ``after`` (all of them when None)."""
-    if after is None:
-        yield from entries
-        return
-    for entry in entries:
-        if entry.path == after:
-            break
-    yield from entries
 
 
 def _batches(entries: Iterator[Entry], size: int) -> Iterator[list[Entry]]:

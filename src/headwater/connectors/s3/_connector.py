@@ -181,9 +181,12 @@ class S3Connector:
         )
 
     def fetch(self, ref: str) -> bytes:
-        """The object's bytes; ItemError when it vanished or grew over the limit."""
+        """The object's bytes; ItemError when it vanished, is denied or is over the limit."""
         limit = self.options.max_object_bytes
-        response = self._call("get_object", key=ref, Key=ref)
+        try:
+            response = self._call("get_object", key=ref, Key=ref)
+        except CredentialError as exc:  # one object's ACL: a failure record, not a failed run
+            raise ItemError("access_denied", str(exc), permanent=False) from exc
         body = response["Body"]
         try:
             data: bytes = body.read(limit + 1)
