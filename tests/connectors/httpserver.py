@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -56,7 +57,7 @@ class LocalHttpServer:
         self._routes: dict[str, Reply | Handler] = {}
         self.log: list[Logged] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _QuietServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(
@@ -147,6 +148,14 @@ class LocalHttpServer:
                 pass
 
         return _Handler
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up early (a skipped body, a size limit) are not errors here."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 def _not_modified(reply: Reply, headers: Mapping[str, str]) -> bool:

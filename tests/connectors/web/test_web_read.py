@@ -276,3 +276,16 @@ def test_a_lost_link_cache_costs_downloads_not_pages(
     again = read(make_web(start_urls=[site.url("/")]), versions(first).get)
     assert set(versions(again)) == set(versions(first))  # 304 without links: fetched again
     assert site.statuses("/about") == [304, 200]
+
+
+def test_links_to_files_are_not_pages(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    site.html("/about", page("About", "/download", "/manual.txt"))
+    site.route("/download", Reply(b"PK\x03\x04" * 100, content_type="application/zip"))
+    site.route("/manual.txt", Reply(b"Plain manual text.", content_type="text/plain"))
+    result = read(make_web(start_urls=[site.url("/")]))
+    docs = {d.object_id: d for d in result.documents}
+    assert site.hits("/files/logo.png") == 0  # an image extension is never requested
+    assert site.hits("/download") == 1 and site.url("/download") not in docs
+    manual = docs[site.url("/manual.txt")]
+    assert manual.media_type == "text/plain" and manual.title == "manual.txt"
+    assert not [i for i in result.items if isinstance(i, Failure)]

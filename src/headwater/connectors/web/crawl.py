@@ -9,6 +9,7 @@ the caller knows; a 304 reuses the links the ``LinkCache`` saw at that same vers
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,12 @@ from headwater.errors import ItemError, TransientError
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 ACCEPTED_TYPES = HTML_TYPES | {"text/plain", "text/markdown", "application/pdf"}
+# Links to these are not pages: never requested (a seed or sitemap URL still is).
+NOT_PAGES = re.compile(
+    r"\.(?:png|jpe?g|gif|webp|svg|ico|bmp|tiff?|css|js|mjs|json|zip|gz|tgz|bz2|xz|7z|rar|tar"
+    r"|exe|dmg|iso|apk|mp3|wav|ogg|flac|mp4|m4v|mov|avi|webm|mkv|woff2?|ttf|eot)$",
+    re.IGNORECASE,
+)
 KnownFor = Callable[[str, "CachedPage | None"], "str | None"]
 
 
@@ -223,7 +230,7 @@ class Crawler:
         if not info.nofollow:
             for href in info.links:
                 link = self.in_scope(href, base)
-                if link and link not in links:
+                if link and link not in links and not NOT_PAGES.search(urlsplit(link).path):
                     links.append(link)
         self._cache.put(CachedPage(task.url, object_id, version, info.title, tuple(links)))
         if info.noindex:
