@@ -32,7 +32,7 @@ from headwater.pipeline.embed.each import EmbedOutcome, first_error
 
 _REJECTED = {400, 413, 422}
 _RETRY_AFTER_MAX = 120.0  # seconds: a longer Retry-After fails the batch instead
-_DOWN_AFTER = 3  # consecutive single-text transient failures, with no success, mean "down"
+_DOWN_AFTER = 3  # single-text transient failures before any success that mean "down"
 
 
 class OpenAIEmbedder:
@@ -89,7 +89,7 @@ class OpenAIEmbedder:
     def dimension(self) -> int:
         """The vector size, asked of the endpoint once when not configured."""
         if self._dimension is None:
-            self._dimension = len(self._request(["dimension probe"]))
+            self._dimension = len(self._retrying(["dimension probe"], self._attempts)[0])
         return self._dimension
 
     @property
@@ -118,11 +118,12 @@ class OpenAIEmbedder:
             batch = list(texts[at : at + self._batch_size])
             try:
                 outcomes.extend(self._retrying(batch, self._attempts))
-            except (TransientError, ItemError):
+            except ItemError as exc:
+                outcomes.extend([exc] if len(batch) == 1 else self._one_by_one(batch))
+            except TransientError:
                 if len(batch) == 1:
-                    outcomes.append(self._single(batch[0], self._attempts, None))
-                else:
-                    outcomes.extend(self._one_by_one(batch))
+                    raise  # no evidence against the text: the endpoint is failing
+                outcomes.extend(self._one_by_one(batch))
         return outcomes
 
     def close(self) -> None:
@@ -137,30 +138,29 @@ class OpenAIEmbedder:
     # -- one text at a time -----------------------------------------------------------
 
     def _one_by_one(self, batch: list[str]) -> list[EmbedOutcome]:
+        """Each text alone, with fewer attempts; if the first few all fail transiently
+        and none succeeds, the endpoint is down and the batch raises ``TransientError``."""
         outcomes: list[EmbedOutcome] = []
-        streak = [0]  # transient failures in a row while nothing has succeeded
+        down_after = min(_DOWN_AFTER, len(batch))
+        failures_before_success = 0
+        succeeded = False
         for text in batch:
-            outcome = self._single(text, max(2, self._attempts // 2), streak)
-            outcomes.append(outcome)
-        return outcomes
-
-    def _single(self, text: str, attempts: int, streak: list[int] | None) -> EmbedOutcome:
-        try:
-            vector = self._retrying([text], attempts)[0]
-        except ItemError as exc:
-            return exc
-        except TransientError as exc:
-            if streak is not None:
-                streak[0] += 1
-                if streak[0] >= _DOWN_AFTER:
+            try:
+                outcomes.append(self._retrying([text], max(2, self._attempts // 2))[0])
+                succeeded = True
+            except ItemError as exc:
+                outcomes.append(exc)
+            except TransientError as exc:
+                failures_before_success += 1
+                if not succeeded and failures_before_success >= down_after:
                     raise TransientError(
                         f"{self._base_url} failed for every text tried one at a time "
                         f"({exc}); the endpoint looks down. Check it and run again."
                     ) from exc
-            return ItemError("embed_error", f"the endpoint kept failing: {exc}", permanent=False)
-        if streak is not None:
-            streak[0] = -(10**9)  # something worked: the endpoint is up
-        return vector
+                outcomes.append(
+                    ItemError("embed_error", f"the endpoint kept failing: {exc}", permanent=False)
+                )
+        return outcomes
 
     # -- requests ---------------------------------------------------------------------
 
