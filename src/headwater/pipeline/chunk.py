@@ -5,11 +5,11 @@ text is cut into blocks (paragraphs, headings, code fences), and only a block ov
 budget is cut finer: lines, then sentences, then words, then characters. A section that
 fits is one chunk. In a longer section every gap between units is a candidate cut with a
 score (gap kind first, then a hash of the text after it), and a gap is cut when its score
-beats every other candidate within ``reach`` tokens on both sides. That decision depends
-only on text within ``reach`` of the gap, so editing one paragraph moves no cut farther
-than ``reach`` from it: the chunks containing the edit change, at most one neighbour on
-each side with them, and nothing else (greedy packing from the start would shift every
-later boundary). Spans still over budget are split at their best gap near the middle.
+beats every other candidate within ``reach`` (half the budget) on both sides; parts still
+over budget are cut the same way with a smaller reach. A cut therefore depends on nearby
+text, never on where the section starts, so editing one paragraph leaves every cut far
+from it in place: in practice the chunks holding the paragraph change, with at most one
+neighbour per side (greedy packing from the start would shift every later boundary).
 
 Budgets are measured with the model's own tokenizer, each unit counted once, in batches;
 every finished ``embed_text`` (title line + chunk text + metadata line) is counted again

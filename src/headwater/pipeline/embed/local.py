@@ -142,7 +142,9 @@ class LocalEmbedder:
                 if self._model is None:
                     import torch
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as transformers_logging
 
+                    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                     if self._threads:
                         torch.set_num_threads(self._threads)
                     self._model = SentenceTransformer(
