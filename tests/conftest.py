@@ -9,7 +9,6 @@ skip.
 from __future__ import annotations
 
 import os
-import textwrap
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,44 +59,6 @@ def manifest_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield url
     finally:
         drop()
-
-
-def write_config(
-    directory: Path,
-    *,
-    manifest_url: str | None,
-    sources: str,
-    indexes: str = '[[index]]\nname = "main"\ntype = "sqlite"\n',
-    embedder: str = '[embedder]\ntype = "fake"\ndimension = 32\n',
-    extra: str = "",
-) -> Path:
-    manifest = f'[manifest]\nurl = "{manifest_url}"\n' if manifest_url else ""
-    config = directory / "headwater.toml"
-    config.write_text(
-        textwrap.dedent(
-            """\
-            [workspace]
-            tenant = "acme"
-            state_dir = "state"
-            """
-        )
-        + manifest
-        + embedder
-        + indexes
-        + extra
-        + sources,
-        encoding="utf-8",
-    )
-    return config
-
-
-def filesystem_source(
-    root: Path, source_id: str = "docs", access: str = '{ groups = ["staff"] }', extra: str = ""
-) -> str:
-    return (
-        f'[[source]]\nid = "{source_id}"\ntype = "filesystem"\nroot = "{root}"\n'
-        f"access = {access}\n{extra}\n"
-    )
 
 
 @pytest.fixture

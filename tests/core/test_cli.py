@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import filesystem_source, write_config
+from workspace_helpers import filesystem_source, write_config
 
 HEADWATER = [sys.executable, "-m", "headwater.cli"]
 

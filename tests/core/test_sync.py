@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import filesystem_source, write_config
+from workspace_helpers import filesystem_source, write_config
 from headwater import Workspace
 
 

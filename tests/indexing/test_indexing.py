@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import filesystem_source, write_config
+from workspace_helpers import filesystem_source, write_config
 from headwater import Workspace
 from headwater.pipeline.embed.cache import CachedEmbedder, EmbeddingCache
 from headwater.pipeline.embed.fake import FakeEmbedder
