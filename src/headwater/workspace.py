@@ -226,7 +226,12 @@ class Workspace:
                 on_batch=drain if indexer is not None else None,
                 progress=progress,
             )
-            result.runs.append(runner.run(options))
+            try:
+                result.runs.append(runner.run(options))
+            finally:
+                closer = getattr(connector, "close", None)
+                if callable(closer):
+                    closer()
         if indexer is not None and not self.cancel.is_set():
             result.index.add(self._drain(indexer))
         self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)

@@ -10,8 +10,8 @@ import os
 import time
 from pathlib import Path
 
-from workspace_helpers import filesystem_source, write_config
 from headwater import Workspace
+from workspace_helpers import filesystem_source, write_config
 
 
 def open_ws(tmp_path: Path, manifest_url: str, corpus: Path, extra: str = "") -> Workspace:

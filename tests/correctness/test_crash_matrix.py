@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from workspace_helpers import filesystem_source, write_config
 
 from headwater import Workspace
 from headwater.failpoints import ALL
+from workspace_helpers import filesystem_source, write_config
 
 FAKE = '[embedder]\ntype = "fake"\ndimension = 16\n'
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from workspace_helpers import filesystem_source, write_config
 from headwater import Workspace
 from headwater.pipeline.embed.cache import CachedEmbedder, EmbeddingCache
 from headwater.pipeline.embed.fake import FakeEmbedder
+from workspace_helpers import filesystem_source, write_config
 
 
 def two_sinks(tmp_path: Path) -> str:

@@ -19,9 +19,12 @@ class PruneReport:
     fraction: float = 0.0
     max_fraction: float = 0.0
     deleted: int = 0
+    error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {"error": self.error} if self.error else {}
         return {
+            **extra,
             "status": self.status,
             "candidates": self.candidates,
             "active": self.active,
@@ -89,8 +92,11 @@ class RunReport:
             data["error"] = self.error
         if self.fetched is not None:
             data["fetched"] = self.fetched
-        if self.prune is not None and self.prune.get("status") == "unsupported":
-            data["deletes"] = "unsupported"
+        if self.prune is not None and self.prune.get("status") in (
+            "unsupported",
+            "enumeration_failed",
+        ):
+            data["deletes"] = self.prune["status"]
         if self.prune_blocked is not None:
             data["prune_blocked"] = self.prune_blocked
         if self.resumed:

@@ -53,6 +53,22 @@ class SyncOptions:
     progress: Progress | None = None
 
 
+def _without_repeats(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
+    """Split a batch so no object appears twice in one part (each part sees the last)."""
+    part: list[SourceItem] = []
+    ids: set[str] = set()
+    for item in items:
+        object_id = getattr(item, "object_id", None)
+        if object_id in ids:
+            yield part
+            part, ids = [], set()
+        part.append(item)
+        if object_id is not None:
+            ids.add(object_id)
+    if part:
+        yield part
+
+
 class SyncRunner:
     def __init__(
         self,
@@ -196,9 +212,9 @@ class SyncRunner:
     ) -> None:
         if options.cancel.is_set():
             raise Cancelled("cancelled by the user; the run stopped after its last batch")
-        if items:
-            builder = self._builder(run_id, items, counts, options)
-            for item in items:
+        for part in _without_repeats(items):
+            builder = self._builder(run_id, part, counts, options)
+            for item in part:
                 if isinstance(item, SourceDocument):
                     builder.add_document(item)
                 elif isinstance(item, Deleted):
@@ -259,7 +275,16 @@ class SyncRunner:
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")
         if options.prune:
-            return self.prune_by_enumeration(run_id, counts, options)
+            try:
+                return self.prune_by_enumeration(run_id, counts, options)
+            except Exception as exc:  # a partial enumeration deletes nothing
+                log.warning(
+                    "enumeration of %s failed; nothing deleted: %s", self.source.source_id, exc
+                )
+                counts.failed += 1
+                return PruneReport(
+                    status="enumeration_failed", error=f"{type(exc).__name__}: {exc}"
+                )
         return None
 
     def prune_by_enumeration(
