@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from datetime import timedelta
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
