@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 import typer.main
-from workspace_helpers import filesystem_source, write_config
 
 import headwater
 from headwater import Workspace
 from headwater.cli import commands, dlq, ops  # noqa: F401  (registers every command)
 from headwater.cli.app import app
+from workspace_helpers import filesystem_source, write_config
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 README = DOCS.parent / "README.md"
