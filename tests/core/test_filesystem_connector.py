@@ -41,7 +41,8 @@ def test_globs() -> None:
     assert not matches_any("x/a.mdx", ["**/*.md"])
     assert matches_any("drafts/a.md", ["**/drafts/**"])
     assert matches_any("docs/drafts/a.md", ["**/drafts/**"])
-    assert not matches_any("a/b.md", ["*.md"])
+    assert matches_any("a/b.md", ["*.md"])  # no slash: any depth, as in .gitignore
+    assert not matches_any("a/b.md", ["/b.md"]) and matches_any("a/b.md", ["a/*.md"])
 
 
 def test_include_and_exclude(corpus: Path) -> None:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,6 +24,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.errors import ConfigError, ItemError
 from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Window
 
@@ -40,31 +39,9 @@ class FilesystemOptions(ConnectorOptions):
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
 
 
-@lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A ``**``-aware glob as a regex over POSIX relative paths."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 def matches_any(path: str, patterns: list[str]) -> bool:
-    return any(glob_regex(p).match(path) for p in patterns)
+    """Whether ``path`` matches any of the globs (see ``headwater.connectors.globs``)."""
+    return any(compile_glob(p).fullmatch(path) is not None for p in patterns)
 
 
 class FilesystemConnector:
@@ -81,6 +58,7 @@ class FilesystemConnector:
             root = context.config_root / root
         self.root = root.resolve()
         self.files_read = 0
+        self._selects = KeyFilter(options.include, options.exclude)
 
     def validate(self) -> None:
         if not self.root.exists():
@@ -100,9 +78,7 @@ class FilesystemConnector:
 
     def in_scope(self, object_id: str) -> bool:
         """Whether the config (include/exclude) still selects this path."""
-        return matches_any(object_id, self.options.include) and not matches_any(
-            object_id, self.options.exclude
-        )
+        return self._selects(object_id)
 
     def _walk(
         self,

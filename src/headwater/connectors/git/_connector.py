@@ -26,8 +26,8 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.git._globs import KeyFilter
 from headwater.connectors.git._repo import Entry, Mirror
+from headwater.connectors.globs import KeyFilter
 from headwater.errors import HeadwaterError, ItemError
 from headwater.types import (
     Checkpoint,

@@ -28,8 +28,8 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.connectors.globs import KeyFilter
 from headwater.connectors.s3._client import call, make_client
-from headwater.connectors.s3._globs import KeyFilter
 from headwater.errors import ConfigError, CredentialError, ItemError
 from headwater.retry import RetryPolicy
 from headwater.types import (

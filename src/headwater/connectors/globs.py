@@ -1,4 +1,4 @@
-"""Include/exclude globs over slash-separated paths (the same rules as the s3 connector's).
+"""Include/exclude globs over slash-separated paths and keys, shared by every connector.
 
 ``*`` matches within one path segment, ``**`` across segments (``**/`` also matches no
 directory at all), ``?`` one character. A pattern without a ``/`` matches the last
