@@ -200,3 +200,35 @@ def test_acl_change_in_config_bumps_revision_without_reading(
         assert run.counts.changed == 5 and run.fetched == 0
         doc = ws.document(source="docs", object_id="readme.md")
         assert doc["access"]["groups"] == ["hr", "staff"]
+
+
+def test_a_locked_manifest_is_a_transient_error(tmp_path: Path, corpus: Path) -> None:
+    import sqlite3
+
+    import pytest
+
+    from headwater.errors import TransientError
+    from headwater.manifest.records import BatchCommit, TombstoneWrite
+
+    config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
+    with Workspace.open(config) as ws:
+        ws.sync(index=False)
+        blocker = sqlite3.connect(tmp_path / "state" / "manifest.db")
+        blocker.execute("BEGIN IMMEDIATE")
+        ws.manifest.engine.dispose()
+        from sqlalchemy import event
+
+        @event.listens_for(ws.manifest.engine, "connect")
+        def short_timeout(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+            dbapi_connection.execute("PRAGMA busy_timeout=50")
+
+        doc = ws.document(source="docs", object_id="readme.md")
+        batch = BatchCommit(
+            tombstones=[TombstoneWrite(doc["document_id"], "docs", "readme.md", 2, None, "manual")]
+        )
+        with pytest.raises(TransientError, match="busy"):
+            ws.manifest.commit_batch("run", batch)
+        blocker.rollback()
+        blocker.close()
+        ws.manifest.commit_batch("run", batch)
+        assert ws.document(doc["document_id"])["state"] == "deleted"

@@ -11,8 +11,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy.exc import OperationalError
 
 from headwater.clock import utcnow
+from headwater.errors import TransientError
 from headwater.manifest import schema as t
 from headwater.manifest.db import create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
@@ -21,6 +23,7 @@ from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRec
 from headwater.manifest.runs import RunLedger
 
 CHUNK = 500
+LOCK_MARKERS = ("database is locked", "deadlock", "could not serialize", "lock timeout")
 
 
 def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
@@ -211,7 +214,22 @@ class Manifest:
     # -- the batch commit ------------------------------------------------------------
 
     def commit_batch(self, run_id: str, batch: BatchCommit) -> None:
-        """Apply one batch in a single transaction."""
+        """Apply one batch in a single transaction.
+
+        A lock timeout or serialization failure is a ``TransientError``: the runner retries
+        the run from its last checkpoint, and the transaction left nothing behind.
+        """
+        try:
+            self._commit_batch(run_id, batch)
+        except OperationalError as exc:
+            text = str(exc.orig).lower()
+            if any(marker in text for marker in LOCK_MARKERS):
+                raise TransientError(
+                    f"the manifest was busy ({exc.orig}); the batch will be retried"
+                ) from exc
+            raise
+
+    def _commit_batch(self, run_id: str, batch: BatchCommit) -> None:
         now = utcnow()
         with self.engine.begin() as conn:
             for write in batch.writes:
