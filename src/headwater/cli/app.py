@@ -34,6 +34,8 @@ app = typer.Typer(
 )
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:
+    out.width = 160  # piped output: keep report tables whole
 
 
 class State:

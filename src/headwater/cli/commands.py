@@ -207,7 +207,9 @@ def status(
             out.print(f"index {name} ({info['type']}): {info['pending']} pending")
         dlq = report["dlq"]
         out.print(
-            f"pipeline {report['pipeline_version']}; DLQ {dlq['depth']} (oldest {dlq['oldest_age_s']}s), failed deletes {dlq['failed_deletes']}"
+            f"pipeline {report['pipeline_version']}; DLQ {dlq['depth']}"
+            + (f" (oldest {dlq['oldest_age_s']:.0f}s)" if dlq["oldest_age_s"] is not None else "")
+            + f", failed deletes {dlq['failed_deletes']}"
         )
 
     run_command(body)
