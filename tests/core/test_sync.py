@@ -232,3 +232,15 @@ def test_a_locked_manifest_is_a_transient_error(tmp_path: Path, corpus: Path) ->
         blocker.close()
         ws.manifest.commit_batch("run", batch)
         assert ws.document(doc["document_id"])["state"] == "deleted"
+
+
+def test_deleting_one_document_of_a_small_source_is_never_blocked(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    (corpus / "guides" / "vacation.md").unlink()
+    (corpus / "guides" / "expenses.md").unlink()
+    with open_ws(tmp_path, manifest_url, corpus) as ws:
+        ws.sync(index=False)
+        (corpus / "readme.md").unlink()  # 1 of 3: over the fraction, but a single document
+        run = ws.sync(index=False).runs[0]
+        assert run.counts.deleted == 1 and run.prune_blocked is None

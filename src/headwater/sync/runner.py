@@ -312,7 +312,9 @@ class SyncRunner:
                 fraction = len(candidates) / max(active, 1)
                 limit = self.section.prune_max_fraction
                 report = PruneReport(
-                    status="blocked" if fraction > limit and not force else "dry_run",
+                    status="blocked"
+                    if fraction > limit and len(candidates) > 1 and not force
+                    else "dry_run",
                     candidates=len(candidates),
                     active=active,
                     fraction=fraction,
@@ -343,7 +345,7 @@ class SyncRunner:
             return PruneReport(status="done", candidates=0, active=active)
         fraction = len(candidates) / max(active, 1)
         limit = self.section.prune_max_fraction
-        if fraction > limit and not options.force_prune:
+        if fraction > limit and len(candidates) > 1 and not options.force_prune:
             log.warning(
                 "prune of %s blocked: %d of %d documents (%.0f%% > %.0f%%)",
                 sid,
