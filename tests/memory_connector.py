@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import ClassVar
@@ -42,6 +42,7 @@ class MemorySource:
     fail_enumerate_after: int | None = None
     reachable: bool = True
     reads: int = 0
+    on_yield: Callable[[int], None] | None = None
 
 
 SOURCES: dict[str, MemorySource] = {}
@@ -85,6 +86,8 @@ class MemoryConnector:
                 metadata={"path": item.path},
             )
             self.source.reads += 1
+            if self.source.on_yield is not None:
+                self.source.on_yield(self.source.reads)
             yield Checkpoint(json.dumps({"after": object_id}))
         for object_id, sequence in self.source.explicit_deletes:
             yield Deleted(object_id, sequence)
