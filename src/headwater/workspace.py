@@ -22,6 +22,7 @@ from headwater.connectors.base import Enumerating
 from headwater.errors import ConfigError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
 from headwater.indexer.report import IndexReport
+from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.manifest.store import Manifest
@@ -171,6 +172,7 @@ class Workspace:
             self.pipeline_version,
             self.chunker,
             batch_size=self.config.sync.index_batch_size,
+            should_stop=self.cancel.is_set,
         )
 
     # -- operations --------------------------------------------------------------------
@@ -206,36 +208,45 @@ class Workspace:
         """Sync the given sources (all by default) and, unless ``index=False``, index."""
         result = SyncResult(warnings=self.warnings(sources))
         indexer = self.indexer() if index else None
-        for section in self._selected(sources):
-            if self.cancel.is_set():
-                break
-            connector = self.connector(section.id)
-            runner = SyncRunner(
-                self.manifest, self.content_store, self.source_identity(section), section, connector
-            )
-
-            def drain() -> None:
-                if indexer is not None:
-                    result.index.add(self._drain(indexer))
-
-            options = SyncOptions(
-                force_prune=force,
-                prune=isinstance(connector, Enumerating) and self._prune_due(section),
-                run_attempts=self.config.sync.run_attempts,
-                cancel=self.cancel,
-                on_batch=drain if indexer is not None else None,
-                progress=progress,
-            )
-            try:
-                result.runs.append(runner.run(options))
-            finally:
-                closer = getattr(connector, "close", None)
-                if callable(closer):
-                    closer()
+        worker = IndexWorker(lambda: self._drain(indexer)).start() if indexer else None
+        try:
+            for section in self._selected(sources):
+                if self.cancel.is_set():
+                    break
+                result.runs.append(self._sync_source(section, force, progress, worker))
+        finally:
+            if worker is not None:
+                result.index.add(worker.stop())
         if indexer is not None and not self.cancel.is_set():
             result.index.add(self._drain(indexer))
         self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
         return result
+
+    def _sync_source(
+        self,
+        section: SourceSection,
+        force: bool,
+        progress: Progress | None,
+        worker: IndexWorker | None,
+    ) -> RunReport:
+        connector = self.connector(section.id)
+        runner = SyncRunner(
+            self.manifest, self.content_store, self.source_identity(section), section, connector
+        )
+        options = SyncOptions(
+            force_prune=force,
+            prune=isinstance(connector, Enumerating) and self._prune_due(section),
+            run_attempts=self.config.sync.run_attempts,
+            cancel=self.cancel,
+            on_batch=worker.wake if worker is not None else None,
+            progress=progress,
+        )
+        try:
+            return runner.run(options)
+        finally:
+            closer = getattr(connector, "close", None)
+            if callable(closer):
+                closer()
 
     def _drain(self, indexer: Indexer, only: Sequence[str] | None = None) -> IndexReport:
         started = utcnow()

@@ -59,6 +59,7 @@ class Indexer:
         *,
         batch_size: int = 32,
         retry: RetryPolicy | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
         self.manifest = manifest
         self.content_store = content_store
@@ -69,6 +70,7 @@ class Indexer:
         self.chunker = chunker
         self.batch_size = batch_size
         self.retry = retry or RetryPolicy(attempts=3, initial_wait=0.2)
+        self.should_stop = should_stop
 
     @property
     def embedder(self) -> Embedder:
@@ -86,7 +88,7 @@ class Indexer:
         report = IndexReport()
         cursors: dict[str, str | None] = {t.name: "" for t in self.targets}
         skipped = self._blocked_documents()
-        while any(c is not None for c in cursors.values()):
+        while any(c is not None for c in cursors.values()) and not self.should_stop():
             work: dict[str, dict[str, PendingWork]] = {}
             records: dict[str, DocumentRecord] = {}
             for target in self.targets:

@@ -1,8 +1,9 @@
 """Opening the manifest database: engine settings and automatic migrations.
 
-SQLite (the default) runs in WAL mode with a busy timeout so a reader never blocks the
-writer; PostgreSQL is used as is. Alembic upgrades the schema to head on every open,
-in one transaction, so a workspace never runs on a half-migrated manifest.
+SQLite (the default) runs in WAL mode with a busy timeout, and write transactions
+begin IMMEDIATE so concurrent writers queue instead of failing; PostgreSQL is used as is.
+Alembic upgrades the schema to head on every open, in one transaction, so a workspace
+never runs on a half-migrated manifest.
 """
 
 from __future__ import annotations
@@ -23,12 +24,29 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # transactions are begun explicitly, below
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _begin(connection: Any) -> None:
+    """Write transactions take SQLite's write lock when they start, reads never do.
+
+    A deferred SQLite transaction that reads and then writes fails at once (no busy wait)
+    if another connection committed in between; the indexer and the runner write from two
+    threads, so write transactions (``begin_write``) start IMMEDIATE and wait their turn.
+    """
+    immediate = connection.get_execution_options().get("headwater_write", False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def begin_write(engine: Engine) -> Any:
+    """``engine.begin()`` for a transaction that will write."""
+    return engine.execution_options(headwater_write=True).begin()
 
 
 def create_manifest_engine(url: str) -> Engine:
@@ -45,6 +63,7 @@ def create_manifest_engine(url: str) -> Engine:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _begin)
         return engine
     if parsed.get_backend_name() == "postgresql":
         return create_engine(url, pool_pre_ping=True)

@@ -26,6 +26,7 @@ from sqlalchemy import (
 
 from headwater.clock import utcnow
 from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
 from headwater.manifest.records import SOURCE_STAGES, FailureRecord, FailureWrite
 
 RETRYING = "retrying"
@@ -88,7 +89,7 @@ class FailureLedger:
                 )
 
     def record(self, failures: Sequence[FailureWrite], run_id: str | None = None) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             self.write(conn, failures, run_id, utcnow())
 
     def resolve_in(
@@ -124,7 +125,7 @@ class FailureLedger:
 
     def resolve_vanished(self, source_id: str, run_id: str) -> int:
         """After a complete listing: source-stage failures of objects no longer listed."""
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             result = conn.execute(
                 update(t.failures)
                 .where(
@@ -138,7 +139,7 @@ class FailureLedger:
         return int(result.rowcount or 0)
 
     def resolve(self, document_ids: Sequence[str], stages: Sequence[str]) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             self.resolve_in(conn, document_ids, utcnow(), stages)
 
     def dead_source_versions(
@@ -198,7 +199,7 @@ class FailureLedger:
         return FailureRecord.from_row(row) if row else None
 
     def drop(self, entry_ids: Sequence[int]) -> int:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             result = conn.execute(
                 delete(t.failures).where(t.failures.c.entry_id.in_(list(entry_ids)))
             )
@@ -206,7 +207,7 @@ class FailureLedger:
 
     def reopen(self, entry_ids: Sequence[int]) -> None:
         """Give DLQ entries fresh attempts (redrive): they no longer block the gate."""
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.failures)
                 .where(t.failures.c.entry_id.in_(list(entry_ids)), t.failures.c.status == DEAD)

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
 
 from headwater.clock import utcnow
 from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
 from headwater.manifest.records import ACTIVE, DELETED, DocumentRecord
 
 d = t.documents
@@ -110,7 +111,7 @@ class IndexState:
             return
         now = utcnow()
         ids = [a.document_id for a in applied]
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(delete(di).where(di.c.index_name == index_name, di.c.document_id.in_(ids)))
             conn.execute(
                 insert(di),
@@ -151,7 +152,7 @@ class IndexState:
     def complete_tombstones(self, document_ids: Sequence[str], index_names: Sequence[str]) -> None:
         """Mark tombstones complete once every index confirmed the delete."""
         now = utcnow()
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             for doc_id in document_ids:
                 tomb = conn.execute(
                     select(t.tombstones.c.revision).where(
@@ -189,7 +190,7 @@ class IndexState:
 
     def forget(self, index_name: str, document_ids: Sequence[str]) -> None:
         """Drop applied rows so the documents are pending again (reconcile repair)."""
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 delete(di).where(
                     di.c.index_name == index_name, di.c.document_id.in_(list(document_ids))

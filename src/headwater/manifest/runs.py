@@ -21,6 +21,7 @@ from sqlalchemy import Engine, delete, desc, insert, select, update
 from headwater.clock import as_utc, utcnow
 from headwater.errors import FatalError
 from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
 from headwater.manifest.records import RunCounts, RunRecord
 
 RUNNING = "running"
@@ -56,7 +57,7 @@ class RunLedger:
 
     def start(self, source_id: str, window_start: datetime | None, window_end: datetime) -> str:
         run_id = str(uuid.uuid4())
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 insert(t.runs).values(
                     run_id=run_id,
@@ -103,7 +104,7 @@ class RunLedger:
         return RunRecord.from_row(row) if row else None
 
     def mark_resumed(self, run_id: str) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.runs)
                 .where(t.runs.c.run_id == run_id)
@@ -111,7 +112,7 @@ class RunLedger:
             )
 
     def save_counts(self, run_id: str, counts: RunCounts, duration_s: float) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.runs)
                 .where(t.runs.c.run_id == run_id)
@@ -128,7 +129,7 @@ class RunLedger:
         error: str | None = None,
         prune: dict[str, Any] | None = None,
     ) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.runs)
                 .where(t.runs.c.run_id == run_id)
@@ -152,7 +153,7 @@ class RunLedger:
     # -- checkpoints -----------------------------------------------------------------
 
     def save_checkpoint(self, run_id: str, source_id: str, cursor: str) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(delete(t.checkpoints).where(t.checkpoints.c.run_id == run_id))
             conn.execute(
                 insert(t.checkpoints).values(
@@ -175,7 +176,7 @@ class RunLedger:
         return row[0] if row else None
 
     def set_next_cursor(self, source_id: str, cursor: str | None) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.sources)
                 .where(t.sources.c.source_id == source_id)
@@ -190,7 +191,7 @@ class RunLedger:
         return as_utc(row[0]) if row and row[0] else None
 
     def set_last_prune_at(self, source_id: str, moment: datetime) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.sources)
                 .where(t.sources.c.source_id == source_id)
@@ -203,7 +204,7 @@ class RunLedger:
         """Take the source's lease or raise FatalError naming who holds it."""
         now = utcnow()
         expires = now + timedelta(seconds=seconds)
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             row = conn.execute(
                 select(t.leases).where(t.leases.c.source_id == source_id).with_for_update()
             ).first()
@@ -225,7 +226,7 @@ class RunLedger:
             )
 
     def renew_lease(self, source_id: str, owner: str, seconds: int = LEASE_SECONDS) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.leases)
                 .where(t.leases.c.source_id == source_id, t.leases.c.owner == owner)
@@ -233,7 +234,7 @@ class RunLedger:
             )
 
     def release_lease(self, source_id: str, owner: str) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(
                 delete(t.leases).where(t.leases.c.source_id == source_id, t.leases.c.owner == owner)
             )

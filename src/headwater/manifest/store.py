@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from headwater.clock import utcnow
 from headwater.errors import TransientError
 from headwater.manifest import schema as t
-from headwater.manifest.db import create_manifest_engine, migrate
+from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
@@ -52,7 +52,7 @@ class Manifest:
     # -- documents -----------------------------------------------------------------
 
     def ensure_source(self, source_id: str, source_type: str) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             found = conn.execute(
                 select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
             ).first()
@@ -166,7 +166,7 @@ class Manifest:
         """Store a full enumeration in batches (bounded memory); returns the count."""
         total = 0
         batch: list[str] = []
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
         for object_id in object_ids:
             batch.append(object_id)
@@ -179,7 +179,7 @@ class Manifest:
 
     def _insert_enumerated(self, run_id: str, batch: list[str]) -> int:
         unique = sorted(set(batch))
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             existing = {
                 r[0]
                 for r in conn.execute(
@@ -208,7 +208,7 @@ class Manifest:
             return [DocumentRecord.from_row(r) for r in rows]
 
     def clear_enumeration(self, run_id: str) -> None:
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
 
     # -- the batch commit ------------------------------------------------------------
@@ -231,7 +231,7 @@ class Manifest:
 
     def _commit_batch(self, run_id: str, batch: BatchCommit) -> None:
         now = utcnow()
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             for write in batch.writes:
                 values = write.values()
                 if write.is_new and not self._exists(conn, write.document_id):
@@ -298,7 +298,7 @@ class Manifest:
     def purge_tombstones(self, retention_days: int) -> int:
         """Forget completed tombstones older than the retention (they no longer block)."""
         cutoff = utcnow() - timedelta(days=retention_days)
-        with self.engine.begin() as conn:
+        with begin_write(self.engine) as conn:
             old = [
                 r[0]
                 for r in conn.execute(

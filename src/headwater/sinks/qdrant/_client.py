@@ -29,10 +29,10 @@ def open_client(options: QdrantOptions, path: Path | None, where: str) -> Qdrant
             url=options.url, api_key=key, timeout=int(options.timeout), check_compatibility=False
         )
     if path is None:
-        return QdrantClient(location=":memory:")
+        return QdrantClient(location=":memory:", force_disable_check_same_thread=True)
     path.mkdir(parents=True, exist_ok=True)
     try:
-        return QdrantClient(path=str(path))
+        return QdrantClient(path=str(path), force_disable_check_same_thread=True)
     except RuntimeError as exc:  # qdrant's local mode locks its folder
         raise FatalError(
             f"the qdrant folder {where} is in use by another process ({exc}); "
