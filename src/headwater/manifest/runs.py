@@ -152,8 +152,15 @@ class RunLedger:
 
     # -- checkpoints -----------------------------------------------------------------
 
-    def save_checkpoint(self, run_id: str, source_id: str, cursor: str) -> None:
+    def save_checkpoint(
+        self, run_id: str, source_id: str, cursor: str, counts: RunCounts | None = None
+    ) -> None:
+        """Save a mid-run checkpoint (and the counts as of it) in one transaction."""
         with begin_write(self.engine) as conn:
+            if counts is not None:
+                conn.execute(
+                    update(t.runs).where(t.runs.c.run_id == run_id).values(**counts.as_dict())
+                )
             conn.execute(delete(t.checkpoints).where(t.checkpoints.c.run_id == run_id))
             conn.execute(
                 insert(t.checkpoints).values(

@@ -40,6 +40,7 @@ from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, Source
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, RunCounts], None]
+LEASE_RENEW_S = 30.0
 
 
 @dataclass
@@ -84,6 +85,7 @@ class SyncRunner:
         self.section = section
         self.connector = connector
         self.fetched = 0
+        self._lease_renewed = time.monotonic()
 
     def run(self, options: SyncOptions) -> RunReport:
         owner = lease_owner()
@@ -212,6 +214,7 @@ class SyncRunner:
     ) -> None:
         if options.cancel.is_set():
             raise Cancelled("cancelled by the user; the run stopped after its last batch")
+        before = counts.new + counts.changed + counts.deleted
         for part in _without_repeats(items):
             builder = self._builder(run_id, part, counts, options)
             for item in part:
@@ -226,14 +229,17 @@ class SyncRunner:
             self.manifest.commit_batch(run_id, builder.commit)
             failpoints.failpoint(failpoints.AFTER_MANIFEST_COMMIT)
         if checkpoint is not None:
-            self.manifest.runs.save_counts(run_id, counts, 0.0)
-            self.manifest.runs.save_checkpoint(run_id, self.source.source_id, checkpoint.cursor)
+            self.manifest.runs.save_checkpoint(
+                run_id, self.source.source_id, checkpoint.cursor, counts
+            )
             failpoints.failpoint(failpoints.AFTER_CHECKPOINT_SAVE)
-        self.manifest.runs.renew_lease(self.source.source_id, owner)
+        if time.monotonic() - self._lease_renewed > LEASE_RENEW_S:
+            self.manifest.runs.renew_lease(self.source.source_id, owner)
+            self._lease_renewed = time.monotonic()
         if options.progress:
             options.progress(self.source.source_id, counts)
-        if options.on_batch and items:
-            options.on_batch()
+        if options.on_batch and counts.new + counts.changed + counts.deleted > before:
+            options.on_batch()  # new revisions are pending for the indexer
 
     def _builder(
         self, run_id: str, items: list[SourceItem], counts: RunCounts, options: SyncOptions
