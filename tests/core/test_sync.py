@@ -244,3 +244,14 @@ def test_deleting_one_document_of_a_small_source_is_never_blocked(
         (corpus / "readme.md").unlink()  # 1 of 3: over the fraction, but a single document
         run = ws.sync(index=False).runs[0]
         assert run.counts.deleted == 1 and run.prune_blocked is None
+
+
+def test_config_exclusions_do_not_count_against_the_safety_fraction(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    with open_ws(tmp_path, manifest_url, corpus) as ws:
+        ws.sync(index=False)
+    with open_ws(tmp_path, manifest_url, corpus, extra='exclude = ["guides/**", "notes/**"]') as ws:
+        run = ws.sync(index=False).runs[0]
+        assert run.prune_blocked is None and run.counts.deleted == 4
+        assert ws.status()["sources"][0]["documents"] == 1

@@ -349,25 +349,31 @@ class SyncRunner:
         active = self.manifest.count_documents(sid)
         if not candidates:
             return PruneReport(status="done", candidates=0, active=active)
-        fraction = len(candidates) / max(active, 1)
+        in_scope = getattr(self.connector, "in_scope", None)
+        excluded = {
+            r.document_id for r in candidates if callable(in_scope) and not in_scope(r.object_id)
+        }
+        # Documents the config now excludes are a deliberate change, not a broken listing:
+        # only the rest count against the safety fraction.
+        missing = len(candidates) - len(excluded)
+        fraction = missing / max(active, 1)
         limit = self.section.prune_max_fraction
-        if fraction > limit and len(candidates) > 1 and not options.force_prune:
+        if fraction > limit and missing > 1 and not options.force_prune:
             log.warning(
                 "prune of %s blocked: %d of %d documents (%.0f%% > %.0f%%)",
                 sid,
-                len(candidates),
+                missing,
                 active,
                 fraction * 100,
                 limit * 100,
             )
             return PruneReport(
                 status="blocked",
-                candidates=len(candidates),
+                candidates=missing,
                 active=active,
                 fraction=fraction,
                 max_fraction=limit,
             )
-        in_scope = getattr(self.connector, "in_scope", None)
         builder = BatchBuilder(
             source=self.source,
             run_id=run_id,
@@ -381,8 +387,8 @@ class SyncRunner:
         for start in range(0, len(candidates), 500):
             builder.commit = BatchCommit()
             for record in candidates[start : start + 500]:
-                excluded = callable(in_scope) and not in_scope(record.object_id)
-                builder.tombstone(record, "excluded_by_config" if excluded else "pruned")
+                reason = "excluded_by_config" if record.document_id in excluded else "pruned"
+                builder.tombstone(record, reason)
             self.manifest.commit_batch(run_id, builder.commit)
             if options.on_batch:
                 options.on_batch()
