@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +21,9 @@ SOURCE_STAGES = ("enumerate", "fetch", "parse")
 
 
 @dataclass(frozen=True)
-class DocumentRecord:
+class DocumentFields:
+    """The columns of a documents row that the sync runner decides."""
+
     document_id: str
     source_id: str
     object_id: str
@@ -38,79 +40,39 @@ class DocumentRecord:
     acl: tuple[str, ...]
     metadata: Mapping[str, MetadataValue]
     last_seen_run: str | None
-    created_at: datetime
-    updated_at: datetime
 
     @property
     def access(self) -> Access:
         return Access.from_principals(self.acl)
 
-    @classmethod
-    def from_row(cls, row: Any) -> DocumentRecord:
-        m = row._mapping
-        return cls(
-            document_id=m["document_id"],
-            source_id=m["source_id"],
-            object_id=m["object_id"],
-            locator=m["locator"],
-            title=m["title"],
-            media_type=m["media_type"],
-            source_version=m["source_version"],
-            checksum=m["checksum"],
-            signature=m["signature"],
-            pipeline_version=m["pipeline_version"],
-            revision=m["revision"],
-            sequence=m["sequence"],
-            state=m["state"],
-            acl=tuple(json.loads(m["acl"])),
-            metadata=json.loads(m["metadata"]),
-            last_seen_run=m["last_seen_run"],
-            created_at=m["created_at"],
-            updated_at=m["updated_at"],
-        )
+    def values(self) -> dict[str, Any]:
+        """The row's values as the manifest stores them (JSON for ACL and metadata)."""
+        values = {f.name: getattr(self, f.name) for f in fields(DocumentFields)}
+        values["acl"] = json.dumps(list(self.acl))
+        values["metadata"] = json.dumps(dict(self.metadata), sort_keys=True)
+        return values
 
 
 @dataclass(frozen=True)
-class DocumentWrite:
+class DocumentRecord(DocumentFields):
+    """A documents row as read from the manifest."""
+
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Any) -> DocumentRecord:
+        m = dict(row._mapping)
+        m["acl"] = tuple(json.loads(m["acl"]))
+        m["metadata"] = json.loads(m["metadata"])
+        return cls(**{f.name: m[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class DocumentWrite(DocumentFields):
     """A full documents row to insert (``is_new``) or update."""
 
-    document_id: str
-    source_id: str
-    object_id: str
-    locator: str
-    title: str
-    media_type: str | None
-    source_version: str | None
-    checksum: str | None
-    signature: str | None
-    pipeline_version: str
-    revision: int
-    sequence: int | None
-    state: str
-    acl: tuple[str, ...]
-    metadata: Mapping[str, MetadataValue]
-    last_seen_run: str | None
     is_new: bool
-
-    def values(self) -> dict[str, Any]:
-        return {
-            "document_id": self.document_id,
-            "source_id": self.source_id,
-            "object_id": self.object_id,
-            "locator": self.locator,
-            "title": self.title,
-            "media_type": self.media_type,
-            "source_version": self.source_version,
-            "checksum": self.checksum,
-            "signature": self.signature,
-            "pipeline_version": self.pipeline_version,
-            "revision": self.revision,
-            "sequence": self.sequence,
-            "state": self.state,
-            "acl": json.dumps(list(self.acl)),
-            "metadata": json.dumps(dict(self.metadata), sort_keys=True),
-            "last_seen_run": self.last_seen_run,
-        }
 
 
 @dataclass(frozen=True)
