@@ -324,11 +324,22 @@ class Workspace:
         mode: str = "hybrid",
         sources: Sequence[str] | None = None,
         index: str | None = None,
+        per_document: bool = True,
     ) -> list[dict[str, Any]]:
+        """Search as a user; one result per document (its best chunk) unless
+        ``per_document=False``, which returns the top chunks themselves."""
         from headwater.search.service import run_search
 
         return run_search(
-            self, query, user=user, groups=groups, k=k, mode=mode, sources=sources, index=index
+            self,
+            query,
+            user=user,
+            groups=groups,
+            k=k,
+            mode=mode,
+            sources=sources,
+            index=index,
+            per_document=per_document,
         )
 
     def run_counts(self, source_id: str) -> RunCounts | None:

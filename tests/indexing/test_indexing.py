@@ -186,3 +186,18 @@ def test_deleted_document_is_removed_from_every_sink_and_verified(
         assert (
             row.reason == "pruned" and row.completed_at is not None and row.detected_at is not None
         )
+
+
+def test_search_returns_documents_or_chunks(
+    tmp_path: Path, corpus: Path, counting: Counting
+) -> None:
+    (corpus / "long.md").write_text(LONG_DOC)
+    with open_ws(tmp_path, corpus, counting) as ws:
+        ws.sync()
+        docs = ws.search("topic sentence detail", groups=["staff"], mode="keyword", k=5)
+        assert len({r["document_id"] for r in docs}) == len(docs)
+        chunks = ws.search(
+            "topic sentence detail", groups=["staff"], mode="keyword", k=5, per_document=False
+        )
+        assert len(chunks) == 5 and len({r["document_id"] for r in chunks}) < 5
+        assert docs[0]["chunk_id"] == chunks[0]["chunk_id"]

@@ -224,6 +224,7 @@ def search(
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, vector or keyword."),
     sources: list[str] = typer.Option([], "--source", help="Limit to these sources."),
     index_name: str = typer.Option(None, "--index", help="Which configured index to search."),
+    chunks: bool = typer.Option(False, "--chunks", help="Top chunks, not one result per document."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
     """Search as a user: only what their email, groups and PUBLIC may see."""
@@ -238,6 +239,7 @@ def search(
                 mode=mode,
                 sources=sources or None,
                 index=index_name,
+                per_document=not chunks,
             )
         if as_json:
             print_json({"results": results})

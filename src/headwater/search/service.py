@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from headwater.workspace import Workspace
 
 SNIPPET_CHARS = 240
+OVERFETCH = 4  # chunks asked of the sink per document result wanted
 
 
 def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
@@ -62,6 +63,7 @@ def run_search(
     mode: str,
     sources: Sequence[str] | None,
     index: str | None,
+    per_document: bool = True,
 ) -> list[dict[str, Any]]:
     try:
         search_mode = SearchMode(mode)
@@ -89,8 +91,22 @@ def run_search(
         text=query,
         vector=vector,
         principals=caller_principals(user, groups),
-        k=k,
+        k=max(k * OVERFETCH, 20) if per_document else k,
         mode=search_mode,
         sources=list(sources) if sources else None,
     )
-    return [hit_dict(h, query) for h in sink.search(request)]
+    hits = sink.search(request)
+    if per_document:
+        hits = best_chunk_per_document(hits)
+    return [hit_dict(h, query) for h in hits[:k]]
+
+
+def best_chunk_per_document(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """Keep each document's best-ranked chunk, in rank order."""
+    seen: set[str] = set()
+    best = []
+    for hit in hits:
+        if hit.document_id not in seen:
+            seen.add(hit.document_id)
+            best.append(hit)
+    return best
