@@ -20,7 +20,8 @@ from headwater.pipeline.embed.base import Embedder
 
 class LocalOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    batch_size: int = 64
+    # 32 keeps peak memory near 1 GB; 64 is ~12% less CPU per chunk but ~1.3-1.6 GB peak.
+    batch_size: int = 32
     model_dir: str | None = None
 
 
