@@ -108,7 +108,8 @@ def main() -> int:
         report = json.loads(path.read_text())
         if "phases" in report:
             rows.extend(rows_for(report))
-    print(markdown_table(HEADER, rows))
+    if rows:
+        print(markdown_table(HEADER, rows))
     for path in args.results:
         report = json.loads(path.read_text())
         found = search_rows(report)
