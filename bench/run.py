@@ -430,7 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, help="a directory from bench/corpus.py")
     parser.add_argument("--work", type=Path, help="scratch copy (default bench/out/...)")
     parser.add_argument("--embedder", choices=["local", "fake"], default="local")
-    parser.add_argument("--batch-size", type=int, default=64, help="Headwater's default")
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="embedder batch (Headwater's default, 32)"
+    )
     parser.add_argument("--model-sample", type=int, default=0, help="0: time all chunks")
     parser.add_argument("--mutate-seed", type=int, default=1)
     parser.add_argument("--search-queries", type=int, default=100)
@@ -438,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     m = sub.add_parser("model", help="the model alone on Headwater's chunks (internal)")
     m.add_argument("--work", type=Path, required=True)
     m.add_argument("--sample", type=int, default=0)
-    m.add_argument("--batch-size", type=int, default=64)
+    m.add_argument("--batch-size", type=int, default=32)
     m.add_argument("--seed", type=int, default=7)
     e = sub.add_parser("expect", help="chunks whose text changed (internal)")
     e.add_argument("--work", type=Path, required=True)
