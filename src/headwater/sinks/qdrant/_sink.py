@@ -24,7 +24,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from headwater.clock import iso, utcnow
-from headwater.errors import ConfigError, FatalError, ItemError
+from headwater.errors import ConfigError, FatalError
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -33,6 +33,7 @@ from headwater.sinks.base import (
     SinkOptions,
     WriteOutcome,
 )
+from headwater.sinks.checks import check_unique_chunks
 from headwater.sinks.qdrant._client import guard, open_client
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
@@ -40,19 +41,6 @@ SCHEMA_VERSION = "1"
 UPSERT_BATCH = 256
 SCROLL_PAGE = 256
 _REVISION_NAMESPACE = uuid.UUID("6f1c2a52-3b0e-4a8e-9d47-0c5b9f1e7a10")
-
-
-def check_unique_chunks(document_id: str, chunks: Sequence[EmbeddedChunk]) -> None:
-    """A document's chunk ids must be distinct; a repeat means a broken chunker."""
-    seen: set[str] = set()
-    for item in chunks:
-        if item.chunk.chunk_id in seen:
-            raise ItemError(
-                "duplicate_chunk",
-                f"chunk {item.chunk.chunk_id} appears twice in document {document_id}; "
-                "chunk ids must be unique per document (check the chunker)",
-            )
-        seen.add(item.chunk.chunk_id)
 
 
 class QdrantOptions(SinkOptions):

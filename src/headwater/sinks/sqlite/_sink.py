@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from headwater.clock import iso, utcnow
-from headwater.errors import ConfigError, FatalError, ItemError
+from headwater.errors import ConfigError, FatalError
 from headwater.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from headwater.sinks.base import (
     InventoryRow,
@@ -32,6 +32,7 @@ from headwater.sinks.base import (
     SinkOptions,
     WriteOutcome,
 )
+from headwater.sinks.checks import check_unique_chunks
 from headwater.sinks.sqlite._driver import Database, DriverName, connect
 from headwater.sinks.sqlite._schema import (
     SCHEMA_VERSION,
@@ -43,19 +44,6 @@ from headwater.sinks.sqlite._search import keyword_search, vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
 INVENTORY_PAGE = 1000
-
-
-def check_unique_chunks(document_id: str, chunks: Sequence[EmbeddedChunk]) -> None:
-    """A document's chunk ids must be distinct; a repeat means a broken chunker."""
-    seen: set[str] = set()
-    for item in chunks:
-        if item.chunk.chunk_id in seen:
-            raise ItemError(
-                "duplicate_chunk",
-                f"chunk {item.chunk.chunk_id} appears twice in document {document_id}; "
-                "chunk ids must be unique per document (check the chunker)",
-            )
-        seen.add(item.chunk.chunk_id)
 
 
 class SqliteOptions(SinkOptions):
