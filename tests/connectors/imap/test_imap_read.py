@@ -1,0 +1,77 @@
+"""The imap connector read directly against Dovecot: validate() messages, bodies and
+metadata, attachments opt-in, and the UID checkpoint (a new UIDVALIDITY starts over)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from imap_support import Account, free_port, make_connector, message
+
+from headwater.connectors.testing import FAR_FUTURE, collect, no_known
+from headwater.errors import ConfigError, CredentialError, TransientError
+from headwater.types import Checkpoint, Window
+
+WINDOW = Window(None, FAR_FUTURE)
+
+
+def test_validate_names_each_problem(account: Account, tmp_path: Path) -> None:
+    with pytest.raises(CredentialError, match=r"AUTHENTICATIONFAILED.*fix `username`/`password`"):
+        make_connector(account, tmp_path, password="wrong").validate()
+    with pytest.raises(TransientError, match=r"127\.0\.0\.1:\d+: connection refused"):
+        make_connector(account, tmp_path, port=free_port()).validate()
+    with pytest.raises(ConfigError, match=r"'Nope' cannot be opened.*fix the name in `mailboxes`"):
+        make_connector(account, tmp_path, mailboxes=["INBOX", "Nope"]).validate()
+
+
+def test_message_fields_and_html_only_body(account: Account, tmp_path: Path) -> None:
+    uid = account.append("INBOX", message("Plain", "The plain body.\n", html="<p>html</p>"))
+    html_uid = account.append("INBOX", message("Html", "", html="<p>Only <b>HTML</b></p>"))
+    docs = collect(make_connector(account, tmp_path).read(WINDOW, None, no_known)).documents
+    plain, html = docs
+    assert plain.object_id.startswith("INBOX/") and plain.object_id.endswith(f"/{uid}")
+    assert plain.version == plain.object_id
+    assert (plain.title, plain.media_type, plain.content) == (
+        "Plain",
+        "text/plain",
+        b"The plain body.\n",
+    )
+    assert plain.metadata["from"] == "Ann <ann@example.org>"
+    assert plain.metadata["to"] == "bob@example.org"
+    assert plain.metadata["date"].startswith("2025-12-01T10:00:00")
+    assert html.object_id.endswith(f"/{html_uid}") and html.media_type == "text/html"
+    assert html.content is not None and b"<b>HTML</b>" in html.content
+
+
+def test_attachments_are_opt_in_and_enumerated(account: Account, tmp_path: Path) -> None:
+    msg = message("With file", "See the attachment.\n")
+    msg.add_attachment(b"quarterly numbers\n", maintype="text", subtype="plain", filename="q.txt")
+    uid = account.append("INBOX", msg)
+    off = make_connector(account, tmp_path)
+    assert len(collect(off.read(WINDOW, None, no_known)).documents) == 1
+    assert len(list(off.enumerate())) == 1
+    on = make_connector(account, tmp_path, attachments=True)
+    body, attachment = collect(on.read(WINDOW, None, no_known)).documents
+    assert attachment.object_id == f"{body.object_id}/2" and body.object_id.endswith(f"/{uid}")
+    assert (attachment.title, attachment.content) == ("q.txt", b"quarterly numbers\n")
+    assert list(on.enumerate()) == [body.object_id, attachment.object_id]
+
+
+def test_checkpoint_reads_above_last_uid_and_resets_on_new_uidvalidity(
+    account: Account, tmp_path: Path
+) -> None:
+    for i in range(3):
+        account.append("INBOX", message(f"N{i}", f"Body {i}.\n"))
+    connector = make_connector(account, tmp_path)
+    first = collect(connector.read(WINDOW, None, no_known))
+    assert first.final is not None
+    [(uidvalidity, last)] = json.loads(first.final.cursor).values()
+    assert collect(connector.read(WINDOW, first.final, no_known)).documents == []
+    stale = Checkpoint(json.dumps({"INBOX": [uidvalidity + 1, last]}))
+    assert len(collect(connector.read(WINDOW, stale, no_known)).documents) == 3
+    connector.commands.clear()
+    known = {d.object_id: d.version for d in first.documents}
+    again = collect(connector.read(WINDOW, stale, lambda o: known.get(o)))
+    assert [d.content for d in again.documents] == [None, None, None]
+    assert connector.commands["FETCH"] == 0, "known messages are immutable: no body read"
