@@ -1,0 +1,170 @@
+"""The WebDAV connector: walk collections with ``PROPFIND Depth: 1``, fetch lazily.
+
+``Depth: infinity`` is often disabled, so the tree is walked one collection at a time, in
+path order. The listing carries each file's ETag (the version hint; ``lastmodified:size``
+when a server sends none), so an unchanged tree costs one PROPFIND per collection and no
+GET. A complete read lists every current file (``full_listing``): the runner deletes by
+set difference. A collection whose PROPFIND fails becomes a Failure (stage
+``enumerate``), the walk goes on, and the read then raises: an incomplete listing must
+never prune what sits below the failed collection.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from typing import ClassVar
+from urllib.parse import quote, urlsplit
+
+from pydantic import Field, SecretStr
+
+from headwater.clock import iso
+from headwater.connectors.base import (
+    ConnectorCapabilities,
+    ConnectorOptions,
+    ReadStream,
+    SourceContext,
+)
+from headwater.connectors.globs import KeyFilter
+from headwater.connectors.webdav._client import Entry, WebdavClient
+from headwater.errors import ConfigError, FatalError, ItemError, TransientError
+from headwater.retry import RetryPolicy
+from headwater.types import (
+    Checkpoint,
+    Failure,
+    KnownVersions,
+    MetadataValue,
+    SourceDocument,
+    SourceItem,
+    Stage,
+    Window,
+)
+
+
+class WebdavOptions(ConnectorOptions):
+    """The keys of a ``webdav`` source."""
+
+    url: str = Field(min_length=1, pattern=r"^https?://")
+    username: str | None = None
+    password: SecretStr | None = None
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    max_object_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    timeout: float = Field(default=30.0, gt=0)
+
+
+class WebdavConnector:
+    """Reads every file below one collection URL."""
+
+    type_name: ClassVar[str] = "webdav"
+    capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities(
+        windowed=False, full_listing=True
+    )
+    Options: ClassVar[type[WebdavOptions]] = WebdavOptions
+
+    def __init__(self, options: WebdavOptions, context: SourceContext) -> None:
+        if (options.username is None) != (options.password is None):
+            raise ConfigError(
+                "webdav source: only one of `username`/`password` is set; expected both or "
+                "neither; set the other one or remove both"
+            )
+        self.options = options
+        self.root = options.url if options.url.endswith("/") else options.url + "/"
+        self._root_path = urlsplit(self.root).path
+        auth = None
+        if options.username is not None and options.password is not None:
+            auth = (options.username, options.password.get_secret_value())
+        self._client = WebdavClient(
+            auth=auth, timeout=options.timeout, user_agent=context.user_agent
+        )
+        self._selected = KeyFilter(options.include, options.exclude)
+
+    def validate(self) -> None:
+        try:
+            self._client.propfind(self.root, policy=RetryPolicy(attempts=1))
+        except TransientError as exc:
+            raise TransientError(
+                f"webdav `url` {self.root}: {exc}; expected a WebDAV server answering there; "
+                "check the host, the port and that the server is running"
+            ) from exc
+        except ItemError as exc:
+            raise ConfigError(
+                f"webdav `url` {self.root}: {exc}; expected a WebDAV collection there; fix "
+                "`url` (it must name a folder the server lists)"
+            ) from exc
+
+    def in_scope(self, object_id: str) -> bool:
+        return self._selected(object_id)
+
+    def read(
+        self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
+    ) -> ReadStream:
+        failed: list[str] = []
+        yield from self._walk(self.root, failed)
+        if failed:
+            raise FatalError(
+                f"webdav {self.root}: PROPFIND failed for {len(failed)} collection(s) "
+                f"({', '.join(failed[:5])}); the listing is incomplete, so nothing is deleted; "
+                "fix the server or its permissions and sync again"
+            )
+        return None
+
+    def _walk(self, url: str, failed: list[str]) -> Iterator[SourceItem]:
+        try:
+            entries = self._client.propfind(url)
+        except (ItemError, TransientError) as exc:
+            if url == self.root:
+                raise
+            relative = self._relative(urlsplit(url).path)
+            failed.append(relative)
+            yield Failure(relative, url, Stage.ENUMERATE.value, "listing_failed", str(exc))
+            return
+        for entry in entries:
+            relative = self._relative(entry.path)
+            if entry.is_collection:
+                yield from self._walk(self._url(relative) + "/", failed)
+            elif self._selected(relative):
+                yield self._document(relative, entry)
+
+    def _document(self, relative: str, entry: Entry) -> SourceItem:
+        url = self._url(relative)
+        if entry.length > self.options.max_object_bytes:
+            return Failure(
+                relative, url, Stage.FETCH.value, "too_large",
+                f"{entry.length} bytes is over max_object_bytes={self.options.max_object_bytes};"
+                " raise `max_object_bytes` or exclude the path", permanent=True,
+            )  # fmt: skip
+        version = entry.etag or f"{iso(entry.modified) or ''}:{entry.length}"
+        metadata: dict[str, MetadataValue] = {"etag": entry.etag, "size": str(entry.length)}
+        if entry.modified is not None:
+            metadata["last_modified"] = iso(entry.modified) or ""
+        return SourceDocument(
+            object_id=relative,
+            locator=url,
+            title=posixpath.basename(relative),
+            version=version,
+            fetch_ref=relative,
+            media_type=entry.media_type,
+            updated_at=entry.modified,
+            metadata=metadata,
+        )
+
+    def _relative(self, path: str) -> str:
+        root = self._root_path
+        return path[len(root) :].strip("/") if path.startswith(root) else path.strip("/")
+
+    def _url(self, relative: str) -> str:
+        return self.root + quote(relative)
+
+    def fetch(self, ref: str) -> bytes:
+        """The file's bytes; ItemError when it vanished or is over the limit."""
+        url = self._url(ref)
+        response = self._client.request("GET", url)
+        if response.status_code == 404:
+            raise ItemError("not_found", f"GET {url} returned 404; the file was removed")
+        if response.status_code != 200:
+            raise ItemError(f"http_{response.status_code}", f"GET {url} returned HTTP "
+                            f"{response.status_code}; expected 200", permanent=False)  # fmt: skip
+        if len(response.content) > self.options.max_object_bytes:
+            raise ItemError("too_large", f"{url} is over max_object_bytes")
+        return response.content

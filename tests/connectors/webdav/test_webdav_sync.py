@@ -1,0 +1,49 @@
+"""The webdav connector under the real sync runner, against WsgiDAV: a no-op re-sync
+downloads nothing; an edit, an add, a delete and a move.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from webdav_support import PASSWORD, USER, DavServer
+
+from headwater import Workspace
+from headwater.connectors.webdav import WebdavConnector
+
+
+def _workspace(url: str, tmp_path: Path) -> Workspace:
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 32\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[[source]]\nid = "dav"\ntype = "webdav"\nurl = "{url}"\n'
+        f'username = "{USER}"\npassword = "{PASSWORD}"\n'
+        "prune_max_fraction = 0.9\naccess = { public = true }\n"
+    )
+    return Workspace.open(config, connector_types={"webdav": WebdavConnector})
+
+
+def test_sync_edit_add_delete_move(
+    dav_server: DavServer, share: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, folder = share
+    under = "/" + folder.name + "/"
+    (folder / "sub").mkdir()
+    for name in ("a.md", "b.md", "sub/c.md", "sub/d.md"):
+        (folder / name).write_text(f"# {name}\n\nText of {name}.\n")
+    with _workspace(url, tmp_path) as ws:
+        first = ws.sync(index=False).runs[0]
+        assert (first.status, first.counts.new, first.fetched) == ("succeeded", 4, 4)
+        gets = dav_server.count("GET", under)
+        again = ws.sync(index=False).runs[0]
+        assert (again.counts.unchanged, again.fetched) == (4, 0)
+        assert dav_server.count("GET", under) == gets, "a no-op re-sync must not GET"
+        (folder / "a.md").write_text("# a.md\n\nEdited, and longer than before.\n")
+        (folder / "new.md").write_text("# new\n")
+        (folder / "b.md").unlink()
+        (folder / "sub" / "c.md").rename(folder / "moved.md")
+        third = ws.sync(index=False).runs[0]
+        c = third.counts
+        assert (c.new, c.changed, c.deleted, c.unchanged) == (2, 1, 2, 1), c
