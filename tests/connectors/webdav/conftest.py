@@ -6,6 +6,7 @@ bundled ``ext-wsgiutils`` server; its log (one line per request) lets tests coun
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -34,11 +35,18 @@ def dav_server() -> Iterator[DavServer]:
         "http_authenticator:\n  domain_controller: null\n  accept_basic: true\n"
         "  accept_digest: false\n  default_to_digest: false\n"
         f'simple_dc:\n  user_mapping:\n    "*":\n      "{USER}":\n        password: "{PASSWORD}"\n'
+        "middleware_stack:\n  - wsgidav.error_printer.ErrorPrinter\n"
+        "  - wsgidav.http_authenticator.HTTPAuthenticator\n"
+        "  - dav_faults.FailingPropfind\n"
+        "  - wsgidav.request_resolver.RequestResolver\n"
     )
     log = base / "wsgidav.log"
     out = log.open("w")
     wsgidav = Path(sys.executable).with_name("wsgidav")
-    proc = subprocess.Popen([str(wsgidav), "--config", str(config)], stdout=out, stderr=out)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    proc = subprocess.Popen(
+        [str(wsgidav), "--config", str(config)], stdout=out, stderr=out, env=env
+    )
     deadline = time.monotonic() + 20
     while True:
         try:

@@ -47,3 +47,23 @@ def test_sync_edit_add_delete_move(
         third = ws.sync(index=False).runs[0]
         c = third.counts
         assert (c.new, c.changed, c.deleted, c.unchanged) == (2, 1, 2, 1), c
+
+
+def test_a_collection_whose_listing_fails_deletes_nothing(
+    dav_server: DavServer, share: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, folder = share
+    (folder / "sub").mkdir()
+    for name in ("a.md", "sub/c.md", "sub/d.md"):
+        (folder / name).write_text(f"# {name}\n\nText of {name}.\n")
+    with _workspace(url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 3
+        (folder / "sub" / ".fail-propfind").write_text("")  # PROPFIND of sub/ answers 500
+        run = ws.sync(index=False).runs[0]
+        assert run.status in {"failed", "completed_with_errors"}, run
+        assert run.counts.deleted == 0
+        assert ws.manifest.count_documents("dav", "active") == 3
+        (folder / "sub" / ".fail-propfind").unlink()
+        (folder / "sub" / "d.md").unlink()  # a real delete still arrives once listing works
+        healed = ws.sync(index=False).runs[0]
+        assert (healed.status, healed.counts.deleted) == ("succeeded", 1), healed
