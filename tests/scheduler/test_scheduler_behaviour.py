@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -132,3 +133,15 @@ def test_run_history_retention_keeps_each_sources_newest_runs(tmp_path: Path) ->
     assert dropped == 2
     (kept,) = run_rows(sqlite_url(tmp_path))
     assert kept["status"] == "succeeded"
+
+
+def test_run_once_exits_3_when_a_prune_is_blocked(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "a", 10)
+    config = sources_config(tmp_path, None, {"a": root}, source_extra='refresh_every = "1s"\n')
+    assert cli(config, "run", "--once").returncode == 0
+    for path in sorted(root.iterdir())[:5]:
+        path.unlink()
+    time.sleep(1.1)
+    blocked = cli(config, "run", "--once")
+    assert blocked.returncode == 3, blocked.stderr
+    assert run_rows(sqlite_url(tmp_path))[-1]["status"] == "succeeded"
