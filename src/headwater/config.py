@@ -127,12 +127,34 @@ class SyncSection(Strict):
     index_batch_size: int = Field(default=32, ge=1, le=4096)
 
 
+def _check_duration(value: str) -> str:
+    if parse_duration(value) is None:
+        raise ValueError(f"{value!r} is not a duration; expected e.g. '1m', '1h' or '30d'")
+    return value
+
+
+class SchedulerSection(Strict):
+    """``[scheduler]``: ``headwater run``'s concurrency, backoff and retention."""
+
+    max_concurrent: int = Field(default=2, ge=1, le=64)
+    failure_backoff: str = "1m"
+    backoff_max: str = "1h"
+    keep_runs_for: str = "30d"
+    refresh_every: str = "1h"
+
+    @field_validator("failure_backoff", "backoff_max", "keep_runs_for", "refresh_every")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _check_duration(value)
+
+
 class HeadwaterConfig(Strict):
     workspace: WorkspaceSection
     manifest: ManifestSection = ManifestSection()
     embedder: EmbedderSection = EmbedderSection()
     chunker: ChunkerSection = ChunkerSection()
     sync: SyncSection = SyncSection()
+    scheduler: SchedulerSection = SchedulerSection()
     index: list[IndexSection] = []
     source: list[SourceSection] = []
 

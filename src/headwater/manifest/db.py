@@ -13,7 +13,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
@@ -21,6 +21,7 @@ from headwater.errors import ConfigError, FatalError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+MIGRATE_LOCK = 0x48575F4D  # "HW_M": the advisory lock that serializes migrations
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -79,6 +80,11 @@ def migrate(engine: Engine) -> None:
     config.set_main_option("script_location", str(MIGRATIONS))
     try:
         with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Two processes opening a fresh manifest at once: one migrates, one waits.
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK}
+                )
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
     except OperationalError as exc:

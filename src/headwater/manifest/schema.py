@@ -59,7 +59,20 @@ runs = Table(
     Column("error", Text, nullable=True),
     Column("prune", Text, nullable=True),
     Column("attempts", Integer, nullable=False, default=1),
+    Column("owner", String(200), nullable=True),
+    Column("kind", String(10), nullable=True),
+    Column("fetched", Integer, nullable=True),
     Index("ix_runs_source_started", "source_id", "started_at"),
+)
+
+# The scheduler's per-source switches (migration 0002); no row means "not paused".
+source_schedule = Table(
+    "source_schedule",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("paused", Integer, nullable=False, default=0),
+    Column("changed_at", TZ, nullable=False),
+    Column("changed_by", String(200), nullable=True),
 )
 
 checkpoints = Table(

@@ -78,7 +78,10 @@ def failure_dict(f: FailureRecord) -> dict[str, Any]:
 
 
 def status_report(ws: Workspace) -> dict[str, Any]:
+    from headwater.scheduler.plans import schedule_status
+
     last_runs = ws.last_runs()
+    schedule = schedule_status(ws)
     sources = []
     for section in ws.config.source:
         counts = ws.manifest.failures.counts(section.id)
@@ -91,6 +94,7 @@ def status_report(ws: Workspace) -> dict[str, Any]:
                 "deleted": ws.manifest.count_documents(section.id, "deleted"),
                 "failures_open": counts["open"],
                 "last_run": last.as_dict() if last else None,
+                **schedule.get(section.id, {}),
             }
         )
     totals = ws.manifest.failures.counts()

@@ -1,0 +1,309 @@
+"""``headwater run``: one process that keeps every source fresh, without a broker.
+
+Each cycle plans every selected source with ``due.decide`` and starts the due ones in a
+thread pool (at most ``max_concurrent`` at once), each as ``ws.sync([source],
+index=False)``; after a run that changed something its thread drains the indexer (one
+drain at a time). The sync runner takes the source's lease: when another process holds
+it, the run is skipped (not failed) and the source is held off for a moment, so two
+schedulers on one PostgreSQL manifest share sources and never run one twice at once.
+A source whose newest run is still ``running`` (its process died) is due at once, and
+the runner resumes that run. Housekeeping (tombstone and run-history retention) runs at
+start and every ten minutes.
+
+Signals: SIGTERM or SIGINT stops claiming, sets the workspace's cancel event (runs stop
+after their current batch and release their leases) and exits 0 (``--once`` interrupted
+by SIGINT exits 130). SIGHUP re-reads the config once the runs in flight are done: the
+workspace is reopened, so new sources start and removed ones are no longer planned.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from headwater.clock import utcnow
+from headwater.config import SourceSection, parse_duration
+from headwater.errors import FatalError, HeadwaterError
+from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
+from headwater.scheduler.due import PRUNE, SYNC, decide
+from headwater.scheduler.history import ScheduleStore
+from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
+from headwater.workspace import Workspace
+
+log = logging.getLogger("headwater.scheduler")
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_NEEDS_PERSON = 3
+EXIT_INTERRUPTED = 130
+HOUSEKEEPING_EVERY = timedelta(minutes=10)
+LEASE_HELD_RETRY = timedelta(seconds=5)
+MAX_SLEEP_S = 5.0
+MIN_SLEEP_S = 0.2
+SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    source_id: str
+    status: str  # a run status, or SKIPPED (the lease is held elsewhere)
+    run_id: str | None = None
+    prune_blocked: bool = False
+    error: str | None = None
+
+
+class Scheduler:
+    """Plan, claim, run and drain until stopped (or, with ``once``, until done)."""
+
+    def __init__(
+        self,
+        config: Path,
+        *,
+        sources: Sequence[str] = (),
+        once: bool = False,
+        max_concurrent: int | None = None,
+        open_workspace: Callable[[Path], Workspace] = Workspace.open,
+    ) -> None:
+        self.config = config
+        self.only = list(sources)
+        self.once = once
+        self._open = open_workspace
+        self.ws = open_workspace(config)
+        for source_id in self.only:
+            self.ws.source_section(source_id)  # an unknown id is a usage error, now
+        self.max_concurrent = max_concurrent or self.ws.config.scheduler.max_concurrent
+        self.outcomes: list[Outcome] = []
+        self._wake = threading.Event()
+        self._index_lock = threading.Lock()
+        self._stopping = False
+        self._interrupted = False
+        self._reload = False
+        self._holds: dict[str, datetime] = {}
+        self._attempted: set[str] = set()
+        self._housekept: datetime | None = None
+
+    # -- signals -------------------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, self._on_reload)
+
+    def _on_stop(self, signum: int, _frame: object) -> None:
+        if signum == signal.SIGINT:
+            self._interrupted = True
+        self.stop()
+
+    def _on_reload(self, _signum: int, _frame: object) -> None:
+        self._reload = True
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop claiming; runs in flight stop after their current batch."""
+        self._stopping = True
+        self.ws.cancel.set()
+        self._wake.set()
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        inflight: dict[str, Future[Outcome]] = {}
+        pool = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="headwater-run")
+        log.info(
+            "scheduler %s started: %d sources, at most %d at once",
+            lease_owner(),
+            len(self._sections()),
+            self.max_concurrent,
+        )
+        try:
+            while not self._stopping:
+                self._reap(inflight)
+                if self._reload and not inflight:
+                    self._reopen()
+                self._housekeeping()
+                wake_at = self._dispatch(pool, inflight)
+                if self.once and not inflight and wake_at is None:
+                    break
+                self._sleep_until(wake_at)
+        finally:
+            pool.shutdown(wait=True)
+            self._reap(inflight)
+            if not self._stopping and self.once:
+                self._drain()
+            self.ws.close()
+        log.info("scheduler %s stopped", lease_owner())
+        return self.exit_code()
+
+    def exit_code(self) -> int:
+        if self.once and self._interrupted:
+            return EXIT_INTERRUPTED
+        if not self.once:
+            return EXIT_OK
+        if any(o.status == FAILED for o in self.outcomes):
+            return EXIT_RUN_FAILED
+        if any(o.prune_blocked for o in self.outcomes):
+            return EXIT_NEEDS_PERSON
+        return EXIT_OK
+
+    def _sections(self) -> list[SourceSection]:
+        sections = list(self.ws.config.source)
+        if self.only:
+            sections = [s for s in sections if s.id in self.only]
+        return sections
+
+    def _dispatch(
+        self, pool: ThreadPoolExecutor, inflight: dict[str, Future[Outcome]]
+    ) -> datetime | None:
+        """Start what is due; return when to look again (None: nothing more, in --once)."""
+        if self._reload or self._stopping:
+            return utcnow() + timedelta(seconds=MIN_SLEEP_S) if inflight else None
+        now = utcnow()
+        candidates = [
+            s for s in self._sections() if s.id not in inflight and s.id not in self._attempted
+        ]
+        decision = decide(source_states(self.ws, candidates, self._holds), now, backoff_of(self.ws))
+        for plan in decision.due:
+            if len(inflight) >= self.max_concurrent:
+                break
+            section = self.ws.source_section(plan.source_id)
+            kind = PRUNE if plan.reason == PRUNE or self._prune_due(section) else SYNC
+            log.info("starting %s of %s (%s)", kind, plan.source_id, plan.reason)
+            future = pool.submit(self._run_one, self.ws, section, kind)
+            future.add_done_callback(lambda _f: self._wake.set())
+            inflight[plan.source_id] = future
+            if self.once:
+                self._attempted.add(plan.source_id)
+        if self.once:
+            return utcnow() if inflight else None
+        wake = decision.next_wake()
+        return wake if wake is not None else now + timedelta(seconds=MAX_SLEEP_S)
+
+    def _prune_due(self, section: SourceSection) -> bool:
+        return (
+            section.prune_every is not None
+            and can_enumerate(self.ws, section)
+            and self.ws._prune_due(section)
+        )
+
+    def _sleep_until(self, moment: datetime | None) -> None:
+        seconds = MAX_SLEEP_S if moment is None else (moment - utcnow()).total_seconds()
+        self._wake.wait(min(MAX_SLEEP_S, max(MIN_SLEEP_S, seconds)))
+        self._wake.clear()
+
+    def _reap(self, inflight: dict[str, Future[Outcome]]) -> None:
+        for source_id, future in list(inflight.items()):
+            if not future.done():
+                continue
+            del inflight[source_id]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # a bug in a run thread: logged, the loop goes on
+                log.exception("run of %s crashed", source_id)
+                outcome = Outcome(source_id, FAILED, error=f"{type(exc).__name__}: {exc}")
+            self.outcomes.append(outcome)
+            if outcome.status == SKIPPED:
+                self._holds[source_id] = utcnow() + LEASE_HELD_RETRY
+            elif outcome.status == FAILED and outcome.run_id is None:
+                # It failed before a run record existed: no history to back off from.
+                self._holds[source_id] = utcnow() + backoff_of(self.ws).initial
+            else:
+                self._holds.pop(source_id, None)
+
+    def _reopen(self) -> None:
+        self._reload = False
+        try:
+            fresh = self._open(self.config)
+        except HeadwaterError as exc:
+            log.error("config not reloaded (keeping the old one): %s", exc)
+            return
+        self.ws.close()
+        self.ws = fresh
+        gone = [s for s in self.only if s not in {x.id for x in fresh.config.source}]
+        if gone:
+            log.warning("sources no longer configured, no longer scheduled: %s", ", ".join(gone))
+        log.info("config reloaded: %d sources", len(self._sections()))
+
+    # -- one run -------------------------------------------------------------------------
+
+    def _run_one(self, ws: Workspace, section: SourceSection, kind: str) -> Outcome:
+        store = ScheduleStore(ws.manifest.engine)
+        try:
+            result = ws.sync([section.id], index=False)
+        except IntegrityError:
+            # Two processes created the source's (or its lease's) first row at once.
+            log.info("skipping %s: another process claimed it at the same moment", section.id)
+            return Outcome(section.id, SKIPPED)
+        except HeadwaterError as exc:
+            holder = store.lease_holder(section.id)
+            if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
+                log.info("skipping %s: its lease is held by %s", section.id, holder[0])
+                return Outcome(section.id, SKIPPED)
+            log.error("run of %s could not start: %s", section.id, exc)
+            return Outcome(section.id, FAILED, error=str(exc))
+        if not result.runs:
+            return Outcome(section.id, CANCELLED)
+        report = result.runs[0]
+        store.annotate(report.run_id, lease_owner(), kind, report.fetched)
+        log.info(
+            "run %s of %s %s in %.1fs: %s%s",
+            report.run_id,
+            section.id,
+            report.status,
+            report.duration_s,
+            report.counts.as_dict(),
+            f" error: {report.error}" if report.error else "",
+        )
+        if report.counts.new + report.counts.changed + report.counts.deleted:
+            self._drain(ws)
+        return Outcome(
+            section.id,
+            report.status,
+            report.run_id,
+            prune_blocked=report.prune_blocked is not None,
+            error=report.error,
+        )
+
+    def _drain(self, ws: Workspace | None = None) -> None:
+        ws = ws or self.ws
+        if ws.cancel.is_set():
+            return
+        with self._index_lock:
+            try:
+                report = ws.index()
+            except HeadwaterError as exc:
+                log.error("indexing failed (pending work stays for the next drain): %s", exc)
+                return
+        log.info("indexed: %s", _summary(report.__dict__))
+
+    # -- housekeeping --------------------------------------------------------------------
+
+    def _housekeeping(self) -> None:
+        now = utcnow()
+        if self._housekept is not None and now - self._housekept < HOUSEKEEPING_EVERY:
+            return
+        self._housekept = now
+        keep = parse_duration(self.ws.config.scheduler.keep_runs_for)
+        assert keep is not None
+        try:
+            tombstones = self.ws.manifest.purge_tombstones(
+                self.ws.config.sync.tombstone_retention_days
+            )
+            runs = ScheduleStore(self.ws.manifest.engine).purge_runs(now - keep)
+        except HeadwaterError as exc:
+            log.error("housekeeping failed (retried in 10 minutes): %s", exc)
+            return
+        log.info("housekeeping: %d tombstones and %d old runs dropped", tombstones, runs)
+
+
+def _summary(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items() if isinstance(v, int | float) and v)

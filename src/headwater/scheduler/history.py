@@ -1,0 +1,200 @@
+"""The scheduler's reads and writes on the manifest: run history, pause switches, leases.
+
+Nothing here changes how runs or leases work; it reads the ``runs`` and ``leases`` rows
+the sync runner writes, records who ran a run (``owner``) and how much it fetched once
+the run is back, keeps the ``source_schedule`` pause switch, and drops run history older
+than ``keep_runs_for``. ``kind`` is derived: a run whose deletes were decided by a
+complete listing or an enumeration (its ``prune`` report exists) is a ``prune`` run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, delete, desc, insert, select, update
+
+from headwater.clock import as_utc, iso, utcnow
+from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
+from headwater.manifest.records import RunRecord
+from headwater.manifest.runs import FAILED, RUNNING
+
+BACKOFF_LOOKBACK = 30  # consecutive failures counted at most (the wait is capped anyway)
+
+
+@dataclass(frozen=True)
+class SourceHistory:
+    last_started_at: datetime | None
+    interrupted: bool
+    consecutive_failures: int
+    last_failure_at: datetime | None
+
+
+class ScheduleStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- what the due decision needs -----------------------------------------------------
+
+    def history(self, source_id: str) -> SourceHistory:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.runs.c.status, t.runs.c.started_at, t.runs.c.finished_at)
+                .where(t.runs.c.source_id == source_id)
+                .order_by(desc(t.runs.c.started_at))
+                .limit(BACKOFF_LOOKBACK)
+            ).all()
+        if not rows:
+            return SourceHistory(None, False, 0, None)
+        failures = 0
+        for row in rows:
+            if row.status != FAILED:
+                break
+            failures += 1
+        newest = rows[0]
+        last_failure = None
+        if failures:
+            last_failure = as_utc(newest.finished_at or newest.started_at)
+        return SourceHistory(
+            last_started_at=as_utc(newest.started_at),
+            interrupted=newest.status == RUNNING,
+            consecutive_failures=failures,
+            last_failure_at=last_failure,
+        )
+
+    def lease_holder(self, source_id: str) -> tuple[str, datetime] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(t.leases.c.owner, t.leases.c.expires_at).where(
+                    t.leases.c.source_id == source_id
+                )
+            ).first()
+        return (row.owner, as_utc(row.expires_at)) if row else None
+
+    # -- pause switches ------------------------------------------------------------------
+
+    def paused(self) -> set[str]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.source_schedule.c.source_id).where(t.source_schedule.c.paused == 1)
+            )
+            return {r[0] for r in rows}
+
+    def set_paused(self, source_id: str, paused: bool, by: str) -> bool:
+        """Set the switch; return whether it changed."""
+        values = {"paused": int(paused), "changed_at": utcnow(), "changed_by": by}
+        with begin_write(self.engine) as conn:
+            row = conn.execute(
+                select(t.source_schedule.c.paused)
+                .where(t.source_schedule.c.source_id == source_id)
+                .with_for_update()
+            ).first()
+            if row is None:
+                conn.execute(insert(t.source_schedule).values(source_id=source_id, **values))
+                return paused
+            if bool(row[0]) == paused:
+                return False
+            conn.execute(
+                update(t.source_schedule)
+                .where(t.source_schedule.c.source_id == source_id)
+                .values(**values)
+            )
+            return True
+
+    # -- run records ---------------------------------------------------------------------
+
+    def annotate(self, run_id: str, owner: str, kind: str, fetched: int | None) -> None:
+        """Record who ran (or last resumed) a run, why, and what it fetched."""
+        with begin_write(self.engine) as conn:
+            conn.execute(
+                update(t.runs)
+                .where(t.runs.c.run_id == run_id)
+                .values(owner=owner, kind=kind, fetched=fetched)
+            )
+
+    def purge_runs(self, older_than: datetime) -> int:
+        """Drop finished runs started before ``older_than`` (and their checkpoints).
+
+        A source's newest run is always kept: the next run's window starts where the last
+        successful one ended, and that record carries it.
+        """
+        with begin_write(self.engine) as conn:
+            keep = _newest_successful(conn)
+            old = [
+                r[0]
+                for r in conn.execute(
+                    select(t.runs.c.run_id).where(
+                        t.runs.c.started_at < older_than, t.runs.c.status != RUNNING
+                    )
+                )
+                if r[0] not in keep
+            ]
+            for start in range(0, len(old), 500):
+                part = old[start : start + 500]
+                conn.execute(delete(t.checkpoints).where(t.checkpoints.c.run_id.in_(part)))
+                conn.execute(delete(t.runs).where(t.runs.c.run_id.in_(part)))
+        return len(old)
+
+    def list_runs(
+        self, source_id: str | None = None, status: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        query = select(t.runs).order_by(desc(t.runs.c.started_at)).limit(limit)
+        if source_id:
+            query = query.where(t.runs.c.source_id == source_id)
+        if status:
+            query = query.where(t.runs.c.status == status)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            leases = {r.source_id: r.owner for r in conn.execute(select(t.leases))}
+        return [run_dict(r, leases) for r in rows]
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.runs).where(t.runs.c.run_id == run_id)).first()
+            leases = {r.source_id: r.owner for r in conn.execute(select(t.leases))}
+        return run_dict(row, leases) if row is not None else None
+
+
+def _newest_successful(conn: Any) -> set[str]:
+    """The run id of each source's newest run and newest successful run."""
+    keep: set[str] = set()
+    seen_any: set[str] = set()
+    seen_ok: set[str] = set()
+    rows = conn.execute(
+        select(t.runs.c.run_id, t.runs.c.source_id, t.runs.c.status).order_by(
+            desc(t.runs.c.started_at)
+        )
+    )
+    for row in rows:
+        if row.source_id not in seen_any:
+            seen_any.add(row.source_id)
+            keep.add(row.run_id)
+        if row.source_id not in seen_ok and row.status in ("succeeded", "completed_with_errors"):
+            seen_ok.add(row.source_id)
+            keep.add(row.run_id)
+    return keep
+
+
+def run_dict(row: Any, leases: dict[str, str]) -> dict[str, Any]:
+    """One run as ``headwater runs --json`` shows it."""
+    record = RunRecord.from_row(row)
+    owner = row._mapping["owner"]
+    if record.status == RUNNING and record.source_id in leases:
+        owner = leases[record.source_id]  # the process holding it now
+    return {
+        "run_id": record.run_id,
+        "source": record.source_id,
+        "kind": row._mapping["kind"] or "sync",
+        "status": record.status,
+        "owner": owner,
+        "started_at": iso(record.started_at),
+        "finished_at": iso(record.finished_at),
+        "duration_s": round(record.duration_s, 3),
+        "window": {"start": iso(record.window_start), "end": iso(record.window_end)},
+        "counts": record.counts.as_dict(),
+        "fetched": row._mapping["fetched"],
+        "error": record.error,
+        "resumed": record.attempts > 1,
+    }

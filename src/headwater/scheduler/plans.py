@@ -1,0 +1,86 @@
+"""From a workspace to the due decision's inputs, and the scheduling fields of ``status``.
+
+``source_states`` reads the manifest (run history, last prune, pause switches) for each
+configured source and builds the ``SourceState`` rows that ``due.decide`` plans from;
+``schedule_status`` turns the same plans into the ``paused``, ``next_due_at`` and
+``backoff_until`` fields ``headwater status --json`` shows per source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from headwater.clock import iso, utcnow
+from headwater.config import SourceSection, parse_duration
+from headwater.connectors import load_connector_class
+from headwater.scheduler.due import Backoff, Decision, SourceState, decide
+from headwater.scheduler.history import ScheduleStore
+
+if TYPE_CHECKING:
+    from headwater.workspace import Workspace
+
+
+def _duration(value: str) -> timedelta:
+    parsed = parse_duration(value)
+    assert parsed is not None  # validated with the config
+    return parsed
+
+
+def backoff_of(ws: Workspace) -> Backoff:
+    section = ws.config.scheduler
+    return Backoff(_duration(section.failure_backoff), _duration(section.backoff_max))
+
+
+def refresh_every(ws: Workspace, section: SourceSection) -> timedelta:
+    return _duration(section.refresh_every or ws.config.scheduler.refresh_every)
+
+
+def can_enumerate(ws: Workspace, section: SourceSection) -> bool:
+    cls = ws._connector_types.get(section.type) or load_connector_class(section.type)
+    return callable(getattr(cls, "enumerate", None))
+
+
+def source_states(
+    ws: Workspace,
+    sections: Sequence[SourceSection],
+    holds: Mapping[str, datetime] | None = None,
+) -> list[SourceState]:
+    store = ScheduleStore(ws.manifest.engine)
+    paused = store.paused()
+    states = []
+    for section in sections:
+        history = store.history(section.id)
+        states.append(
+            SourceState(
+                source_id=section.id,
+                refresh_every=refresh_every(ws, section),
+                prune_every=parse_duration(section.prune_every),
+                can_prune=can_enumerate(ws, section),
+                last_started_at=history.last_started_at,
+                last_prune_at=ws.manifest.runs.last_prune_at(section.id),
+                consecutive_failures=history.consecutive_failures,
+                last_failure_at=history.last_failure_at,
+                interrupted=history.interrupted,
+                paused=section.id in paused,
+                hold_until=(holds or {}).get(section.id),
+            )
+        )
+    return states
+
+
+def plan_all(ws: Workspace, now: datetime | None = None) -> Decision:
+    return decide(source_states(ws, list(ws.config.source)), now or utcnow(), backoff_of(ws))
+
+
+def schedule_status(ws: Workspace) -> dict[str, dict[str, Any]]:
+    """Per source id: ``paused``, ``next_due_at`` and ``backoff_until`` (ISO or null)."""
+    return {
+        p.source_id: {
+            "paused": p.paused,
+            "next_due_at": iso(p.next_due_at),
+            "backoff_until": iso(p.backoff_until),
+        }
+        for p in plan_all(ws).plans
+    }

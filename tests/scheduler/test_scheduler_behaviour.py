@@ -1,0 +1,147 @@
+"""Pause, backoff, SIGHUP, and the `runs` / `source pause|resume` commands (SQLite)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sched_helpers import Daemon, cli, run_rows, sources_config, wait_for, write_files
+from sqlalchemy import create_engine
+
+from headwater.clock import as_utc, utcnow
+from headwater.scheduler.history import ScheduleStore
+
+
+def sqlite_url(directory: Path) -> str:
+    return f"sqlite:///{directory / 'state' / 'manifest.db'}"
+
+
+def test_a_paused_source_is_not_synced_until_resumed(tmp_path: Path) -> None:
+    roots = {"a": write_files(tmp_path / "a", 2), "b": write_files(tmp_path / "b", 2)}
+    config = sources_config(tmp_path, None, roots)
+    paused = cli(config, "source", "pause", "b", "--json")
+    assert paused.returncode == 0, paused.stderr
+    assert json.loads(paused.stdout) == {"source": "b", "paused": True, "changed": True}
+    again = json.loads(cli(config, "source", "pause", "b", "--json").stdout)
+    assert again["changed"] is False
+
+    assert cli(config, "run", "--once").returncode == 0
+    assert {r["source_id"] for r in run_rows(sqlite_url(tmp_path))} == {"a"}
+    status = {s["id"]: s for s in json.loads(cli(config, "status", "--json").stdout)["sources"]}
+    assert status["b"]["paused"] is True and status["b"]["next_due_at"] is None
+    assert status["a"]["paused"] is False and status["a"]["next_due_at"] is not None
+
+    resumed = json.loads(cli(config, "source", "resume", "b", "--json").stdout)
+    assert resumed == {"source": "b", "paused": False, "changed": True}
+    assert cli(config, "run", "--once").returncode == 0
+    assert {r["source_id"] for r in run_rows(sqlite_url(tmp_path))} == {"a", "b"}
+    unknown = cli(config, "source", "pause", "nope")
+    assert unknown.returncode == 2 and "not configured" in unknown.stderr
+
+
+@pytest.mark.slow
+def test_a_failing_source_backs_off_and_recovers(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    missing = tmp_path / "later"
+    config = sources_config(
+        tmp_path,
+        None,
+        {"flaky": missing},
+        source_extra='refresh_every = "1s"\n',
+        scheduler='[scheduler]\nfailure_backoff = "1s"\nbackoff_max = "4s"\n',
+    )
+    daemon = daemons(config)
+    url = sqlite_url(tmp_path)
+    wait_for(lambda: len(run_rows(url)) >= 4, 30, "four failed runs")
+    status = json.loads(cli(config, "status", "--json").stdout)["sources"][0]
+    assert status["backoff_until"] is not None
+    write_files(missing, 2)
+    wait_for(lambda: run_rows(url)[-1]["status"] == "succeeded", 30, "a successful retry")
+    code, stderr = daemon.stop()
+    assert code == 0, stderr
+    rows = run_rows(url)
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) >= 4 and rows[-1]["status"] == "succeeded"
+    gaps = [
+        (as_utc(b["started_at"]) - as_utc(a["finished_at"])).total_seconds()
+        for a, b in itertools.pairwise(failed)
+    ]
+    # failure_backoff 1s doubling: ~1s, ~2s, ~4s (capped), each at least its wait
+    assert gaps[0] >= 0.9 and gaps[1] >= 1.9 and gaps[2] >= 3.9, gaps
+    assert "root" in str(failed[0]["error"])
+
+
+@pytest.mark.slow
+def test_sighup_picks_up_an_added_source(tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    roots = {"a": write_files(tmp_path / "a", 2)}
+    config = sources_config(tmp_path, None, roots)
+    daemon = daemons(config)
+    url = sqlite_url(tmp_path)
+    wait_for(lambda: run_rows(url), 30, "the first run")
+    roots["b"] = write_files(tmp_path / "b", 2)
+    sources_config(tmp_path, None, roots)
+    daemon.signal(signal.SIGHUP)
+    wait_for(lambda: any(r["source_id"] == "b" for r in run_rows(url)), 30, "a run of b")
+    code, stderr = daemon.stop()
+    assert code == 0, stderr
+    assert "config reloaded: 2 sources" in stderr
+
+
+def test_runs_list_show_and_filters(tmp_path: Path) -> None:
+    roots = {"a": write_files(tmp_path / "a", 3), "b": tmp_path / "missing"}
+    config = sources_config(tmp_path, None, roots)
+    once = cli(config, "run", "--once")
+    assert once.returncode == 1, once.stderr  # b failed
+    listed = json.loads(cli(config, "runs", "--json").stdout)["runs"]
+    assert {r["source"] for r in listed} == {"a", "b"}
+    keys = {"run_id", "source", "kind", "status", "owner", "started_at", "finished_at"}
+    keys |= {"duration_s", "window", "counts", "fetched", "error", "resumed"}
+    assert all(set(r) == keys for r in listed)
+    ok = next(r for r in listed if r["source"] == "a")
+    assert ok["status"] == "succeeded" and ok["kind"] == "sync" and ok["fetched"] == 3
+    assert ok["owner"] and ok["counts"]["new"] == 3 and ok["resumed"] is False
+    only_a = json.loads(cli(config, "runs", "a", "--json").stdout)["runs"]
+    assert [r["run_id"] for r in only_a] == [ok["run_id"]]
+    failed = json.loads(cli(config, "runs", "--status", "failed", "--json").stdout)["runs"]
+    assert [r["source"] for r in failed] == ["b"] and "does not exist" in failed[0]["error"]
+    shown = json.loads(cli(config, "runs", "show", ok["run_id"], "--json").stdout)
+    assert shown == ok
+    table = cli(config, "runs")
+    assert table.returncode == 0 and ok["run_id"][:8] in table.stdout
+    missing = cli(config, "runs", "show", "no-such-run")
+    assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
+    bad = cli(config, "runs", "--status", "weird")
+    assert bad.returncode == 2
+
+
+def test_run_history_retention_keeps_each_sources_newest_runs(tmp_path: Path) -> None:
+    roots = {"a": write_files(tmp_path / "a", 1)}
+    config = sources_config(tmp_path, None, roots)
+    for _ in range(3):
+        assert cli(config, "sync", "--no-index").returncode == 0
+    engine = create_engine(sqlite_url(tmp_path))
+    try:
+        dropped = ScheduleStore(engine).purge_runs(utcnow())
+    finally:
+        engine.dispose()
+    assert dropped == 2
+    (kept,) = run_rows(sqlite_url(tmp_path))
+    assert kept["status"] == "succeeded"
+
+
+def test_run_once_exits_3_when_a_prune_is_blocked(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "a", 10)
+    config = sources_config(tmp_path, None, {"a": root}, source_extra='refresh_every = "1s"\n')
+    assert cli(config, "run", "--once").returncode == 0
+    for path in sorted(root.iterdir())[:5]:
+        path.unlink()
+    time.sleep(1.1)
+    blocked = cli(config, "run", "--once")
+    assert blocked.returncode == 3, blocked.stderr
+    assert run_rows(sqlite_url(tmp_path))[-1]["status"] == "succeeded"
