@@ -240,6 +240,7 @@ class Workspace:
             cancel=self.cancel,
             on_batch=worker.wake if worker is not None else None,
             progress=progress,
+            lease_seconds=self.config.sync.lease_seconds,
         )
         try:
             return runner.run(options)
@@ -276,7 +277,11 @@ class Workspace:
             runner = SyncRunner(
                 self.manifest, self.content_store, self.source_identity(section), section, connector
             )
-            reports.append(runner.prune_only(dry_run=dry_run, force=force))
+            reports.append(
+                runner.prune_only(
+                    dry_run=dry_run, force=force, lease_seconds=self.config.sync.lease_seconds
+                )
+            )
         if not dry_run:
             self.index()
         return reports
