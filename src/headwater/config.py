@@ -125,6 +125,7 @@ class SyncSection(Strict):
     run_attempts: int = Field(default=3, ge=1, le=20)
     tombstone_retention_days: int = Field(default=30, ge=0)
     index_batch_size: int = Field(default=32, ge=1, le=4096)
+    lease_seconds: int = Field(default=60, ge=1, le=86_400)
 
 
 def _check_duration(value: str) -> str:

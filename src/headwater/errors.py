@@ -2,7 +2,8 @@
 
 - ``TransientError``: retry with backoff (timeouts, resets, HTTP 429/5xx, lock timeouts).
 - ``ItemError``: this one document is bad; record a failure and go on.
-- ``FatalError``: stop the run (the connector itself broke, a sink is unusable).
+- ``FatalError``: stop the run (the connector itself broke, a sink is unusable, the
+  run's lease was taken over: ``LeaseLost``).
 - ``ConfigError``: the user must fix configuration; exit code 2.
 
 Messages name the value, what was expected and the fix.
@@ -46,6 +47,14 @@ class ItemError(HeadwaterError):
 
 class FatalError(HeadwaterError):
     """The run cannot go on (the connector raised, a sink or the manifest is unusable)."""
+
+
+class LeaseLost(FatalError):
+    """Another process took this source's lease over: this run must stop, committing nothing.
+
+    Raised by a heartbeat that finds the lease gone and by every fenced commit whose lease
+    epoch no longer matches; the transaction that raised it rolled back.
+    """
 
 
 class ConfigError(HeadwaterError):

@@ -29,7 +29,7 @@ from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.parse import PARSER_VERSIONS
-from headwater.pipeline.version import content_pipeline_version, index_pipeline_version
+from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.report import PruneReport, RunReport
@@ -70,12 +70,21 @@ class Workspace:
         self._model_id, self._dimension, self._max_tokens = described
         budget = self.config.chunker.max_tokens or self._max_tokens
         self.chunker = ChunkerSettings(max_tokens=min(budget, self._max_tokens))
-        self.pipeline_version = content_pipeline_version(
-            PARSER_VERSIONS,
+        embedder_type = self.config.embedder.type if embedder is None else type(embedder).__name__
+        # Parsers only: decides whether a source object is re-read (the sync gates).
+        self.content_version = content_version(PARSER_VERSIONS)
+        self.pipeline_version = self.content_version
+        # Chunker and embedder: re-chunk and re-embed stored content, never re-read.
+        self.chunking_version = chunking_version(
+            self.content_version,
             CHUNKER_VERSION,
             {"max_tokens": self.chunker.max_tokens},
-            self._model_id,
-            self._dimension,
+            {
+                "type": embedder_type,
+                "model": self._model_id,
+                "dimension": self._dimension,
+                "max_tokens": self._max_tokens,
+            },
         )
 
     @classmethod
@@ -117,8 +126,9 @@ class Workspace:
         return list(self.config.index) or [DEFAULT_INDEX]
 
     def index_version(self, section: IndexSection) -> str:
+        """The index's version: chunker, embedder, sink type and schema (see version.py)."""
         cls = load_sink_class(section.type)
-        return index_pipeline_version(self.pipeline_version, section.type, cls.schema_version)
+        return index_version(self.chunking_version, section.type, cls.schema_version)
 
     def sink(self, name: str) -> Sink:
         if name not in self._sinks:
@@ -169,7 +179,7 @@ class Workspace:
             self.content_store,
             targets,
             lambda: self.embedder,
-            self.pipeline_version,
+            self.chunking_version,
             self.chunker,
             batch_size=self.config.sync.index_batch_size,
             should_stop=self.cancel.is_set,
@@ -240,6 +250,7 @@ class Workspace:
             cancel=self.cancel,
             on_batch=worker.wake if worker is not None else None,
             progress=progress,
+            lease_seconds=self.config.sync.lease_seconds,
         )
         try:
             return runner.run(options)
@@ -276,7 +287,11 @@ class Workspace:
             runner = SyncRunner(
                 self.manifest, self.content_store, self.source_identity(section), section, connector
             )
-            reports.append(runner.prune_only(dry_run=dry_run, force=force))
+            reports.append(
+                runner.prune_only(
+                    dry_run=dry_run, force=force, lease_seconds=self.config.sync.lease_seconds
+                )
+            )
         if not dry_run:
             self.index()
         return reports

@@ -3,25 +3,24 @@
 A run's window is fixed when it starts and reused when a killed run resumes. A mid-run
 checkpoint is saved only after the batch before it is committed; a source's
 ``next_cursor`` (the final checkpoint of its last successful run) starts the next run.
-A lease row keeps two processes from syncing one source at once; a lease whose owner
-process is gone (same host, dead pid) or whose time ran out is taken over.
+The lease that keeps two processes from syncing one source at once lives in
+``leases.py``; every write here that certifies progress takes an optional ``Lease`` and
+fences it in the same transaction, so a stale owner commits nothing.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, delete, desc, insert, select, update
 
 from headwater.clock import as_utc, utcnow
-from headwater.errors import FatalError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
+from headwater.manifest.leases import LEASE_SECONDS, Lease, LeaseLedger, fence, lease_owner
 from headwater.manifest.records import RunCounts, RunRecord
 
 RUNNING = "running"
@@ -31,29 +30,13 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 SUCCESSFUL = (SUCCEEDED, COMPLETED_WITH_ERRORS)
 
-LEASE_SECONDS = 300
-
-
-def lease_owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _owner_is_dead(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+__all__ = ["LEASE_SECONDS", "Lease", "RunLedger", "lease_owner"]
 
 
 class RunLedger:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.leases = LeaseLedger(engine)
 
     def start(self, source_id: str, window_start: datetime | None, window_end: datetime) -> str:
         run_id = str(uuid.uuid4())
@@ -128,8 +111,11 @@ class RunLedger:
         *,
         error: str | None = None,
         prune: dict[str, Any] | None = None,
+        lease: Lease | None = None,
     ) -> None:
         with begin_write(self.engine) as conn:
+            if lease is not None:
+                fence(conn, lease)
             conn.execute(
                 update(t.runs)
                 .where(t.runs.c.run_id == run_id)
@@ -153,10 +139,21 @@ class RunLedger:
     # -- checkpoints -----------------------------------------------------------------
 
     def save_checkpoint(
-        self, run_id: str, source_id: str, cursor: str, counts: RunCounts | None = None
+        self,
+        run_id: str,
+        source_id: str,
+        cursor: str,
+        counts: RunCounts | None = None,
+        *,
+        lease: Lease | None = None,
     ) -> None:
-        """Save a mid-run checkpoint (and the counts as of it) in one transaction."""
+        """Save a mid-run checkpoint (and the counts as of it) in one transaction.
+
+        With ``lease``, the transaction first fences it: ``LeaseLost`` saves nothing.
+        """
         with begin_write(self.engine) as conn:
+            if lease is not None:
+                fence(conn, lease)
             if counts is not None:
                 conn.execute(
                     update(t.runs).where(t.runs.c.run_id == run_id).values(**counts.as_dict())
@@ -182,8 +179,12 @@ class RunLedger:
             ).first()
         return row[0] if row else None
 
-    def set_next_cursor(self, source_id: str, cursor: str | None) -> None:
+    def set_next_cursor(
+        self, source_id: str, cursor: str | None, *, lease: Lease | None = None
+    ) -> None:
         with begin_write(self.engine) as conn:
+            if lease is not None:
+                fence(conn, lease)
             conn.execute(
                 update(t.sources)
                 .where(t.sources.c.source_id == source_id)
@@ -203,45 +204,4 @@ class RunLedger:
                 update(t.sources)
                 .where(t.sources.c.source_id == source_id)
                 .values(last_prune_at=moment)
-            )
-
-    # -- leases ------------------------------------------------------------------------
-
-    def acquire_lease(self, source_id: str, owner: str, seconds: int = LEASE_SECONDS) -> None:
-        """Take the source's lease or raise FatalError naming who holds it."""
-        now = utcnow()
-        expires = now + timedelta(seconds=seconds)
-        with begin_write(self.engine) as conn:
-            row = conn.execute(
-                select(t.leases).where(t.leases.c.source_id == source_id).with_for_update()
-            ).first()
-            if row is None:
-                conn.execute(
-                    insert(t.leases).values(source_id=source_id, owner=owner, expires_at=expires)
-                )
-                return
-            holder, until = row._mapping["owner"], as_utc(row._mapping["expires_at"])
-            if holder != owner and until > now and not _owner_is_dead(holder):
-                raise FatalError(
-                    f"source {source_id!r} is being synced by {holder} until {until.isoformat()}; "
-                    "wait for that run to finish, or stop that process."
-                )
-            conn.execute(
-                update(t.leases)
-                .where(t.leases.c.source_id == source_id)
-                .values(owner=owner, expires_at=expires)
-            )
-
-    def renew_lease(self, source_id: str, owner: str, seconds: int = LEASE_SECONDS) -> None:
-        with begin_write(self.engine) as conn:
-            conn.execute(
-                update(t.leases)
-                .where(t.leases.c.source_id == source_id, t.leases.c.owner == owner)
-                .values(expires_at=utcnow() + timedelta(seconds=seconds))
-            )
-
-    def release_lease(self, source_id: str, owner: str) -> None:
-        with begin_write(self.engine) as conn:
-            conn.execute(
-                delete(t.leases).where(t.leases.c.source_id == source_id, t.leases.c.owner == owner)
             )

@@ -89,6 +89,7 @@ leases = Table(
     metadata,
     Column("source_id", String(200), primary_key=True),
     Column("owner", String(200), nullable=False),
+    Column("epoch", Integer, nullable=False, default=1),
     Column("expires_at", TZ, nullable=False),
 )
 

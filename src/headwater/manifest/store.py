@@ -19,6 +19,7 @@ from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.index_state import IndexState
+from headwater.manifest.leases import Lease, fence
 from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
 from headwater.manifest.runs import RunLedger
 
@@ -213,14 +214,16 @@ class Manifest:
 
     # -- the batch commit ------------------------------------------------------------
 
-    def commit_batch(self, run_id: str, batch: BatchCommit) -> None:
+    def commit_batch(self, run_id: str, batch: BatchCommit, *, lease: Lease | None = None) -> None:
         """Apply one batch in a single transaction.
 
+        With ``lease`` (every sync run passes its own), the transaction first fences it:
+        if another process took the lease over, ``LeaseLost`` and nothing is written.
         A lock timeout or serialization failure is a ``TransientError``: the runner retries
         the run from its last checkpoint, and the transaction left nothing behind.
         """
         try:
-            self._commit_batch(run_id, batch)
+            self._commit_batch(run_id, batch, lease)
         except OperationalError as exc:
             text = str(exc.orig).lower()
             if any(marker in text for marker in LOCK_MARKERS):
@@ -229,9 +232,11 @@ class Manifest:
                 ) from exc
             raise
 
-    def _commit_batch(self, run_id: str, batch: BatchCommit) -> None:
+    def _commit_batch(self, run_id: str, batch: BatchCommit, lease: Lease | None) -> None:
         now = utcnow()
         with begin_write(self.engine) as conn:
+            if lease is not None:
+                fence(conn, lease)
             for write in batch.writes:
                 values = write.values()
                 if write.is_new and not self._exists(conn, write.document_id):

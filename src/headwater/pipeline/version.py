@@ -1,9 +1,16 @@
-"""The pipeline version: a short stable hash of everything that shapes indexed content.
+"""The two pipeline versions: what decides a source re-read, and what decides a re-index.
 
-``content_pipeline_version`` covers the parsers, the chunker and its settings and the
-embedding model; it is stored per document and enters every chunk id. An index's own
-version adds that sink's schema version, so adding or upgrading one sink reprocesses
-only that sink.
+``content_version`` covers only the parsers (bytes to normalized text). It is stored per
+document, enters both sync gates' skip rule and ``known_version``: when it changes, every
+source object is read and parsed again.
+
+``index_version`` (one per index) covers what turns stored normalized text into that
+index's entries: the content version, the chunker and its settings, the embedder (type,
+model, dimension, token limit) and the sink (type, schema version). It is recorded per
+document and index when the index confirmed a write; a document whose recorded index
+version differs is pending again, and is re-chunked and re-embedded from the content
+store. An index version change never causes a source read. ``chunking_version`` is the
+part every index shares (no sink); it enters chunk ids.
 """
 
 from __future__ import annotations
@@ -18,21 +25,27 @@ def _short_hash(payload: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def content_pipeline_version(
-    parser_versions: Mapping[str, str],
+def content_version(parser_versions: Mapping[str, str]) -> str:
+    """The version that decides whether a source object must be re-read and re-parsed."""
+    return _short_hash({"parsers": dict(parser_versions)})
+
+
+def chunking_version(
+    content: str,
     chunker_version: str,
     chunker_settings: Mapping[str, object],
-    model_id: str,
-    dimension: int,
+    embedder: Mapping[str, object],
 ) -> str:
+    """Content version plus chunker and embedder: shared by every index; in chunk ids."""
     return _short_hash(
         {
-            "parsers": dict(parser_versions),
+            "content": content,
             "chunker": [chunker_version, dict(chunker_settings)],
-            "model": [model_id, dimension],
+            "embedder": dict(embedder),
         }
     )
 
 
-def index_pipeline_version(content_version: str, sink_type: str, schema_version: str) -> str:
-    return _short_hash([content_version, sink_type, schema_version])
+def index_version(chunking: str, sink_type: str, schema_version: str) -> str:
+    """One index's version: re-chunk and re-embed stored content when it changes."""
+    return _short_hash([chunking, sink_type, schema_version])

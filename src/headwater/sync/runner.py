@@ -15,14 +15,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from headwater import failpoints
 from headwater.clock import as_utc, utcnow
 from headwater.config import SourceSection
 from headwater.connectors.base import Connector, Enumerating, LazyFetching
-from headwater.errors import Cancelled, HeadwaterError, TransientError
+from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
+from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
 from headwater.manifest.records import BatchCommit, DocumentRecord, RunCounts
 from headwater.manifest.runs import (
     CANCELLED,
@@ -40,7 +42,6 @@ from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, Source
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, RunCounts], None]
-LEASE_RENEW_S = 30.0
 
 
 @dataclass
@@ -52,6 +53,7 @@ class SyncOptions:
     cancel: threading.Event = field(default_factory=threading.Event)
     on_batch: Callable[[], None] | None = None
     progress: Progress | None = None
+    lease_seconds: int = LEASE_SECONDS
 
 
 def _without_repeats(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
@@ -85,17 +87,34 @@ class SyncRunner:
         self.section = section
         self.connector = connector
         self.fetched = 0
-        self._lease_renewed = time.monotonic()
+        self.lease: Lease | None = None
+        self._heartbeat: Heartbeat | None = None
 
     def run(self, options: SyncOptions) -> RunReport:
-        owner = lease_owner()
-        runs = self.manifest.runs
+        """One run under the source's lease; ``LeaseLost`` if another process took it over."""
         self.manifest.ensure_source(self.source.source_id, self.source.source_type)
-        runs.acquire_lease(self.source.source_id, owner)
+        with self._holding_lease(options.lease_seconds) as lease:
+            return self._run(options, lease.owner)
+
+    @contextmanager
+    def _holding_lease(self, seconds: int) -> Iterator[Lease]:
+        """Take the lease, renew it from a heartbeat thread, release it at the end.
+
+        Every commit of the run passes ``self.lease`` and fences it in its transaction.
+        """
+        leases = self.manifest.runs.leases
+        lease = self.lease = leases.acquire(self.source.source_id, lease_owner(), seconds)
+        heartbeat = self._heartbeat = Heartbeat(leases, lease).start()
         try:
-            return self._run(options, owner)
+            yield lease
         finally:
-            runs.release_lease(self.source.source_id, owner)
+            heartbeat.stop()
+            leases.release(lease)
+            self.lease, self._heartbeat = None, None
+
+    def _check_lease(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.check()
 
     def _window_and_run(self) -> tuple[str, Window, RunCounts, bool]:
         runs = self.manifest.runs
@@ -130,6 +149,8 @@ class SyncRunner:
             except Cancelled:
                 status = CANCELLED
                 break
+            except LeaseLost:
+                raise  # another process owns the run now: record nothing, not even "failed"
             except TransientError as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt == options.run_attempts:
@@ -152,10 +173,16 @@ class SyncRunner:
             prune = self._prune_after_read(run_id, counts, options)
             if counts.failed:
                 status = COMPLETED_WITH_ERRORS
-            runs.set_next_cursor(sid, final.cursor if final is not None else None)
+            runs.set_next_cursor(sid, final.cursor if final is not None else None, lease=self.lease)
         duration = time.monotonic() - started
         runs.finish(
-            run_id, status, counts, duration, error=error, prune=prune.as_dict() if prune else None
+            run_id,
+            status,
+            counts,
+            duration,
+            error=error,
+            prune=prune.as_dict() if prune else None,
+            lease=self.lease,
         )
         self.manifest.clear_enumeration(run_id)
         record = runs.get(run_id)
@@ -214,6 +241,7 @@ class SyncRunner:
     ) -> None:
         if options.cancel.is_set():
             raise Cancelled("cancelled by the user; the run stopped after its last batch")
+        self._check_lease()
         before = counts.new + counts.changed + counts.deleted
         for part in _without_repeats(items):
             builder = self._builder(run_id, part, counts, options)
@@ -226,16 +254,13 @@ class SyncRunner:
                     builder.add_failure(item)
             self.fetched += builder.fetched
             failpoints.failpoint(failpoints.AFTER_FETCH_BEFORE_COMMIT)
-            self.manifest.commit_batch(run_id, builder.commit)
+            self.manifest.commit_batch(run_id, builder.commit, lease=self.lease)
             failpoints.failpoint(failpoints.AFTER_MANIFEST_COMMIT)
         if checkpoint is not None:
             self.manifest.runs.save_checkpoint(
-                run_id, self.source.source_id, checkpoint.cursor, counts
+                run_id, self.source.source_id, checkpoint.cursor, counts, lease=self.lease
             )
             failpoints.failpoint(failpoints.AFTER_CHECKPOINT_SAVE)
-        if time.monotonic() - self._lease_renewed > LEASE_RENEW_S:
-            self.manifest.runs.renew_lease(self.source.source_id, owner)
-            self._lease_renewed = time.monotonic()
         if options.progress:
             options.progress(self.source.source_id, counts)
         if options.on_batch and counts.new + counts.changed + counts.deleted > before:
@@ -283,6 +308,8 @@ class SyncRunner:
         if options.prune:
             try:
                 return self.prune_by_enumeration(run_id, counts, options)
+            except LeaseLost:
+                raise
             except Exception as exc:  # a partial enumeration deletes nothing
                 log.warning(
                     "enumeration of %s failed; nothing deleted: %s", self.source.source_id, exc
@@ -303,15 +330,22 @@ class SyncRunner:
         candidates = self.manifest.documents_missing_from_enumeration(self.source.source_id, run_id)
         return self._apply_prune(run_id, candidates, counts, options)
 
-    def prune_only(self, *, dry_run: bool = False, force: bool = False) -> dict[str, object]:
-        """``headwater prune``: enumerate, compare, and delete (or only report)."""
+    def prune_only(
+        self, *, dry_run: bool = False, force: bool = False, lease_seconds: int = LEASE_SECONDS
+    ) -> dict[str, object]:
+        """``headwater prune``: enumerate, compare, and delete (or only report), leased."""
         source_id = self.source.source_id
         if not isinstance(self.connector, Enumerating):
             return {"source": source_id, **PruneReport(status="unsupported").as_dict()}
         self.manifest.ensure_source(source_id, self.source.source_type)
+        with self._holding_lease(lease_seconds):
+            return self._prune_only(self.connector, dry_run, force)
+
+    def _prune_only(self, connector: Enumerating, dry_run: bool, force: bool) -> dict[str, object]:
+        source_id = self.source.source_id
         run_id = str(uuid.uuid4())
         try:
-            self.manifest.record_enumeration(run_id, self._enumerate(self.connector))
+            self.manifest.record_enumeration(run_id, self._enumerate(connector))
             candidates = self.manifest.documents_missing_from_enumeration(source_id, run_id)
             if dry_run:
                 active = self.manifest.count_documents(source_id)
@@ -337,9 +371,10 @@ class SyncRunner:
         finally:
             self.manifest.clear_enumeration(run_id)
 
-    @staticmethod
-    def _enumerate(connector: Enumerating) -> Iterator[str]:
-        yield from connector.enumerate()
+    def _enumerate(self, connector: Enumerating) -> Iterator[str]:
+        for object_id in connector.enumerate():
+            self._check_lease()
+            yield object_id
 
     def _apply_prune(
         self, run_id: str, candidates: list[DocumentRecord], counts: RunCounts, options: SyncOptions
@@ -389,7 +424,7 @@ class SyncRunner:
             for record in candidates[start : start + 500]:
                 reason = "excluded_by_config" if record.document_id in excluded else "pruned"
                 builder.tombstone(record, reason)
-            self.manifest.commit_batch(run_id, builder.commit)
+            self.manifest.commit_batch(run_id, builder.commit, lease=self.lease)
             if options.on_batch:
                 options.on_batch()
         return PruneReport(

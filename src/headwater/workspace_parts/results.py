@@ -107,6 +107,7 @@ def status_report(ws: Workspace) -> dict[str, Any]:
     indexes = {
         s.name: {
             "type": s.type,
+            "index_version": ws.index_version(s),
             "pending": ws.manifest.index_state.pending_count(s.name, ws.index_version(s)),
         }
         for s in ws.index_sections
@@ -114,6 +115,7 @@ def status_report(ws: Workspace) -> dict[str, Any]:
     return {
         "sources": sources,
         "pipeline_version": ws.pipeline_version,
+        "content_version": ws.content_version,
         "indexes": indexes,
         "dlq": {
             "depth": totals["dlq"],

@@ -1,0 +1,23 @@
+"""Leases carry an epoch: the fencing token every commit of a sync run checks.
+
+Revision ID: 0002_lease_epoch
+Revises: 0001
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002_lease_epoch"
+down_revision = "0001"
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("leases") as batch:
+        batch.add_column(sa.Column("epoch", sa.Integer, nullable=False, server_default="1"))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("leases") as batch:
+        batch.drop_column("epoch")

@@ -1,0 +1,115 @@
+"""The content/index version split: only a parser change re-reads sources.
+
+A chunker setting, the embedder or a sink's schema change the index version: stored
+content is re-chunked and re-embedded, and no source object is fetched. A parser version
+change changes the content version: every object is fetched and parsed again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from headwater import Workspace
+from headwater.pipeline import parse
+from headwater.sinks.sqlite import SqliteSink
+from workspace_helpers import filesystem_source, write_config
+
+FAKE = '[embedder]\ntype = "fake"\ndimension = {dimension}\n'
+
+
+def _config(
+    tmp_path: Path, manifest_url: str, corpus: Path, *, max_tokens: int = 64, dimension: int = 32
+) -> Path:
+    # A sqlite index holds one dimension: a new one goes to a new file (no generations yet).
+    index = f'[[index]]\nname = "main"\ntype = "sqlite"\npath = "{tmp_path}/index-{dimension}.db"\n'
+    return write_config(
+        tmp_path,
+        manifest_url=manifest_url,
+        sources=filesystem_source(corpus),
+        indexes=index,
+        embedder=FAKE.format(dimension=dimension),
+        extra=f"[chunker]\nmax_tokens = {max_tokens}\n",
+    )
+
+
+def _first_sync(config: Path) -> tuple[int, dict[str, object]]:
+    with Workspace.open(config) as ws:
+        result = ws.sync()
+        run = result.runs[0]
+        assert run.counts.new > 0 and run.fetched == run.counts.new
+        assert result.index.replaced == run.counts.new
+        return run.counts.new, ws.status()
+
+
+def _versions(status: dict[str, object]) -> tuple[object, object]:
+    indexes = status["indexes"]
+    assert isinstance(indexes, dict)
+    return status["content_version"], indexes["main"]["index_version"]
+
+
+@pytest.mark.parametrize("change", ["chunker", "embedder", "sink_schema"])
+def test_an_index_version_change_reindexes_without_reading_any_source(
+    tmp_path: Path,
+    manifest_url: str,
+    corpus: Path,
+    change: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    documents, before = _first_sync(_config(tmp_path, manifest_url, corpus))
+    if change == "chunker":
+        config = _config(tmp_path, manifest_url, corpus, max_tokens=128)
+    elif change == "embedder":
+        config = _config(tmp_path, manifest_url, corpus, dimension=48)
+    else:
+        config = _config(tmp_path, manifest_url, corpus)
+        monkeypatch.setattr(SqliteSink, "schema_version", SqliteSink.schema_version + "-next")
+    with Workspace.open(config) as ws:
+        content, index = _versions(ws.status())
+        assert content == _versions(before)[0]
+        assert index != _versions(before)[1]
+        result = ws.sync()
+        run = result.runs[0]
+        assert run.fetched == 0  # no source object was read
+        assert run.counts.unchanged == documents and run.counts.changed == 0
+        assert result.index.replaced == documents  # ...but every document was re-indexed
+        assert ws.status()["indexes"]["main"]["pending"] == 0
+        hits = ws.search("vacation days", groups=["staff"], mode="keyword")
+        assert hits and hits[0]["title"]
+        again = ws.sync()
+        assert again.runs[0].fetched == 0 and again.index.replaced == 0
+
+
+def test_a_parser_version_change_rereads_every_source_object(
+    tmp_path: Path, manifest_url: str, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _config(tmp_path, manifest_url, corpus)
+    documents, before = _first_sync(config)
+    monkeypatch.setitem(parse.PARSER_VERSIONS, "markdown", parse.PARSER_VERSIONS["markdown"] + "+1")
+    with Workspace.open(config) as ws:
+        content, index = _versions(ws.status())
+        assert content != _versions(before)[0] and index != _versions(before)[1]
+        run = ws.sync().runs[0]
+        assert run.fetched == documents  # every object read and parsed again
+        record = ws.document(source="docs", object_id="readme.md")
+        assert record["pipeline_version"] == content
+
+
+def test_status_shows_the_content_version_and_each_index_version(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    indexes = (
+        '[[index]]\nname = "main"\ntype = "sqlite"\n\n[[index]]\nname = "second"\ntype = "sqlite"\n'
+    )
+    config = write_config(
+        tmp_path, manifest_url=manifest_url, sources=filesystem_source(corpus), indexes=indexes
+    )
+    with Workspace.open(config) as ws:
+        status = ws.status()
+        assert status["content_version"] == ws.content_version
+        for name in ("main", "second"):
+            assert status["indexes"][name]["index_version"] == ws.index_version(
+                next(s for s in ws.index_sections if s.name == name)
+            )
+        assert ws.content_version != status["indexes"]["main"]["index_version"]
