@@ -1,7 +1,7 @@
 """Leases carry an epoch: the fencing token every commit of a sync run checks.
 
-Revision ID: 0002_lease_epoch
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002_lease_epoch"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 
 
 def upgrade() -> None:
