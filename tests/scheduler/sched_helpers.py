@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import create_engine, select
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from headwater.clock import as_utc, utcnow
 from headwater.manifest import schema as t
 from workspace_helpers import filesystem_source, write_config
 
@@ -88,12 +89,14 @@ def run_rows(url: str) -> list[dict[str, Any]]:
 
 
 def lease_rows(url: str) -> list[dict[str, Any]]:
+    """Leases still held (a released lease keeps its row, expired, so its epoch survives)."""
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(select(t.leases)).all()]
+            rows = [dict(r._mapping) for r in conn.execute(select(t.leases)).all()]
     finally:
         engine.dispose()
+    return [r for r in rows if as_utc(r["expires_at"]) > utcnow()]
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:

@@ -71,7 +71,9 @@ class ScheduleStore:
                     t.leases.c.source_id == source_id
                 )
             ).first()
-        return (row.owner, as_utc(row.expires_at)) if row else None
+        if row is None or as_utc(row.expires_at) <= utcnow():
+            return None  # a released or expired lease is held by no one
+        return (row.owner, as_utc(row.expires_at))
 
     # -- pause switches ------------------------------------------------------------------
 
