@@ -117,7 +117,10 @@ class ConnectorConformance:
         expected = {
             d.object_id for d in docs if d.updated_at is not None and start < d.updated_at <= end
         }
-        got = collect(harness.make().read(Window(start, end), None, no_known))
+        # The window filters objects the manifest holds; a connector may still yield an
+        # object it was never given (an rss entry first seen with an old date).
+        versions = {d.object_id: d.version for d in docs}
+        got = collect(harness.make().read(Window(start, end), None, lambda o: versions.get(o)))
         assert {d.object_id for d in got.documents} == expected
 
     def test_resume_from_each_checkpoint(self, harness: ConnectorHarness) -> None:
