@@ -10,6 +10,7 @@ import pytest
 
 from headwater import Workspace
 from headwater.connectors.filesystem import FilesystemConnector, FilesystemOptions, matches_any
+from headwater.connectors.names import is_utf8, printable
 from headwater.connectors.testing import (
     FAR_FUTURE,
     ConnectorConformance,
@@ -149,3 +150,46 @@ def test_unreadable_folder_keeps_its_files(tmp_path: Path, manifest_url: str, co
         again = ws.sync(index=False).runs[0]
         assert again.status == "succeeded" and again.counts.deleted == 1  # expenses.md
         assert ws.failures(source="docs") == []
+
+
+def test_a_file_name_that_is_not_utf8_is_one_failure_and_the_rest_syncs(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    with open(os.path.join(os.fsencode(corpus), b"caf\xe9.md"), "wb") as handle:
+        handle.write(b"# Latin-1 name\n")
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=filesystem_source(corpus))
+    with Workspace.open(config) as ws:
+        run = ws.sync(index=False).runs[0]
+        assert run.status == "completed_with_errors"
+        assert (run.counts.new, run.counts.failed) == (5, 1)
+        [failure] = ws.failures(source="docs")
+        assert failure.object_id == "caf\\xe9.md" and failure.stage == "enumerate"
+        assert "'caf\\xe9.md'" in failure.message and "not valid UTF-8" in failure.message
+        again = ws.sync(index=False).runs[0]  # the next run is no worse
+        assert (again.status, again.counts.unchanged, again.counts.deleted) == (
+            "completed_with_errors",
+            5,
+            0,
+        )
+
+
+def test_printable_escapes_control_characters_and_undecodable_bytes() -> None:
+    assert printable("plain/naïve – ok.md") == "plain/naïve – ok.md"
+    assert printable("a\nb\tc\x1b[31m\x7f\x85.md") == "a\\nb\\tc\\x1b[31m\\x7f\\x85.md"
+    assert printable(os.fsdecode(b"caf\xe9.md")) == "caf\\xe9.md"
+    assert is_utf8("ok.md") and not is_utf8(os.fsdecode(b"\xff.md"))
+
+
+def test_failure_messages_escape_control_characters_in_names(corpus: Path) -> None:
+    (corpus / "big\x1b[2J\n.txt").write_text("x" * 5000)
+    failures = [i for i in read_all(make(corpus, max_file_bytes=1000)) if isinstance(i, Failure)]
+    [failure] = failures
+    assert failure.object_id == "big\x1b[2J\n.txt"  # the id stays the real name
+    assert "big\\x1b[2J\\n.txt" in failure.message
+    assert not any(ord(c) < 0x20 for c in failure.message)
+    folder = UnlistableFolder(corpus, "guides")
+    os.rename(corpus / "guides", corpus / "gui\rdes")
+    folder.folder = folder.root / "gui\rdes"
+    [unlisted] = [i for i in read_all(folder) if isinstance(i, Failure) and i.prefix]
+    assert unlisted.object_id == "gui\rdes" and unlisted.covers("gui\rdes/vacation.md")
+    assert "'gui\\rdes'" in unlisted.message and "\r" not in unlisted.message

@@ -92,15 +92,16 @@ class FilesystemConnector:
         A prefix failure: every known document under the folder counts as present, so an
         unreadable folder never deletes its files.
         """
-        rel = printable("/".join(parts))
+        rel = "/".join(parts)
+        shown = printable(rel)  # the id stays the real path, so it covers what is under it
         reason = printable(exc.strerror or type(exc).__name__)
         return Failure(
-            object_id=rel,
+            object_id=rel if is_utf8(rel) else shown,
             locator=printable(str(self.root.joinpath(*parts))),
             stage=Stage.ENUMERATE.value,
             error_class="unlistable",
             message=(
-                f"folder {rel!r} could not be listed ({reason}); nothing under it was read or "
+                f"folder '{shown}' could not be listed ({reason}); nothing under it was read or "
                 "deleted. Fix its permissions or link, or exclude it."
             ),
             prefix=True,
@@ -183,7 +184,7 @@ class FilesystemConnector:
                 stage=Stage.ENUMERATE.value,
                 error_class="undecodable_name",
                 message=(
-                    f"file name {shown!r} is not valid UTF-8; it was skipped. "
+                    f"file name '{shown}' is not valid UTF-8; it was skipped. "
                     "Rename the file (e.g. `convmv -f latin1 -t utf8`) or exclude it."
                 ),
                 permanent=True,

@@ -29,6 +29,7 @@ from headwater.connectors.base import (
     SourceContext,
 )
 from headwater.connectors.globs import KeyFilter
+from headwater.connectors.names import printable
 from headwater.connectors.s3._client import call, make_client
 from headwater.errors import ConfigError, CredentialError, ItemError
 from headwater.retry import RetryPolicy
@@ -171,7 +172,8 @@ class S3Connector:
             except ItemError:
                 return None  # deleted since it was listed: it is not there any more
             except CredentialError as exc:
-                return Failure(key, locator, Stage.FETCH.value, "access_denied", str(exc), False)
+                message = printable(str(exc))  # the key may hold control characters
+                return Failure(key, locator, Stage.FETCH.value, "access_denied", message, False)
             content_type = str(head.get("ContentType") or "").split(";")[0].strip()
             media_type = None if content_type in _GENERIC_TYPES else content_type
         return SourceDocument(
