@@ -29,7 +29,6 @@ from headwater.connectors.base import (
     SourceContext,
 )
 from headwater.connectors.globs import KeyFilter
-from headwater.connectors.names import printable
 from headwater.connectors.s3._client import call, make_client
 from headwater.errors import ConfigError, CredentialError, ItemError
 from headwater.retry import RetryPolicy
@@ -172,8 +171,7 @@ class S3Connector:
             except ItemError:
                 return None  # deleted since it was listed: it is not there any more
             except CredentialError as exc:
-                message = printable(str(exc))  # the key may hold control characters
-                return Failure(key, locator, Stage.FETCH.value, "access_denied", message, False)
+                return Failure(key, locator, Stage.FETCH.value, "access_denied", str(exc), False)
             content_type = str(head.get("ContentType") or "").split(";")[0].strip()
             media_type = None if content_type in _GENERIC_TYPES else content_type
         return SourceDocument(
