@@ -31,7 +31,9 @@ class TestFilesystemConformance(ConnectorConformance):
     @pytest.fixture
     def harness(self, corpus: Path, tmp_path: Path) -> ConnectorHarness:
         return ConnectorHarness(
-            make=lambda: make(corpus), make_broken=lambda: make(tmp_path / "missing")
+            make=lambda: make(corpus),
+            make_broken=lambda: make(tmp_path / "missing"),
+            make_failing_listing=lambda: UnlistableFolder(corpus, "guides"),
         )
 
 

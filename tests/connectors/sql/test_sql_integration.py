@@ -97,25 +97,6 @@ def test_read_fails_when_the_table_goes_between_pages(
         next(stream)
 
 
-@pytest.fixture
-def failing_function(db: Database) -> Iterator[str]:
-    """A SQL function that fails for id 3, as a source that breaks half way."""
-    name = unique("boom")
-    if db.kind == "postgresql":
-        db.execute(
-            f"CREATE FUNCTION {name}(i integer) RETURNS integer LANGUAGE plpgsql AS $$ "
-            "BEGIN IF i = 3 THEN RAISE EXCEPTION 'row 3 broke'; END IF; RETURN i; END $$"
-        )
-    else:
-        db.execute(
-            f"CREATE FUNCTION {name}(i INT) RETURNS INT DETERMINISTIC BEGIN "
-            "IF i = 3 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'row 3 broke'; END IF; "
-            "RETURN i; END"
-        )
-    yield name
-    db.execute(f"DROP FUNCTION {name}")
-
-
 def test_enumerate_raises_when_the_listing_breaks(
     db: Database, docs: str, failing_function: str, tmp_path: Path
 ) -> None:
