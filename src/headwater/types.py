@@ -127,10 +127,16 @@ class SourceDocument:
 
 @dataclass(frozen=True)
 class Deleted:
-    """An explicit delete reported by the source (git diff, change feed, HTTP 410)."""
+    """An explicit delete reported by the source (git diff, change feed, HTTP 410).
+
+    ``inferred`` marks a delete the connector concluded from an answer such as HTTP
+    404/410 rather than one the source reported as a change; the runner counts those
+    against ``prune_max_fraction`` like deletes found by set difference.
+    """
 
     object_id: str
     sequence: int | None = None
+    inferred: bool = False
 
 
 class Stage(StrEnum):
@@ -147,7 +153,13 @@ class Stage(StrEnum):
 
 @dataclass(frozen=True)
 class Failure:
-    """One object that could not be read. It counts as present for delete detection."""
+    """One object that could not be read. It counts as present for delete detection.
+
+    With ``prefix`` set, ``object_id`` names a folder (or key prefix) that could not be
+    listed: the object itself and every known object under it (ids starting with
+    ``object_id + "/"``, or with ``object_id`` when it already ends in ``/``) count as
+    present, so nothing under an unreadable folder is deleted.
+    """
 
     object_id: str
     locator: str
@@ -155,6 +167,16 @@ class Failure:
     error_class: str
     message: str
     permanent: bool = False
+    prefix: bool = False
+
+    def covers(self, object_id: str) -> bool:
+        """Whether this failure makes ``object_id`` count as present."""
+        if object_id == self.object_id:
+            return True
+        if not self.prefix:
+            return False
+        under = self.object_id if self.object_id.endswith("/") else self.object_id + "/"
+        return object_id.startswith(under)
 
 
 SourceItem = SourceDocument | Deleted | Failure | Checkpoint

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
+from headwater import Workspace
 from headwater.connectors.filesystem import FilesystemConnector, FilesystemOptions, matches_any
+from headwater.connectors.names import is_utf8, printable
 from headwater.connectors.testing import (
     FAR_FUTURE,
     ConnectorConformance,
@@ -15,7 +18,9 @@ from headwater.connectors.testing import (
     collect,
     no_known,
 )
+from headwater.errors import FatalError
 from headwater.types import Failure, SourceDocument, Window
+from workspace_helpers import filesystem_source, write_config
 
 
 def make(root: Path, **options: object) -> FilesystemConnector:
@@ -26,7 +31,9 @@ class TestFilesystemConformance(ConnectorConformance):
     @pytest.fixture
     def harness(self, corpus: Path, tmp_path: Path) -> ConnectorHarness:
         return ConnectorHarness(
-            make=lambda: make(corpus), make_broken=lambda: make(tmp_path / "missing")
+            make=lambda: make(corpus),
+            make_broken=lambda: make(tmp_path / "missing"),
+            make_failing_listing=lambda: UnlistableFolder(corpus, "guides"),
         )
 
 
@@ -87,3 +94,104 @@ def test_version_hint_is_mtime_and_size_and_read_is_lazy(corpus: Path) -> None:
     assert connector.files_read == 0
     assert connector.fetch("readme.md").startswith(b"# Readme")
     assert connector.files_read == 1
+
+
+class UnlistableFolder(FilesystemConnector):
+    """Lists like the real connector except one folder, whose listing raises EACCES
+    (root ignores permission bits, so a chmod cannot make a listing fail here)."""
+
+    def __init__(self, root: Path, folder: str) -> None:
+        super().__init__(FilesystemOptions(root=str(root)))
+        self.folder = self.root / folder
+
+    def _scandir(self, directory: Path) -> list[os.DirEntry[str]]:
+        if directory == self.folder:
+            raise PermissionError(13, "Permission denied", str(directory))
+        return super()._scandir(directory)
+
+
+def test_an_unlistable_folder_is_one_prefix_failure_and_enumerate_raises(corpus: Path) -> None:
+    connector = UnlistableFolder(corpus, "guides")
+    items = read_all(connector)
+    failures = [i for i in items if isinstance(i, Failure)]
+    assert [(f.object_id, f.stage, f.prefix) for f in failures] == [("guides", "enumerate", True)]
+    assert "guides" in failures[0].message and "Permission denied" in failures[0].message
+    assert failures[0].covers("guides/vacation.md") and not failures[0].covers("guidesx.md")
+    assert {i.object_id for i in items if isinstance(i, SourceDocument)} == {
+        "notes/deploy.txt",
+        "notes/welcome.html",
+        "readme.md",
+    }
+    with pytest.raises(FatalError, match="guides"):
+        list(connector.enumerate())
+
+
+def test_unreadable_folder_keeps_its_files(tmp_path: Path, manifest_url: str, corpus: Path) -> None:
+    """A folder replaced by a link that cannot be followed (ELOOP, which fails for root
+    too) is a failure naming the folder; its known files stay, the run has errors."""
+    config = write_config(
+        tmp_path,
+        manifest_url=manifest_url,
+        sources=filesystem_source(corpus, extra="follow_symlinks = true\nprune_max_fraction = 1.0"),
+    )
+    with Workspace.open(config) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 5
+        shutil.rmtree(corpus / "guides")
+        os.symlink("guides", corpus / "guides")  # a link to itself: stat raises ELOOP
+        run = ws.sync(index=False).runs[0]
+        assert run.status == "completed_with_errors"
+        assert run.counts.deleted == 0 and run.counts.failed == 1
+        for path in ("guides/vacation.md", "guides/expenses.md"):
+            assert ws.document(source="docs", object_id=path)["state"] == "active"
+        failures = ws.failures(source="docs")
+        assert [(f.object_id, f.stage) for f in failures] == [("guides", "enumerate")]
+        # The folder comes back: the failure resolves, nothing was ever deleted.
+        os.unlink(corpus / "guides")
+        (corpus / "guides").mkdir()
+        (corpus / "guides" / "vacation.md").write_text("# Vacation policy\n\n25 days.\n")
+        again = ws.sync(index=False).runs[0]
+        assert again.status == "succeeded" and again.counts.deleted == 1  # expenses.md
+        assert ws.failures(source="docs") == []
+
+
+def test_a_file_name_that_is_not_utf8_is_one_failure_and_the_rest_syncs(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    with open(os.path.join(os.fsencode(corpus), b"caf\xe9.md"), "wb") as handle:
+        handle.write(b"# Latin-1 name\n")
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=filesystem_source(corpus))
+    with Workspace.open(config) as ws:
+        run = ws.sync(index=False).runs[0]
+        assert run.status == "completed_with_errors"
+        assert (run.counts.new, run.counts.failed) == (5, 1)
+        [failure] = ws.failures(source="docs")
+        assert failure.object_id == "caf\\xe9.md" and failure.stage == "enumerate"
+        assert "'caf\\xe9.md'" in failure.message and "not valid UTF-8" in failure.message
+        again = ws.sync(index=False).runs[0]  # the next run is no worse
+        assert (again.status, again.counts.unchanged, again.counts.deleted) == (
+            "completed_with_errors",
+            5,
+            0,
+        )
+
+
+def test_printable_escapes_control_characters_and_undecodable_bytes() -> None:
+    assert printable("plain/naïve – ok.md") == "plain/naïve – ok.md"
+    assert printable("a\nb\tc\x1b[31m\x7f\x85.md") == "a\\nb\\tc\\x1b[31m\\x7f\\x85.md"
+    assert printable(os.fsdecode(b"caf\xe9.md")) == "caf\\xe9.md"
+    assert is_utf8("ok.md") and not is_utf8(os.fsdecode(b"\xff.md"))
+
+
+def test_failure_messages_escape_control_characters_in_names(corpus: Path) -> None:
+    (corpus / "big\x1b[2J\n.txt").write_text("x" * 5000)
+    failures = [i for i in read_all(make(corpus, max_file_bytes=1000)) if isinstance(i, Failure)]
+    [failure] = failures
+    assert failure.object_id == "big\x1b[2J\n.txt"  # the id stays the real name
+    assert "big\\x1b[2J\\n.txt" in failure.message
+    assert not any(ord(c) < 0x20 for c in failure.message)
+    folder = UnlistableFolder(corpus, "guides")
+    os.rename(corpus / "guides", corpus / "gui\rdes")
+    folder.folder = folder.root / "gui\rdes"
+    [unlisted] = [i for i in read_all(folder) if isinstance(i, Failure) and i.prefix]
+    assert unlisted.object_id == "gui\rdes" and unlisted.covers("gui\rdes/vacation.md")
+    assert "'gui\\rdes'" in unlisted.message and "\r" not in unlisted.message

@@ -16,6 +16,7 @@ from headwater.connectors.base import (
     Enumerating,
     LazyFetching,
     ReadStream,
+    Scoped,
     SourceContext,
 )
 from headwater.errors import ConfigError
@@ -29,6 +30,7 @@ __all__ = [
     "Enumerating",
     "LazyFetching",
     "ReadStream",
+    "Scoped",
     "SourceContext",
     "available_connector_types",
     "load_connector_class",

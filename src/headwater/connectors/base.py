@@ -7,8 +7,10 @@ next run starts from. It never writes the manifest, never builds document ids an
 persists checkpoints: the sync runner does all of that.
 
 Optional abilities are separate Protocols checked with ``isinstance``: ``Enumerating``
-(a full snapshot of current object ids, used for deletes) and ``LazyFetching`` (content
-fetched only when the version gate says it may have changed).
+(a full snapshot of current object ids, used for deletes), ``LazyFetching`` (content
+fetched only when the version gate says it may have changed) and ``Scoped`` (whether the
+config still selects an object id, so a changed include/exclude is not mistaken for a
+broken listing by the prune safety fraction).
 """
 
 from __future__ import annotations
@@ -77,6 +79,18 @@ class Enumerating(Protocol):
     """A connector that can list every current object id (a full snapshot)."""
 
     def enumerate(self) -> Iterator[str]: ...
+
+
+@runtime_checkable
+class Scoped(Protocol):
+    """A connector whose config selects objects (include/exclude, prefixes, URL scope).
+
+    ``in_scope(object_id)`` is False for an id the current config leaves out: the runner
+    deletes such documents with reason ``excluded_by_config`` and does not count them
+    against ``prune_max_fraction``.
+    """
+
+    def in_scope(self, object_id: str) -> bool: ...
 
 
 @runtime_checkable

@@ -10,7 +10,8 @@ A connector's own test file subclasses ``ConnectorConformance`` and provides one
 
 Checks: full read, window filtering with an open lower bound, resume from every
 checkpoint, stable order, ``enumerate()`` equals a full read, lazy fetch, readable
-``validate()`` errors. Requires pytest (a dev dependency).
+``validate()`` errors, and that a listing failing part way deletes nothing (the harness's
+``make_failing_listing``). Requires pytest (a dev dependency).
 """
 
 from __future__ import annotations
@@ -68,11 +69,14 @@ class ConnectorHarness:
 
     ``make`` builds a working connector over a source with at least ``min_documents``
     documents. ``make_broken`` builds one whose ``validate()`` must fail (bad path,
-    refused connection, wrong credentials).
+    refused connection, wrong credentials). ``make_failing_listing`` builds one over the
+    same objects whose listing fails part way through (an unreadable folder, a page or
+    sitemap the server refuses, a row that errors); required.
     """
 
     make: Callable[[], Connector]
     make_broken: Callable[[], Connector]
+    make_failing_listing: Callable[[], Connector] | None = None
     min_documents: int = 3
 
 
@@ -117,7 +121,10 @@ class ConnectorConformance:
         expected = {
             d.object_id for d in docs if d.updated_at is not None and start < d.updated_at <= end
         }
-        got = collect(harness.make().read(Window(start, end), None, no_known))
+        # The window filters objects the manifest holds; a connector may still yield an
+        # object it was never given (an rss entry first seen with an old date).
+        versions = {d.object_id: d.version for d in docs}
+        got = collect(harness.make().read(Window(start, end), None, lambda o: versions.get(o)))
         assert {d.object_id for d in got.documents} == expected
 
     def test_resume_from_each_checkpoint(self, harness: ConnectorHarness) -> None:
@@ -163,6 +170,40 @@ class ConnectorConformance:
         for doc in again.documents:
             if doc.content is None and doc.fetch_ref is None:
                 assert doc.version == versions[doc.object_id]
+
+    def test_a_listing_failing_part_way_deletes_nothing(self, harness: ConnectorHarness) -> None:
+        """With every object known, a listing that breaks must raise or leave every known
+        object present (listed, failed, or under a prefix failure), never delete one."""
+        assert harness.make_failing_listing is not None, (
+            "give ConnectorHarness a make_failing_listing: a connector over the same "
+            "objects whose listing fails part way"
+        )
+        full = self._full(harness)
+        versions = {d.object_id: d.version for d in full.documents}
+        connector = harness.make_failing_listing()
+        stream = connector.read(Window(None, FAR_FUTURE), None, lambda o: versions.get(o))
+        items: list[SourceItem] = []
+        raised: Exception | None = None
+        try:
+            items.extend(stream)
+        except Exception as exc:  # a listing that cannot finish may raise: nothing deleted
+            raised = exc
+        deleted = [i.object_id for i in items if isinstance(i, Deleted)]
+        assert not deleted, f"a broken listing yielded deletes: {deleted}"
+        failures = [i for i in items if isinstance(i, Failure)]
+        assert raised is not None or failures, "the listing failure was silent"
+        if raised is None and connector.capabilities.full_listing:
+            listed = {i.object_id for i in items if isinstance(i, SourceDocument)}
+            missing = [
+                o for o in versions if o not in listed and not any(f.covers(o) for f in failures)
+            ]
+            assert not missing, f"a complete-looking read would delete {missing}"
+        if isinstance(connector, Enumerating):
+            try:
+                enumerated = set(connector.enumerate())
+            except Exception:
+                return  # raising is how a partial enumeration deletes nothing
+            assert set(versions) <= enumerated, "a partial enumerate() returned normally"
 
     def test_validate_ok_and_broken_is_readable(self, harness: ConnectorHarness) -> None:
         harness.make().validate()

@@ -196,6 +196,7 @@ class BatchCommit:
 
     writes: list[DocumentWrite] = field(default_factory=list)
     seen: list[str] = field(default_factory=list)
+    seen_prefixes: list[tuple[str, str]] = field(default_factory=list)  # (source_id, folder)
     tombstones: list[TombstoneWrite] = field(default_factory=list)
     cleared_tombstones: list[str] = field(default_factory=list)
     failures: list[FailureWrite] = field(default_factory=list)
@@ -206,6 +207,7 @@ class BatchCommit:
         return not (
             self.writes
             or self.seen
+            or self.seen_prefixes
             or self.tombstones
             or self.failures
             or self.resolved

@@ -255,6 +255,18 @@ class Manifest:
                     .where(t.documents.c.document_id.in_(part))
                     .values(last_seen_run=run_id)
                 )
+            for source_id, folder in batch.seen_prefixes:
+                under = folder if folder.endswith("/") else folder + "/"
+                conn.execute(
+                    update(t.documents)
+                    .where(
+                        t.documents.c.source_id == source_id,
+                        t.documents.c.state == ACTIVE,
+                        (t.documents.c.object_id == folder)
+                        | t.documents.c.object_id.startswith(under, autoescape=True),
+                    )
+                    .values(last_seen_run=run_id)
+                )
             for doc_id in batch.cleared_tombstones:
                 conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id == doc_id))
             for tomb in batch.tombstones:

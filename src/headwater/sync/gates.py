@@ -114,6 +114,8 @@ class BatchBuilder:
 
     def add_failure(self, failure: Failure) -> Outcome:
         self.counts.seen += 1
+        if failure.prefix:  # an unreadable folder: everything known under it is present
+            self.commit.seen_prefixes.append((self.source.source_id, failure.object_id))
         return self._fail(
             failure, failure.stage, failure.error_class, failure.message, failure.permanent
         )

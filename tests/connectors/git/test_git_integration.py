@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from git_support import GitRepo, http_status_server, make_connector
 
+from headwater.connectors.base import Scoped
 from headwater.connectors.git import GitConnector
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.errors import ConfigError, CredentialError, FatalError, TransientError
@@ -196,3 +197,12 @@ def test_validate_names_refused_connection(tmp_path: Path) -> None:
     with pytest.raises(TransientError) as caught:
         make_connector(url, tmp_path / "state").validate()
     assert "connection refused" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_in_scope_follows_the_globs(repo: GitRepo, tmp_path: Path) -> None:
+    connector = make_connector(
+        repo.url, tmp_path / "state", include=["guides/**"], exclude=["*.txt"]
+    )
+    assert isinstance(connector, Scoped)
+    assert connector.in_scope("guides/setup.md")
+    assert not connector.in_scope("guides/usage.txt") and not connector.in_scope("README.md")

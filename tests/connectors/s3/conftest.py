@@ -33,6 +33,13 @@ def s3_server() -> Iterator[S3Server]:
     def logging_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         path = environ.get("PATH_INFO", "") + "?" + environ.get("QUERY_STRING", "")
         server.requests.append((environ["REQUEST_METHOD"], path))
+        refused = server.refuse_next_pages_of
+        if refused and path.startswith(f"/{refused}") and "continuation-token" in path:
+            start_response("403 Forbidden", [("Content-Type", "application/xml")])
+            return [
+                b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code>"
+                b"<Message>Access Denied</Message></Error>"
+            ]
         return app(environ, start_response)
 
     httpd = make_server("127.0.0.1", port, logging_app, threaded=True)

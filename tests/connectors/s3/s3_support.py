@@ -25,6 +25,9 @@ def free_port() -> int:
 class S3Server:
     endpoint: str
     requests: list[tuple[str, str]] = field(default_factory=list)
+    # When set, a listing's follow-up pages (continuation-token) of this bucket are refused
+    # with 403 AccessDenied: a listing that breaks part way.
+    refuse_next_pages_of: str | None = None
 
     def client(self) -> Any:
         return boto3.client(

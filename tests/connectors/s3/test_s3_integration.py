@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 from s3_support import S3Server, free_port, make_connector
 
-from headwater.connectors.base import SourceContext
+from headwater.connectors.base import Scoped, SourceContext
 from headwater.connectors.s3 import S3Connector, S3Options
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
@@ -203,3 +203,22 @@ def test_half_given_keys_are_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="secret_access_key"):
         S3Connector(options, SourceContext("s3-test", tmp_path))
     assert "k" not in repr(options.access_key_id).replace("SecretStr", "")
+
+
+def test_globs_are_relative_to_the_prefix(s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    """The documented example: prefix "published/" with exclude "drafts/**"."""
+    put(s3_server, bucket, "published/guide.md", "# Guide\n")
+    put(s3_server, bucket, "published/drafts/new.md", "# New\n")
+    put(s3_server, bucket, "published/team/drafts/plan.md", "# Plan\n")
+    put(s3_server, bucket, "other/drafts/x.md", "# X\n")
+    connector = make_connector(
+        s3_server.endpoint, bucket, tmp_path, prefix="published/", exclude=["drafts/**"]
+    )
+    ids = [d.object_id for d in collect(connector.read(WINDOW, None, no_known)).documents]
+    assert ids == ["published/guide.md", "published/team/drafts/plan.md"]
+    assert set(connector.enumerate()) == set(ids)
+    assert isinstance(connector, Scoped)
+    assert connector.in_scope("published/guide.md")
+    assert not connector.in_scope("published/drafts/new.md")
+    assert not connector.in_scope("other/guide.md")  # outside the prefix
+    assert not connector.in_scope("published/team/")  # a folder marker

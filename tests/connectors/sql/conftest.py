@@ -28,3 +28,22 @@ def docs(db: Database) -> Iterator[str]:
     table = create_docs_table(db, name)
     yield name
     table.drop(db.engine, checkfirst=True)
+
+
+@pytest.fixture
+def failing_function(db: Database) -> Iterator[str]:
+    """A SQL function that fails for id 3, as a source that breaks half way."""
+    name = unique("boom")
+    if db.kind == "postgresql":
+        db.execute(
+            f"CREATE FUNCTION {name}(i integer) RETURNS integer LANGUAGE plpgsql AS $$ "
+            "BEGIN IF i = 3 THEN RAISE EXCEPTION 'row 3 broke'; END IF; RETURN i; END $$"
+        )
+    else:
+        db.execute(
+            f"CREATE FUNCTION {name}(i INT) RETURNS INT DETERMINISTIC BEGIN "
+            "IF i = 3 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'row 3 broke'; END IF; "
+            "RETURN i; END"
+        )
+    yield name
+    db.execute(f"DROP FUNCTION {name}")

@@ -14,10 +14,21 @@ class TestSqlTableConformance(ConnectorConformance):
     """A table with an updated_at column: windowed, keyset pages of two rows."""
 
     @pytest.fixture
-    def harness(self, db: Database, docs: str, tmp_path: Path) -> ConnectorHarness:
+    def harness(
+        self, db: Database, docs: str, failing_function: str, tmp_path: Path
+    ) -> ConnectorHarness:
         refused = db.url.replace(":5432/", ":1/").replace(":3306/", ":1/")
+        breaking = {  # the same rows through a function that raises at row 3
+            **docs_options(docs, page_size=2, window_overlap="0s"),
+            "table": None,
+            "query": f"SELECT * FROM {docs} WHERE {failing_function}(id) = id",
+        }
         return ConnectorHarness(
-            make=lambda: make_connector(db.url, tmp_path, **docs_options(docs, page_size=2)),
+            make_failing_listing=lambda: make_connector(db.url, tmp_path, **breaking),
+            # The suite checks the exact window; window_overlap widens it on purpose.
+            make=lambda: make_connector(
+                db.url, tmp_path, **docs_options(docs, page_size=2, window_overlap="0s")
+            ),
             make_broken=lambda: make_connector(refused, tmp_path, **docs_options(docs)),
         )
 
@@ -26,7 +37,9 @@ class TestSqlQueryConformance(ConnectorConformance):
     """A query with two id columns and a template: not windowed, a full listing."""
 
     @pytest.fixture
-    def harness(self, db: Database, docs: str, tmp_path: Path) -> ConnectorHarness:
+    def harness(
+        self, db: Database, docs: str, failing_function: str, tmp_path: Path
+    ) -> ConnectorHarness:
         options = {
             "query": f"SELECT category, id, title, body FROM {docs}",
             "id_columns": ["category", "id"],
@@ -38,5 +51,10 @@ class TestSqlQueryConformance(ConnectorConformance):
             make=lambda: make_connector(db.url, tmp_path, **options),
             make_broken=lambda: make_connector(
                 db.url, tmp_path, **{**options, "query": "SELECT * FROM hw_no_such_table"}
+            ),
+            make_failing_listing=lambda: make_connector(
+                db.url,
+                tmp_path,
+                **{**options, "query": f"{options['query']} WHERE {failing_function}(id) = id"},
             ),
         )

@@ -86,7 +86,9 @@ def test_a_vanished_page_is_an_explicit_delete(
     first = versions(read(connector))
     site.route("/about", Reply(b"gone", status=status))
     again = read(connector, first.get)
-    assert [i.object_id for i in again.items if isinstance(i, Deleted)] == [site.url("/about")]
+    deleted = [i for i in again.items if isinstance(i, Deleted)]
+    assert [i.object_id for i in deleted] == [site.url("/about")]
+    assert all(i.inferred for i in deleted), "a 404/410 delete is inferred, not reported"
     assert site.url("/about") not in versions(again)
 
 

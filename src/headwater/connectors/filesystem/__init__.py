@@ -25,8 +25,9 @@ from headwater.connectors.base import (
     SourceContext,
 )
 from headwater.connectors.globs import KeyFilter, compile_glob
-from headwater.errors import ConfigError, ItemError
-from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Window
+from headwater.connectors.names import is_utf8, printable
+from headwater.errors import ConfigError, FatalError, ItemError
+from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Stage, Window
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
@@ -80,16 +81,48 @@ class FilesystemConnector:
         """Whether the config (include/exclude) still selects this path."""
         return self._selects(object_id)
 
+    def _scandir(self, directory: Path) -> list[os.DirEntry[str]]:
+        """The entries of one directory in name order (raises OSError if unlistable)."""
+        with os.scandir(directory) as entries:
+            return sorted(entries, key=lambda e: e.name)
+
+    def _unlistable(self, parts: tuple[str, ...], exc: OSError) -> Failure:
+        """A folder (or an entry that might be one) that could not be listed or stat'ed.
+
+        A prefix failure: every known document under the folder counts as present, so an
+        unreadable folder never deletes its files.
+        """
+        rel = "/".join(parts)
+        shown = printable(rel)  # the id stays the real path, so it covers what is under it
+        reason = printable(exc.strerror or type(exc).__name__)
+        return Failure(
+            object_id=rel if is_utf8(rel) else shown,
+            locator=printable(str(self.root.joinpath(*parts))),
+            stage=Stage.ENUMERATE.value,
+            error_class="unlistable",
+            message=(
+                f"folder '{shown}' could not be listed ({reason}); nothing under it was read or "
+                "deleted. Fix its permissions or link, or exclude it."
+            ),
+            prefix=True,
+        )
+
     def _walk(
         self,
         directory: Path,
         parts: tuple[str, ...],
         after: tuple[str, ...] | None,
         seen_dirs: frozenset[tuple[int, int]],
-    ) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
+    ) -> Iterator[tuple[tuple[str, ...], os.stat_result] | Failure]:
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
+            entries = self._scandir(directory)
+        except OSError as exc:
+            if not parts:
+                raise FatalError(
+                    f"filesystem root {str(self.root)!r} could not be listed "
+                    f"({exc.strerror or exc}); fix its permissions or `root`."
+                ) from exc
+            yield self._unlistable(parts, exc)
             return
         for entry in entries:
             here = (*parts, entry.name)
@@ -100,7 +133,9 @@ class FilesystemConnector:
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)
-            except OSError:
+            except OSError as exc:
+                if after is None or here > after:
+                    yield self._unlistable(here, exc)  # may be a folder: keep what it held
                 continue
             if is_link:
                 real = Path(os.path.realpath(entry.path))
@@ -120,7 +155,7 @@ class FilesystemConnector:
 
     def _listing(
         self, after: tuple[str, ...] | None = None
-    ) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
+    ) -> Iterator[tuple[tuple[str, ...], os.stat_result] | Failure]:
         self.validate()
         st = self.root.stat()
         return self._walk(self.root, (), after, frozenset({(st.st_dev, st.st_ino)}))
@@ -129,37 +164,60 @@ class FilesystemConnector:
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
         after = tuple(json.loads(checkpoint.cursor)["after"]) if checkpoint else None
-        for parts, st in self._listing(after):
-            rel = "/".join(parts)
-            locator = str(self.root.joinpath(*parts))
-            if st.st_size > self.options.max_file_bytes:
-                yield Failure(
-                    object_id=rel,
-                    locator=locator,
-                    stage="fetch",
-                    error_class="too_large",
-                    message=(
-                        f"{rel} is {st.st_size} bytes; max_file_bytes is "
-                        f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file."
-                    ),
-                    permanent=True,
-                )
-            else:
-                yield SourceDocument(
-                    object_id=rel,
-                    locator=locator,
-                    title="",
-                    version=f"{st.st_mtime_ns}:{st.st_size}",
-                    fetch_ref=rel,
-                    updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
-                    metadata={"path": rel},
-                )
+        for found in self._listing(after):
+            if isinstance(found, Failure):
+                yield found
+                continue
+            parts, st = found
+            yield self._item(parts, st)
             yield Checkpoint(json.dumps({"after": list(parts)}))
         return None
 
+    def _item(self, parts: tuple[str, ...], st: os.stat_result) -> SourceDocument | Failure:
+        rel = "/".join(parts)
+        locator = str(self.root.joinpath(*parts))
+        if not is_utf8(rel):
+            shown = printable(rel)
+            return Failure(
+                object_id=shown,
+                locator=printable(locator),
+                stage=Stage.ENUMERATE.value,
+                error_class="undecodable_name",
+                message=(
+                    f"file name '{shown}' is not valid UTF-8; it was skipped. "
+                    "Rename the file (e.g. `convmv -f latin1 -t utf8`) or exclude it."
+                ),
+                permanent=True,
+            )
+        if st.st_size > self.options.max_file_bytes:
+            return Failure(
+                object_id=rel,
+                locator=locator,
+                stage=Stage.FETCH.value,
+                error_class="too_large",
+                message=(
+                    f"{printable(rel)} is {st.st_size} bytes; max_file_bytes is "
+                    f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file."
+                ),
+                permanent=True,
+            )
+        return SourceDocument(
+            object_id=rel,
+            locator=locator,
+            title="",
+            version=f"{st.st_mtime_ns}:{st.st_size}",
+            fetch_ref=rel,
+            updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
+            metadata={"path": rel},
+        )
+
     def enumerate(self) -> Iterator[str]:
-        for parts, _ in self._listing():
-            yield "/".join(parts)
+        """Every selected path; raises FatalError when a folder cannot be listed (a
+        partial enumeration must delete nothing)."""
+        for found in self._listing():
+            if isinstance(found, Failure):
+                raise FatalError(found.message)
+            yield printable("/".join(found[0]))
 
     def fetch(self, ref: str) -> bytes:
         path = (self.root / ref).resolve()

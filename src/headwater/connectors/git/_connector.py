@@ -84,6 +84,10 @@ class GitConnector:
     def validate(self) -> None:
         self._mirror.probe()
 
+    def in_scope(self, object_id: str) -> bool:
+        """Whether the include/exclude globs (on the repository path) select this file."""
+        return self._selected(object_id)
+
     def enumerate(self) -> Iterator[str]:
         """Every selected file at the branch head; raises if the listing cannot finish."""
         head = self._mirror.update()

@@ -2,7 +2,8 @@
 
 Each feed is fetched with a conditional GET (its ETag / Last-Modified live in the
 checkpoint), so an unchanged feed costs a 304 and yields nothing. Entries are windowed by
-their updated (else published) time; object ids are entry ids (guid, else link). A feed
+their updated (else published) time, except that an entry the manifest does not hold yet
+is read whatever its date; object ids are entry ids as written (guid, else link). A feed
 only shows its latest entries, so it cannot prove an entry gone: no ``enumerate()``, no
 deletes. With ``fetch_linked_page`` the linked page is indexed instead of the summary,
 fetched lazily only when the entry changed.
@@ -159,7 +160,7 @@ class RssConnector:
         for url in self.options.feeds:
             if url in cursor.done:
                 continue
-            yield from self._read_feed(url, window, cursor, seen)
+            yield from self._read_feed(url, window, cursor, seen, known)
             cursor.done.append(url)
             yield cursor.checkpoint()
         return cursor.checkpoint(final=True)
@@ -179,7 +180,7 @@ class RssConnector:
         )
 
     def _read_feed(
-        self, url: str, window: Window, cursor: _Cursor, seen: set[str]
+        self, url: str, window: Window, cursor: _Cursor, seen: set[str], known: KnownVersions
     ) -> Iterator[SourceItem]:
         try:
             fetched = self.client.get(
@@ -211,8 +212,11 @@ class RssConnector:
         ahead = False  # an entry dated after the window: fetch the whole feed next time
         for entry in found:
             ahead |= entry.updated_at is not None and entry.updated_at > window.end
-            if entry.object_id in seen or not window.contains(entry.updated_at):
+            if entry.object_id in seen:
                 continue
+            late = entry.updated_at is not None and entry.updated_at > window.end
+            if late or (not window.contains(entry.updated_at) and known(entry.object_id)):
+                continue  # after the window: next run; before it: only if never held
             seen.add(entry.object_id)
             yield self._document(entry)
         if ahead:

@@ -115,10 +115,15 @@ def parse_feed(data: bytes, url: str, content_type: str | None) -> list[FeedEntr
     if not parsed.get("version") and not parsed.entries:
         reason = parsed.get("bozo_exception") or "no RSS or Atom elements"
         raise ItemError("bad_feed", f"{url} is not an RSS or Atom feed: {reason}")
+    # feedparser resolves a relative guid against the feed URL; the id is kept as the feed
+    # wrote it, so a second parse without the URL gives the ids (links stay resolved).
+    raw = feedparser.parse(io.BytesIO(data), response_headers=headers | {"content-location": ""})
+    raw_ids = [e.get("id") for e in raw.entries] if len(raw.entries) == len(parsed.entries) else []
     entries: list[FeedEntry | ItemError] = []
     for number, entry in enumerate(parsed.entries, start=1):
         link = entry.get("link") or None
-        object_id = entry.get("id") or link
+        written = raw_ids[number - 1] if raw_ids else None
+        object_id = written or entry.get("id") or link
         if not object_id:
             entries.append(ItemError("no_id", f"entry {number} of {url} has no id, guid or link"))
             continue

@@ -118,13 +118,18 @@ class S3Connector:
             page = self._call("list_objects_v2", **kw)
             contents = page.get("Contents", [])
             if contents:
-                yield [e for e in contents if self._in_scope(e["Key"])], contents[-1]["Key"]
+                yield [e for e in contents if self.in_scope(e["Key"])], contents[-1]["Key"]
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
                 return
 
-    def _in_scope(self, key: str) -> bool:
-        return not key.endswith("/") and self._selected(key)
+    def in_scope(self, object_id: str) -> bool:
+        """Whether the config selects this key: under ``prefix``, not a folder marker, and
+        matched by the include/exclude globs, which are relative to the prefix."""
+        prefix = self.options.prefix
+        if not object_id.startswith(prefix) or object_id.endswith("/"):
+            return False
+        return self._selected(object_id[len(prefix) :])
 
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions

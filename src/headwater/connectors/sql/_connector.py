@@ -4,22 +4,28 @@ Each page is one short query, ``WHERE (ids) > (last ids) ORDER BY ids LIMIT page
 run in its own connection with a server-side cursor and retried as a whole, so no
 transaction stays open while the core works, a large table never sits in memory, and the
 last id tuple of a page is a checkpoint a resumed run continues from. With an
-``updated_at_column`` the read honours the run's window. Deletes are found by
-``enumerate()``, one streamed query over the id columns.
+``updated_at_column`` the read honours the run's window, widened by ``window_overlap``
+before its start: a row committed late by a transaction that began before the last run
+(PostgreSQL's ``now()`` is the transaction's start) is still read, and the version gate
+absorbs the re-reads. Deletes are found by ``enumerate()``, one streamed query over the id
+columns. JSON columns arrive as objects on every server: MariaDB's JSON (a LONGTEXT with
+a ``json_valid`` check) and MySQL's are decoded from their text.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal
 
 import sqlalchemy as sa
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from headwater.clock import as_utc
+from headwater.config import parse_duration
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -51,6 +57,25 @@ class SqlOptions(ConnectorOptions):
     access_column: str | None = None
     locator_template: str | None = None
     page_size: int = Field(default=1000, ge=1, le=100_000)
+    window_overlap: str = "30m"
+    json_columns: list[str] = Field(default_factory=list)
+
+    @field_validator("query")
+    @classmethod
+    def _one_statement(cls, value: str | None) -> str | None:
+        """A trailing ``;`` (and whitespace) is dropped: the query is used as a subquery."""
+        return re.sub(r"[\s;]+$", "", value) if value is not None else None
+
+    @field_validator("window_overlap")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        try:
+            parse_duration(value)
+        except (ValueError, ConfigError) as exc:
+            raise ValueError(
+                f'window_overlap {value!r} is not a duration; expected e.g. "30m", "2h" or "0s"'
+            ) from exc
+        return value
 
     @field_validator("content_template", "locator_template")
     @classmethod
@@ -106,6 +131,8 @@ class SqlConnector:
             source = text.subquery("hw_rows")
         self._source = source
         self._ids = [source.c[c] for c in options.id_columns]
+        self._overlap = parse_duration(options.window_overlap) or timedelta(0)
+        self._json: set[str] | None = None  # JSON columns, found on the first page
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -128,7 +155,7 @@ class SqlConnector:
             moment = self._source.c[self.options.updated_at_column]
             stmt = stmt.where(moment <= self._bound(window.end))
             if window.start is not None:
-                stmt = stmt.where(moment > self._bound(window.start))
+                stmt = stmt.where(moment > self._bound(window.start - self._overlap))
         if after is not None:
             stmt = stmt.where(sa.tuple_(*self._ids) > sa.tuple_(*map(sa.literal, after)))
         stmt = stmt.order_by(*self._ids).limit(self.options.page_size)
@@ -139,7 +166,44 @@ class SqlConnector:
                 return [dict(row._mapping) for row in streamed.execute(stmt)]
 
         rows: list[Mapping[str, Any]] = self._run(fetch)
-        return rows
+        json_columns = self._json_columns()
+        return [_rows.decode_json(row, json_columns) for row in rows] if json_columns else rows
+
+    def _json_columns(self) -> set[str]:
+        """``json_columns``, plus a table's JSON columns on MySQL/MariaDB (whose drivers
+        hand JSON over as text; PostgreSQL's already decodes it)."""
+        if self._json is not None:
+            return self._json
+        found = set(self.options.json_columns)
+        if self._mysql and self.options.table is not None:
+            schema, _, name = self.options.table.rpartition(".")
+            found |= self._run(lambda: self._reflect_json(schema or None, name)) & set(
+                self.options.columns()
+            )
+        self._json = found
+        return found
+
+    def _reflect_json(self, schema: str | None, name: str) -> set[str]:
+        where = "TABLE_SCHEMA = COALESCE(:schema, DATABASE()) AND TABLE_NAME = :name"
+        checks = (
+            "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
+            "CONSTRAINT_SCHEMA = COALESCE(:schema, DATABASE()) AND TABLE_NAME = :name"
+        )
+        params = {"schema": schema, "name": name}
+        with self._engine.connect() as conn:
+            typed = conn.execute(
+                sa.text(
+                    f"SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE {where} "
+                    "AND DATA_TYPE = 'json'"
+                ),
+                params,
+            ).scalars()
+            found = {str(c) for c in typed}
+            for clause in conn.execute(sa.text(checks), params).scalars():
+                match = re.fullmatch(r"json_valid\(`((?:[^`]|``)+)`\)", str(clause).strip())
+                if match:
+                    found.add(match.group(1).replace("``", "`"))
+        return found
 
     # -- the contract --------------------------------------------------------------------
 

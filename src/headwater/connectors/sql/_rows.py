@@ -9,6 +9,7 @@ a template can never reach attributes or indexes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -39,6 +40,8 @@ def text_of(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Decimal):
         return format(value, "f")
+    if isinstance(value, dict):  # a JSON object: stable JSON text, not a Python repr
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return str(value)
 
 
@@ -125,6 +128,19 @@ def access_of(value: Any) -> Access:
     access = Access.from_principals(principals)
     users = tuple(sorted(u.strip().lower() for u in access.users))
     return Access(users=users, groups=access.groups, public=access.public)
+
+
+def decode_json(row: Mapping[str, Any], columns: set[str]) -> Mapping[str, Any]:
+    """The row with the JSON text of ``columns`` decoded (text that is not JSON is kept)."""
+    decoded = dict(row)
+    for column in columns:
+        value = decoded.get(column)
+        if isinstance(value, bytes | bytearray):
+            value = bytes(value).decode("utf-8", errors="replace")
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                decoded[column] = json.loads(value)
+    return decoded
 
 
 def metadata_of(value: Any) -> MetadataValue | None:

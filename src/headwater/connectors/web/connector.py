@@ -170,6 +170,11 @@ class WebConnector:
                 ) from exc
         for url in self.options.start_urls:
             self.client.probe(url, option="start_urls", what="page")
+        self._check_start_urls(robots)
+
+    def _check_start_urls(self, robots: RobotsRules) -> None:
+        """ConfigError when robots.txt forbids a start URL (the crawl could read nothing)."""
+        for url in self.options.start_urls:
             canonical = canonicalize(url, drop=self.options.drop_query_params) or url
             if not robots.allowed(canonical):
                 raise ConfigError(
@@ -183,8 +188,19 @@ class WebConnector:
     ) -> ReadStream:
         done = _cursor_done(checkpoint)
         robots = self._robots()
+        self._check_start_urls(robots)
         seeds, failures = self._seeds(robots)
-        if done == 0:
+        for failure in failures:
+            if failure.sitemap in self.options.sitemaps:
+                # A configured sitemap that is missing is the config's fault: fail the run
+                # as validate() would, rather than succeed with nothing read.
+                error = ConfigError if failure.permanent else TransientError
+                raise error(
+                    f"`sitemaps` {failure.sitemap} could not be read ({failure.message}); "
+                    "expected a reachable <urlset> or <sitemapindex>; fix the URL in "
+                    "`sitemaps` (no page was read or deleted)"
+                )
+        if done == 0:  # a nested sitemap of an index: a failure record, the rest is read
             for failure in failures:
                 yield Failure(
                     failure.sitemap,
@@ -212,8 +228,8 @@ class WebConnector:
                     media_type=outcome.media_type,
                 )
             elif isinstance(outcome, Gone):
-                if outcome.known is not None:
-                    yield Deleted(outcome.object_id)
+                if outcome.known is not None:  # concluded from a 404/410, not reported
+                    yield Deleted(outcome.object_id, inferred=True)
             elif isinstance(outcome, Problem):
                 yield Failure(
                     outcome.object_id,
@@ -224,6 +240,10 @@ class WebConnector:
                     outcome.permanent,
                 )
         return None
+
+    def in_scope(self, object_id: str) -> bool:
+        """Whether ``allow_prefixes`` and ``deny_patterns`` still cover this canonical URL."""
+        return self.scope.allows(object_id)
 
     def enumerate(self) -> Iterator[str]:
         """Every current object id, or an exception: never a partial listing."""
