@@ -23,4 +23,8 @@ class TestImapConformance(ConnectorConformance):
                 account, tmp_path, mailboxes=["INBOX", "Archive"], batch_size=2
             ),
             make_broken=lambda: make_connector(account, tmp_path, port=refused),
+            # A mailbox that vanished after the first one was read: the read raises.
+            make_failing_listing=lambda: make_connector(
+                account, tmp_path, mailboxes=["INBOX", "Gone", "Archive"], batch_size=2
+            ),
         )

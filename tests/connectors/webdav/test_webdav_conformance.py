@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dav_faults import MARKER
 from webdav_support import make_connector
 
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
+from headwater.connectors.webdav import WebdavConnector
 
 
 class TestWebdavConformance(ConnectorConformance):
@@ -21,4 +23,11 @@ class TestWebdavConformance(ConnectorConformance):
         return ConnectorHarness(
             make=lambda: make_connector(url, tmp_path),
             make_broken=lambda: make_connector(url, tmp_path, password="wrong"),
+            make_failing_listing=lambda: _failing(folder / "team", url, tmp_path),
         )
+
+
+def _failing(collection: Path, url: str, tmp_path: Path) -> WebdavConnector:
+    """The same share with ``team/`` refusing PROPFIND (500, see dav_faults.py)."""
+    (collection / MARKER).write_text("")
+    return make_connector(url, tmp_path)

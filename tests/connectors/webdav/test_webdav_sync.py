@@ -60,9 +60,10 @@ def test_a_collection_whose_listing_fails_deletes_nothing(
         assert ws.sync(index=False).runs[0].counts.new == 3
         (folder / "sub" / ".fail-propfind").write_text("")  # PROPFIND of sub/ answers 500
         run = ws.sync(index=False).runs[0]
-        assert run.status in {"failed", "completed_with_errors"}, run
-        assert run.counts.deleted == 0
+        assert (run.status, run.counts.deleted) == ("completed_with_errors", 0), run
         assert ws.manifest.count_documents("dav", "active") == 3
+        (failure,) = ws.failures("dav")
+        assert (failure.stage, failure.object_id) == ("enumerate", "sub"), failure
         (folder / "sub" / ".fail-propfind").unlink()
         (folder / "sub" / "d.md").unlink()  # a real delete still arrives once listing works
         healed = ws.sync(index=False).runs[0]

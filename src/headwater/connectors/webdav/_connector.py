@@ -4,9 +4,9 @@
 path order. The listing carries each file's ETag (the version hint; ``lastmodified:size``
 when a server sends none), so an unchanged tree costs one PROPFIND per collection and no
 GET. A complete read lists every current file (``full_listing``): the runner deletes by
-set difference. A collection whose PROPFIND fails becomes a Failure (stage
-``enumerate``), the walk goes on, and the read then raises: an incomplete listing must
-never prune what sits below the failed collection.
+set difference. A collection whose PROPFIND fails becomes a prefix Failure (stage
+``enumerate``) and the walk goes on: every known file below it counts as present, so an
+incomplete listing never prunes what sits below the failed collection.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.globs import KeyFilter
 from headwater.connectors.webdav._client import Entry, WebdavClient
-from headwater.errors import ConfigError, FatalError, ItemError, TransientError
+from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import (
     Checkpoint,
@@ -99,30 +99,28 @@ class WebdavConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
-        failed: list[str] = []
-        yield from self._walk(self.root, failed)
-        if failed:
-            raise FatalError(
-                f"webdav {self.root}: PROPFIND failed for {len(failed)} collection(s) "
-                f"({', '.join(failed[:5])}); the listing is incomplete, so nothing is deleted; "
-                "fix the server or its permissions and sync again"
-            )
+        yield from self._walk(self.root)
         return None
 
-    def _walk(self, url: str, failed: list[str]) -> Iterator[SourceItem]:
+    def _walk(self, url: str) -> Iterator[SourceItem]:
         try:
             entries = self._client.propfind(url)
         except (ItemError, TransientError) as exc:
             if url == self.root:
                 raise
             relative = self._relative(urlsplit(url).path)
-            failed.append(relative)
-            yield Failure(relative, url, Stage.ENUMERATE.value, "listing_failed", str(exc))
+            message = (
+                f"PROPFIND of collection {relative!r} failed ({exc}); nothing under it is "
+                "deleted until it can be listed again: fix the server or its permissions"
+            )
+            yield Failure(
+                relative, url, Stage.ENUMERATE.value, "listing_failed", message, prefix=True
+            )
             return
         for entry in entries:
             relative = self._relative(entry.path)
             if entry.is_collection:
-                yield from self._walk(self._url(relative) + "/", failed)
+                yield from self._walk(self._url(relative) + "/")
             elif self._selected(relative):
                 yield self._document(relative, entry)
 
