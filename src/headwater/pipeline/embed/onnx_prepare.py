@@ -110,6 +110,7 @@ def prepared_dir(model_dir: Path, runtime: str, cache_root: Path) -> Path:
         "onnx": _version("onnx"),
         "onnxruntime": _version("onnxruntime"),
         "export_code": EXPORT_CODE_VERSION,
+        "gate_sample": hashlib.sha256(SAMPLE_FILE.read_bytes()).hexdigest(),
         "runtime": runtime,
     }
     key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
