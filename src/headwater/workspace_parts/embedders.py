@@ -59,7 +59,7 @@ def _inner(section: EmbedderSection) -> Embedder:
     if section.type != "local" and "runtime" in section.model_fields_set:
         raise ConfigError(
             f"embedder.runtime = {section.runtime!r} applies to the local model only, but "
-            f"embedder.type is {section.type!r}. Remove runtime or set type = \"local\"."
+            f'embedder.type is {section.type!r}. Remove runtime or set type = "local".'
         )
     if section.type == "fake":
         from headwater.pipeline.embed.fake import FakeEmbedder
