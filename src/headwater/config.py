@@ -111,6 +111,8 @@ class EmbedderSection(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     type: Literal["local", "openai", "fake"] = "local"
+    # How the local model runs; part of its model id, so a change means re-indexing.
+    runtime: Literal["onnx-int8", "onnx", "torch"] = "onnx-int8"
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})

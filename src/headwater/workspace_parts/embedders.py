@@ -23,6 +23,9 @@ class LocalOptions(BaseModel):
     # 32 keeps peak memory near 1 GB; 64 is ~12% less CPU per chunk but ~1.3-1.6 GB peak.
     batch_size: int = 32
     model_dir: str | None = None
+    # Where prepared ONNX models are cached (default: $HEADWATER_CACHE_DIR or ~/.cache/headwater).
+    cache_dir: str | None = None
+    threads: int | None = None
 
 
 class FakeOptions(BaseModel):
@@ -53,6 +56,11 @@ def _options(section: EmbedderSection, model: type[BaseModel]) -> Any:
 
 
 def _inner(section: EmbedderSection) -> Embedder:
+    if section.type != "local" and "runtime" in section.model_fields_set:
+        raise ConfigError(
+            f"embedder.runtime = {section.runtime!r} applies to the local model only, but "
+            f'embedder.type is {section.type!r}. Remove runtime or set type = "local".'
+        )
     if section.type == "fake":
         from headwater.pipeline.embed.fake import FakeEmbedder
 
@@ -70,10 +78,22 @@ def _inner(section: EmbedderSection) -> Embedder:
             batch_size=remote.batch_size,
             timeout=remote.timeout,
         )
-    from headwater.pipeline.embed.local import LocalEmbedder
-
     local = _options(section, LocalOptions)
-    return LocalEmbedder(model_dir=local.model_dir, batch_size=local.batch_size)
+    if section.runtime == "torch":
+        from headwater.pipeline.embed.local import LocalEmbedder
+
+        return LocalEmbedder(
+            model_dir=local.model_dir, batch_size=local.batch_size, threads=local.threads
+        )
+    from headwater.pipeline.embed.onnx import OnnxEmbedder
+
+    return OnnxEmbedder(
+        runtime=section.runtime,
+        model_dir=local.model_dir,
+        cache_dir=local.cache_dir,
+        batch_size=local.batch_size,
+        threads=local.threads,
+    )
 
 
 def describe_embedder(section: EmbedderSection) -> tuple[str, int, int]:

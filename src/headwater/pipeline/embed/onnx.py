@@ -1,0 +1,218 @@
+"""The bundled model run by ONNX Runtime: int8 by default, fp32 on request or fallback.
+
+The hot path is the Rust tokenizer, one ONNX Runtime session and numpy: texts are
+tokenized (truncated to the model's ``max_seq_length``), sorted by token count so each
+batch pads little, run through the transformer, mean-pooled over real tokens and
+L2-normalized exactly as the sentence-transformers pipeline of all-MiniLM-L6-v2
+(Transformer, mean Pooling, Normalize) does, then put back in input order. Torch is never
+imported here: it is needed only once, to prepare the model (``onnx_prepare``).
+
+The runtime is part of ``model_id``, so a change of runtime is a change of the index
+version (re-indexing) and of the embedding cache key. When the int8 model was refused by
+the quality gate, the id says ``onnx``: what is actually used is what is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from headwater.errors import ConfigError, FatalError
+from headwater.pipeline.embed.each import EmbedOutcome
+from headwater.pipeline.embed.local import LOCAL_MODEL_ID, TokenizerCounter, bundled_model_dir
+from headwater.pipeline.embed.local import _read_json as read_model_json
+from headwater.pipeline.embed.onnx_prepare import (
+    INPUT_NAMES,
+    MIN_COSINE,
+    PreparedModel,
+    Quantizer,
+    default_cache_root,
+    ensure_prepared,
+    prepared_dir,
+    read_prepared,
+)
+
+ONNX_RUNTIMES = ("onnx-int8", "onnx")
+
+
+def runtime_model_id(base: str, runtime: str) -> str:
+    """``base`` for torch (ids of existing indexes stay valid), ``base+<runtime>`` else."""
+    return base if runtime == "torch" else f"{base}+{runtime}"
+
+
+class OnnxSession:
+    """One ONNX Runtime session over a prepared model file, with the model's tokenizer."""
+
+    def __init__(
+        self,
+        model_dir: Path,
+        model_file: Path,
+        *,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        import numpy as np
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        sbert = read_model_json(model_dir / "sentence_bert_config.json")
+        self._np = np
+        self._batch_size = batch_size
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=int(sbert.get("max_seq_length", 256)))
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(model_file), options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """A float32 array of unit vectors, one row per text, in input order."""
+        np = self._np
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        result: Any = None
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, index in enumerate(batch):
+                tokens = encodings[index].ids
+                ids[row, : len(tokens)] = tokens
+                mask[row, : len(tokens)] = 1
+            feeds = dict(zip(INPUT_NAMES, (ids, mask, np.zeros_like(ids)), strict=True))
+            tokens_out = self._session.run(None, feeds)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (tokens_out * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            pooled = pooled / np.clip(norms, 1e-12, None)
+            if result is None:
+                result = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
+            result[batch] = pooled
+        return result
+
+
+class OnnxEmbedder:
+    """The bundled model on ONNX Runtime (``onnx-int8`` or ``onnx``), prepared lazily.
+
+    Constructing it reads two JSON files and, when the model was prepared before, its
+    record (so ``model_id`` names the runtime actually used); the session loads on the
+    first ``embed``, preparing the model first if the cache does not hold it.
+    """
+
+    def __init__(
+        self,
+        *,
+        runtime: str = "onnx-int8",
+        model_dir: Path | str | None = None,
+        cache_dir: Path | str | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+        base_model_id: str = LOCAL_MODEL_ID,
+        min_cosine: float = MIN_COSINE,
+        quantizer: Quantizer | None = None,
+    ) -> None:
+        if runtime not in ONNX_RUNTIMES:
+            raise ConfigError(
+                f"ONNX runtime {runtime!r} is unknown; expected one of "
+                f"{', '.join(ONNX_RUNTIMES)}. Fix [embedder] runtime."
+            )
+        self._dir = Path(model_dir) if model_dir is not None else bundled_model_dir()
+        config = read_model_json(self._dir / "config.json")
+        sbert = read_model_json(self._dir / "sentence_bert_config.json")
+        self._requested = runtime
+        self._cache_root = Path(cache_dir).expanduser() if cache_dir else default_cache_root()
+        self._base_id = base_model_id
+        self._dimension = int(config["hidden_size"])
+        self._max_tokens = int(sbert.get("max_seq_length", 256)) - 2
+        self._batch_size = batch_size
+        self._threads = threads
+        self._min_cosine = min_cosine
+        self._quantizer = quantizer
+        self._counter = TokenizerCounter(self._dir / "tokenizer.json")
+        known = read_prepared(prepared_dir(self._dir, runtime, self._cache_root))
+        self._runtime = known.runtime if known is not None else runtime
+        self._session: OnnxSession | None = None
+        self._lock = threading.Lock()
+        self.embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        return runtime_model_id(self._base_id, self._runtime)
+
+    @property
+    def runtime(self) -> str:
+        """The runtime actually used (``onnx`` when the int8 model failed the gate)."""
+        return self._runtime
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def count_tokens(self, text: str) -> int:
+        return self._counter.count_tokens(text)
+
+    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        return self._counter.count_tokens_batch(texts)
+
+    def prepare(self) -> PreparedModel:
+        """Prepare the model now if the cache does not hold it (``headwater`` does this
+        on the first embed); return what was prepared."""
+        prepared = ensure_prepared(
+            self._dir,
+            self._requested,
+            self._cache_root,
+            min_cosine=self._min_cosine,
+            quantizer=self._quantizer,
+        )
+        if prepared.runtime != self._runtime:
+            self._runtime = prepared.runtime
+            raise FatalError(
+                f"{prepared.record.get('refused', 'the int8 model was refused')}. "
+                f"This run was set up for runtime {self._requested!r}, so it embeds nothing; "
+                "run the command again: it will use and record runtime 'onnx' "
+                '(or set [embedder] runtime = "onnx" to say so).'
+            )
+        return prepared
+
+    def _loaded(self) -> OnnxSession:
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    prepared = self.prepare()
+                    self._session = OnnxSession(
+                        self._dir,
+                        prepared.path,
+                        batch_size=self._batch_size,
+                        threads=self._threads,
+                    )
+        return self._session
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self._loaded().embed(texts)
+        self.embedded += len(texts)
+        result: list[list[float]] = vectors.tolist()
+        return result
+
+    def embed_each(self, texts: Sequence[str]) -> list[EmbedOutcome]:
+        """The model reads any text (it truncates), so no text fails alone."""
+        return list(self.embed(texts))

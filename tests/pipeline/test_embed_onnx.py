@@ -1,0 +1,156 @@
+"""The ONNX runtimes of the bundled model: preparation, quality gate, fallback, cache,
+agreement with torch, the runtime in the index version, and a hot path without torch.
+
+Preparing takes about a minute (export, quantize, gate), so each prepared cache is built
+once per session under a temporary directory and shared by the tests that need it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from headwater.config import EmbedderSection
+from headwater.errors import ConfigError, FatalError
+from headwater.pipeline.embed import LOCAL_MODEL_ID, LocalEmbedder
+from headwater.pipeline.embed.onnx import OnnxEmbedder
+from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample
+from headwater.pipeline.version import content_pipeline_version, index_pipeline_version
+from headwater.workspace_parts.embedders import describe_embedder
+
+# Not the gate sample: texts the gate never saw.
+HELD_OUT = [
+    "Where is the form for expense claims over 500 euros?",
+    "The build fails on macOS because the linker cannot find libssl.",
+    "Snow is forecast for the hills above 400 metres on Saturday night.",
+    "Customers on the legacy plan keep their price until the end of the contract term.",
+    "The parser reads PDF, DOCX and HTML files and keeps headings as section titles. " * 6,
+    "def merge(a, b):\n    return sorted(set(a) | set(b))",
+    "Le contrat est renouvelé automatiquement chaque année sauf résiliation écrite.",
+    "All production database access requires a ticket and is logged for audit.",
+]
+
+
+def _cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
+    return np.sum(np.asarray(a) * np.asarray(b), axis=1)
+
+
+@pytest.fixture(scope="session")
+def int8_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = tmp_path_factory.mktemp("onnx-int8-cache")
+    OnnxEmbedder(cache_dir=cache).prepare()
+    return cache
+
+
+@pytest.fixture(scope="session")
+def refused_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache whose int8 model was refused (threshold 1.01 cannot be met)."""
+    cache = tmp_path_factory.mktemp("onnx-refused-cache")
+    embedder = OnnxEmbedder(cache_dir=cache, min_cosine=1.01)
+    with pytest.raises(FatalError) as refused:
+        embedder.embed(["first text"])
+    message = str(refused.value)
+    assert "refused by the quality gate" in message and "expected >= 1.01" in message
+    assert "run the command again" in message and embedder.runtime == "onnx"
+    return cache
+
+
+def _prepared_dir(cache: Path) -> Path:
+    (directory,) = [p for p in (cache / "models").iterdir() if p.is_dir()]
+    return directory
+
+
+@pytest.mark.model
+def test_gate_passes_and_int8_agrees_with_torch(int8_cache: Path) -> None:
+    embedder = OnnxEmbedder(cache_dir=int8_cache)
+    assert embedder.runtime == "onnx-int8"
+    assert embedder.model_id == f"{LOCAL_MODEL_ID}+onnx-int8"
+    onnx_vectors = embedder.embed(HELD_OUT)
+    torch_vectors = LocalEmbedder(batch_size=8).embed(HELD_OUT)
+    cosines = _cosines(onnx_vectors, torch_vectors)
+    assert cosines.mean() >= 0.99 and cosines.min() >= 0.98, cosines
+    norms = np.linalg.norm(np.asarray(onnx_vectors), axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-5)
+    # Length-sorted batching puts every vector back in input order. (Dynamic int8 scales
+    # activations per batch, so a text alone differs slightly from the same text in a batch.)
+    one_by_one = np.asarray([embedder.embed([text])[0] for text in reversed(HELD_OUT)][::-1])
+    similarity = np.asarray(onnx_vectors) @ one_by_one.T
+    assert list(similarity.argmax(axis=1)) == list(range(len(HELD_OUT)))
+    assert similarity.diagonal().min() >= 0.98
+
+
+@pytest.mark.model
+def test_refused_int8_falls_back_to_fp32_and_says_so(
+    refused_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The refusal itself (FatalError with the measured cosine) is asserted by the fixture.
+    reopened = OnnxEmbedder(cache_dir=refused_cache, min_cosine=1.01)
+    assert reopened.runtime == "onnx"
+    assert reopened.model_id == f"{LOCAL_MODEL_ID}+onnx"
+    with caplog.at_level(logging.WARNING):
+        vectors = reopened.embed(HELD_OUT[:2])
+    assert len(vectors) == 2 and not caplog.records  # prepared already: no second gate
+    record = (_prepared_dir(refused_cache) / "prepared.json").read_text()
+    assert '"runtime": "onnx"' in record and "refused" in record
+
+
+@pytest.mark.model
+def test_int8_agrees_with_fp32_onnx(int8_cache: Path, refused_cache: Path) -> None:
+    texts = quality_sample()[:40] + HELD_OUT
+    int8 = OnnxEmbedder(cache_dir=int8_cache).embed(texts)
+    fp32 = OnnxEmbedder(cache_dir=refused_cache, min_cosine=1.01).embed(texts)
+    assert _cosines(int8, fp32).min() >= 0.98
+
+
+@pytest.mark.model
+def test_embedding_with_a_prepared_model_never_imports_torch(int8_cache: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from headwater.pipeline.embed.onnx import OnnxEmbedder\n"
+        "e = OnnxEmbedder()\n"
+        "v = e.embed(['How do I reset my password?', 'flour and eggs'])\n"
+        "assert len(v) == 2 and len(v[0]) == 384 and e.runtime == 'onnx-int8'\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'onnx')\n"
+        "         if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    env = {**os.environ, "HEADWATER_CACHE_DIR": str(int8_cache)}
+    subprocess.run([sys.executable, "-c", probe], check=True, env=env)
+
+
+@pytest.mark.model
+def test_a_second_open_reuses_the_prepared_model(int8_cache: Path) -> None:
+    model_file = _prepared_dir(int8_cache) / MODEL_FILE
+    before = model_file.stat().st_mtime_ns
+    again = OnnxEmbedder(cache_dir=int8_cache)
+    again.prepare()
+    assert again.embed(["cached"]) and model_file.stat().st_mtime_ns == before
+    assert len([p for p in (int8_cache / "models").iterdir() if p.is_dir()]) == 1
+
+
+def test_the_runtime_is_part_of_the_model_id_and_the_index_version(tmp_path: Path) -> None:
+    versions = {}
+    for runtime in ("onnx-int8", "onnx", "torch"):
+        section = EmbedderSection.model_validate(
+            {"type": "local", "runtime": runtime, "cache_dir": str(tmp_path)}
+        )
+        model_id, dimension, max_tokens = describe_embedder(section)
+        assert (dimension, max_tokens) == (384, 254)
+        content = content_pipeline_version({}, "c1", {}, model_id, dimension)
+        versions[runtime] = (model_id, index_pipeline_version(content, "sqlite", "1"))
+    assert versions["torch"][0] == LOCAL_MODEL_ID  # indexes built with torch stay valid
+    assert versions["onnx"][0] == f"{LOCAL_MODEL_ID}+onnx"
+    assert len({v[1] for v in versions.values()}) == 3
+    assert EmbedderSection().runtime == "onnx-int8"
+
+
+def test_runtime_is_refused_for_a_remote_or_fake_embedder() -> None:
+    section = EmbedderSection.model_validate({"type": "fake", "runtime": "onnx"})
+    with pytest.raises(ConfigError, match="applies to the local model only"):
+        describe_embedder(section)
