@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -30,7 +31,7 @@ from headwater.pipeline.embed.base import TokenCounter
 from headwater.pipeline.embed.counting import count_tokens_many
 from headwater.types import Chunk, MetadataValue
 
-CHUNKER_VERSION = "chunk-1"
+CHUNKER_VERSION = "chunk-2"
 
 # Gap kinds, strongest first: where a cut is preferred when one is needed.
 _HARD, _HEADING, _PARAGRAPH, _LINE, _SENTENCE, _WORD, _AFTER_HEADING, _CHAR = (
@@ -44,21 +45,41 @@ _HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+\S")
 _FENCE = re.compile(r"^(```|~~~)")
 _SENTENCE_END = re.compile(r"[.!?…。！？;:]+[\"')\]»”’]*\s+")
 _WORD_SPAN = re.compile(r"\S+")
+# Words and character pieces repeat; their key hashes at least this much text from the
+# unit's start, so equal words in different places still get different keys.
+_KEY_WINDOW = 64
+DEFAULT_MAX_DOCUMENT_CHARS = 5_000_000
 
 
 @dataclass(frozen=True)
 class ChunkerSettings:
-    """How chunks are cut. ``max_tokens`` bounds each chunk's ``embed_text``."""
+    """How chunks are cut. ``max_tokens`` bounds each chunk's ``embed_text``;
+    a document whose normalized text is longer than ``max_document_chars`` is refused
+    (``ItemError("too_large")``), so one huge file never holds up the others."""
 
     max_tokens: int = 256
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS
 
     def __post_init__(self) -> None:
         if self.max_tokens < 16:
             raise ValueError(f"max_tokens was {self.max_tokens}; expected at least 16")
+        if self.max_document_chars < 1:
+            raise ValueError(
+                f"max_document_chars was {self.max_document_chars}; expected at least 1"
+            )
 
     def fitted(self, model_max_tokens: int) -> ChunkerSettings:
         """These settings with the budget lowered to what the model reads, if needed."""
         return replace(self, max_tokens=min(self.max_tokens, model_max_tokens))
+
+
+@dataclass
+class ChunkWork:
+    """What chunking did, summed over the calls it is passed to: a seam for tests and
+    benchmarks that check the work grows linearly with the text."""
+
+    units: int = 0  # units the text was cut into (after refinement)
+    gaps_scanned: int = 0  # gaps looked at while choosing cuts, over every level
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +101,29 @@ def chunk_document(
     metadata: Mapping[str, MetadataValue],
     counter: TokenCounter,
     settings: ChunkerSettings,
+    work: ChunkWork | None = None,
 ) -> list[Chunk]:
     """Cut ``text`` into chunks whose ``embed_text`` fits ``settings.max_tokens``.
 
-    Returns no chunk for blank text. Raises ``ItemError("chunk_error")`` only when a
-    single character cannot fit the budget left after the title and metadata.
+    Returns no chunk for blank text. Raises ``ItemError("too_large")`` for a text over
+    ``settings.max_document_chars``, and ``ItemError("chunk_error")`` only when a single
+    character cannot fit the budget left after the title and metadata. The work done is
+    linear in the length of the text; ``work``, when given, is added to.
     """
+    if len(text) > settings.max_document_chars:
+        raise ItemError(
+            "too_large",
+            f"the document's normalized text is {len(text):,} characters; the limit "
+            f"(chunker max_document_chars) is {settings.max_document_chars:,}. Raise "
+            "max_document_chars in the [chunker] section of headwater.toml, or exclude "
+            "the file in the source's configuration.",
+        )
     if not text.strip():
         return []
-    cutter = _Cutter(text, counter, settings.max_tokens)
+    cutter = _Cutter(text, counter, settings.max_tokens, work or ChunkWork())
     cutter.frame(title, _metadata_line(metadata))
     units = cutter.units()
+    cutter.work.units += len(units)
     spans: list[tuple[int, int]] = []
     for section in _sections(units):
         spans.extend(cutter.cut_section(units[section[0] : section[1]], section[0]))
@@ -125,8 +158,9 @@ def _sections(units: Sequence[_Unit]) -> list[tuple[int, int]]:
 class _Cutter:
     """The per-document state: text, counter, budgets and the framing lines."""
 
-    def __init__(self, text: str, counter: TokenCounter, budget: int) -> None:
+    def __init__(self, text: str, counter: TokenCounter, budget: int, work: ChunkWork) -> None:
         self.text = text
+        self.work = work
         self.counter = counter
         self.budget = budget
         self.title_line = ""
@@ -175,7 +209,8 @@ class _Cutter:
         return self.fitting(units, self.body_budget)
 
     def _unit(self, start: int, end: int, gap: int, level: int, tokens: int) -> _Unit:
-        digest = hashlib.blake2b(self.text[start:end].encode(), digest_size=8).digest()
+        keyed = max(end, start + _KEY_WINDOW) if level >= _WORDS else end
+        digest = hashlib.blake2b(self.text[start:keyed].encode(), digest_size=8).digest()
         return _Unit(start, end, gap, level, tokens, int.from_bytes(digest, "big"))
 
     def fitting(self, units: list[_Unit], budget: int) -> list[_Unit]:
@@ -215,7 +250,7 @@ class _Cutter:
     def cut_section(self, units: Sequence[_Unit], offset: int) -> list[tuple[int, int]]:
         """Unit ranges ``[i, j)`` (document positions) for one section."""
         budget = self.body_budget
-        ranges = _cut(units, 0, len(units), budget, max(1, budget // 2))
+        ranges = _cut(units, 0, len(units), budget, max(1, budget // 2), self.work)
         return [(offset + s, offset + e) for s, e in ranges]
 
     def verified(self, units: list[_Unit], spans: list[tuple[int, int]]) -> list[str]:
@@ -243,57 +278,76 @@ class _Cutter:
 
 
 def _cut(
-    units: Sequence[_Unit], start: int, end: int, budget: int, reach: int
+    units: Sequence[_Unit], start: int, end: int, budget: int, reach: int, work: ChunkWork
 ) -> list[tuple[int, int]]:
     """Ranges of ``units[start:end]`` that fit ``budget``, cut at local maxima.
 
-    A gap is cut when it outscores every other eligible gap within ``reach`` tokens;
-    eligible gaps are at least ``reach`` from both ends, so no part is tiny. Parts still
-    over budget are cut the same way with half the reach, so a cut depends only on text
-    within ``reach + reach/2 + … < 2 × reach`` of it. Only when no gap is eligible is the
-    range split at its best gap near the middle.
+    A gap is cut when no eligible gap within ``reach`` tokens outscores it; eligible gaps
+    are at least ``reach`` from both ends, so no part is tiny. Of equal gaps within
+    ``reach`` of each other only the first is cut. Parts still over budget are cut the
+    same way with half the reach, so a cut depends only on text within
+    ``reach + reach/2 + … < 2 × reach`` of it. Only when no gap is eligible is the range
+    split at its best gap near the middle; and when the cuts leave one part with most of
+    a long range (scores that rise steadily, which real text does not do), that part is
+    halved first, so the work stays O(n log n) whatever the text.
     """
     total = sum(u.tokens for u in units[start:end])
     if total <= budget or end - start <= 1:
         return [(start, end)]
-    position = {start: 0}
+    work.gaps_scanned += end - start
+    eligible: list[int] = []
+    positions: list[int] = []
+    position = 0
     for i in range(start + 1, end):
-        position[i] = position[i - 1] + units[i - 1].tokens
-    eligible = [i for i in range(start + 1, end) if reach <= position[i] <= total - reach]
+        position += units[i - 1].tokens
+        if reach <= position <= total - reach:
+            eligible.append(i)
+            positions.append(position)
+    scores = [(units[i].gap, units[i].key) for i in eligible]
     cuts: list[int] = []
-    low = 0
-    for i in eligible:
-        while position[eligible[low]] < position[i] - reach:
-            low += 1
-        if _beats_rivals(units, position, eligible, low, i, reach):
-            cuts.append(i)
+    last = -reach - 1
+    for k, is_max in enumerate(_local_maxima(scores, positions, reach)):
+        if is_max and positions[k] - last > reach:
+            cuts.append(eligible[k])
+            last = positions[k]
     if not cuts:
         cuts = [_middle_gap(units, start, end, total)]
-    bounds = [start, *cuts, end]
     ranges: list[tuple[int, int]] = []
-    for a, b in pairwise(bounds):
+    for a, b in pairwise([start, *cuts, end]):
         part = sum(u.tokens for u in units[a:b])
-        ranges.extend(_cut(units, a, b, budget, max(1, reach // 2, min(part // 3, budget // 2))))
+        if part > budget and total > 4 * budget and 4 * part > 3 * total:
+            middle = _middle_gap(units, a, b, part)
+            pieces = [(a, middle), (middle, b)]
+        else:
+            pieces = [(a, b)]
+        for c, d in pieces:
+            size = sum(u.tokens for u in units[c:d])
+            smaller = max(1, reach // 2, min(size // 3, budget // 2))
+            ranges.extend(_cut(units, c, d, budget, smaller, work))
     return ranges
 
 
-def _beats_rivals(
-    units: Sequence[_Unit],
-    position: dict[int, int],
-    eligible: list[int],
-    low: int,
-    i: int,
-    reach: int,
-) -> bool:
-    """True when gap ``i`` outscores every eligible gap within ``reach`` (left wins ties)."""
-    score = (units[i].gap, units[i].key)
-    for j in eligible[low:]:
-        if position[j] > position[i] + reach:
-            break
-        rival = (units[j].gap, units[j].key)
-        if j != i and (rival > score or (rival == score and j < i)):
-            return False
-    return True
+def _local_maxima(
+    scores: Sequence[tuple[int, int]], positions: Sequence[int], reach: int
+) -> list[bool]:
+    """For each gap: whether no gap within ``reach`` tokens scores higher.
+
+    A sliding-window maximum (a deque of indices with decreasing scores): every gap
+    enters and leaves the window once, so this is linear in the number of gaps.
+    """
+    window: deque[int] = deque()
+    result: list[bool] = []
+    ahead = 0
+    for k, score in enumerate(scores):
+        while ahead < len(scores) and positions[ahead] <= positions[k] + reach:
+            while window and scores[window[-1]] <= scores[ahead]:
+                window.pop()
+            window.append(ahead)
+            ahead += 1
+        while positions[window[0]] < positions[k] - reach:
+            window.popleft()
+        result.append(scores[window[0]] <= score)
+    return result
 
 
 def _halve(units: Sequence[_Unit], start: int, end: int, budget: int) -> list[tuple[int, int]]:
