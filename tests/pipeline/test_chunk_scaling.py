@@ -14,15 +14,8 @@ import pytest
 from pipeline_docs import WORDS
 
 from headwater.errors import ItemError
-from headwater.pipeline.chunk import (
-    _WORD,
-    _WORDS,
-    ChunkerSettings,
-    ChunkWork,
-    _cut,
-    _Unit,
-    chunk_document,
-)
+from headwater.pipeline._cuts import Unit, cut
+from headwater.pipeline.chunk import _WORD, _WORDS, ChunkerSettings, ChunkWork, chunk_document
 from headwater.pipeline.embed.local import TokenizerCounter
 
 
@@ -85,9 +78,9 @@ def test_work_is_linear_in_unpunctuated_text(tokenizer: TokenizerCounter, repeat
 def test_steadily_rising_scores_still_cut_in_n_log_n() -> None:
     # Every gap is beaten by the next one: only the last eligible gap is a local maximum,
     # so without halving each pass would peel one chunk off the end.
-    units = [_Unit(i, i + 1, _WORD, _WORDS, 1, i) for i in range(20_000)]
+    units = [Unit(i, i + 1, _WORD, _WORDS, 1, i) for i in range(20_000)]
     work = ChunkWork()
-    ranges = _cut(units, 0, len(units), 254, 127, work)
+    ranges = cut(units, 0, len(units), 254, 127, work)
     assert [r[0] for r in ranges] == sorted(r[0] for r in ranges)
     assert ranges[0][0] == 0 and ranges[-1][1] == len(units)
     assert all(b - a <= 254 for a, b in ranges)

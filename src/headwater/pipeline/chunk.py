@@ -10,6 +10,7 @@ over budget are cut the same way with a smaller reach. A cut therefore depends o
 text, never on where the section starts, so editing one paragraph leaves every cut far
 from it in place: in practice the chunks holding the paragraph change, with at most one
 neighbour per side (greedy packing from the start would shift every later boundary).
+Choosing the cuts lives in ``_cuts``; it is linear in the number of units on any text.
 
 Budgets are measured with the model's own tokenizer, each unit counted once, in batches;
 every finished ``embed_text`` (title line + chunk text + metadata line) is counted again
@@ -20,16 +21,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 
 from headwater.errors import ItemError
 from headwater.identity import chunk_id
+from headwater.pipeline._cuts import ChunkWork, Unit, cut, halve
 from headwater.pipeline.embed.base import TokenCounter
 from headwater.pipeline.embed.counting import count_tokens_many
 from headwater.types import Chunk, MetadataValue
+
+__all__ = ["CHUNKER_VERSION", "ChunkWork", "ChunkerSettings", "chunk_document"]
 
 CHUNKER_VERSION = "chunk-2"
 
@@ -71,25 +73,6 @@ class ChunkerSettings:
     def fitted(self, model_max_tokens: int) -> ChunkerSettings:
         """These settings with the budget lowered to what the model reads, if needed."""
         return replace(self, max_tokens=min(self.max_tokens, model_max_tokens))
-
-
-@dataclass
-class ChunkWork:
-    """What chunking did, summed over the calls it is passed to: a seam for tests and
-    benchmarks that check the work grows linearly with the text."""
-
-    units: int = 0  # units the text was cut into (after refinement)
-    gaps_scanned: int = 0  # gaps looked at while choosing cuts, over every level
-
-
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    start: int
-    end: int
-    gap: int  # kind of the gap before this unit
-    level: int
-    tokens: int
-    key: int  # hash of the unit's text: breaks ties between gaps of one kind
 
 
 def chunk_document(
@@ -150,7 +133,7 @@ def _metadata_line(metadata: Mapping[str, MetadataValue]) -> str:
     return "; ".join(parts)
 
 
-def _sections(units: Sequence[_Unit]) -> list[tuple[int, int]]:
+def _sections(units: Sequence[Unit]) -> list[tuple[int, int]]:
     starts = [i for i, u in enumerate(units) if i == 0 or u.gap == _HARD]
     return list(zip(starts, [*starts[1:], len(units)], strict=True))
 
@@ -199,7 +182,7 @@ class _Cutter:
 
     # -- units ------------------------------------------------------------------------
 
-    def units(self) -> list[_Unit]:
+    def units(self) -> list[Unit]:
         """Blocks of the text, each refined until it fits the body budget."""
         spans = _blocks(self.text)
         counts = count_tokens_many(self.counter, [self.text[s:e] for s, e, _ in spans])
@@ -208,18 +191,18 @@ class _Cutter:
         ]
         return self.fitting(units, self.body_budget)
 
-    def _unit(self, start: int, end: int, gap: int, level: int, tokens: int) -> _Unit:
+    def _unit(self, start: int, end: int, gap: int, level: int, tokens: int) -> Unit:
         keyed = max(end, start + _KEY_WINDOW) if level >= _WORDS else end
         digest = hashlib.blake2b(self.text[start:keyed].encode(), digest_size=8).digest()
-        return _Unit(start, end, gap, level, tokens, int.from_bytes(digest, "big"))
+        return Unit(start, end, gap, level, tokens, int.from_bytes(digest, "big"))
 
-    def fitting(self, units: list[_Unit], budget: int) -> list[_Unit]:
+    def fitting(self, units: list[Unit], budget: int) -> list[Unit]:
         """Split every unit over ``budget`` at the next finer level until all fit."""
         while any(u.tokens > budget for u in units):
             split = {i: self._finer(u, budget) for i, u in enumerate(units) if u.tokens > budget}
             flat = [piece for pieces in split.values() for piece in pieces]
             counts = iter(count_tokens_many(self.counter, [self.text[p[0] : p[1]] for p in flat]))
-            result: list[_Unit] = []
+            result: list[Unit] = []
             for i, unit in enumerate(units):
                 if i not in split:
                     result.append(unit)
@@ -236,7 +219,7 @@ class _Cutter:
             units = result
         return units
 
-    def _finer(self, unit: _Unit, budget: int) -> list[tuple[int, int, int, int]]:
+    def _finer(self, unit: Unit, budget: int) -> list[tuple[int, int, int, int]]:
         """The unit cut at the next level that actually splits it."""
         for level in range(unit.level + 1, _CHARS + 1):
             spans = _split_at(self.text, unit.start, unit.end, level, unit.tokens, budget)
@@ -247,129 +230,34 @@ class _Cutter:
 
     # -- cuts -------------------------------------------------------------------------
 
-    def cut_section(self, units: Sequence[_Unit], offset: int) -> list[tuple[int, int]]:
+    def cut_section(self, units: Sequence[Unit], offset: int) -> list[tuple[int, int]]:
         """Unit ranges ``[i, j)`` (document positions) for one section."""
         budget = self.body_budget
-        ranges = _cut(units, 0, len(units), budget, max(1, budget // 2), self.work)
+        ranges = cut(units, 0, len(units), budget, max(1, budget // 2), self.work)
         return [(offset + s, offset + e) for s, e in ranges]
 
-    def verified(self, units: list[_Unit], spans: list[tuple[int, int]]) -> list[str]:
+    def verified(self, units: list[Unit], spans: list[tuple[int, int]]) -> list[str]:
         """Chunk bodies whose exact ``embed_text`` count fits, re-splitting any that don't."""
         pending = [units[s:e] for s, e in spans]
         done: list[tuple[int, str]] = []
         for _round in range(8):
             bodies = [self._body(group) for group in pending]
             counts = count_tokens_many(self.counter, [self.embed_text(b) for b in bodies])
-            retry: list[list[_Unit]] = []
+            retry: list[list[Unit]] = []
             for group, body, tokens in zip(pending, bodies, counts, strict=True):
                 if tokens <= self.budget:
                     done.append((group[0].start, body))
                     continue
                 tighter = max(1, sum(u.tokens for u in group) - (tokens - self.budget))
                 finer = self.fitting(group, tighter)
-                retry.extend(finer[s:e] for s, e in _halve(finer, 0, len(finer), tighter))
+                retry.extend(finer[s:e] for s, e in halve(finer, 0, len(finer), tighter))
             if not retry:
                 return [body for _, body in sorted(done)]
             pending = retry
         raise ItemError("chunk_error", "chunks did not fit the token budget after 8 rounds")
 
-    def _body(self, group: Sequence[_Unit]) -> str:
+    def _body(self, group: Sequence[Unit]) -> str:
         return self.text[group[0].start : group[-1].end].strip()
-
-
-def _cut(
-    units: Sequence[_Unit], start: int, end: int, budget: int, reach: int, work: ChunkWork
-) -> list[tuple[int, int]]:
-    """Ranges of ``units[start:end]`` that fit ``budget``, cut at local maxima.
-
-    A gap is cut when no eligible gap within ``reach`` tokens outscores it; eligible gaps
-    are at least ``reach`` from both ends, so no part is tiny. Of equal gaps within
-    ``reach`` of each other only the first is cut. Parts still over budget are cut the
-    same way with half the reach, so a cut depends only on text within
-    ``reach + reach/2 + … < 2 × reach`` of it. Only when no gap is eligible is the range
-    split at its best gap near the middle; and when the cuts leave one part with most of
-    a long range (scores that rise steadily, which real text does not do), that part is
-    halved first, so the work stays O(n log n) whatever the text.
-    """
-    total = sum(u.tokens for u in units[start:end])
-    if total <= budget or end - start <= 1:
-        return [(start, end)]
-    work.gaps_scanned += end - start
-    eligible: list[int] = []
-    positions: list[int] = []
-    position = 0
-    for i in range(start + 1, end):
-        position += units[i - 1].tokens
-        if reach <= position <= total - reach:
-            eligible.append(i)
-            positions.append(position)
-    scores = [(units[i].gap, units[i].key) for i in eligible]
-    cuts: list[int] = []
-    last = -reach - 1
-    for k, is_max in enumerate(_local_maxima(scores, positions, reach)):
-        if is_max and positions[k] - last > reach:
-            cuts.append(eligible[k])
-            last = positions[k]
-    if not cuts:
-        cuts = [_middle_gap(units, start, end, total)]
-    ranges: list[tuple[int, int]] = []
-    for a, b in pairwise([start, *cuts, end]):
-        part = sum(u.tokens for u in units[a:b])
-        if part > budget and total > 4 * budget and 4 * part > 3 * total:
-            middle = _middle_gap(units, a, b, part)
-            pieces = [(a, middle), (middle, b)]
-        else:
-            pieces = [(a, b)]
-        for c, d in pieces:
-            size = sum(u.tokens for u in units[c:d])
-            smaller = max(1, reach // 2, min(size // 3, budget // 2))
-            ranges.extend(_cut(units, c, d, budget, smaller, work))
-    return ranges
-
-
-def _local_maxima(
-    scores: Sequence[tuple[int, int]], positions: Sequence[int], reach: int
-) -> list[bool]:
-    """For each gap: whether no gap within ``reach`` tokens scores higher.
-
-    A sliding-window maximum (a deque of indices with decreasing scores): every gap
-    enters and leaves the window once, so this is linear in the number of gaps.
-    """
-    window: deque[int] = deque()
-    result: list[bool] = []
-    ahead = 0
-    for k, score in enumerate(scores):
-        while ahead < len(scores) and positions[ahead] <= positions[k] + reach:
-            while window and scores[window[-1]] <= scores[ahead]:
-                window.pop()
-            window.append(ahead)
-            ahead += 1
-        while positions[window[0]] < positions[k] - reach:
-            window.popleft()
-        result.append(scores[window[0]] <= score)
-    return result
-
-
-def _halve(units: Sequence[_Unit], start: int, end: int, budget: int) -> list[tuple[int, int]]:
-    """Split ``units[start:end]`` at its best gap near the middle until each part fits."""
-    total = sum(u.tokens for u in units[start:end])
-    if total <= budget or end - start <= 1:
-        return [(start, end)]
-    best = _middle_gap(units, start, end, total)
-    return _halve(units, start, best, budget) + _halve(units, best, end, budget)
-
-
-def _middle_gap(units: Sequence[_Unit], start: int, end: int, total: int) -> int:
-    """The strongest gap in the middle half of the range, else the one nearest the middle."""
-    best, best_rank = start + 1, (-1, -1, 0)
-    position = units[start].tokens
-    for i in range(start + 1, end):
-        middle = total <= 4 * position <= 3 * total
-        rank = (1, units[i].gap, units[i].key) if middle else (0, 0, -abs(total - 2 * position))
-        if rank > best_rank:
-            best, best_rank = i, rank
-        position += units[i].tokens
-    return best
 
 
 def _blocks(text: str) -> list[tuple[int, int, int]]:
