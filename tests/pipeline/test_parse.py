@@ -240,3 +240,11 @@ def test_binary_content_in_a_text_format_is_unsupported(
 )
 def test_text_with_unusual_bytes_is_still_text(name: str, content: bytes) -> None:
     assert parse(content, name=name, media_type=None).text.strip()
+
+
+def test_utf16_without_a_bom_is_text_when_its_charset_is_declared() -> None:
+    content = "Grüße aus Köln\n".encode("utf-16-le") * 10
+    with pytest.raises(ItemError, match="NUL bytes"):
+        parse(content, name="notes.txt", media_type=None)
+    parsed = parse(content, name="notes.txt", media_type="text/plain; charset=UTF-16LE")
+    assert parsed.text.startswith("Grüße aus Köln")

@@ -114,14 +114,14 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
             f"expected one of {', '.join(sorted(SUPPORTED_EXTENSIONS))}. "
             "Exclude it in the source's configuration to skip it quietly.",
         )
-    if parser in _TEXT_PARSERS and (why := binary_reason(content)):
+    _, charset = _split_media_type(media_type)
+    if parser in _TEXT_PARSERS and (why := binary_reason(content, charset)):
         raise ItemError(
             "unsupported_type",
             f"{name!r} ({len(content):,} bytes) is binary, not {parser} text: {why}. "
             "Exclude it in the source's configuration, or give it the extension of its "
             "real format.",
         )
-    _, charset = _split_media_type(media_type)
     with reading(parser):
         raw_text, raw_title = _PARSERS[parser](content, charset)
         text = normalize_text(raw_text)

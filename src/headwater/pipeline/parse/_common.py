@@ -84,12 +84,16 @@ _SNIFF_BYTES = 8192
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\x1b")  # ESC: colour codes in logs
 
 
-def binary_reason(content: bytes) -> str | None:
+def binary_reason(content: bytes, charset: str | None = None) -> str | None:
     """Why ``content`` is not text, judged on its first 8 KiB; None when it may be text.
 
-    Binary when it has a NUL byte (outside UTF-16/32 with a BOM), when over 10 % of its
-    bytes are control characters, or when it is not UTF-8 and over 1 % are.
+    Binary when it has a NUL byte, when over 10 % of its bytes are control characters,
+    or when it is not UTF-8 and over 1 % are. Text in UTF-16 or UTF-32 (a BOM, or a
+    declared ``charset``) is full of NUL bytes and is not judged.
     """
+    wide = (charset or "").lower().replace("-", "").replace("_", "")
+    if wide.startswith(("utf16", "utf32", "ucs2", "ucs4")):
+        return None
     if content.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
         return None
     head = content[:_SNIFF_BYTES]
