@@ -14,6 +14,7 @@ from test_zip_limits import Entry, deflate_zeros, docx_entries, write_zip
 
 from headwater import Workspace
 from headwater.pipeline.chunk import DEFAULT_MAX_DOCUMENT_CHARS
+from headwater.sync.redrive import redrive
 from workspace_helpers import filesystem_source, write_config
 
 
@@ -84,3 +85,17 @@ def test_max_document_chars_is_set_in_the_chunker_section(
         assert failure.permanent and "the limit (chunker max_document_chars) is 100." in (
             failure.message
         )
+        assert "headwater dlq redrive --stage chunk" in failure.message
+    # The fix the message names: raise the limit, redrive the chunk-stage entries.
+    write_config(
+        tmp_path,
+        manifest_url=manifest_url,
+        sources=filesystem_source(corpus, access="{ public = true }"),
+        extra="[chunker]\nmax_document_chars = 1000\n",
+    )
+    with Workspace.open(config) as ws:
+        report = redrive(ws, [], stage="chunk")
+        assert (report["redriven"], report["resolved"]) == (1, 1)
+        assert ws.failures() == []
+        titles = {hit["title"] for hit in ws.search("river", mode="keyword")}
+        assert titles == {"long.txt", "short.txt"}

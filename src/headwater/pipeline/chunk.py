@@ -98,8 +98,9 @@ def chunk_document(
             "too_large",
             f"the document's normalized text is {len(text):,} characters; the limit "
             f"(chunker max_document_chars) is {settings.max_document_chars:,}. Raise "
-            "max_document_chars in the [chunker] section of headwater.toml, or exclude "
-            "the file in the source's configuration.",
+            "max_document_chars in the [chunker] section of headwater.toml and run "
+            "`headwater dlq redrive --stage chunk`, or exclude the file in the source's "
+            "configuration.",
         )
     if not text.strip():
         return []
