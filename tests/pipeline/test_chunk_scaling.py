@@ -107,3 +107,27 @@ def test_max_document_chars_has_a_default_and_validates() -> None:
     with pytest.raises(ValueError, match="max_document_chars"):
         ChunkerSettings(max_document_chars=0)
     assert ChunkerSettings(max_document_chars=7).fitted(64).max_document_chars == 7
+
+
+def test_one_word_edited_in_run_on_text_changes_at_most_three_chunks(
+    tokenizer: TokenizerCounter,
+) -> None:
+    # Linear work must not cost stability: word cuts stay content-defined (their keys
+    # hash the text after the gap), so an edit moves only the cuts next to it.
+    changed_total = 0
+    for seed in range(12):
+        rng = random.Random(seed)
+        words = [rng.choice(WORDS) for _ in range(4000)]
+        edited = list(words)
+        edited[rng.randrange(500, 3500)] = "kingfisher"
+        settings = ChunkerSettings(max_tokens=128)
+        before = [c.text for c in chunk_document(document_id="d", pipeline_version="p",
+                  text=" ".join(words), title="T", metadata={}, counter=tokenizer,
+                  settings=settings)]  # fmt: skip
+        after = {c.text for c in chunk_document(document_id="d", pipeline_version="p",
+                 text=" ".join(edited), title="T", metadata={}, counter=tokenizer,
+                 settings=settings)}  # fmt: skip
+        changed = [text for text in before if text not in after]
+        assert 1 <= len(changed) <= 3, (seed, len(changed), len(before))
+        changed_total += len(changed)
+    assert changed_total / 12 <= 2
