@@ -120,6 +120,7 @@ class EmbedderSection(BaseModel):
 
 class ChunkerSection(Strict):
     max_tokens: int | None = Field(default=None, ge=16, le=8192)
+    max_document_chars: int = Field(default=5_000_000, ge=1)
 
 
 class SyncSection(Strict):

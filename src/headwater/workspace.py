@@ -69,7 +69,10 @@ class Workspace:
             described = describe_embedder(self.config.embedder)
         self._model_id, self._dimension, self._max_tokens = described
         budget = self.config.chunker.max_tokens or self._max_tokens
-        self.chunker = ChunkerSettings(max_tokens=min(budget, self._max_tokens))
+        self.chunker = ChunkerSettings(
+            max_tokens=min(budget, self._max_tokens),
+            max_document_chars=self.config.chunker.max_document_chars,
+        )
         embedder_type = self.config.embedder.type if embedder is None else type(embedder).__name__
         # Parsers only: decides whether a source object is re-read (the sync gates).
         self.content_version = content_version(PARSER_VERSIONS)

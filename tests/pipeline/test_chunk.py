@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 from pipeline_docs import WORDS, long_document, paragraph, sentence
@@ -217,14 +216,3 @@ def test_settings_validate_and_fit_the_model() -> None:
     assert ChunkerSettings(max_tokens=512).fitted(254).max_tokens == 254
     assert ChunkerSettings(max_tokens=128).fitted(254).max_tokens == 128
     assert CHUNKER_VERSION
-
-
-def test_counting_is_fast(tokenizer: TokenizerCounter) -> None:
-    rng = random.Random(9)
-    documents = ["\n\n".join(long_document(rng, paragraphs=rng.randint(5, 40))) for _ in range(100)]
-    words = sum(len(d.split()) for d in documents)
-    started = time.perf_counter()
-    for text in documents:
-        chunks_of(text, tokenizer, budget=254)
-    elapsed = time.perf_counter() - started
-    assert words / elapsed > 50_000, f"{words / elapsed:.0f} words/s"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 
 import docx
 import pytest
@@ -196,3 +197,54 @@ def test_normalize_text_is_idempotent() -> None:
     messy = "a \r\n\r\n\r\n\r\nb\u00a0 \n\x00c"
     once = normalize_text(messy)
     assert normalize_text(once) == once == "a\n\nb\nc"
+
+
+PNG_HEADER = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "why"),
+    [
+        ("diagram.md", PNG_HEADER + bytes(range(256)) * 40, "NUL bytes"),
+        ("notes.md", make_docx(), "NUL bytes"),  # a zip named .md
+        ("data.txt", random.Random(7).randbytes(20_000), "NUL bytes"),
+        ("page.html", b"<html>" + b"\x00\x01\x02" * 100, "NUL bytes"),
+        ("controls.txt", bytes(range(1, 32)) * 300, "control characters"),
+        ("mixed.md", (b"caf\xe9 \x01\x02 " + b"plain words " * 8) * 200, "not UTF-8"),
+    ],
+)
+def test_binary_content_in_a_text_format_is_unsupported(
+    name: str, content: bytes, why: str
+) -> None:
+    with pytest.raises(ItemError) as caught:
+        parse(content, name=name, media_type=None)
+    assert caught.value.error_class == "unsupported_type" and caught.value.permanent
+    message = str(caught.value)
+    assert name in message and "binary" in message and why in message
+    assert f"{len(content):,} bytes" in message and "Exclude it" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("utf16.txt", "Grüße aus Köln\n".encode("utf-16")),  # NULs, but a BOM says UTF-16
+        (
+            "western.txt",
+            "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9. ".encode("cp1252") * 50,
+        ),
+        ("build-log.txt", b"\x1b[32mok\x1b[0m step passed\n" * 400),  # colour codes
+        ("pages.txt", b"page one\n\x0cpage two\n" * 100),  # form feeds
+        # valid UTF-8 with 1.6 % stray controls, the sniff limit cutting a character
+        ("cut.md", b"a" + ("\u00e9" * 30 + "\x01").encode() * 300),
+    ],
+)
+def test_text_with_unusual_bytes_is_still_text(name: str, content: bytes) -> None:
+    assert parse(content, name=name, media_type=None).text.strip()
+
+
+def test_utf16_without_a_bom_is_text_when_its_charset_is_declared() -> None:
+    content = "Grüße aus Köln\n".encode("utf-16-le") * 10
+    with pytest.raises(ItemError, match="NUL bytes"):
+        parse(content, name="notes.txt", media_type=None)
+    parsed = parse(content, name="notes.txt", media_type="text/plain; charset=UTF-16LE")
+    assert parsed.text.startswith("Grüße aus Köln")

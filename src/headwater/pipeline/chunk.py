@@ -10,6 +10,7 @@ over budget are cut the same way with a smaller reach. A cut therefore depends o
 text, never on where the section starts, so editing one paragraph leaves every cut far
 from it in place: in practice the chunks holding the paragraph change, with at most one
 neighbour per side (greedy packing from the start would shift every later boundary).
+Choosing the cuts lives in ``_cuts``; it is linear in the number of units on any text.
 
 Budgets are measured with the model's own tokenizer, each unit counted once, in batches;
 every finished ``embed_text`` (title line + chunk text + metadata line) is counted again
@@ -22,15 +23,17 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 
 from headwater.errors import ItemError
 from headwater.identity import chunk_id
+from headwater.pipeline._cuts import ChunkWork, Unit, cut, halve
 from headwater.pipeline.embed.base import TokenCounter
 from headwater.pipeline.embed.counting import count_tokens_many
 from headwater.types import Chunk, MetadataValue
 
-CHUNKER_VERSION = "chunk-1"
+__all__ = ["CHUNKER_VERSION", "ChunkWork", "ChunkerSettings", "chunk_document"]
+
+CHUNKER_VERSION = "chunk-2"
 
 # Gap kinds, strongest first: where a cut is preferred when one is needed.
 _HARD, _HEADING, _PARAGRAPH, _LINE, _SENTENCE, _WORD, _AFTER_HEADING, _CHAR = (
@@ -44,31 +47,32 @@ _HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+\S")
 _FENCE = re.compile(r"^(```|~~~)")
 _SENTENCE_END = re.compile(r"[.!?…。！？;:]+[\"')\]»”’]*\s+")
 _WORD_SPAN = re.compile(r"\S+")
+# Words and character pieces repeat; their key hashes at least this much text from the
+# unit's start, so equal words in different places still get different keys.
+_KEY_WINDOW = 64
+DEFAULT_MAX_DOCUMENT_CHARS = 5_000_000
 
 
 @dataclass(frozen=True)
 class ChunkerSettings:
-    """How chunks are cut. ``max_tokens`` bounds each chunk's ``embed_text``."""
+    """How chunks are cut. ``max_tokens`` bounds each chunk's ``embed_text``;
+    a document whose normalized text is longer than ``max_document_chars`` is refused
+    (``ItemError("too_large")``), so one huge file never holds up the others."""
 
     max_tokens: int = 256
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS
 
     def __post_init__(self) -> None:
         if self.max_tokens < 16:
             raise ValueError(f"max_tokens was {self.max_tokens}; expected at least 16")
+        if self.max_document_chars < 1:
+            raise ValueError(
+                f"max_document_chars was {self.max_document_chars}; expected at least 1"
+            )
 
     def fitted(self, model_max_tokens: int) -> ChunkerSettings:
         """These settings with the budget lowered to what the model reads, if needed."""
         return replace(self, max_tokens=min(self.max_tokens, model_max_tokens))
-
-
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    start: int
-    end: int
-    gap: int  # kind of the gap before this unit
-    level: int
-    tokens: int
-    key: int  # hash of the unit's text: breaks ties between gaps of one kind
 
 
 def chunk_document(
@@ -80,17 +84,30 @@ def chunk_document(
     metadata: Mapping[str, MetadataValue],
     counter: TokenCounter,
     settings: ChunkerSettings,
+    work: ChunkWork | None = None,
 ) -> list[Chunk]:
     """Cut ``text`` into chunks whose ``embed_text`` fits ``settings.max_tokens``.
 
-    Returns no chunk for blank text. Raises ``ItemError("chunk_error")`` only when a
-    single character cannot fit the budget left after the title and metadata.
+    Returns no chunk for blank text. Raises ``ItemError("too_large")`` for a text over
+    ``settings.max_document_chars``, and ``ItemError("chunk_error")`` only when a single
+    character cannot fit the budget left after the title and metadata. The work done is
+    linear in the length of the text; ``work``, when given, is added to.
     """
+    if len(text) > settings.max_document_chars:
+        raise ItemError(
+            "too_large",
+            f"the document's normalized text is {len(text):,} characters; the limit "
+            f"(chunker max_document_chars) is {settings.max_document_chars:,}. Raise "
+            "max_document_chars in the [chunker] section of headwater.toml and run "
+            "`headwater dlq redrive --stage chunk`, or exclude the file in the source's "
+            "configuration.",
+        )
     if not text.strip():
         return []
-    cutter = _Cutter(text, counter, settings.max_tokens)
+    cutter = _Cutter(text, counter, settings.max_tokens, work or ChunkWork())
     cutter.frame(title, _metadata_line(metadata))
     units = cutter.units()
+    cutter.work.units += len(units)
     spans: list[tuple[int, int]] = []
     for section in _sections(units):
         spans.extend(cutter.cut_section(units[section[0] : section[1]], section[0]))
@@ -117,7 +134,7 @@ def _metadata_line(metadata: Mapping[str, MetadataValue]) -> str:
     return "; ".join(parts)
 
 
-def _sections(units: Sequence[_Unit]) -> list[tuple[int, int]]:
+def _sections(units: Sequence[Unit]) -> list[tuple[int, int]]:
     starts = [i for i, u in enumerate(units) if i == 0 or u.gap == _HARD]
     return list(zip(starts, [*starts[1:], len(units)], strict=True))
 
@@ -125,8 +142,9 @@ def _sections(units: Sequence[_Unit]) -> list[tuple[int, int]]:
 class _Cutter:
     """The per-document state: text, counter, budgets and the framing lines."""
 
-    def __init__(self, text: str, counter: TokenCounter, budget: int) -> None:
+    def __init__(self, text: str, counter: TokenCounter, budget: int, work: ChunkWork) -> None:
         self.text = text
+        self.work = work
         self.counter = counter
         self.budget = budget
         self.title_line = ""
@@ -165,7 +183,7 @@ class _Cutter:
 
     # -- units ------------------------------------------------------------------------
 
-    def units(self) -> list[_Unit]:
+    def units(self) -> list[Unit]:
         """Blocks of the text, each refined until it fits the body budget."""
         spans = _blocks(self.text)
         counts = count_tokens_many(self.counter, [self.text[s:e] for s, e, _ in spans])
@@ -174,17 +192,18 @@ class _Cutter:
         ]
         return self.fitting(units, self.body_budget)
 
-    def _unit(self, start: int, end: int, gap: int, level: int, tokens: int) -> _Unit:
-        digest = hashlib.blake2b(self.text[start:end].encode(), digest_size=8).digest()
-        return _Unit(start, end, gap, level, tokens, int.from_bytes(digest, "big"))
+    def _unit(self, start: int, end: int, gap: int, level: int, tokens: int) -> Unit:
+        keyed = max(end, start + _KEY_WINDOW) if level >= _WORDS else end
+        digest = hashlib.blake2b(self.text[start:keyed].encode(), digest_size=8).digest()
+        return Unit(start, end, gap, level, tokens, int.from_bytes(digest, "big"))
 
-    def fitting(self, units: list[_Unit], budget: int) -> list[_Unit]:
+    def fitting(self, units: list[Unit], budget: int) -> list[Unit]:
         """Split every unit over ``budget`` at the next finer level until all fit."""
         while any(u.tokens > budget for u in units):
             split = {i: self._finer(u, budget) for i, u in enumerate(units) if u.tokens > budget}
             flat = [piece for pieces in split.values() for piece in pieces]
             counts = iter(count_tokens_many(self.counter, [self.text[p[0] : p[1]] for p in flat]))
-            result: list[_Unit] = []
+            result: list[Unit] = []
             for i, unit in enumerate(units):
                 if i not in split:
                     result.append(unit)
@@ -201,7 +220,7 @@ class _Cutter:
             units = result
         return units
 
-    def _finer(self, unit: _Unit, budget: int) -> list[tuple[int, int, int, int]]:
+    def _finer(self, unit: Unit, budget: int) -> list[tuple[int, int, int, int]]:
         """The unit cut at the next level that actually splits it."""
         for level in range(unit.level + 1, _CHARS + 1):
             spans = _split_at(self.text, unit.start, unit.end, level, unit.tokens, budget)
@@ -212,110 +231,34 @@ class _Cutter:
 
     # -- cuts -------------------------------------------------------------------------
 
-    def cut_section(self, units: Sequence[_Unit], offset: int) -> list[tuple[int, int]]:
+    def cut_section(self, units: Sequence[Unit], offset: int) -> list[tuple[int, int]]:
         """Unit ranges ``[i, j)`` (document positions) for one section."""
         budget = self.body_budget
-        ranges = _cut(units, 0, len(units), budget, max(1, budget // 2))
+        ranges = cut(units, 0, len(units), budget, max(1, budget // 2), self.work)
         return [(offset + s, offset + e) for s, e in ranges]
 
-    def verified(self, units: list[_Unit], spans: list[tuple[int, int]]) -> list[str]:
+    def verified(self, units: list[Unit], spans: list[tuple[int, int]]) -> list[str]:
         """Chunk bodies whose exact ``embed_text`` count fits, re-splitting any that don't."""
         pending = [units[s:e] for s, e in spans]
         done: list[tuple[int, str]] = []
         for _round in range(8):
             bodies = [self._body(group) for group in pending]
             counts = count_tokens_many(self.counter, [self.embed_text(b) for b in bodies])
-            retry: list[list[_Unit]] = []
+            retry: list[list[Unit]] = []
             for group, body, tokens in zip(pending, bodies, counts, strict=True):
                 if tokens <= self.budget:
                     done.append((group[0].start, body))
                     continue
                 tighter = max(1, sum(u.tokens for u in group) - (tokens - self.budget))
                 finer = self.fitting(group, tighter)
-                retry.extend(finer[s:e] for s, e in _halve(finer, 0, len(finer), tighter))
+                retry.extend(finer[s:e] for s, e in halve(finer, 0, len(finer), tighter))
             if not retry:
                 return [body for _, body in sorted(done)]
             pending = retry
         raise ItemError("chunk_error", "chunks did not fit the token budget after 8 rounds")
 
-    def _body(self, group: Sequence[_Unit]) -> str:
+    def _body(self, group: Sequence[Unit]) -> str:
         return self.text[group[0].start : group[-1].end].strip()
-
-
-def _cut(
-    units: Sequence[_Unit], start: int, end: int, budget: int, reach: int
-) -> list[tuple[int, int]]:
-    """Ranges of ``units[start:end]`` that fit ``budget``, cut at local maxima.
-
-    A gap is cut when it outscores every other eligible gap within ``reach`` tokens;
-    eligible gaps are at least ``reach`` from both ends, so no part is tiny. Parts still
-    over budget are cut the same way with half the reach, so a cut depends only on text
-    within ``reach + reach/2 + … < 2 × reach`` of it. Only when no gap is eligible is the
-    range split at its best gap near the middle.
-    """
-    total = sum(u.tokens for u in units[start:end])
-    if total <= budget or end - start <= 1:
-        return [(start, end)]
-    position = {start: 0}
-    for i in range(start + 1, end):
-        position[i] = position[i - 1] + units[i - 1].tokens
-    eligible = [i for i in range(start + 1, end) if reach <= position[i] <= total - reach]
-    cuts: list[int] = []
-    low = 0
-    for i in eligible:
-        while position[eligible[low]] < position[i] - reach:
-            low += 1
-        if _beats_rivals(units, position, eligible, low, i, reach):
-            cuts.append(i)
-    if not cuts:
-        cuts = [_middle_gap(units, start, end, total)]
-    bounds = [start, *cuts, end]
-    ranges: list[tuple[int, int]] = []
-    for a, b in pairwise(bounds):
-        part = sum(u.tokens for u in units[a:b])
-        ranges.extend(_cut(units, a, b, budget, max(1, reach // 2, min(part // 3, budget // 2))))
-    return ranges
-
-
-def _beats_rivals(
-    units: Sequence[_Unit],
-    position: dict[int, int],
-    eligible: list[int],
-    low: int,
-    i: int,
-    reach: int,
-) -> bool:
-    """True when gap ``i`` outscores every eligible gap within ``reach`` (left wins ties)."""
-    score = (units[i].gap, units[i].key)
-    for j in eligible[low:]:
-        if position[j] > position[i] + reach:
-            break
-        rival = (units[j].gap, units[j].key)
-        if j != i and (rival > score or (rival == score and j < i)):
-            return False
-    return True
-
-
-def _halve(units: Sequence[_Unit], start: int, end: int, budget: int) -> list[tuple[int, int]]:
-    """Split ``units[start:end]`` at its best gap near the middle until each part fits."""
-    total = sum(u.tokens for u in units[start:end])
-    if total <= budget or end - start <= 1:
-        return [(start, end)]
-    best = _middle_gap(units, start, end, total)
-    return _halve(units, start, best, budget) + _halve(units, best, end, budget)
-
-
-def _middle_gap(units: Sequence[_Unit], start: int, end: int, total: int) -> int:
-    """The strongest gap in the middle half of the range, else the one nearest the middle."""
-    best, best_rank = start + 1, (-1, -1, 0)
-    position = units[start].tokens
-    for i in range(start + 1, end):
-        middle = total <= 4 * position <= 3 * total
-        rank = (1, units[i].gap, units[i].key) if middle else (0, 0, -abs(total - 2 * position))
-        if rank > best_rank:
-            best, best_rank = i, rank
-        position += units[i].tokens
-    return best
 
 
 def _blocks(text: str) -> list[tuple[int, int, int]]:

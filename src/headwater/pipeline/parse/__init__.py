@@ -2,7 +2,9 @@
 
 ``parse`` picks a parser by media type first, then by the extension of ``name``, runs it
 and normalizes the result. Every failure is an ``ItemError``: ``unsupported_type`` for a
-format we do not read, ``parse_error`` for a file its parser cannot read,
+format we do not read (a binary file named ``.md`` or ``.txt`` included), ``too_large``
+for a zip-based file that would unpack past its limits, ``parse_error`` for a file its
+parser cannot read,
 ``empty_document`` when no text is left. ``PARSER_VERSIONS`` is part of the pipeline
 version: bump a parser's version whenever its output for the same bytes may change.
 """
@@ -16,6 +18,7 @@ from headwater.errors import ItemError
 from headwater.pipeline.parse._common import (
     ParsedDocument,
     ParserFunc,
+    binary_reason,
     normalize_text,
     normalize_title,
     reading,
@@ -47,6 +50,9 @@ PARSER_VERSIONS: Final[dict[str, str]] = {
     "pdf": PDF_VERSION,
     "docx": DOCX_VERSION,
 }
+
+_TEXT_PARSERS: Final = frozenset({"text", "markdown", "html"})
+"""Parsers that read the bytes as text: a binary file is refused before they run."""
 
 _PARSERS: Final[dict[str, ParserFunc]] = {
     "text": parse_text,
@@ -97,8 +103,8 @@ def parser_for(name: str, media_type: str | None) -> str | None:
 def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocument:
     """Parse one file's bytes into normalized text and a title.
 
-    Raises ``ItemError`` (``unsupported_type``, ``parse_error`` or ``empty_document``);
-    never anything else.
+    Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``parse_error`` or
+    ``empty_document``, all permanent); never anything else.
     """
     parser = parser_for(name, media_type)
     if parser is None:
@@ -109,6 +115,13 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
             "Exclude it in the source's configuration to skip it quietly.",
         )
     _, charset = _split_media_type(media_type)
+    if parser in _TEXT_PARSERS and (why := binary_reason(content, charset)):
+        raise ItemError(
+            "unsupported_type",
+            f"{name!r} ({len(content):,} bytes) is binary, not {parser} text: {why}. "
+            "Exclude it in the source's configuration, or give it the extension of its "
+            "real format.",
+        )
     with reading(parser):
         raw_text, raw_title = _PARSERS[parser](content, charset)
         text = normalize_text(raw_text)

@@ -80,6 +80,40 @@ def decode_text(content: bytes, charset: str | None = None) -> str:
         return content.decode("latin-1")
 
 
+_SNIFF_BYTES = 8192
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\x1b")  # ESC: colour codes in logs
+
+
+def binary_reason(content: bytes, charset: str | None = None) -> str | None:
+    """Why ``content`` is not text, judged on its first 8 KiB; None when it may be text.
+
+    Binary when it has a NUL byte, when over 10 % of its bytes are control characters,
+    or when it is not UTF-8 and over 1 % are. Text in UTF-16 or UTF-32 (a BOM, or a
+    declared ``charset``) is full of NUL bytes and is not judged.
+    """
+    wide = (charset or "").lower().replace("-", "").replace("_", "")
+    if wide.startswith(("utf16", "utf32", "ucs2", "ucs4")):
+        return None
+    if content.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return None
+    head = content[:_SNIFF_BYTES]
+    if not head:
+        return None
+    if b"\x00" in head:
+        return "it has NUL bytes"
+    controls = sum(1 for byte in head if (byte < 32 or byte == 127) and byte not in _TEXT_CONTROLS)
+    share = controls / len(head)
+    if share > 0.10:
+        return f"{share:.0%} of its first bytes are control characters"
+    if share > 0.01:
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 3:  # not just a character cut at the sniff limit
+                return f"it is not UTF-8 and {share:.0%} of its first bytes are control characters"
+    return None
+
+
 def _mostly_non_latin(text: str) -> bool:
     """True when most non-ASCII letters are of a non-Latin script (Cyrillic, Greek, CJK…).
 

@@ -2,7 +2,9 @@
 
 ``Heading N`` styles become ``#``×N, ``Title`` becomes ``#``, list styles become ``- ``
 items, a table becomes one line per row with ``|`` between cells. The title is the core
-property ``title``, else the first ``Title``-styled paragraph.
+property ``title``, else the first ``Title``-styled paragraph. The archive is unpacked
+under limits first (``_zip.checked_archive``), so a zip bomb is a ``too_large`` failure
+and never more than the limit in memory.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import io
 import re
 from typing import Any
+
+from headwater.pipeline.parse._zip import checked_archive
 
 DOCX_VERSION = "docx-1+python-docx"
 
@@ -21,7 +25,7 @@ def parse_docx(content: bytes, charset: str | None) -> tuple[str, str | None]:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    document: Any = Document(io.BytesIO(content))
+    document: Any = Document(io.BytesIO(checked_archive(content, kind="DOCX")))
     blocks: list[str] = []
     styled_title: str | None = None
     for item in document.iter_inner_content():
