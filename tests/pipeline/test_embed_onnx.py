@@ -21,7 +21,7 @@ from headwater.errors import ConfigError, FatalError
 from headwater.pipeline.embed import LOCAL_MODEL_ID, LocalEmbedder
 from headwater.pipeline.embed.onnx import OnnxEmbedder
 from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample
-from headwater.pipeline.version import content_pipeline_version, index_pipeline_version
+from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.workspace_parts.embedders import describe_embedder
 
 # Not the gate sample: texts the gate never saw.
@@ -142,8 +142,9 @@ def test_the_runtime_is_part_of_the_model_id_and_the_index_version(tmp_path: Pat
         )
         model_id, dimension, max_tokens = describe_embedder(section)
         assert (dimension, max_tokens) == (384, 254)
-        content = content_pipeline_version({}, "c1", {}, model_id, dimension)
-        versions[runtime] = (model_id, index_pipeline_version(content, "sqlite", "1"))
+        embedder = {"type": "local", "model": model_id, "dimension": dimension}
+        chunking = chunking_version(content_version({}), "c1", {}, embedder)
+        versions[runtime] = (model_id, index_version(chunking, "sqlite", "1"))
     assert versions["torch"][0] == LOCAL_MODEL_ID  # indexes built with torch stay valid
     assert versions["onnx"][0] == f"{LOCAL_MODEL_ID}+onnx"
     assert len({v[1] for v in versions.values()}) == 3
