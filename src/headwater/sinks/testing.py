@@ -27,155 +27,44 @@ Vectors are deterministic and unit-length. Requires pytest (a dev dependency).
 
 from __future__ import annotations
 
-import hashlib
-import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from headwater.identity import chunk_id, document_id
-from headwater.sinks.base import SearchRequest, Sink, SinkContext, WriteOutcome
-from headwater.types import (
-    Access,
-    Chunk,
-    EmbeddedChunk,
-    IndexDocument,
-    SearchHit,
-    SearchMode,
-    caller_principals,
+from headwater.sinks._suite_base import (
+    ACCESS_POOL,
+    CALLERS,
+    DIMENSION,
+    EVERYONE,
+    SuiteBase,
+    ask,
+    make_chunks,
+    make_document,
+    near,
+    sink_context,
+    unit_vector,
 )
+from headwater.sinks._suite_lifecycle import LifecycleChecks
+from headwater.sinks.base import Sink, WriteOutcome
+from headwater.types import Access, IndexDocument, SearchMode, caller_principals
 
-DIMENSION = 8
-EVERYONE = ["public", "group:a", "group:b", "user:x@example.com", "user:y@example.com"]
-
-
-def sink_context(state_dir: Path, name: str = "test", dimension: int = DIMENSION) -> SinkContext:
-    return SinkContext(name=name, state_dir=state_dir, dimension=dimension)
-
-
-def unit_vector(seed: str, dimension: int = DIMENSION) -> list[float]:
-    """A deterministic unit vector derived from ``seed``."""
-    values: list[float] = []
-    counter = 0
-    while len(values) < dimension:
-        digest = hashlib.sha256(f"{seed}:{counter}".encode()).digest()
-        values.extend((b - 127.5) / 127.5 for b in digest)
-        counter += 1
-    return _normalized(values[:dimension])
-
-
-def near(base: Sequence[float], seed: str, amount: float) -> list[float]:
-    """A unit vector ``amount`` of the way from ``base`` towards a random direction."""
-    other = unit_vector(seed, len(base))
-    return _normalized([b + amount * o for b, o in zip(base, other, strict=True)])
-
-
-def _normalized(values: Sequence[float]) -> list[float]:
-    norm = math.sqrt(sum(v * v for v in values))
-    return [v / norm for v in values]
-
-
-def make_document(name: str, access: Access, source: str = "docs") -> IndexDocument:
-    return IndexDocument(
-        document_id=document_id("tenant", "test", source, name),
-        source=source,
-        title=f"Title of {name}",
-        locator=f"test://{source}/{name}",
-        access=access,
-    )
-
-
-def make_chunks(
-    document: IndexDocument,
-    texts: Sequence[str],
-    vectors: Sequence[Sequence[float]] | None = None,
-    pipeline: str = "p1",
-) -> list[EmbeddedChunk]:
-    """Chunks of ``document`` with ``texts``; vectors default to ones seeded by the text."""
-    chunks: list[EmbeddedChunk] = []
-    for ordinal, text in enumerate(texts):
-        vector = vectors[ordinal] if vectors is not None else unit_vector(text)
-        chunk = Chunk(
-            chunk_id=chunk_id(document.document_id, pipeline, ordinal),
-            document_id=document.document_id,
-            ordinal=ordinal,
-            text=text,
-            embed_text=text,
-        )
-        chunks.append(EmbeddedChunk(chunk=chunk, vector=list(vector)))
-    return chunks
-
-
-def ask(
-    mode: SearchMode,
-    *,
-    text: str = "",
-    vector: Sequence[float] | None = None,
-    principals: Sequence[str] = ("public",),
-    k: int = 10,
-    sources: Sequence[str] | None = None,
-) -> SearchRequest:
-    return SearchRequest(
-        text=text, vector=vector, principals=list(principals), k=k, mode=mode, sources=sources
-    )
-
-
-ACCESS_POOL = [
-    Access(groups=("a",)),
-    Access(groups=("b",)),
-    Access(users=("x@example.com",)),
-    Access(users=("y@example.com",), groups=("b",)),
-    Access(public=True),
-    Access.nobody(),
-]
-CALLERS = [
-    caller_principals(None),
-    caller_principals("x@example.com"),
-    caller_principals("y@example.com", ["a"]),
-    caller_principals("z@example.com", ["b"]),
+__all__ = [
+    "DIMENSION",
+    "EVERYONE",
+    "SinkConformance",
+    "SuiteBase",
+    "ask",
+    "make_chunks",
+    "make_document",
+    "near",
+    "sink_context",
+    "unit_vector",
 ]
 
 
-class SinkConformance:
-    """Subclass in a test module and provide ``sink`` (and ``reopen`` if it persists)."""
-
-    @pytest.fixture
-    def sink(self) -> Iterator[Sink]:  # pragma: no cover - overridden
-        raise RuntimeError("override the `sink` fixture in your conformance test class")
-
-    @pytest.fixture
-    def fail_midway(self) -> Callable[[Sink], AbstractContextManager[object]]:
-        """Returns ``f(sink)``: a context in which the sink's storage raises half-way
-        through writing the new chunks of a replace (after some were written)."""
-        raise RuntimeError("override the `fail_midway` fixture in your conformance test class")
-
-    @pytest.fixture
-    def reopen(self) -> Callable[[], Sink] | None:
-        """Opens the sink's storage again; None for a sink that lives in memory."""
-        return None
-
-    # ---- helpers ------------------------------------------------------------------
-
-    def modes(self, sink: Sink) -> list[SearchMode]:
-        found = []
-        if sink.capabilities.vector:
-            found.append(SearchMode.VECTOR)
-        if sink.capabilities.keyword:
-            found.append(SearchMode.KEYWORD)
-        if sink.capabilities.vector and sink.capabilities.keyword:
-            found.append(SearchMode.HYBRID)
-        return found
-
-    def find(
-        self, sink: Sink, mode: SearchMode, text: str, principals: Sequence[str], k: int = 50
-    ) -> list[SearchHit]:
-        vector = unit_vector(text) if mode is not SearchMode.KEYWORD else None
-        return sink.search(ask(mode, text=text, vector=vector, principals=principals, k=k))
-
-    def ids_of(self, hits: Sequence[SearchHit]) -> list[str]:
-        return [hit.chunk_id for hit in hits]
+class SinkConformance(LifecycleChecks):
+    """Subclass in a test module and provide ``sink`` and ``fail_midway`` (and ``reopen``
+    if the sink persists)."""
 
     # ---- writes -------------------------------------------------------------------
 
@@ -278,84 +167,6 @@ class SinkConformance:
         assert sink.delete(never.document_id, 7) is WriteOutcome.APPLIED
         assert sink.replace(never, make_chunks(never, ["never"]), 6) is WriteOutcome.STALE
         assert sink.count(never.document_id) == 0
-
-    def test_failed_replace_leaves_the_old_revision_whole(
-        self, sink: Sink, fail_midway: Callable[[Sink], AbstractContextManager[object]]
-    ) -> None:
-        doc = make_document("fault", Access(public=True))
-        old = make_chunks(doc, [f"fault old ember {i}" for i in range(4)])
-        new = make_chunks(doc, [f"fault new frost {i}" for i in range(6)])  # same ids 0-3
-        sink.replace(doc, old, 1)
-        with fail_midway(sink), pytest.raises(Exception):  # noqa: B017 - any storage error
-            sink.replace(doc, new, 2)
-        assert sink.revision(doc.document_id) == 1
-        assert sink.count(doc.document_id) == 4
-        rows = [
-            (r.revision, r.chunks) for r in sink.inventory() if r.document_id == doc.document_id
-        ]
-        assert rows == [(1, 4)]
-        old_ids = {c.chunk.chunk_id for c in old}
-        for mode in self.modes(sink):
-            for query in ("fault old ember 2", "fault new frost 2", "fault new frost 5"):
-                hits = self.find(sink, mode, query, EVERYONE)
-                assert all(h.text.startswith("fault old ember") for h in hits), (mode, query)
-                if mode is not SearchMode.KEYWORD or "old" in query:
-                    assert {h.chunk_id for h in hits} == old_ids, (mode, query)
-        assert sink.replace(doc, new, 2) is WriteOutcome.APPLIED  # the retry completes
-        assert sink.count(doc.document_id) == 6 and sink.revision(doc.document_id) == 2
-        for mode in self.modes(sink):
-            hits = self.find(sink, mode, "fault old ember 2", EVERYONE)
-            assert {h.text for h in hits} <= {f"fault new frost {i}" for i in range(6)}, mode
-            assert len(hits) == 6 or mode is SearchMode.KEYWORD, mode
-
-    def test_update_access_of_an_absent_document(self, sink: Sink) -> None:
-        never = make_document("absent", Access(public=True))
-        assert sink.update_access(never.document_id, Access(public=True), 1) is WriteOutcome.ABSENT
-        gone = make_document("absent-gone", Access(public=True))
-        sink.replace(gone, make_chunks(gone, ["absent gone"]), 1)
-        sink.delete(gone.document_id, 2)
-        assert sink.update_access(gone.document_id, Access(public=True), 2) is WriteOutcome.STALE
-        assert sink.update_access(gone.document_id, Access(public=True), 3) is WriteOutcome.ABSENT
-        assert sink.count(gone.document_id) == 0 and sink.revision(gone.document_id) is None
-
-    def test_forgotten_tombstones_no_longer_block(self, sink: Sink) -> None:
-        doc = make_document("forget", Access(public=True))
-        live = make_document("forget-live", Access(public=True))
-        sink.replace(doc, make_chunks(doc, ["forget me"]), 1)
-        sink.replace(live, make_chunks(live, ["forget live"]), 4)
-        sink.delete(doc.document_id, 5)
-        assert sink.replace(doc, make_chunks(doc, ["forget again"]), 1) is WriteOutcome.STALE
-        sink.forget_tombstones([doc.document_id, live.document_id])
-        assert sink.revision(live.document_id) == 4 and sink.count(live.document_id) == 1
-        assert sink.replace(live, make_chunks(live, ["older"]), 3) is WriteOutcome.STALE
-        assert sink.replace(doc, make_chunks(doc, ["forget again"]), 1) is WriteOutcome.APPLIED
-        assert sink.revision(doc.document_id) == 1
-
-    def test_binding_to_another_manifest_empties_the_index(
-        self, sink: Sink, reopen: Callable[[], Sink] | None
-    ) -> None:
-        assert sink.bind("manifest-one") is False
-        doc = make_document("bound", Access(public=True))
-        sink.replace(doc, make_chunks(doc, ["bound pebble"]), 3)
-        sink.delete(make_document("bound-tomb", Access()).document_id, 9)
-        assert sink.bind("manifest-one") is False
-        assert sink.count(doc.document_id) == 1
-        if reopen is not None:
-            sink.close()
-            sink = reopen()
-        try:
-            assert sink.bind("manifest-one") is False and sink.count(doc.document_id) == 1
-            assert sink.bind("manifest-two") is True
-            assert sink.count(doc.document_id) == 0 and sink.revision(doc.document_id) is None
-            assert list(sink.inventory()) == []
-            for mode in self.modes(sink):
-                assert self.find(sink, mode, "bound pebble", EVERYONE) == [], mode
-            tomb = make_document("bound-tomb", Access(public=True))
-            assert sink.replace(tomb, make_chunks(tomb, ["t"]), 1) is WriteOutcome.APPLIED
-            assert sink.bind("manifest-two") is False and sink.count(tomb.document_id) == 1
-        finally:
-            if reopen is not None:
-                sink.close()
 
     # ---- search -------------------------------------------------------------------
 
