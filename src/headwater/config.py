@@ -243,19 +243,29 @@ def _format_errors(error: ValidationError, prefix: str) -> list[str]:
     return problems
 
 
-def load_config(path: Path, *, connector_types: Mapping[str, Any] | None = None) -> LoadedConfig:
+def load_config(
+    path: Path,
+    *,
+    connector_types: Mapping[str, Any] | None = None,
+    sink_types: Mapping[str, Any] | None = None,
+) -> LoadedConfig:
     """Read and validate ``path``; raise ConfigError listing every problem found.
 
-    ``connector_types`` adds connector classes by type name beside the installed entry
-    points (a seam for tests and embedding applications).
+    ``connector_types`` and ``sink_types`` add connector and sink classes by type name
+    beside the installed entry points (a seam for tests and embedding applications).
     """
     from headwater.connectors import load_connector_class as installed_connector
-    from headwater.sinks import load_sink_class
+    from headwater.sinks import load_sink_class as installed_sink
 
     def load_connector_class(type_name: str) -> Any:
         if connector_types and type_name in connector_types:
             return connector_types[type_name]
         return installed_connector(type_name)
+
+    def load_sink_class(type_name: str) -> Any:
+        if sink_types and type_name in sink_types:
+            return sink_types[type_name]
+        return installed_sink(type_name)
 
     if path.is_dir():
         path = path / "headwater.toml"

@@ -52,9 +52,11 @@ class Workspace:
         *,
         embedder: Embedder | None = None,
         connector_types: Mapping[str, Any] | None = None,
+        sink_types: Mapping[str, Any] | None = None,
     ) -> None:
         self.loaded = loaded
         self._connector_types = dict(connector_types or {})
+        self._sink_types = dict(sink_types or {})
         self.config = loaded.config
         self.state_dir = loaded.state_dir
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -97,15 +99,19 @@ class Workspace:
         *,
         embedder: Embedder | None = None,
         connector_types: Mapping[str, Any] | None = None,
+        sink_types: Mapping[str, Any] | None = None,
     ) -> Workspace:
         """Open the workspace whose config is ``path`` (or a directory holding one).
 
         ``embedder`` replaces the configured embedder (it is used as given, without the
-        cache); ``connector_types`` adds connector classes by type name. Both are seams
-        for tests and embedding applications; the CLI uses neither.
+        cache); ``connector_types`` and ``sink_types`` add connector and sink classes by
+        type name. All three are seams for tests and embedding applications; the CLI uses
+        none.
         """
-        loaded = load_config(Path(path), connector_types=connector_types)
-        return cls(loaded, embedder=embedder, connector_types=connector_types)
+        loaded = load_config(Path(path), connector_types=connector_types, sink_types=sink_types)
+        return cls(
+            loaded, embedder=embedder, connector_types=connector_types, sink_types=sink_types
+        )
 
     def close(self) -> None:
         for sink in self._sinks.values():
@@ -128,9 +134,12 @@ class Workspace:
     def index_sections(self) -> list[IndexSection]:
         return list(self.config.index) or [DEFAULT_INDEX]
 
+    def _sink_class(self, type_name: str) -> Any:
+        return self._sink_types.get(type_name) or load_sink_class(type_name)
+
     def index_version(self, section: IndexSection) -> str:
         """The index's version: chunker, embedder, sink type and schema (see version.py)."""
-        cls = load_sink_class(section.type)
+        cls = self._sink_class(section.type)
         return index_version(self.chunking_version, section.type, cls.schema_version)
 
     def sink(self, name: str) -> Sink:
@@ -139,9 +148,17 @@ class Workspace:
             if section is None:
                 known = ", ".join(s.name for s in self.index_sections)
                 raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
-            cls = load_sink_class(section.type)
+            cls = self._sink_class(section.type)
             options = self.loaded.index_options.get(name) or cls.Options()
-            self._sinks[name] = cls(options, SinkContext(name, self.state_dir, self._dimension))
+            sink = cls(options, SinkContext(name, self.state_dir, self._dimension))
+            if sink.bind(self.manifest.manifest_id):
+                log.warning(
+                    "index %r belonged to another manifest; it was emptied and is rebuilt "
+                    "from this one",
+                    name,
+                )
+                self.manifest.index_state.forget_index(name)
+            self._sinks[name] = sink
         return self._sinks[name]
 
     @property
@@ -232,8 +249,15 @@ class Workspace:
                 result.index.add(worker.stop())
         if indexer is not None and not self.cancel.is_set():
             result.index.add(self._drain(indexer))
-        self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
+        self._purge_tombstones()
         return result
+
+    def _purge_tombstones(self) -> None:
+        """Purge old tombstones, then tell every index it may forget them too."""
+        purged = self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
+        if purged:
+            for section in self.index_sections:
+                self.sink(section.name).forget_tombstones(purged)
 
     def _sync_source(
         self,

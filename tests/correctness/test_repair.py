@@ -10,6 +10,7 @@ from pathlib import Path
 
 from headwater import Workspace
 from headwater.indexer.reconcile import reconcile
+from headwater.manifest.index_state import Applied
 from headwater.manifest.records import FailureWrite
 from headwater.types import Access, Chunk, EmbeddedChunk, IndexDocument
 from workspace_helpers import filesystem_source, write_config
@@ -149,3 +150,177 @@ def test_prune_and_dlq_commands(tmp_path: Path, corpus: Path) -> None:
     assert dropped.returncode == 0 and "dropped 1" in dropped.stdout
     assert cli(tmp_path, "dlq", "show", str(entries[0]["id"])).returncode == 2
     assert cli(tmp_path, "dlq", "redrive").returncode == 2
+
+
+def docs_in(ws: Workspace, query: str, groups: list[str], index: str) -> set[str]:
+    return {h["document_id"] for h in ws.search(query, groups=groups, index=index)}
+
+
+def test_a_document_re_created_after_its_tombstone_was_purged_is_searchable(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        manifest_url=manifest_url,
+        embedder=FAKE,
+        indexes=two_sinks(tmp_path),
+        extra="[sync]\ntombstone_retention_days = 0\n",
+        sources=filesystem_source(corpus),
+    )
+    expenses = corpus / "guides" / "expenses.md"
+    text = expenses.read_text()
+    with Workspace.open(config) as ws:
+        ws.sync()
+        doc_id = ws.document(source="docs", object_id="guides/expenses.md")["document_id"]
+        expenses.unlink()
+        ws.sync()  # tombstone, delete, verify, complete, then purge (retention 0)
+        assert ws.manifest.document(doc_id) is None
+        purged_at = 2  # revision 1 created it, revision 2 deleted it
+        gone = IndexDocument(doc_id, "docs", "t", "l", Access(public=True))
+        for name in ("lite", "vectors"):  # the sinks were told to forget the tombstone
+            assert ws.sink(name).replace(gone, [], 1).value == "applied"
+            ws.sink(name).delete(doc_id, purged_at)  # as they held it before
+        expenses.write_text(text)
+        ws.sync()
+        record = ws.manifest.document(doc_id)
+        assert record is not None and record.revision > purged_at  # never backwards
+        for name in ("lite", "vectors"):
+            assert doc_id in docs_in(ws, "reimbursement limit meals", ["staff"], name), name
+        assert all(s["in_sync"] for s in reconcile(ws)["sinks"].values())
+        assert ws.failures() == []
+
+
+def test_a_dead_letter_entry_does_not_block_a_newer_revision(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    config = write_config(
+        tmp_path, manifest_url=manifest_url, embedder=FAKE, sources=filesystem_source(corpus)
+    )
+    with Workspace.open(config) as ws:
+        ws.sync()
+        record = ws.manifest.document_by_object("docs", "guides/expenses.md")
+        assert record is not None
+        dead = FailureWrite(
+            source_id="docs",
+            object_id=record.object_id,
+            document_id=record.document_id,
+            locator=record.locator,
+            stage="index:main",
+            error_class="stale_in_sink",
+            message="refused",
+            pipeline_version="p",
+            source_version=None,
+            fetch_ref=None,
+            permanent=True,
+            revision=record.revision,
+        )
+        ws.manifest.failures.record([dead])
+        (corpus / "guides" / "expenses.md").write_text("# Expenses\n\nTaxi receipts count.\n")
+        ws.sync()
+        assert record.document_id in docs_in(ws, "taxi receipts", ["staff"], "main")
+        applied = ws.document(record.document_id)["indexes"]["main"]["applied_revision"]
+        assert applied == record.revision + 1
+
+
+def test_an_acl_change_on_a_document_an_index_lost_rewrites_it(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    def config(groups: str) -> Path:
+        return write_config(
+            tmp_path,
+            manifest_url=manifest_url,
+            embedder=FAKE,
+            indexes=two_sinks(tmp_path),
+            sources=filesystem_source(corpus, access=f'{{ groups = ["{groups}"] }}'),
+        )
+
+    with Workspace.open(config("staff")) as ws:
+        ws.sync()
+    (tmp_path / "state" / "index-lite.db").unlink()  # the embedded index is lost
+    with Workspace.open(config("hr")) as ws:
+        result = ws.sync()
+        assert result.index.failed == 0
+        for name in ("lite", "vectors"):
+            assert docs_in(ws, "vacation days", ["hr"], name), name
+            assert not docs_in(ws, "vacation days", ["staff"], name), name
+        assert all(s["in_sync"] for s in reconcile(ws)["sinks"].values())
+        vacation = ws.document(source="docs", object_id="guides/vacation.md")
+        assert vacation["indexes"]["lite"]["chunks"] > 0
+
+
+def test_reconcile_counts_an_applied_document_with_no_chunks_as_missing(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    config = write_config(
+        tmp_path, manifest_url=manifest_url, embedder=FAKE, sources=filesystem_source(corpus)
+    )
+    with Workspace.open(config) as ws:
+        ws.sync()
+        pw = ws.manifest.index_state.pending("main", "none", limit=1)[0]  # any document
+        record = pw.document
+        version = ws.index_version(ws.index_sections[0])
+        zero = Applied(record.document_id, record.revision, record.signature, version, 0)
+        ws.manifest.index_state.record_applied("main", [zero])  # as the old ABSENT bug did
+    (tmp_path / "state" / "index-main.db").unlink()
+    with Workspace.open(config) as ws:
+        found = reconcile(ws)["sinks"]["main"]
+        assert not found["in_sync"] and found["missing"] == 5, found
+        reconcile(ws, repair=True)
+        assert reconcile(ws)["sinks"]["main"]["in_sync"]
+
+
+def test_repair_after_a_crash_before_the_record_re_applies_active_documents(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        manifest_url=manifest_url,
+        embedder=FAKE,
+        indexes=two_sinks(tmp_path),
+        sources=filesystem_source(corpus),
+    )
+    killed = cli(tmp_path, "sync", failpoint="after_sink_write_before_record")
+    assert killed.returncode == -9, killed.stderr
+    with Workspace.open(config) as ws:
+        found = reconcile(ws)["sinks"]["lite"]
+        assert found["orphans"] == 0 and found["unconfirmed"] == 5, found
+        reconcile(ws, repair=True)
+        after = reconcile(ws)
+        assert all(s["in_sync"] for s in after["sinks"].values()), after
+        for name in ("lite", "vectors"):
+            assert docs_in(ws, "vacation days", ["staff"], name), name
+        (corpus / "guides" / "vacation.md").write_text("# Vacation\n\nThirty days now.\n")
+        result = ws.sync()
+        assert result.index.failed == 0 and ws.failures() == []
+        for name in ("lite", "vectors"):
+            hits = ws.search("thirty days", groups=["staff"], index=name)
+            assert any("Thirty days" in h["snippet"] for h in hits), name
+
+
+def test_an_index_of_a_lost_manifest_never_serves_its_old_permissions(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    def config(url: str, groups: str) -> Path:
+        return write_config(
+            tmp_path,
+            manifest_url=url,
+            embedder=FAKE,
+            indexes=two_sinks(tmp_path),
+            sources=filesystem_source(corpus, access=f'{{ groups = ["{groups}"] }}'),
+        )
+
+    with Workspace.open(config(manifest_url, "staff")) as ws:
+        ws.sync()
+        expenses = ws.document(source="docs", object_id="guides/expenses.md")["document_id"]
+        assert expenses in docs_in(ws, "reimbursement limit", ["staff"], "lite")
+    (corpus / "guides" / "expenses.md").unlink()
+    fresh = f"sqlite:///{tmp_path / 'fresh-manifest.db'}"  # the old manifest is lost
+    with Workspace.open(config(fresh, "hr")) as ws:
+        for name in ("lite", "vectors"):  # before any sync: nothing of the old manifest
+            assert not docs_in(ws, "vacation days", ["staff"], name), name
+        ws.sync()
+        for name in ("lite", "vectors"):
+            assert docs_in(ws, "vacation days", ["hr"], name), name
+            assert not docs_in(ws, "vacation days", ["staff"], name), name
+            assert expenses not in docs_in(ws, "reimbursement limit", ["hr", "staff"], name)
+        assert all(s["in_sync"] for s in reconcile(ws)["sinks"].values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,16 @@ import pytest
 from headwater.sinks.base import Sink
 from headwater.sinks.qdrant import QdrantOptions, QdrantSink
 from headwater.sinks.testing import SinkConformance, sink_context
+from sink_faults import fail_midway
 
 
-class TestQdrantInMemoryConformance(SinkConformance):
+class _Faults(SinkConformance):
+    @pytest.fixture
+    def fail_midway(self) -> Callable[[Sink], AbstractContextManager[object]]:
+        return fail_midway
+
+
+class TestQdrantInMemoryConformance(_Faults):
     @pytest.fixture
     def sink(self, tmp_path: Path) -> Iterator[Sink]:
         sink = QdrantSink(QdrantOptions(location=":memory:"), sink_context(tmp_path))
@@ -20,7 +28,7 @@ class TestQdrantInMemoryConformance(SinkConformance):
         sink.close()
 
 
-class TestQdrantLocalConformance(SinkConformance):
+class TestQdrantLocalConformance(_Faults):
     @pytest.fixture
     def reopen(self, tmp_path: Path) -> Callable[[], Sink]:
         return lambda: QdrantSink(QdrantOptions(), sink_context(tmp_path))

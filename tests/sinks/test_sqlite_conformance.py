@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from headwater.sinks.base import Sink
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink
 from headwater.sinks.testing import SinkConformance, sink_context
+from sink_faults import fail_midway
 
 
 @pytest.fixture(params=["apsw", "pysqlite3"])
@@ -17,7 +19,13 @@ def driver(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-class TestSqliteConformance(SinkConformance):
+class _Faults(SinkConformance):
+    @pytest.fixture
+    def fail_midway(self) -> Callable[[Sink], AbstractContextManager[object]]:
+        return fail_midway
+
+
+class TestSqliteConformance(_Faults):
     @pytest.fixture
     def reopen(self, tmp_path: Path, driver: str) -> Callable[[], Sink]:
         options = SqliteOptions.model_validate({"driver": driver})

@@ -175,7 +175,7 @@ def test_use_after_close_is_fatal(tmp_path: Path) -> None:
         sink.count("x")
 
 
-def test_update_access_of_an_unknown_document_is_a_no_op(sink: SqliteSink) -> None:
+def test_update_access_of_an_unknown_document_is_absent(sink: SqliteSink) -> None:
     outcome = sink.update_access("unknown", Access(public=True), 3)
-    assert outcome is WriteOutcome.APPLIED
+    assert outcome is WriteOutcome.ABSENT
     assert sink.revision("unknown") is None and list(sink.inventory()) == []

@@ -51,7 +51,8 @@ def reconcile(
             out.print(
                 f"{name}: {state}; checked {d['checked']}, missing {d['missing']}, "
                 f"revision mismatch {d['revision_mismatch']}, chunk mismatch {d['chunk_mismatch']}, "
-                f"orphans {d['orphans']}, repaired {d['repaired']}"
+                f"unconfirmed {d['unconfirmed']}, orphans {d['orphans']}, "
+                f"repaired {d['repaired']}"
             )
 
     run_command(body)

@@ -4,8 +4,9 @@ Pending work for a sink is the set of documents whose manifest revision is ahead
 revision that sink confirmed. Per batch: chunk and embed first (a changed document's new
 chunks exist before any old chunk is touched, invariant 6), then per sink replace,
 delete or update the ACL, and only after the sink confirmed record its applied revision
-(invariant 4). An ACL-only change re-embeds nothing. One document's failure is a failure
-record; the rest of its batch is indexed.
+(invariant 4). An ACL-only change re-embeds nothing, unless the sink answers ABSENT (it
+lost the document): then the document is written in full from the content store. One
+document's failure is a failure record; the rest of its batch is indexed.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class Indexer:
                 exhausted = len(batch) < self.batch_size
                 cursors[target.name] = None if exhausted else batch[-1].document.document_id
                 for pw in batch:
-                    if pw.document.document_id in skipped[target.name]:
+                    if _blocked(skipped[target.name], pw.document):
                         continue
                     work.setdefault(pw.document.document_id, {})[target.name] = pw
                     records[pw.document.document_id] = pw.document
@@ -110,11 +111,16 @@ class Indexer:
         self._complete_tombstones()
         return report
 
-    def _blocked_documents(self) -> dict[str, set[str]]:
-        """Documents whose index failures are in the DLQ: not retried until redriven."""
+    def _blocked_documents(self) -> dict[str, dict[str, int | None]]:
+        """Documents whose index failures are in the DLQ, with the revision that died.
+
+        That revision is not retried until redriven; a newer revision is indexed.
+        """
         failures = self.manifest.failures
-        shared = failures.open_documents("embed") | failures.open_documents("chunk")
-        return {t.name: shared | failures.open_documents(f"index:{t.name}") for t in self.targets}
+        shared = _merge(failures.open_documents("embed"), failures.open_documents("chunk"))
+        return {
+            t.name: _merge(shared, failures.open_documents(f"index:{t.name}")) for t in self.targets
+        }
 
     def _needs_content(self, record: DocumentRecord, pw: PendingWork, target: IndexTarget) -> bool:
         if record.state != ACTIVE:
@@ -255,9 +261,15 @@ class Indexer:
                     lambda: sink.update_access(record.document_id, record.access, record.revision),
                     self.retry,
                 )
-                chunks = sink.count(record.document_id)
-                report.acl_updates += 1
-            else:
+                if outcome is WriteOutcome.ABSENT:  # the index lost it: write it in full
+                    fresh, failed = self._prepare([record], sink.capabilities.vector, report)
+                    if record.document_id in failed:
+                        return None
+                    prepared = fresh[record.document_id]
+                else:
+                    chunks = sink.count(record.document_id)
+                    report.acl_updates += 1
+            if prepared is not None:
                 chunk_list = prepared.chunks
                 if not sink.capabilities.vector:
                     chunk_list = [EmbeddedChunk(chunk=c.chunk, vector=None) for c in chunk_list]
@@ -300,6 +312,7 @@ class Indexer:
                     source_version=record.source_version,
                     fetch_ref=None,
                     permanent=permanent,
+                    revision=record.revision,
                 )
             ]
         )
@@ -310,3 +323,21 @@ class Indexer:
         pending = self.manifest.index_state.incomplete_tombstones()
         if pending:
             self.manifest.index_state.complete_tombstones(pending, names)
+
+
+def _merge(a: dict[str, int | None], b: dict[str, int | None]) -> dict[str, int | None]:
+    merged = dict(a)
+    for doc_id, revision in b.items():
+        if doc_id not in merged:
+            merged[doc_id] = revision
+        elif merged[doc_id] is not None:
+            merged[doc_id] = None if revision is None else max(revision, merged[doc_id] or 0)
+    return merged
+
+
+def _blocked(dead: dict[str, int | None], record: DocumentRecord) -> bool:
+    """A dead-letter entry blocks the revision that died (all, if unknown), never a newer one."""
+    if record.document_id not in dead:
+        return False
+    died = dead[record.document_id]
+    return died is None or record.revision <= died

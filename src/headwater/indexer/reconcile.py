@@ -1,24 +1,33 @@
 """Reconcile: compare the manifest with what each sink really holds, and repair drift.
 
 The manifest says, per document and sink, which revision was applied and how many
-chunks it had. A sink's inventory says what it holds. Differences are drift: a missing
-document, a wrong revision or chunk count, or an orphan (a document the manifest does
-not know or has tombstoned). Repair re-applies exactly those documents through the
-normal indexer and deletes orphans. Pending work (a revision not yet applied) is not
-drift. Safe to run at any time, also during a sync.
+chunks it had. A sink's inventory says what it holds. Both are read as streams sorted by
+document_id and merged, so memory stays flat whatever the corpus size (only drifted ids
+are kept). Differences are drift: a missing document (active and applied, yet not held),
+a wrong revision or chunk count, an unconfirmed one (active, held, but never recorded as
+applied, e.g. after a crash between the sink write and the manifest record), or an
+orphan (a document the manifest does not know or has tombstoned). An active document is
+never an orphan. Repair re-applies missing, mismatched and unconfirmed documents from the
+stored content at the manifest revision through the normal indexer, and deletes orphans.
+Pending work (a revision not yet applied, not held) is not drift. Safe at any time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from headwater.manifest.records import ACTIVE
+from headwater.errors import FatalError
+from headwater.manifest.records import ACTIVE, DocumentRecord
+from headwater.sinks.base import InventoryRow, Sink
 
 if TYPE_CHECKING:
+    from headwater.manifest.store import Manifest
     from headwater.workspace import Workspace
 
 SAMPLE = 50
+PAGE = 1000
 
 
 @dataclass
@@ -27,17 +36,18 @@ class SinkDrift:
     missing: list[str] = field(default_factory=list)
     revision_mismatch: list[str] = field(default_factory=list)
     chunk_mismatch: list[str] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     repaired: int = 0
 
     @property
+    def redo(self) -> list[str]:
+        """Active documents to write again from stored content."""
+        return self.missing + self.revision_mismatch + self.chunk_mismatch + self.unconfirmed
+
+    @property
     def drifted(self) -> int:
-        return (
-            len(self.missing)
-            + len(self.revision_mismatch)
-            + len(self.chunk_mismatch)
-            + len(self.orphans)
-        )
+        return len(self.redo) + len(self.orphans)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,11 +56,10 @@ class SinkDrift:
             "missing": len(self.missing),
             "revision_mismatch": len(self.revision_mismatch),
             "chunk_mismatch": len(self.chunk_mismatch),
+            "unconfirmed": len(self.unconfirmed),
             "orphans": len(self.orphans),
             "repaired": self.repaired,
-            "examples": (
-                self.missing + self.revision_mismatch + self.chunk_mismatch + self.orphans
-            )[:SAMPLE],
+            "examples": (self.redo + self.orphans)[:SAMPLE],
         }
 
 
@@ -62,63 +71,97 @@ def reconcile(
         ws.sink(sink_name)  # raises the ConfigError naming the configured indexes
     report: dict[str, Any] = {}
     for name in names:
-        drift = _compare(ws, name)
+        drift = compare(ws.manifest, ws.sink(name), name)
         if repair and drift.drifted:
             drift.repaired = _repair(ws, name, drift)
         report[name] = drift.as_dict()
     return {"sinks": report, "repair": repair}
 
 
-def _compare(ws: Workspace, name: str) -> SinkDrift:
-    sink = ws.sink(name)
-    held = {row.document_id: (row.revision, row.chunks) for row in sink.inventory()}
-    drift = SinkDrift()
-    seen: set[str] = set()
+Expected = tuple[int, int] | None  # (applied revision, chunks) the manifest recorded
+
+
+def _manifest_rows(manifest: Manifest, name: str) -> Iterator[tuple[DocumentRecord, Expected]]:
+    """Every manifest document in document_id order with its applied row, a page at a time."""
     after = ""
     while True:
-        records = ws.manifest.documents_after(after, 1000)
+        records = manifest.documents_after(after, PAGE)
         if not records:
-            break
+            return
         after = records[-1].document_id
-        applied = ws.manifest.index_state.applied_map(name, [r.document_id for r in records])
+        applied = manifest.index_state.applied_map(name, [r.document_id for r in records])
         for record in records:
-            doc_id = record.document_id
-            seen.add(doc_id)
-            drift.checked += 1
-            in_sink = held.get(doc_id)
-            if record.state != ACTIVE:
-                if in_sink is not None and in_sink[1] > 0:
-                    drift.orphans.append(doc_id)
-                continue
-            expected = applied.get(doc_id)
-            if expected is None:
-                if in_sink is not None:
-                    drift.orphans.append(doc_id)  # never confirmed, yet present
-                continue
-            if in_sink is None:
-                if expected[1] > 0:
-                    drift.missing.append(doc_id)
-            elif in_sink[0] != expected[0]:
-                drift.revision_mismatch.append(doc_id)
-            elif in_sink[1] != expected[1]:
-                drift.chunk_mismatch.append(doc_id)
-    drift.orphans.extend(d for d in held if d not in seen)
+            yield record, applied.get(record.document_id)
+
+
+def _sorted(rows: Iterator[InventoryRow], name: str) -> Iterator[InventoryRow]:
+    previous = ""
+    for row in rows:
+        if row.document_id <= previous:
+            raise FatalError(
+                f"index {name!r} listed {row.document_id} after {previous}; expected its "
+                "inventory in ascending document_id order; fix the sink's inventory()"
+            )
+        previous = row.document_id
+        yield row
+
+
+def compare(manifest: Manifest, sink: Sink, name: str) -> SinkDrift:
+    """Merge the manifest and the sink inventory by document_id (both streamed)."""
+    drift = SinkDrift()
+    held_rows = _sorted(sink.inventory(), name)
+    held = next(held_rows, None)
+    for record, expected in _manifest_rows(manifest, name):
+        doc_id = record.document_id
+        while held is not None and held.document_id < doc_id:
+            drift.orphans.append(held.document_id)  # the manifest never heard of it
+            held = next(held_rows, None)
+        in_sink = None
+        if held is not None and held.document_id == doc_id:
+            in_sink, held = held, next(held_rows, None)
+        drift.checked += 1
+        _classify(drift, record, expected, in_sink)
+    while held is not None:
+        drift.orphans.append(held.document_id)
+        held = next(held_rows, None)
     return drift
+
+
+def _classify(
+    drift: SinkDrift, record: DocumentRecord, expected: Expected, in_sink: InventoryRow | None
+) -> None:
+    doc_id = record.document_id
+    if record.state != ACTIVE:
+        if in_sink is not None and in_sink.chunks > 0:
+            drift.orphans.append(doc_id)
+        return
+    if expected is None:
+        if in_sink is not None:
+            drift.unconfirmed.append(doc_id)  # written, never recorded: re-apply it
+        return
+    if in_sink is None:
+        drift.missing.append(doc_id)
+    elif in_sink.revision != expected[0]:
+        drift.revision_mismatch.append(doc_id)
+    elif in_sink.chunks != expected[1]:
+        drift.chunk_mismatch.append(doc_id)
 
 
 def _repair(ws: Workspace, name: str, drift: SinkDrift) -> int:
     sink = ws.sink(name)
+    unknown: list[str] = []
     for doc_id in drift.orphans:
         record = ws.manifest.document(doc_id)
+        if record is not None and record.state == ACTIVE:
+            continue  # never an orphan; compare() does not produce this
         revision = max(sink.revision(doc_id) or 0, record.revision if record else 0)
         sink.delete(doc_id, revision)
-        if record is not None and record.state == ACTIVE:
-            ws.manifest.index_state.forget(name, [doc_id])
-    redo = drift.missing + drift.revision_mismatch + drift.chunk_mismatch
-    redo += [
-        d for d in drift.orphans if (r := ws.manifest.document(d)) is not None and r.state == ACTIVE
-    ]
+        if record is None:
+            unknown.append(doc_id)
+    if unknown:  # no manifest revision to protect: leave no tombstone that blocks a re-create
+        sink.forget_tombstones(unknown)
+    redo = drift.redo
     if redo:
         ws.manifest.index_state.forget(name, redo)
         ws.index(only=redo)
-    return len(drift.orphans) + len(drift.missing + drift.revision_mismatch + drift.chunk_mismatch)
+    return len(drift.orphans) + len(redo)

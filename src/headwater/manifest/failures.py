@@ -51,11 +51,15 @@ class FailureLedger:
     ) -> None:
         for f in failures:
             row = conn.execute(
-                select(t.failures.c.entry_id, t.failures.c.attempts, t.failures.c.status).where(
-                    t.failures.c.document_id == f.document_id, t.failures.c.stage == f.stage
-                )
+                select(
+                    t.failures.c.entry_id,
+                    t.failures.c.attempts,
+                    t.failures.c.status,
+                    t.failures.c.revision,
+                ).where(t.failures.c.document_id == f.document_id, t.failures.c.stage == f.stage)
             ).first()
-            previous = 0 if row is None or row[2] == RESOLVED else int(row[1])
+            newer = f.revision is not None and row is not None and (row[3] or 0) < f.revision
+            previous = 0 if row is None or row[2] == RESOLVED or newer else int(row[1])
             attempts = previous + 1
             status = DEAD if f.permanent or attempts >= self.max_attempts else RETRYING
             values = {
@@ -74,6 +78,7 @@ class FailureLedger:
                 "last_failed_at": now,
                 "resolved_at": None,
                 "run_id": run_id,
+                "revision": f.revision,
             }
             if row is None:
                 conn.execute(
@@ -82,7 +87,7 @@ class FailureLedger:
                     )
                 )
             else:
-                if row[2] == RESOLVED:
+                if row[2] == RESOLVED or newer:
                     values["first_failed_at"] = now
                 conn.execute(
                     update(t.failures).where(t.failures.c.entry_id == row[0]).values(**values)
@@ -164,15 +169,26 @@ class FailureLedger:
                     found[r[0]] = (r[1], r[2])
         return found
 
-    def open_documents(self, stage_prefix: str) -> set[str]:
-        """Documents with a dead entry at a stage starting with ``stage_prefix``."""
+    def open_documents(self, stage_prefix: str) -> dict[str, int | None]:
+        """Documents with a dead entry at a stage starting with ``stage_prefix``.
+
+        Each maps to the revision that died (None when not recorded): a dead entry
+        blocks that revision only, never a newer one.
+        """
+        found: dict[str, int | None] = {}
         with self.engine.connect() as conn:
             rows = conn.execute(
-                select(t.failures.c.document_id).where(
+                select(t.failures.c.document_id, t.failures.c.revision).where(
                     t.failures.c.status == DEAD, t.failures.c.stage.like(f"{stage_prefix}%")
                 )
             )
-            return {r[0] for r in rows}
+            for doc_id, revision in rows:
+                if doc_id in found and found[doc_id] is None:
+                    continue
+                found[doc_id] = (
+                    None if revision is None else max(found.get(doc_id, 0) or 0, revision)
+                )
+        return found
 
     def list(
         self,

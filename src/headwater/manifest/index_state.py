@@ -196,3 +196,8 @@ class IndexState:
                     di.c.index_name == index_name, di.c.document_id.in_(list(document_ids))
                 )
             )
+
+    def forget_index(self, index_name: str) -> None:
+        """Drop every applied row of an index (it was emptied): all of it is pending."""
+        with begin_write(self.engine) as conn:
+            conn.execute(delete(di).where(di.c.index_name == index_name))

@@ -98,6 +98,7 @@ class FailureWrite:
     source_version: str | None
     fetch_ref: str | None
     permanent: bool
+    revision: int | None = None  # the document revision that failed (index stages)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ class FailureRecord:
     last_failed_at: datetime
     resolved_at: datetime | None
     run_id: str | None
+    revision: int | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> FailureRecord:

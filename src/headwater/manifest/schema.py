@@ -3,7 +3,8 @@
 One row per source object (``documents``), one per document and index
 (``document_indexes``: the applied revision, so pending work is a query, not a queue),
 plus runs, checkpoints, leases, tombstones, failures (which double as the dead-letter
-queue) and enumeration snapshots for set-difference deletes. Migrations in
+queue), enumeration snapshots for set-difference deletes, the manifest's identity and
+the revision floors of purged documents. Migrations in
 ``migrations/versions`` create exactly these tables; change both together.
 """
 
@@ -165,6 +166,7 @@ failures = Table(
     Column("last_failed_at", TZ, nullable=False),
     Column("resolved_at", TZ, nullable=True),
     Column("run_id", String(36), nullable=True),
+    Column("revision", Integer, nullable=True),
     UniqueConstraint("document_id", "stage", name="uq_failures_document_stage"),
     Index("ix_failures_status", "status", "source_id"),
 )
@@ -174,4 +176,18 @@ enumerations = Table(
     metadata,
     Column("run_id", String(36), primary_key=True),
     Column("object_id", String(1000), primary_key=True),
+)
+
+manifest_identity = Table(
+    "manifest_identity",
+    metadata,
+    Column("manifest_id", String(36), primary_key=True),
+    Column("created_at", TZ, nullable=False),
+)
+
+revision_floors = Table(
+    "revision_floors",
+    metadata,
+    Column("document_id", String(64), primary_key=True),
+    Column("revision", Integer, nullable=False),
 )

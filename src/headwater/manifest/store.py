@@ -50,6 +50,12 @@ class Manifest:
     def close(self) -> None:
         self.engine.dispose()
 
+    @property
+    def manifest_id(self) -> str:
+        """The id generated when this manifest was created; every index is bound to it."""
+        with self.engine.connect() as conn:
+            return str(conn.execute(select(t.manifest_identity.c.manifest_id)).scalar_one())
+
     # -- documents -----------------------------------------------------------------
 
     def ensure_source(self, source_id: str, source_type: str) -> None:
@@ -240,6 +246,7 @@ class Manifest:
             for write in batch.writes:
                 values = write.values()
                 if write.is_new and not self._exists(conn, write.document_id):
+                    values["revision"] += self._take_floor(conn, write.document_id)
                     conn.execute(
                         insert(t.documents).values(created_at=now, updated_at=now, **values)
                     )
@@ -302,6 +309,18 @@ class Manifest:
             self.failures.touch_in(conn, batch.still_failing, run_id)
 
     @staticmethod
+    def _take_floor(conn: Connection, document_id: str) -> int:
+        """The revision a purged document reached (0 if none); it now lives in its row."""
+        floors = t.revision_floors
+        floor = conn.execute(
+            select(floors.c.revision).where(floors.c.document_id == document_id)
+        ).scalar()
+        if floor is None:
+            return 0
+        conn.execute(delete(floors).where(floors.c.document_id == document_id))
+        return int(floor)
+
+    @staticmethod
     def _exists(conn: Connection, document_id: str) -> bool:
         return (
             conn.execute(
@@ -312,20 +331,40 @@ class Manifest:
 
     # -- maintenance -------------------------------------------------------------------
 
-    def purge_tombstones(self, retention_days: int) -> int:
-        """Forget completed tombstones older than the retention (they no longer block)."""
+    def purge_tombstones(self, retention_days: int) -> list[str]:
+        """Forget completed tombstones older than the retention; returns their documents.
+
+        The document row goes too, but its revision stays as a floor: a document
+        re-created under the same id starts above it, so every index (which may still
+        hold the tombstone) accepts it. Revisions of a document_id never go backwards.
+        """
         cutoff = utcnow() - timedelta(days=retention_days)
         with begin_write(self.engine) as conn:
             old = [
-                r[0]
+                (r[0], int(r[1]))
                 for r in conn.execute(
-                    select(t.tombstones.c.document_id).where(
+                    select(t.tombstones.c.document_id, t.tombstones.c.revision).where(
                         t.tombstones.c.completed_at.is_not(None),
                         t.tombstones.c.detected_at < cutoff,
                     )
                 )
             ]
-            for part in chunked(old):
+            ids = [doc_id for doc_id, _ in old]
+            revisions = dict(old)
+            for part in chunked(ids):
+                for doc_id, revision in conn.execute(
+                    select(t.documents.c.document_id, t.documents.c.revision).where(
+                        t.documents.c.document_id.in_(part)
+                    )
+                ):
+                    revisions[doc_id] = max(revisions[doc_id], int(revision))
+                conn.execute(
+                    delete(t.revision_floors).where(t.revision_floors.c.document_id.in_(part))
+                )
+                conn.execute(
+                    insert(t.revision_floors),
+                    [{"document_id": d, "revision": revisions[d]} for d in part],
+                )
                 conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id.in_(part)))
                 conn.execute(
                     delete(t.document_indexes).where(t.document_indexes.c.document_id.in_(part))
@@ -335,4 +374,4 @@ class Manifest:
                         t.documents.c.document_id.in_(part), t.documents.c.state == DELETED
                     )
                 )
-        return len(old)
+        return ids

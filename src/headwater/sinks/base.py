@@ -5,7 +5,13 @@ A sink is a class with an ``Options`` pydantic model, a ``schema_version`` and
 document's manifest revision; the sink keeps the highest revision it has seen per
 document (live or deleted) and refuses an older write with ``WriteOutcome.STALE``
 (invariant 5). A replace swaps a document's chunks atomically: after it the sink holds
-exactly the given chunks at that revision (invariants 6 and 7).
+exactly the given chunks at that revision (invariants 6 and 7), and a search never sees
+two revisions of a document nor half of one, even when the replace fails midway.
+Replacing with the revision the sink already holds is accepted (an idempotent re-apply).
+
+A sink is bound to one manifest (``bind``); the core tells it when a purged tombstone
+may be forgotten (``forget_tombstones``), and ``update_access`` answers ``ABSENT`` for a
+document it does not hold, so the core writes the document in full instead.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ class SinkContext:
 class WriteOutcome(StrEnum):
     APPLIED = "applied"
     STALE = "stale"
+    ABSENT = "absent"  # update_access: the sink holds no live chunks of the document
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,23 @@ class Sink(Protocol):
         ...
 
     def update_access(self, document_id: str, access: Access, revision: int) -> WriteOutcome:
-        """Change the ACL on every chunk of the document; vectors stay untouched."""
+        """Change the ACL on every chunk of the document; vectors stay untouched.
+
+        ``ABSENT`` when the sink holds no live chunks of the document (nothing changed).
+        """
+        ...
+
+    def forget_tombstones(self, document_ids: Sequence[str]) -> None:
+        """Drop the tombstones of these documents (their manifest tombstones were purged;
+        a re-created document starts above the old revision). Live documents stay."""
+        ...
+
+    def bind(self, manifest_id: str) -> bool:
+        """Tie the index to the manifest ``manifest_id`` (called at open).
+
+        An index bound to another manifest holds state no manifest here vouches for: it is
+        emptied first (everything is then pending and rebuilt), and True is returned.
+        """
         ...
 
     def count(self, document_id: str) -> int:
@@ -105,7 +128,8 @@ class Sink(Protocol):
         ...
 
     def inventory(self) -> Iterator[InventoryRow]:
-        """Every live document the sink holds, with its revision and chunk count."""
+        """Every live document the sink holds, with its revision and chunk count, in
+        ascending ``document_id`` order, streamed (reconcile merges it with the manifest)."""
         ...
 
     def close(self) -> None: ...

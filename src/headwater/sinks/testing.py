@@ -1,8 +1,10 @@
 """The shipped sink conformance suite.
 
 A sink's test module subclasses ``SinkConformance`` and provides the ``sink`` fixture (a
-fresh, opened sink of dimension ``DIMENSION``) and, for a sink that persists, ``reopen``
-(a callable opening the same storage again); every contract check then runs for it:
+fresh, opened sink of dimension ``DIMENSION``), ``fail_midway`` (fault injection: a
+context manager in which the sink's storage fails half-way through writing a replace's
+new chunks) and, for a sink that persists, ``reopen`` (a callable opening the same
+storage again); every contract check then runs for it:
 
     class TestMySinkConformance(SinkConformance):
         @pytest.fixture
@@ -11,156 +13,58 @@ fresh, opened sink of dimension ``DIMENSION``) and, for a sink that persists, ``
             yield sink
             sink.close()
 
+        @pytest.fixture
+        def fail_midway(self):
+            return lambda sink: my_storage_fails_after_half_the_chunks(sink)
+
 Checks: idempotent replace, exact swaps, deletes to zero, ACL updates without
-re-embedding, no invisible hit and no starvation by the ACL filter (per capability),
-stale writes refused, no resurrection, inventory, the sources filter and persistence.
+re-embedding, ABSENT for a document the sink does not hold, no invisible hit and no
+starvation by the ACL filter (per capability), stale writes refused, no resurrection,
+a replace failing midway leaves the old revision whole and alone, forgotten tombstones,
+manifest binding, inventory in document_id order, the sources filter and persistence.
 Vectors are deterministic and unit-length. Requires pytest (a dev dependency).
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from headwater.identity import chunk_id, document_id
-from headwater.sinks.base import SearchRequest, Sink, SinkContext, WriteOutcome
-from headwater.types import (
-    Access,
-    Chunk,
-    EmbeddedChunk,
-    IndexDocument,
-    SearchHit,
-    SearchMode,
-    caller_principals,
+from headwater.sinks._suite_base import (
+    ACCESS_POOL,
+    CALLERS,
+    DIMENSION,
+    EVERYONE,
+    SuiteBase,
+    ask,
+    make_chunks,
+    make_document,
+    near,
+    sink_context,
+    unit_vector,
 )
+from headwater.sinks._suite_lifecycle import LifecycleChecks
+from headwater.sinks.base import Sink, WriteOutcome
+from headwater.types import Access, IndexDocument, SearchMode, caller_principals
 
-DIMENSION = 8
-EVERYONE = ["public", "group:a", "group:b", "user:x@example.com", "user:y@example.com"]
-
-
-def sink_context(state_dir: Path, name: str = "test", dimension: int = DIMENSION) -> SinkContext:
-    return SinkContext(name=name, state_dir=state_dir, dimension=dimension)
-
-
-def unit_vector(seed: str, dimension: int = DIMENSION) -> list[float]:
-    """A deterministic unit vector derived from ``seed``."""
-    values: list[float] = []
-    counter = 0
-    while len(values) < dimension:
-        digest = hashlib.sha256(f"{seed}:{counter}".encode()).digest()
-        values.extend((b - 127.5) / 127.5 for b in digest)
-        counter += 1
-    return _normalized(values[:dimension])
-
-
-def near(base: Sequence[float], seed: str, amount: float) -> list[float]:
-    """A unit vector ``amount`` of the way from ``base`` towards a random direction."""
-    other = unit_vector(seed, len(base))
-    return _normalized([b + amount * o for b, o in zip(base, other, strict=True)])
-
-
-def _normalized(values: Sequence[float]) -> list[float]:
-    norm = math.sqrt(sum(v * v for v in values))
-    return [v / norm for v in values]
-
-
-def make_document(name: str, access: Access, source: str = "docs") -> IndexDocument:
-    return IndexDocument(
-        document_id=document_id("tenant", "test", source, name),
-        source=source,
-        title=f"Title of {name}",
-        locator=f"test://{source}/{name}",
-        access=access,
-    )
-
-
-def make_chunks(
-    document: IndexDocument,
-    texts: Sequence[str],
-    vectors: Sequence[Sequence[float]] | None = None,
-    pipeline: str = "p1",
-) -> list[EmbeddedChunk]:
-    """Chunks of ``document`` with ``texts``; vectors default to ones seeded by the text."""
-    chunks: list[EmbeddedChunk] = []
-    for ordinal, text in enumerate(texts):
-        vector = vectors[ordinal] if vectors is not None else unit_vector(text)
-        chunk = Chunk(
-            chunk_id=chunk_id(document.document_id, pipeline, ordinal),
-            document_id=document.document_id,
-            ordinal=ordinal,
-            text=text,
-            embed_text=text,
-        )
-        chunks.append(EmbeddedChunk(chunk=chunk, vector=list(vector)))
-    return chunks
-
-
-def ask(
-    mode: SearchMode,
-    *,
-    text: str = "",
-    vector: Sequence[float] | None = None,
-    principals: Sequence[str] = ("public",),
-    k: int = 10,
-    sources: Sequence[str] | None = None,
-) -> SearchRequest:
-    return SearchRequest(
-        text=text, vector=vector, principals=list(principals), k=k, mode=mode, sources=sources
-    )
-
-
-ACCESS_POOL = [
-    Access(groups=("a",)),
-    Access(groups=("b",)),
-    Access(users=("x@example.com",)),
-    Access(users=("y@example.com",), groups=("b",)),
-    Access(public=True),
-    Access.nobody(),
-]
-CALLERS = [
-    caller_principals(None),
-    caller_principals("x@example.com"),
-    caller_principals("y@example.com", ["a"]),
-    caller_principals("z@example.com", ["b"]),
+__all__ = [
+    "DIMENSION",
+    "EVERYONE",
+    "SinkConformance",
+    "SuiteBase",
+    "ask",
+    "make_chunks",
+    "make_document",
+    "near",
+    "sink_context",
+    "unit_vector",
 ]
 
 
-class SinkConformance:
-    """Subclass in a test module and provide ``sink`` (and ``reopen`` if it persists)."""
-
-    @pytest.fixture
-    def sink(self) -> Iterator[Sink]:  # pragma: no cover - overridden
-        raise RuntimeError("override the `sink` fixture in your conformance test class")
-
-    @pytest.fixture
-    def reopen(self) -> Callable[[], Sink] | None:
-        """Opens the sink's storage again; None for a sink that lives in memory."""
-        return None
-
-    # ---- helpers ------------------------------------------------------------------
-
-    def modes(self, sink: Sink) -> list[SearchMode]:
-        found = []
-        if sink.capabilities.vector:
-            found.append(SearchMode.VECTOR)
-        if sink.capabilities.keyword:
-            found.append(SearchMode.KEYWORD)
-        if sink.capabilities.vector and sink.capabilities.keyword:
-            found.append(SearchMode.HYBRID)
-        return found
-
-    def find(
-        self, sink: Sink, mode: SearchMode, text: str, principals: Sequence[str], k: int = 50
-    ) -> list[SearchHit]:
-        vector = unit_vector(text) if mode is not SearchMode.KEYWORD else None
-        return sink.search(ask(mode, text=text, vector=vector, principals=principals, k=k))
-
-    def ids_of(self, hits: Sequence[SearchHit]) -> list[str]:
-        return [hit.chunk_id for hit in hits]
+class SinkConformance(LifecycleChecks):
+    """Subclass in a test module and provide ``sink`` and ``fail_midway`` (and ``reopen``
+    if the sink persists)."""
 
     # ---- writes -------------------------------------------------------------------
 
@@ -364,8 +268,10 @@ class SinkConformance:
             sink.replace(doc, make_chunks(doc, [f"inv {i} {j}" for j in range(i + 1)]), 10 + i)
         sink.delete(docs[0].document_id, 20)
         sink.delete(make_document("inv-never", Access()).document_id, 1)
-        rows = {r.document_id: (r.revision, r.chunks) for r in sink.inventory()}
+        listed = list(sink.inventory())
+        rows = {r.document_id: (r.revision, r.chunks) for r in listed}
         assert rows == {docs[i].document_id: (10 + i, i + 1) for i in range(1, 4)}
+        assert [r.document_id for r in listed] == sorted(rows), "not in document_id order"
 
     def test_data_persists_after_reopen(
         self, sink: Sink, reopen: Callable[[], Sink] | None

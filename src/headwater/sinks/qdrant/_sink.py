@@ -4,16 +4,21 @@ Each chunk is a point whose id is its ``chunk_id`` and whose payload carries the
 document's ACL (``principals``) and ``source``; searches pass both as a payload filter,
 which Qdrant applies inside the HNSW search, so filtering never starves the top ``k``.
 
-Qdrant has no multi-point transactions, so ordering does the work. A second collection
-holds one payload-only point per document (revision, tombstone, ACL). Every write first
-checks it (stale writes are refused), then records the new revision there (a claim: a
-later, older write is refused even if this one dies midway), then touches the chunks:
-a replace upserts the new points *before* deleting the document's points not in the
-new set, so the old version stays searchable until the new one is complete.
+Qdrant has no multi-point transactions, so a per-document switch does the work. A second
+collection holds one payload-only point per document: the highest revision claimed, the
+tombstone flag, the ACL, and ``live``, the token of the one write searches may see. A
+replace checks it (stale writes are refused), claims the revision (a later, older write
+is refused even if this one dies midway), upserts the new points under a fresh write
+token (new point ids, so no live point is touched), switches ``live`` to that token in
+one point upsert, and only then deletes the document's points of other writes. Searches,
+counts and the inventory see only points whose token is live, so a failure at any step
+leaves exactly one complete revision visible (invariants 6 and 7); leftovers of a dead
+write are deleted by the next write of the document.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -37,10 +42,14 @@ from headwater.sinks.checks import check_unique_chunks
 from headwater.sinks.qdrant._client import guard, open_client
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 UPSERT_BATCH = 256
 SCROLL_PAGE = 256
 _REVISION_NAMESPACE = uuid.UUID("6f1c2a52-3b0e-4a8e-9d47-0c5b9f1e7a10")
+_POINT_NAMESPACE = uuid.UUID("0b6e3f6c-7a43-4f0c-8f3e-5d2a9c1b4e77")
+_BINDING_ID = "00000000-0000-0000-0000-00000000b1d0"
+OVERFETCH = 4
+_HEX64 = re.compile("[0-9a-f]{64}")
 
 
 class QdrantOptions(SinkOptions):
@@ -72,11 +81,23 @@ class QdrantOptions(SinkOptions):
 
 
 def _revision_point_id(document_id: str) -> str:
+    """The record's point id: the document_id's first 128 bits, so that scrolling the
+    records (ordered by point id) lists documents in document_id order."""
+    if _HEX64.fullmatch(document_id):
+        return str(uuid.UUID(document_id[:32]))
     return str(uuid.uuid5(_REVISION_NAMESPACE, document_id))
+
+
+def _point_id(chunk_id: str, write: str) -> str:
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"{chunk_id}:{write}"))
 
 
 def _of_document(document_id: str) -> qm.FieldCondition:
     return qm.FieldCondition(key="document_id", match=qm.MatchValue(value=document_id))
+
+
+def _of_write(write: str) -> qm.FieldCondition:
+    return qm.FieldCondition(key="write", match=qm.MatchValue(value=write))
 
 
 class QdrantSink:
@@ -116,7 +137,7 @@ class QdrantSink:
                     ),
                 )
                 if self.options.url is not None:  # payload indexes only matter on a server
-                    for key in ("document_id", "principals", "source"):
+                    for key in ("document_id", "principals", "source", "write"):
                         self._client.create_payload_index(
                             self.collection, key, qm.PayloadSchemaType.KEYWORD
                         )
@@ -140,22 +161,26 @@ class QdrantSink:
     ) -> WriteOutcome:
         check_unique_chunks(document.document_id, chunks)
         principals = document.access.principals()
-        points = [self._point(document, item, principals, revision) for item in chunks]
+        write = uuid.uuid4().hex
+        points = [self._point(document, item, principals, revision, write) for item in chunks]
+        doc_id = document.document_id
         with guard(self.where):
-            held = self._held(document.document_id)
-            if held is not None and (held[0] > revision or (held[1] and held[0] >= revision)):
-                return WriteOutcome.STALE
-            self._record(document.document_id, revision, False, document.source, principals)
+            payload = self._held_payload(doc_id)
+            if payload is not None:
+                held, deleted = int(payload["revision"]), bool(payload["deleted"])
+                if held > revision or (deleted and held >= revision):
+                    return WriteOutcome.STALE
+            live, live_revision = None, None
+            if payload is not None and not payload["deleted"]:
+                live, live_revision = payload.get("live"), payload.get("live_revision")
+            self._record(doc_id, revision, False, document.source, principals, live, live_revision)
             for start in range(0, len(points), UPSERT_BATCH):
                 batch = points[start : start + UPSERT_BATCH]
                 self._client.upsert(self.collection, points=batch, wait=True)
-            keep: list[qm.ExtendedPointId] = [item.chunk.chunk_id for item in chunks]
-            stale = qm.Filter(
-                must=[_of_document(document.document_id)],
-                must_not=[qm.HasIdCondition(has_id=keep)] if keep else None,
-            )
+            self._record(doc_id, revision, False, document.source, principals, write, revision)
+            others = qm.Filter(must=[_of_document(doc_id)], must_not=[_of_write(write)])
             self._client.delete(
-                self.collection, points_selector=qm.FilterSelector(filter=stale), wait=True
+                self.collection, points_selector=qm.FilterSelector(filter=others), wait=True
             )
         return WriteOutcome.APPLIED
 
@@ -164,7 +189,7 @@ class QdrantSink:
             held = self._held(document_id)
             if held is not None and held[0] > revision:
                 return WriteOutcome.STALE
-            self._record(document_id, revision, True, None, [])
+            self._record(document_id, revision, True, None, [], None, None)
             everything = qm.Filter(must=[_of_document(document_id)])
             self._client.delete(
                 self.collection, points_selector=qm.FilterSelector(filter=everything), wait=True
@@ -174,20 +199,22 @@ class QdrantSink:
     def update_access(self, document_id: str, access: Access, revision: int) -> WriteOutcome:
         """Set ``principals`` on the document's points; vectors are not touched.
 
-        A document the index does not hold live is STALE against a tombstone at this
-        revision or newer, otherwise a no-op.
+        STALE against a newer revision or a tombstone at this revision or newer; ABSENT
+        when the index holds no live chunks of the document (the core then replaces it).
         """
         principals = access.principals()
         with guard(self.where):
             payload = self._held_payload(document_id)
             if payload is None:
-                return WriteOutcome.APPLIED
+                return WriteOutcome.ABSENT
             held, deleted = int(payload["revision"]), bool(payload["deleted"])
             if held > revision or (deleted and held >= revision):
                 return WriteOutcome.STALE
-            if deleted:
-                return WriteOutcome.APPLIED
-            self._record(document_id, revision, False, payload.get("source"), principals)
+            live = payload.get("live")
+            if deleted or live is None:
+                return WriteOutcome.ABSENT
+            source = payload.get("source")
+            self._record(document_id, revision, False, source, principals, live, revision)
             self._client.set_payload(
                 self.collection,
                 payload={"principals": principals, "revision": revision},
@@ -196,24 +223,52 @@ class QdrantSink:
             )
         return WriteOutcome.APPLIED
 
+    def forget_tombstones(self, document_ids: Sequence[str]) -> None:
+        """Drop the tombstone records of these documents; live documents are untouched."""
+        with guard(self.where):
+            for document_id in document_ids:
+                held = self._held(document_id)
+                if held is not None and held[1]:
+                    self._client.delete(
+                        self.revisions,
+                        points_selector=qm.PointIdsList(points=[_revision_point_id(document_id)]),
+                        wait=True,
+                    )
+
+    def bind(self, manifest_id: str) -> bool:
+        """Bind the index to ``manifest_id``; an index bound to another one is emptied."""
+        with guard(self.where):
+            found = self._client.retrieve(self.revisions, ids=[_BINDING_ID], with_payload=True)
+            bound = found[0].payload.get("manifest_id") if found and found[0].payload else None
+            if bound == manifest_id:
+                return False
+            reset = bound is not None
+            if reset:
+                self._client.delete_collection(self.collection)
+                self._client.delete_collection(self.revisions)
+                self._ensure_collections()
+            point = qm.PointStruct(id=_BINDING_ID, vector={}, payload={"manifest_id": manifest_id})
+            self._client.upsert(self.revisions, points=[point], wait=True)
+        return reset
+
     # ---- reads --------------------------------------------------------------------
 
     def count(self, document_id: str) -> int:
+        """The document's chunks of its live write (leftovers of a dead write never count)."""
         with guard(self.where):
-            found = self._client.count(
-                self.collection,
-                count_filter=qm.Filter(must=[_of_document(document_id)]),
-                exact=True,
-            )
-        return found.count
+            payload = self._held_payload(document_id)
+            live = None if payload is None else payload.get("live")
+            return 0 if live is None else self._count_live(document_id, str(live))
 
     def revision(self, document_id: str) -> int | None:
         with guard(self.where):
-            held = self._held(document_id)
-        return None if held is None or held[1] else held[0]
+            payload = self._held_payload(document_id)
+        if payload is None or payload["deleted"] or payload.get("live") is None:
+            return None
+        return int(payload["live_revision"])
 
     def inventory(self) -> Iterator[InventoryRow]:
-        """Live documents a page at a time, each with its chunk count as Qdrant has it."""
+        """Live documents a page at a time in document_id order, with their live chunks."""
         live = qm.Filter(must=[qm.FieldCondition(key="deleted", match=qm.MatchValue(value=False))])
         offset: qm.ExtendedPointId | None = None
         while True:
@@ -223,11 +278,15 @@ class QdrantSink:
                 )
             for record in records:
                 payload = record.payload or {}
+                if payload.get("live") is None:
+                    continue  # a first write that never completed: nothing is visible
                 document_id = str(payload["document_id"])
+                with guard(self.where):
+                    chunks = self._count_live(document_id, str(payload["live"]))
                 yield InventoryRow(
                     document_id=document_id,
-                    revision=int(payload["revision"]),
-                    chunks=self.count(document_id),
+                    revision=int(payload["live_revision"]),
+                    chunks=chunks,
                 )
             if offset is None:
                 return
@@ -251,15 +310,21 @@ class QdrantSink:
             must.append(
                 qm.FieldCondition(key="source", match=qm.MatchAny(any=list(request.sources)))
             )
-        with guard(self.where):
-            found = self._client.query_points(
-                self.collection,
-                query=list(request.vector),
-                query_filter=qm.Filter(must=must),
-                limit=request.k,
-                with_payload=True,
-            )
-        return [self._hit(point) for point in found.points]
+        query_filter = qm.Filter(must=must)
+        limit = request.k * OVERFETCH
+        while True:
+            with guard(self.where):
+                found = self._client.query_points(
+                    self.collection,
+                    query=list(request.vector),
+                    query_filter=query_filter,
+                    limit=limit,
+                    with_payload=True,
+                )
+                visible = self._live_only(found.points)
+            if len(visible) >= request.k or len(found.points) < limit:
+                return [self._hit(point) for point in visible[: request.k]]
+            limit *= OVERFETCH
 
     def close(self) -> None:
         if not self._closed:
@@ -267,6 +332,28 @@ class QdrantSink:
             self._client.close()
 
     # ---- helpers ------------------------------------------------------------------
+
+    def _count_live(self, document_id: str, live: str) -> int:
+        found = self._client.count(
+            self.collection,
+            count_filter=qm.Filter(must=[_of_document(document_id), _of_write(live)]),
+            exact=True,
+        )
+        return found.count
+
+    def _live_only(self, points: Sequence[qm.ScoredPoint]) -> list[qm.ScoredPoint]:
+        """The points of each document's live write; leftovers of other writes are hidden."""
+        doc_ids = list({str((p.payload or {})["document_id"]) for p in points})
+        records = self._client.retrieve(
+            self.revisions, ids=[_revision_point_id(d) for d in doc_ids], with_payload=True
+        )
+        live = {str(r.payload["document_id"]): r.payload.get("live") for r in records if r.payload}
+        return [
+            p
+            for p in points
+            if (p.payload or {}).get("write") is not None
+            and live.get(str((p.payload or {})["document_id"])) == (p.payload or {})["write"]
+        ]
 
     def _held_payload(self, document_id: str) -> dict[str, Any] | None:
         found = self._client.retrieve(
@@ -287,20 +374,31 @@ class QdrantSink:
         deleted: bool,
         source: str | None,
         principals: Sequence[str],
+        live: str | None,
+        live_revision: int | None,
     ) -> None:
+        """Write the document's record: ``revision`` is the highest claimed, ``live`` the
+        write searches see (None: none) and ``live_revision`` that write's revision."""
         payload: dict[str, Any] = {
             "document_id": document_id,
             "revision": revision,
             "deleted": deleted,
             "source": source,
             "principals": list(principals),
+            "live": live,
+            "live_revision": live_revision,
             "changed_at": iso(utcnow()),
         }
         point = qm.PointStruct(id=_revision_point_id(document_id), vector={}, payload=payload)
         self._client.upsert(self.revisions, points=[point], wait=True)
 
     def _point(
-        self, document: IndexDocument, item: EmbeddedChunk, principals: list[str], revision: int
+        self,
+        document: IndexDocument,
+        item: EmbeddedChunk,
+        principals: list[str],
+        revision: int,
+        write: str,
     ) -> qm.PointStruct:
         if item.vector is None:
             raise FatalError(
@@ -322,13 +420,16 @@ class QdrantSink:
             "source": document.source,
             "principals": principals,
             "revision": revision,
+            "chunk_id": item.chunk.chunk_id,
+            "write": write,
         }
-        return qm.PointStruct(id=item.chunk.chunk_id, vector=list(item.vector), payload=payload)
+        point_id = _point_id(item.chunk.chunk_id, write)
+        return qm.PointStruct(id=point_id, vector=list(item.vector), payload=payload)
 
     def _hit(self, point: qm.ScoredPoint) -> SearchHit:
         payload = point.payload or {}
         return SearchHit(
-            chunk_id=str(point.id),
+            chunk_id=str(payload["chunk_id"]),
             document_id=str(payload["document_id"]),
             ordinal=int(payload["ordinal"]),
             score=float(point.score),

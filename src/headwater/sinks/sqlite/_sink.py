@@ -159,17 +159,17 @@ class SqliteSink:
         """Rewrite the ACL of the document's chunks; vectors and text stay as they are.
 
         A document the index does not hold live has no chunks to re-permission: the call
-        is STALE when a tombstone at this revision or newer exists, otherwise a no-op.
+        is STALE when a tombstone at this revision or newer exists, otherwise ABSENT.
         """
         principals = access.principals()
         with self._db.transaction() as db:
             held = self._held(document_id)
             if held is None:
-                return WriteOutcome.APPLIED
+                return WriteOutcome.ABSENT
             if held[0] > revision or (held[1] and held[0] >= revision):
                 return WriteOutcome.STALE
             if held[1]:
-                return WriteOutcome.APPLIED
+                return WriteOutcome.ABSENT
             self._drop_fts(document_id)
             db.execute(
                 "UPDATE chunks SET acl = ? WHERE document_id = ?",
@@ -178,6 +178,33 @@ class SqliteSink:
             self._add_fts(document_id)
             self._write_document(document_id, revision, False, None, principals)
         return WriteOutcome.APPLIED
+
+    def forget_tombstones(self, document_ids: Sequence[str]) -> None:
+        """Drop the tombstone rows of these documents; live documents are untouched."""
+        with self._db.transaction() as db:
+            db.executemany(
+                "DELETE FROM documents WHERE document_id = ? AND deleted = 1",
+                [(d,) for d in document_ids],
+            )
+
+    def bind(self, manifest_id: str) -> bool:
+        """Bind the index to ``manifest_id``; an index bound to another one is emptied."""
+        with self._db.transaction() as db:
+            rows = db.execute("SELECT value FROM meta WHERE key = 'manifest_id'")
+            bound = str(rows[0][0]) if rows else None
+            if bound == manifest_id:
+                return False
+            if bound is not None:
+                db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
+                for table in ("vec", "chunks", "documents"):
+                    db.execute(f"DELETE FROM {table}")
+                db.execute("UPDATE meta SET value = '0' WHERE key = 'chunk_count'")
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES ('manifest_id', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [manifest_id],
+            )
+        return bound is not None
 
     # ---- reads --------------------------------------------------------------------
 

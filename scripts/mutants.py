@@ -1,0 +1,239 @@
+# ruff: noqa: E501  (patch texts quote source lines verbatim)
+"""Mutation pins: break one guard at a time and check that its named tests fail.
+
+Each mutant is a named text patch (file, old text, new text) of one guard, plus the
+pytest node ids that must kill it. For each mutant the script copies ``src/`` and
+``tests/`` (and ``pyproject.toml``) to a temporary directory, applies that one patch
+there, runs the killing tests with ``PYTHONPATH`` pointing at the copy, and reports
+``killed`` (some test failed), ``survived`` (all passed), ``stale-patch`` (its old text
+is not found exactly once) or ``broken`` (pytest did not run the tests to a failure: a
+collection or syntax error). It exits 1 unless every mutant was killed.
+
+    .venv/bin/python scripts/mutants.py            # every mutant
+    .venv/bin/python scripts/mutants.py -k qdrant  # mutants whose name contains "qdrant"
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str
+    old: str
+    new: str
+    killers: tuple[str, ...]
+
+
+INDEXER = "src/headwater/indexer/indexer.py"
+QDRANT = "src/headwater/sinks/qdrant/_sink.py"
+REPAIR = "tests/correctness/test_repair.py"
+EXTRA = "tests/correctness/test_invariants_extra.py"
+QDRANT_SUITE = "tests/sinks/test_qdrant_conformance.py::TestQdrantInMemoryConformance"
+
+MUTANTS: list[Mutant] = [
+    Mutant(
+        "applied-recorded-when-the-sink-raised",
+        INDEXER,
+        "        return None\n\n    def _fail(",
+        "        return Applied(\n"
+        "            record.document_id, record.revision, record.signature, target.version, 0\n"
+        "        )\n\n    def _fail(",
+        (
+            f"{EXTRA}::test_a_sink_failing_mid_replace_records_nothing_and_keeps_the_old_revision[sqlite]",
+        ),
+    ),
+    Mutant(
+        "applied-recorded-before-the-sink-wrote",
+        INDEXER,
+        "                outcome = call_with_retry(\n"
+        "                    lambda: sink.replace(document, chunk_list, record.revision), self.retry\n"
+        "                )",
+        "                self.manifest.index_state.record_applied(target.name, [Applied(\n"
+        "                    record.document_id, record.revision, record.signature,\n"
+        "                    target.version, len(chunk_list))])\n"
+        "                outcome = call_with_retry(\n"
+        "                    lambda: sink.replace(document, chunk_list, record.revision), self.retry\n"
+        "                )",
+        (
+            f"{EXTRA}::test_a_sink_failing_mid_replace_records_nothing_and_keeps_the_old_revision[sqlite]",
+        ),
+    ),
+    Mutant(
+        "old-chunks-deleted-before-the-new-are-embedded",
+        INDEXER,
+        "        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report)",
+        "        for d in to_prepare:\n"
+        "            for t in self.targets:\n"
+        "                if records[d].revision > 1:\n"
+        "                    t.sink.delete(d, records[d].revision - 1)\n"
+        "        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report)",
+        (
+            f"{EXTRA}::test_a_changed_document_that_fails_to_embed_stays_searchable_in_its_old_version[sqlite]",
+        ),
+    ),
+    Mutant(
+        "tombstone-complete-without-zero-count-check",
+        INDEXER,
+        "                if remaining:\n",
+        "                if False:\n",
+        (
+            f"{EXTRA}::test_a_delete_the_sink_did_not_carry_out_never_completes_the_tombstone[sqlite]",
+        ),
+    ),
+    Mutant(
+        "tombstone-complete-at-commit-time",
+        "src/headwater/manifest/store.py",
+        "                        detected_at=now,\n                        completed_at=None,",
+        "                        detected_at=now,\n                        completed_at=now,",
+        (
+            f"{EXTRA}::test_a_delete_the_sink_did_not_carry_out_never_completes_the_tombstone[sqlite]",
+        ),
+    ),
+    Mutant(
+        "qdrant-deletes-before-it-upserts",
+        QDRANT,
+        "            for start in range(0, len(points), UPSERT_BATCH):",
+        "            self._client.delete(\n"
+        "                self.collection,\n"
+        "                points_selector=qm.FilterSelector(\n"
+        "                    filter=qm.Filter(must=[_of_document(doc_id)], must_not=[_of_write(write)])\n"
+        "                ),\n"
+        "                wait=True,\n"
+        "            )\n"
+        "            for start in range(0, len(points), UPSERT_BATCH):",
+        (f"{QDRANT_SUITE}::test_failed_replace_leaves_the_old_revision_whole",),
+    ),
+    Mutant(
+        "qdrant-search-sees-every-write",
+        QDRANT,
+        "                visible = self._live_only(found.points)",
+        "                visible = list(found.points)",
+        (f"{QDRANT_SUITE}::test_failed_replace_leaves_the_old_revision_whole",),
+    ),
+    Mutant(
+        "revision-restarts-after-a-purge",
+        "src/headwater/manifest/store.py",
+        '                    values["revision"] += self._take_floor(conn, write.document_id)',
+        "                    self._take_floor(conn, write.document_id)",
+        (
+            f"{REPAIR}::test_a_document_re_created_after_its_tombstone_was_purged_is_searchable[sqlite]",
+        ),
+    ),
+    Mutant(
+        "dead-letter-blocks-newer-revisions",
+        INDEXER,
+        "    return died is None or record.revision <= died",
+        "    return True",
+        (f"{REPAIR}::test_a_dead_letter_entry_does_not_block_a_newer_revision[sqlite]",),
+    ),
+    Mutant(
+        "absent-document-acl-update-recorded-as-applied",
+        INDEXER,
+        "                if outcome is WriteOutcome.ABSENT:",
+        "                if False:",
+        (f"{REPAIR}::test_an_acl_change_on_a_document_an_index_lost_rewrites_it[sqlite]",),
+    ),
+    Mutant(
+        "reconcile-ignores-missing-empty-documents",
+        "src/headwater/indexer/reconcile.py",
+        "    if in_sink is None:\n        drift.missing.append(doc_id)",
+        "    if in_sink is None and expected[1] > 0:\n        drift.missing.append(doc_id)",
+        (f"{REPAIR}::test_reconcile_counts_an_applied_document_with_no_chunks_as_missing[sqlite]",),
+    ),
+    Mutant(
+        "reconcile-calls-unconfirmed-active-documents-orphans",
+        "src/headwater/indexer/reconcile.py",
+        "            drift.unconfirmed.append(doc_id)",
+        "            drift.orphans.append(doc_id)",
+        (
+            f"{REPAIR}::test_repair_after_a_crash_before_the_record_re_applies_active_documents[sqlite]",
+        ),
+    ),
+    Mutant(
+        "index-not-bound-to-its-manifest",
+        "src/headwater/workspace.py",
+        "            if sink.bind(self.manifest.manifest_id):",
+        "            if False:",
+        (f"{REPAIR}::test_an_index_of_a_lost_manifest_never_serves_its_old_permissions[sqlite]",),
+    ),
+]
+
+
+def _copy_tree(workdir: Path) -> None:
+    for part in ("src", "tests"):
+        shutil.copytree(
+            ROOT / part, workdir / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
+    shutil.copy2(ROOT / "pyproject.toml", workdir / "pyproject.toml")
+
+
+def _apply(workdir: Path, mutant: Mutant) -> str | None:
+    """Apply the patch; return a problem, or None when it applied."""
+    target = workdir / mutant.file
+    if not target.exists():
+        return f"{mutant.file} does not exist"
+    text = target.read_text(encoding="utf-8")
+    found = text.count(mutant.old)
+    if found != 1:
+        return f"its old text occurs {found} times in {mutant.file}; expected exactly once"
+    target.write_text(text.replace(mutant.old, mutant.new), encoding="utf-8")
+    return None
+
+
+def run_mutant(mutant: Mutant, python: str, timeout: int) -> tuple[str, str]:
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.name}-") as tmp:
+        workdir = Path(tmp)
+        _copy_tree(workdir)
+        problem = _apply(workdir, mutant)
+        if problem is not None:
+            return "stale-patch", problem
+        env = {**os.environ, "PYTHONPATH": str(workdir / "src"), "HF_HUB_OFFLINE": "1"}
+        env.pop("HEADWATER_FAILPOINTS", None)
+        command = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+        command += [f"{n}" for n in mutant.killers]
+        try:
+            done = subprocess.run(
+                command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            return "killed", "timed out"
+        last = (done.stdout.strip().splitlines() or [""])[-1]
+        if done.returncode == 0:
+            return "survived", last
+        if done.returncode != 1 or " failed" not in last:  # a collection error, no tests…
+            return "broken", f"pytest exit {done.returncode}: {last}"
+        return "killed", last
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="only mutants whose name contains this")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per mutant")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if args.k in m.name]
+    if not chosen:
+        print(f"no mutant name contains {args.k!r}; names: {', '.join(m.name for m in MUTANTS)}")
+        return 1
+    bad = 0
+    for mutant in chosen:
+        verdict, detail = run_mutant(mutant, sys.executable, args.timeout)
+        print(f"{verdict:12} {mutant.name}: {detail}", flush=True)
+        bad += verdict != "killed"
+    print(f"{len(chosen) - bad}/{len(chosen)} killed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
