@@ -127,10 +127,15 @@ class SourceDocument:
 
 @dataclass(frozen=True)
 class Deleted:
-    """An explicit delete reported by the source (git diff, change feed, HTTP 410)."""
+    """An explicit delete reported by the source (git diff, change feed, HTTP 410).
+
+    ``inferred`` marks a delete the connector only concluded (a 404 or 410 answer), not
+    one the source reported; the runner applies those within the safety fraction.
+    """
 
     object_id: str
     sequence: int | None = None
+    inferred: bool = False
 
 
 class Stage(StrEnum):

@@ -203,9 +203,14 @@ class Workspace:
         *,
         index: bool = True,
         force: bool = False,
+        full: bool = False,
         progress: Progress | None = None,
     ) -> SyncResult:
-        """Sync the given sources (all by default) and, unless ``index=False``, index."""
+        """Sync the given sources (all by default) and, unless ``index=False``, index.
+
+        ``full=True`` re-reads each source from the beginning: no cursor, no window start,
+        no skip by version hint (unchanged content is still skipped by checksum).
+        """
         result = SyncResult(warnings=self.warnings(sources))
         indexer = self.indexer() if index else None
         worker = IndexWorker(lambda: self._drain(indexer)).start() if indexer else None
@@ -213,7 +218,7 @@ class Workspace:
             for section in self._selected(sources):
                 if self.cancel.is_set():
                     break
-                result.runs.append(self._sync_source(section, force, progress, worker))
+                result.runs.append(self._sync_source(section, force, full, progress, worker))
         finally:
             if worker is not None:
                 result.index.add(worker.stop())
@@ -226,6 +231,7 @@ class Workspace:
         self,
         section: SourceSection,
         force: bool,
+        full: bool,
         progress: Progress | None,
         worker: IndexWorker | None,
     ) -> RunReport:
@@ -235,6 +241,7 @@ class Workspace:
         )
         options = SyncOptions(
             force_prune=force,
+            full=full,
             prune=isinstance(connector, Enumerating) and self._prune_due(section),
             run_attempts=self.config.sync.run_attempts,
             cancel=self.cancel,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -23,7 +22,7 @@ from headwater.config import SourceSection
 from headwater.connectors.base import Connector, Enumerating, LazyFetching
 from headwater.errors import Cancelled, HeadwaterError, TransientError
 from headwater.manifest.content import ContentStore
-from headwater.manifest.records import BatchCommit, DocumentRecord, RunCounts
+from headwater.manifest.records import RunCounts
 from headwater.manifest.runs import (
     CANCELLED,
     COMPLETED_WITH_ERRORS,
@@ -33,7 +32,8 @@ from headwater.manifest.runs import (
 )
 from headwater.manifest.store import Manifest
 from headwater.retry import RetryPolicy, call_with_retry
-from headwater.sync.gates import BatchBuilder, SourceIdentity
+from headwater.sync.gates import BatchBuilder, InferredDeletes, SourceIdentity
+from headwater.sync.prune import Pruner, enumerate_objects
 from headwater.sync.report import PruneReport, RunReport
 from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, SourceItem, Window
 
@@ -47,6 +47,7 @@ LEASE_RENEW_S = 30.0
 class SyncOptions:
     force_prune: bool = False
     prune: bool = False
+    full: bool = False  # read from the beginning: no cursor, no window start, no hint skips
     run_attempts: int = 3
     fetch_policy: RetryPolicy = field(default_factory=RetryPolicy)
     cancel: threading.Event = field(default_factory=threading.Event)
@@ -86,6 +87,9 @@ class SyncRunner:
         self.connector = connector
         self.fetched = 0
         self._lease_renewed = time.monotonic()
+        self._full = False
+        self.pruner = Pruner(manifest, content_store, source, section, connector)
+        self._inferred = InferredDeletes(active=0, max_fraction=section.prune_max_fraction)
 
     def run(self, options: SyncOptions) -> RunReport:
         owner = lease_owner()
@@ -97,11 +101,19 @@ class SyncRunner:
         finally:
             runs.release_lease(self.source.source_id, owner)
 
-    def _window_and_run(self) -> tuple[str, Window, RunCounts, bool]:
+    def _window_and_run(self, full: bool) -> tuple[str, Window, RunCounts, bool]:
         runs = self.manifest.runs
         sid = self.source.source_id
         interrupted = runs.interrupted(sid)
-        if interrupted is not None:
+        if interrupted is not None and full:
+            runs.finish(
+                interrupted.run_id,
+                CANCELLED,
+                interrupted.counts,
+                interrupted.duration_s,
+                error="superseded by a full sync (`headwater sync --full`)",
+            )
+        elif interrupted is not None:
             runs.mark_resumed(interrupted.run_id)
             window = Window(
                 as_utc(interrupted.window_start) if interrupted.window_start else None,
@@ -109,19 +121,25 @@ class SyncRunner:
             )
             log.warning("resuming interrupted run %s of %s", interrupted.run_id, sid)
             return interrupted.run_id, window, interrupted.counts, True
-        last = runs.last_successful(sid)
+        last = None if full else runs.last_successful(sid)
         window = Window(as_utc(last.window_end) if last else None, utcnow())
         return runs.start(sid, window.start, window.end), window, RunCounts(), False
 
     def _run(self, options: SyncOptions, owner: str) -> RunReport:
         started = time.monotonic()
-        run_id, window, counts, resumed = self._window_and_run()
+        run_id, window, counts, resumed = self._window_and_run(options.full)
         runs = self.manifest.runs
         sid = self.source.source_id
+        self._full = options.full
+        self._inferred = InferredDeletes(
+            active=self.manifest.count_documents(sid),
+            max_fraction=self.section.prune_max_fraction,
+            force=options.force_prune,
+        )
         status, error, final = SUCCEEDED, None, None
         completed = False
         for attempt in range(1, options.run_attempts + 1):
-            cursor = runs.checkpoint(run_id) or runs.next_cursor(sid)
+            cursor = runs.checkpoint(run_id) or (None if options.full else runs.next_cursor(sid))
             start_checkpoint = Checkpoint(cursor) if cursor is not None else None
             try:
                 final = self._consume(run_id, window, start_checkpoint, counts, options, owner)
@@ -150,7 +168,9 @@ class SyncRunner:
         if completed:
             error = None
             prune = self._prune_after_read(run_id, counts, options)
-            if counts.failed:
+            if self._inferred.blocked:
+                prune = self._inferred_blocked_report()
+            if counts.failed or self._inferred.blocked:
                 status = COMPLETED_WITH_ERRORS
             runs.set_next_cursor(sid, final.cursor if final is not None else None)
         duration = time.monotonic() - started
@@ -198,7 +218,28 @@ class SyncRunner:
         self._flush(run_id, pending, last_checkpoint, counts, options, owner)
         return final
 
+    def _inferred_blocked_report(self) -> PruneReport:
+        inferred = self._inferred
+        wanted = inferred.applied + inferred.blocked
+        log.warning(
+            "%s: %d of %d inferred deletes (404/410) not applied: past the safety fraction",
+            self.source.source_id,
+            inferred.blocked,
+            wanted,
+        )
+        return PruneReport(
+            status="blocked",
+            candidates=wanted,
+            active=inferred.active,
+            fraction=wanted / max(inferred.active, 1),
+            max_fraction=inferred.max_fraction,
+            deleted=inferred.applied,
+            error=f"{inferred.blocked} inferred deletes (404/410) were not applied",
+        )
+
     def _known(self, object_id: str) -> str | None:
+        if self._full:
+            return None  # a full sync proves nothing by version hint: read everything
         return self.manifest.known_version(
             self.source.source_id, object_id, self.source.pipeline_version
         )
@@ -266,6 +307,8 @@ class SyncRunner:
             content_store=self.content_store,
             fetch=fetch,
             counts=counts,
+            trust_hints=not self._full,
+            inferred=self._inferred,
         )
 
     # -- deletes by set difference -------------------------------------------------------
@@ -276,8 +319,7 @@ class SyncRunner:
         caps = self.connector.capabilities
         if caps.full_listing:
             self.manifest.failures.resolve_vanished(self.source.source_id, run_id)
-            candidates = self.manifest.unseen_documents(self.source.source_id, run_id)
-            return self._apply_prune(run_id, candidates, counts, options)
+            return self.pruner.apply(run_id, False, counts, options)
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")
         if options.prune:
@@ -298,105 +340,10 @@ class SyncRunner:
     ) -> PruneReport:
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")
-        listed = self.manifest.record_enumeration(run_id, self._enumerate(self.connector))
+        listed = self.manifest.record_enumeration(run_id, enumerate_objects(self.connector))
         log.info("enumerated %d objects of %s", listed, self.source.source_id)
-        candidates = self.manifest.documents_missing_from_enumeration(self.source.source_id, run_id)
-        return self._apply_prune(run_id, candidates, counts, options)
+        return self.pruner.apply(run_id, True, counts, options)
 
     def prune_only(self, *, dry_run: bool = False, force: bool = False) -> dict[str, object]:
         """``headwater prune``: enumerate, compare, and delete (or only report)."""
-        source_id = self.source.source_id
-        if not isinstance(self.connector, Enumerating):
-            return {"source": source_id, **PruneReport(status="unsupported").as_dict()}
-        self.manifest.ensure_source(source_id, self.source.source_type)
-        run_id = str(uuid.uuid4())
-        try:
-            self.manifest.record_enumeration(run_id, self._enumerate(self.connector))
-            candidates = self.manifest.documents_missing_from_enumeration(source_id, run_id)
-            if dry_run:
-                active = self.manifest.count_documents(source_id)
-                fraction = len(candidates) / max(active, 1)
-                limit = self.section.prune_max_fraction
-                report = PruneReport(
-                    status="blocked"
-                    if fraction > limit and len(candidates) > 1 and not force
-                    else "dry_run",
-                    candidates=len(candidates),
-                    active=active,
-                    fraction=fraction,
-                    max_fraction=limit,
-                )
-                return {
-                    "source": source_id,
-                    **report.as_dict(),
-                    "would_delete": [c.object_id for c in candidates[:1000]],
-                }
-            counts = RunCounts()
-            result = self._apply_prune(run_id, candidates, counts, SyncOptions(force_prune=force))
-            return {"source": source_id, **result.as_dict()}
-        finally:
-            self.manifest.clear_enumeration(run_id)
-
-    @staticmethod
-    def _enumerate(connector: Enumerating) -> Iterator[str]:
-        yield from connector.enumerate()
-
-    def _apply_prune(
-        self, run_id: str, candidates: list[DocumentRecord], counts: RunCounts, options: SyncOptions
-    ) -> PruneReport:
-        sid = self.source.source_id
-        self.manifest.runs.set_last_prune_at(sid, utcnow())
-        active = self.manifest.count_documents(sid)
-        if not candidates:
-            return PruneReport(status="done", candidates=0, active=active)
-        in_scope = getattr(self.connector, "in_scope", None)
-        excluded = {
-            r.document_id for r in candidates if callable(in_scope) and not in_scope(r.object_id)
-        }
-        # Documents the config now excludes are a deliberate change, not a broken listing:
-        # only the rest count against the safety fraction.
-        missing = len(candidates) - len(excluded)
-        fraction = missing / max(active, 1)
-        limit = self.section.prune_max_fraction
-        if fraction > limit and missing > 1 and not options.force_prune:
-            log.warning(
-                "prune of %s blocked: %d of %d documents (%.0f%% > %.0f%%)",
-                sid,
-                missing,
-                active,
-                fraction * 100,
-                limit * 100,
-            )
-            return PruneReport(
-                status="blocked",
-                candidates=missing,
-                active=active,
-                fraction=fraction,
-                max_fraction=limit,
-            )
-        builder = BatchBuilder(
-            source=self.source,
-            run_id=run_id,
-            existing={},
-            tombstone_sequences={},
-            dead_versions={},
-            content_store=self.content_store,
-            fetch=None,
-            counts=counts,
-        )
-        for start in range(0, len(candidates), 500):
-            builder.commit = BatchCommit()
-            for record in candidates[start : start + 500]:
-                reason = "excluded_by_config" if record.document_id in excluded else "pruned"
-                builder.tombstone(record, reason)
-            self.manifest.commit_batch(run_id, builder.commit)
-            if options.on_batch:
-                options.on_batch()
-        return PruneReport(
-            status="done",
-            candidates=len(candidates),
-            active=active,
-            fraction=fraction,
-            max_fraction=limit,
-            deleted=len(candidates),
-        )
+        return self.pruner.prune_only(dry_run=dry_run, force=force)
