@@ -143,7 +143,8 @@ class HeadwaterConfig(Strict):
         known = ", ".join(s.id for s in self.source) or "none"
         raise ConfigError(
             f"source {source_id!r} is not configured; expected one of: {known}. "
-            "Check the id or add a [[source]] table."
+            "Check the id or add a [[source]] table; to delete the documents of a source "
+            "removed from the config, run `headwater source remove ID`."
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from headwater.errors import EXIT_USAGE, HeadwaterError
 from headwater.workspace import Workspace
@@ -60,6 +62,18 @@ def main_options(
     logging.basicConfig(
         level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+
+
+# C0/C1 controls, line/paragraph separators and bidi overrides: never raw to a terminal.
+UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(value: object, *, markup: bool = True) -> str:
+    """A value from a source (file name, object id, title, message) made safe to print:
+    control characters as escapes (``\\x1b``), Rich markup escaped unless ``markup=False``
+    (for lines printed with ``markup=False``). The one helper for human output."""
+    text = UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+    return escape(text) if markup else text
 
 
 def print_json(data: Any) -> None:
