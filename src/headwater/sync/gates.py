@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from headwater.errors import ItemError, TransientError
+from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.identity import content_checksum, document_id
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import (
@@ -217,7 +217,10 @@ class BatchBuilder:
         doc_id = src.document_id(doc.object_id)
         record = self.existing.get(doc.object_id)
         access = doc.access if doc.access is not None else src.default_access
-        acl = tuple(access.principals())
+        try:
+            acl = tuple(access.principals())
+        except ConfigError as exc:  # an identity that could pass as another: never index it
+            return self._fail(doc, "fetch", "invalid_principal", str(exc), True, doc.version)
         metadata = dict(doc.metadata)
         if record is not None and doc.sequence is not None:
             floor = (
