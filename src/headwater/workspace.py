@@ -19,7 +19,7 @@ from headwater.clock import utcnow
 from headwater.config import IndexSection, LoadedConfig, SourceSection, load_config, parse_duration
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
-from headwater.errors import ConfigError, NotFoundError
+from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
 from headwater.indexer.report import IndexReport
 from headwater.indexer.worker import IndexWorker
@@ -33,7 +33,7 @@ from headwater.pipeline.version import content_pipeline_version, index_pipeline_
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.report import PruneReport, RunReport
-from headwater.sync.runner import Progress, SyncOptions, SyncRunner
+from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.types import Access
 from headwater.workspace_parts.embedders import build_embedder, describe_embedder
 from headwater.workspace_parts.results import SyncResult, document_report
@@ -212,7 +212,15 @@ class Workspace:
         no skip by version hint (unchanged content is still skipped by checksum).
         """
         result = SyncResult(warnings=self.warnings(sources))
-        indexer = self.indexer() if index else None
+        try:
+            indexer = self.indexer() if index else None
+        except HeadwaterError as exc:  # an index that cannot be opened: every run fails
+            error = f"the indexes could not be opened: {exc}"
+            for section in self._selected(sources):
+                result.runs.append(
+                    record_unstarted_run(self.manifest, section.id, section.type, error)
+                )
+            return result
         worker = IndexWorker(lambda: self._drain(indexer)).start() if indexer else None
         try:
             for section in self._selected(sources):

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from sqlalchemy.exc import DatabaseError
 
 from headwater.errors import EXIT_USAGE, HeadwaterError
 from headwater.workspace import Workspace
@@ -98,6 +99,15 @@ def run_command(body: Callable[[], T]) -> T:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except DatabaseError as exc:  # the manifest failed under us (damaged file, lost server)
+        if state.verbose:
+            err.print_exception()
+        fail(
+            f"the manifest database failed: {exc.orig}. If it is a damaged SQLite file, "
+            "restore it from a backup, or move it away, run `headwater sync` to rebuild "
+            "it and `headwater reconcile --repair`; a database server: check that it runs.",
+            1,
+        )
     except Exception as exc:  # a bug, not a user error: still one line, unless -v
         if state.verbose:
             err.print_exception()

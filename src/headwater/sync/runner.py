@@ -71,6 +71,29 @@ def _without_repeats(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
         yield part
 
 
+def record_unstarted_run(
+    manifest: Manifest, source_id: str, source_type: str, error: str
+) -> RunReport:
+    """Record a run that could not start (an index could not be opened) as ``failed``.
+
+    Nothing was read, so nothing is certified: the next run covers the same window. A run
+    left interrupted is closed with the error instead of being hidden by a new one.
+    """
+    runs = manifest.runs
+    manifest.ensure_source(source_id, source_type)
+    interrupted = runs.interrupted(source_id)
+    if interrupted is not None:
+        run_id, counts = interrupted.run_id, interrupted.counts
+    else:
+        last = runs.last_successful(source_id)
+        start = as_utc(last.window_end) if last else None
+        run_id, counts = runs.start(source_id, start, utcnow()), RunCounts()
+    runs.finish(run_id, FAILED, counts, 0.0, error=error)
+    record = runs.get(run_id)
+    assert record is not None
+    return RunReport.from_record(record, source_type)
+
+
 class SyncRunner:
     def __init__(
         self,
