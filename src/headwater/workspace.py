@@ -299,36 +299,16 @@ class Workspace:
     def remove_source(self, source_id: str, *, dry_run: bool = False) -> dict[str, Any]:
         """Delete every document of a source from the manifest and every index, verified,
         and forget its runs and checkpoints. The source need not be configured any more."""
-        from headwater.sync import removal
+        from headwater.sync.removal import remove_source
 
         configured = any(s.id == source_id for s in self.config.source)
-        before = removal.source_state(self.manifest, source_id)
-        if not configured and source_id not in removal.known_source_ids(self.manifest):
-            raise NotFoundError(
-                f"source {source_id!r} is neither configured nor in the manifest; "
-                "check the id with `headwater status`."
-            )
-        report: dict[str, Any] = {
-            "source": source_id,
-            "configured": configured,
-            "dry_run": dry_run,
-            "documents": before.documents,
-            "runs": before.runs,
-            "checkpoints": before.checkpoints,
-            "failures": before.failures,
-        }
-        if dry_run:
-            return report
-        tombstoned = removal.tombstone_source(self.manifest, source_id)
-        indexed = self.index()
-        removal.forget_source(self.manifest, source_id)
-        incomplete = removal.incomplete_deletes(self.manifest, source_id)
-        return {
-            **report,
-            "tombstoned": tombstoned,
-            "deleted_from_indexes": indexed.deleted,
-            "unverified_deletes": incomplete,
-        }
+        return remove_source(
+            self.manifest,
+            source_id,
+            configured=configured,
+            index=lambda: self.index().deleted,
+            dry_run=dry_run,
+        )
 
     def validate(self, source_id: str) -> None:
         self.connector(source_id).validate()

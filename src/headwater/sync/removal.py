@@ -10,10 +10,13 @@ records are forgotten, so a later source with the same id starts from nothing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Table, delete, func, select
 
+from headwater.errors import NotFoundError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.records import ACTIVE, BatchCommit, TombstoneWrite
@@ -118,3 +121,41 @@ def forget_source(manifest: Manifest, source_id: str) -> None:
         conn.execute(delete(t.leases).where(t.leases.c.source_id == source_id))
         conn.execute(delete(t.failures).where(t.failures.c.source_id == source_id))
         conn.execute(delete(t.sources).where(t.sources.c.source_id == source_id))
+
+
+def remove_source(
+    manifest: Manifest,
+    source_id: str,
+    *,
+    configured: bool,
+    index: Callable[[], int],
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Tombstone, index (delete and verify), forget. ``index`` drains pending work into
+    every sink and returns how many documents it deleted there."""
+    before = source_state(manifest, source_id)
+    if not configured and source_id not in known_source_ids(manifest):
+        raise NotFoundError(
+            f"source {source_id!r} is neither configured nor in the manifest; "
+            "check the id with `headwater status`."
+        )
+    report: dict[str, Any] = {
+        "source": source_id,
+        "configured": configured,
+        "dry_run": dry_run,
+        "documents": before.documents,
+        "runs": before.runs,
+        "checkpoints": before.checkpoints,
+        "failures": before.failures,
+    }
+    if dry_run:
+        return report
+    tombstoned = tombstone_source(manifest, source_id)
+    deleted = index()
+    forget_source(manifest, source_id)
+    return {
+        **report,
+        "tombstoned": tombstoned,
+        "deleted_from_indexes": deleted,
+        "unverified_deletes": incomplete_deletes(manifest, source_id),
+    }
