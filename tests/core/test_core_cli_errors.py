@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,29 @@ def test_a_damaged_manifest_says_what_happened_and_what_to_do(tmp_path: Path, co
     assert "bug in Headwater" not in message
     assert "damaged" in message and "backup" in message
     assert "headwater reconcile --repair" in message
+
+
+def test_a_manifest_damaged_inside_a_table_is_not_called_a_bug(
+    tmp_path: Path, corpus: Path
+) -> None:
+    config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
+    assert cli(config, "sync", "--no-index").returncode == 0
+    path = tmp_path / "state" / "manifest.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'documents'"
+        ).fetchone()
+    conn.close()
+    with path.open("r+b") as handle:  # the schema is intact; the documents table is not
+        handle.seek((root - 1) * page_size)
+        handle.write(bytes(range(256)) * (page_size // 256))
+    done = cli(config, "status")
+    assert done.returncode == 1
+    message = " ".join(done.stderr.split())
+    assert "bug in Headwater" not in message
+    assert "malformed" in message and "headwater reconcile --repair" in message
 
 
 def test_an_unopenable_sqlite_manifest_hint_is_about_the_file_not_a_server(
