@@ -211,7 +211,11 @@ SourceItem = SourceDocument | Deleted | Failure | Checkpoint
 
 
 class KnownVersions(Protocol):
-    """Lets a connector ask which version hint the manifest holds for an object."""
+    """Lets a connector ask which version hint the manifest holds for an object.
+
+    None: the manifest does not hold it. ``""``: it holds it but no hint may be trusted
+    (``sync --full``): read it without a conditional request.
+    """
 
     def __call__(self, object_id: str) -> str | None: ...
 

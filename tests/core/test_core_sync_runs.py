@@ -18,7 +18,7 @@ from headwater.types import Checkpoint, Deleted, KnownVersions, Window
 from memory_connector import SOURCES, Item, MemoryConnector, MemorySource
 from workspace_helpers import write_config
 
-SEEN: list[tuple[Checkpoint | None, Window]] = []
+SEEN: list[tuple[Checkpoint | None, Window, str | None]] = []
 
 
 class InferringConnector(MemoryConnector):
@@ -38,7 +38,7 @@ class CursorConnector(MemoryConnector):
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
-        SEEN.append((checkpoint, window))
+        SEEN.append((checkpoint, window, known("id-0000")))
         yield from super().read(window, checkpoint, known)
         return Checkpoint(json.dumps({"after": max(self.source.items)}))
 
@@ -96,10 +96,12 @@ def test_full_sync_ignores_cursor_and_window_and_skips_by_checksum(
         normal = ws.sync(index=False).runs[0]
         assert normal.counts.seen == 0, "the cursor of the first run skips everything"
         assert SEEN[-1][0] is not None and SEEN[-1][1].start is not None
+        assert SEEN[-1][2], "a plain run tells the connector the stored version hint"
         source.items["id-0001"].text = "changed text"
         full = ws.sync(index=False, full=True).runs[0]
-        checkpoint, window = SEEN[-1]
+        checkpoint, window, hint = SEEN[-1]
         assert checkpoint is None and window.start is None
+        assert hint == "", "known but no hint: no conditional request, no 304"
         assert full.window_start is None and full.window_end is not None
         assert full.counts.seen == 5
         assert (full.counts.unchanged, full.counts.changed) == (4, 1)

@@ -261,11 +261,14 @@ class SyncRunner:
         )
 
     def _known(self, object_id: str) -> str | None:
-        if self._full:
-            return None  # a full sync proves nothing by version hint: read everything
-        return self.manifest.known_version(
+        version = self.manifest.known_version(
             self.source.source_id, object_id, self.source.pipeline_version
         )
+        if self._full and version is not None:
+            # Known, but a full sync proves nothing by hint: "" asks for no conditional
+            # request (no 304), while "known at all" checks (a 404 is a delete) still hold.
+            return ""
+        return version
 
     def _flush(
         self,
