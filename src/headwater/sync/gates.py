@@ -2,8 +2,10 @@
 
 Gate 1 compares the source's version hint with the manifest before any content is read;
 gate 2 compares the checksum of the normalized text after parsing. Both also require the
-pipeline version to be unchanged (invariant 3). Ordering: an upsert older than the
-recorded source sequence, or not newer than a tombstone's, is ``stale`` (invariant 5).
+pipeline version to be unchanged (invariant 3); ``decide`` is that rule as a pure
+function, tested as a table (tests/core/test_core_skip_rule.py). Ordering: an upsert
+older than the recorded source sequence, or not newer than a tombstone's, is ``stale``
+(invariant 5).
 Nothing here touches the database; ``BatchBuilder`` only decides.
 """
 
