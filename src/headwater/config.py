@@ -17,10 +17,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from headwater.errors import ConfigError
-from headwater.types import Access
+from headwater.types import Access, normalize_identity
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
@@ -66,9 +73,20 @@ class AccessSection(Strict):
     groups: list[str] = []
     public: bool = False
 
+    @field_validator("users", "groups")
+    @classmethod
+    def _identities(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        kind: Literal["user", "group"] = "user" if info.field_name == "users" else "group"
+        for n, value in enumerate(values):
+            try:
+                normalize_identity(value, kind)
+            except ConfigError as exc:
+                raise ValueError(f"[{n}]: {exc}") from exc
+        return values
+
     def to_access(self) -> Access:
         return Access(
-            users=tuple(sorted(u.strip().lower() for u in self.users)),
+            users=tuple(sorted(normalize_identity(u, "user") for u in self.users)),
             groups=tuple(sorted(self.groups)),
             public=self.public,
         )
@@ -169,7 +187,8 @@ class HeadwaterConfig(Strict):
         known = ", ".join(s.id for s in self.source) or "none"
         raise ConfigError(
             f"source {source_id!r} is not configured; expected one of: {known}. "
-            "Check the id or add a [[source]] table."
+            "Check the id or add a [[source]] table; to delete the documents of a source "
+            "removed from the config, run `headwater source remove ID`."
         )
 
 

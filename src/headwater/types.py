@@ -7,25 +7,70 @@ them into manifest rows, ``Chunk`` objects and sink writes. Everything here is p
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Literal, Protocol
+
+from headwater.errors import ConfigError
 
 PUBLIC_PRINCIPAL = "public"
 
 MetadataValue = str | list[str]
 
 
+def normalize_identity(value: str, kind: Literal["user", "group"]) -> str:
+    """The one normalization of an identity, for ACLs and callers alike.
+
+    Distinct identities never collapse into one principal: an identity that NFKC would
+    change (compatibility characters such as the KELVIN SIGN, fullwidth letters, ligatures),
+    that holds control or format characters, that is empty or padded with whitespace, or a
+    user with any whitespace, is rejected with a ``ConfigError``. A user (an email) is then
+    lowercased, and one whose lowercase changes its length (U+0130) is rejected too; a
+    group name is kept exactly as written (group names are case-sensitive).
+    """
+    fix = f"write the {kind} exactly as the source names it, in plain characters"
+    if not value or value != value.strip():
+        raise ConfigError(
+            f"{kind} {value!r} is empty or has leading/trailing whitespace; expected a "
+            f"non-empty name; {fix}."
+        )
+    folded = unicodedata.normalize("NFKC", value)
+    if folded != value:
+        raise ConfigError(
+            f"{kind} {value!r} contains compatibility characters (NFKC reads it as "
+            f"{folded!r}), so it could pass as another identity; {fix}."
+        )
+    spaces = " (spaces are allowed in group names)" if kind == "group" else ""
+    for char in value:
+        if unicodedata.category(char).startswith("C") or (
+            char.isspace() and (kind == "user" or char != " ")
+        ):
+            raise ConfigError(
+                f"{kind} {value!r} contains the character U+{ord(char):04X}; expected no "
+                f"control, format or whitespace characters{spaces}; {fix}."
+            )
+    if kind == "group":
+        return value
+    lowered = value.lower()
+    if len(lowered) != len(value):
+        raise ConfigError(
+            f"user {value!r} changes length when lowercased, so it could pass as another "
+            f"identity; {fix}."
+        )
+    return lowered
+
+
 def user_principal(email: str) -> str:
     """The principal string of one user (emails compare case-insensitively)."""
-    return f"user:{email.strip().lower()}"
+    return f"user:{normalize_identity(email, 'user')}"
 
 
 def group_principal(group: str) -> str:
     """The principal string of one group."""
-    return f"group:{group.strip()}"
+    return f"group:{normalize_identity(group, 'group')}"
 
 
 @dataclass(frozen=True)
@@ -183,7 +228,11 @@ SourceItem = SourceDocument | Deleted | Failure | Checkpoint
 
 
 class KnownVersions(Protocol):
-    """Lets a connector ask which version hint the manifest holds for an object."""
+    """Lets a connector ask which version hint the manifest holds for an object.
+
+    None: the manifest does not hold it. ``""``: it holds it but no hint may be trusted
+    (``sync --full``): read it without a conditional request.
+    """
 
     def __call__(self, object_id: str) -> str | None: ...
 

@@ -19,7 +19,7 @@ from headwater.clock import utcnow
 from headwater.config import IndexSection, LoadedConfig, SourceSection, load_config, parse_duration
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
-from headwater.errors import ConfigError, NotFoundError
+from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
 from headwater.indexer.report import IndexReport
 from headwater.indexer.worker import IndexWorker
@@ -33,7 +33,7 @@ from headwater.pipeline.version import chunking_version, content_version, index_
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.report import PruneReport, RunReport
-from headwater.sync.runner import Progress, SyncOptions, SyncRunner
+from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.types import Access
 from headwater.workspace_parts.embedders import build_embedder, describe_embedder
 from headwater.workspace_parts.results import SyncResult, document_report
@@ -233,17 +233,30 @@ class Workspace:
         *,
         index: bool = True,
         force: bool = False,
+        full: bool = False,
         progress: Progress | None = None,
     ) -> SyncResult:
-        """Sync the given sources (all by default) and, unless ``index=False``, index."""
+        """Sync the given sources (all by default) and, unless ``index=False``, index.
+
+        ``full=True`` re-reads each source from the beginning: no cursor, no window start,
+        no skip by version hint (unchanged content is still skipped by checksum).
+        """
         result = SyncResult(warnings=self.warnings(sources))
-        indexer = self.indexer() if index else None
+        try:
+            indexer = self.indexer() if index else None
+        except HeadwaterError as exc:  # an index that cannot be opened: every run fails
+            error = f"the indexes could not be opened: {exc}"
+            for section in self._selected(sources):
+                result.runs.append(
+                    record_unstarted_run(self.manifest, section.id, section.type, error)
+                )
+            return result
         worker = IndexWorker(lambda: self._drain(indexer)).start() if indexer else None
         try:
             for section in self._selected(sources):
                 if self.cancel.is_set():
                     break
-                result.runs.append(self._sync_source(section, force, progress, worker))
+                result.runs.append(self._sync_source(section, force, full, progress, worker))
         finally:
             if worker is not None:
                 result.index.add(worker.stop())
@@ -263,6 +276,7 @@ class Workspace:
         self,
         section: SourceSection,
         force: bool,
+        full: bool,
         progress: Progress | None,
         worker: IndexWorker | None,
     ) -> RunReport:
@@ -272,6 +286,7 @@ class Workspace:
         )
         options = SyncOptions(
             force_prune=force,
+            full=full,
             prune=isinstance(connector, Enumerating) and self._prune_due(section),
             run_attempts=self.config.sync.run_attempts,
             cancel=self.cancel,
@@ -322,6 +337,20 @@ class Workspace:
         if not dry_run:
             self.index()
         return reports
+
+    def remove_source(self, source_id: str, *, dry_run: bool = False) -> dict[str, Any]:
+        """Delete every document of a source from the manifest and every index, verified,
+        and forget its runs and checkpoints. The source need not be configured any more."""
+        from headwater.sync.removal import remove_source
+
+        configured = any(s.id == source_id for s in self.config.source)
+        return remove_source(
+            self.manifest,
+            source_id,
+            configured=configured,
+            index=lambda: self.index().deleted,
+            dry_run=dry_run,
+        )
 
     def validate(self, source_id: str) -> None:
         self.connector(source_id).validate()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,8 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.exc import DatabaseError
 
 from headwater.errors import EXIT_USAGE, HeadwaterError
 from headwater.workspace import Workspace
@@ -62,6 +65,18 @@ def main_options(
     )
 
 
+# C0/C1 controls, line/paragraph separators and bidi overrides: never raw to a terminal.
+UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(value: object, *, markup: bool = True) -> str:
+    """A value from a source (file name, object id, title, message) made safe to print:
+    control characters as escapes (``\\x1b``), Rich markup escaped unless ``markup=False``
+    (for lines printed with ``markup=False``). The one helper for human output."""
+    text = UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+    return escape(text) if markup else text
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
     sys.stdout.flush()
@@ -84,6 +99,15 @@ def run_command(body: Callable[[], T]) -> T:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except DatabaseError as exc:  # the manifest failed under us (damaged file, lost server)
+        if state.verbose:
+            err.print_exception()
+        fail(
+            f"the manifest database failed: {exc.orig}. If it is a damaged SQLite file, "
+            "restore it from a backup, or move it away, run `headwater sync` to rebuild "
+            "it and `headwater reconcile --repair`; a database server: check that it runs.",
+            1,
+        )
     except Exception as exc:  # a bug, not a user error: still one line, unless -v
         if state.verbose:
             err.print_exception()

@@ -8,7 +8,6 @@ from typing import Any
 
 import typer
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 
 from headwater.cli.app import (
@@ -19,6 +18,7 @@ from headwater.cli.app import (
     out,
     print_json,
     run_command,
+    safe,
     state,
 )
 from headwater.errors import EXIT_OK, EXIT_RUN_FAILED
@@ -74,6 +74,9 @@ def sync(
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
     no_index: bool = typer.Option(False, "--no-index", help="Only update the manifest."),
     force: bool = typer.Option(False, "--force", help="Allow one prune past the safety fraction."),
+    full: bool = typer.Option(
+        False, "--full", help="Re-read from the beginning: no cursor, window or hint skips."
+    ),
 ) -> None:
     """Sync sources into the manifest and index what changed."""
 
@@ -98,7 +101,11 @@ def sync(
                 live.start()
             try:
                 result = ws.sync(
-                    sources or None, index=not no_index, force=force, progress=progress
+                    sources or None,
+                    index=not no_index,
+                    force=force,
+                    full=full,
+                    progress=progress,
                 )
             finally:
                 if live is not None:
@@ -141,7 +148,7 @@ def _print_sync(result: Any) -> None:
     out.print(table)
     for run in result.runs:
         if run.error:
-            err.print(f"[red]{run.source}:[/] {run.error}")
+            err.print(f"[red]{run.source}:[/] {safe(run.error)}")
         if run.prune_blocked:
             b = run.prune_blocked
             err.print(
@@ -194,7 +201,7 @@ def status(
         for s in report["sources"]:
             last = s["last_run"]
             table.add_row(
-                s["id"],
+                safe(s["id"]) + ("" if s.get("configured", True) else " (not configured)"),
                 s["type"],
                 str(s["documents"]),
                 str(s["deleted"]),
@@ -248,7 +255,7 @@ def search(
             out.print("no results visible to this user")
         for n, r in enumerate(results, 1):
             out.print(
-                f"[bold]{n}. {escape(r['title'])}[/]  ({escape(r['source'])}, score {r['score']:.4f})\n   {escape(r['locator'])}\n   {escape(r['snippet'])}"
+                f"[bold]{n}. {safe(r['title'])}[/]  ({safe(r['source'])}, score {r['score']:.4f})\n   {safe(r['locator'])}\n   {safe(r['snippet'])}"
             )
 
     run_command(body)
@@ -270,7 +277,7 @@ def doc_show(
             print_json(report)
         else:
             for key, value in report.items():
-                out.print(f"[bold]{key}[/]: {value}")
+                out.print(f"[bold]{key}[/]: {safe(value)}")
 
     run_command(body)
 
@@ -292,7 +299,11 @@ def failures(
             out.print("no open failures")
         for f in rows:
             out.print(
-                f"#{f['id']} [{f['status']}] {f['source']}/{f['object_id']} {f['stage']} {f['error_class']}: {f['message']}",
+                safe(
+                    f"#{f['id']} [{f['status']}] {f['source']}/{f['object_id']} {f['stage']} "
+                    f"{f['error_class']}: {f['message']}",
+                    markup=False,
+                ),
                 markup=False,
             )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from headwater.cli.app import app, open_workspace, out, print_json, run_command, usage_error
+from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe, usage_error
 from headwater.errors import NotFoundError
 from headwater.manifest.failures import DEAD
 from headwater.sync.redrive import redrive as run_redrive
@@ -39,7 +39,11 @@ def dlq_list(
             out.print("the dead-letter queue is empty")
         for f in rows:
             out.print(
-                f"#{f['id']} {f['source']}/{f['object_id']} {f['stage']} {f['error_class']} (x{f['attempts']}): {f['message']}",
+                safe(
+                    f"#{f['id']} {f['source']}/{f['object_id']} {f['stage']} "
+                    f"{f['error_class']} (x{f['attempts']}): {f['message']}",
+                    markup=False,
+                ),
                 markup=False,
             )
 
@@ -63,7 +67,7 @@ def dlq_show(
             print_json(data)
         else:
             for key, value in data.items():
-                out.print(f"[bold]{key}[/]: {value}")
+                out.print(f"[bold]{key}[/]: {safe(value)}")
 
     run_command(body)
 

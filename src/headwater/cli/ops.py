@@ -1,10 +1,10 @@
-"""Maintenance commands: prune and reconcile."""
+"""Maintenance commands: prune, reconcile and source remove."""
 
 from __future__ import annotations
 
 import typer
 
-from headwater.cli.app import app, open_workspace, out, print_json, run_command
+from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe
 from headwater.indexer.reconcile import reconcile as run_reconcile
 
 
@@ -25,11 +25,51 @@ def prune(
             return
         for r in reports:
             out.print(
-                f"{r['source']}: {r['status']} — {r['candidates']} of {r['active']} documents "
+                f"{safe(r['source'])}: {r['status']} — {r['candidates']} of {r['active']} documents "
                 f"missing from the source, {r['deleted']} deleted"
             )
 
     run_command(body)
+
+
+source_app = typer.Typer(help="Manage sources in the manifest.", no_args_is_help=True)
+app.add_typer(source_app, name="source")
+
+
+@source_app.command("remove")
+def source_remove(
+    source_id: str = typer.Argument(..., help="The source id (configured or not)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be removed."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Delete a source's documents from the manifest and every index; forget its runs."""
+
+    def body() -> int:
+        with open_workspace() as ws:
+            report = ws.remove_source(source_id, dry_run=dry_run)
+        unverified = int(report.get("unverified_deletes", 0))
+        if as_json:
+            print_json(report)
+        elif dry_run:
+            out.print(
+                f"{safe(source_id)}: would delete {report['documents']} documents and forget "
+                f"{report['runs']} runs, {report['checkpoints']} checkpoints, "
+                f"{report['failures']} failure records"
+            )
+        else:
+            out.print(
+                f"{safe(source_id)}: {report['tombstoned']} documents deleted, "
+                f"{report['deleted_from_indexes']} removed from the indexes; runs and "
+                "checkpoints forgotten"
+                + (
+                    f"; {unverified} deletes not yet verified: run `headwater index`"
+                    if unverified
+                    else ""
+                )
+            )
+        return 1 if unverified else 0
+
+    raise typer.Exit(run_command(body))
 
 
 @app.command()

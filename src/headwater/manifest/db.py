@@ -15,7 +15,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from headwater.errors import ConfigError, FatalError
 
@@ -87,8 +87,27 @@ def migrate(engine: Engine) -> None:
                 )
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
-    except OperationalError as exc:
-        raise FatalError(
-            f"cannot open the manifest at {engine.url.render_as_string(hide_password=True)}: "
-            f"{exc.orig}. Check that the database server runs and the URL is right."
-        ) from exc
+    except DatabaseError as exc:
+        raise _open_error(engine, exc) from exc
+
+
+def _open_error(engine: Engine, exc: DatabaseError) -> FatalError:
+    """Why the manifest cannot be opened, and the fix for this engine."""
+    where = engine.url.render_as_string(hide_password=True)
+    if engine.url.get_backend_name() != "sqlite":
+        return FatalError(
+            f"cannot open the manifest at {where}: {exc.orig}. "
+            "Check that the database server runs and the URL is right."
+        )
+    path = engine.url.database or ""
+    if not isinstance(exc, OperationalError):  # garbage bytes: "file is not a database"
+        return FatalError(
+            f"the manifest {path} is damaged ({exc.orig}). Restore it from a backup, or move "
+            f"it away (`mv {path} {path}.damaged`), run `headwater sync` to rebuild it from "
+            "the sources, then `headwater reconcile --repair` to bring the indexes in line."
+        )
+    return FatalError(
+        f"cannot open the SQLite manifest {path}: {exc.orig}. Check that its directory "
+        "exists and is writable by this user (workspace.state_dir or manifest.url in "
+        "headwater.toml), and that the path is a file, not a directory."
+    )

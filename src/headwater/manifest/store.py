@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import OperationalError
@@ -156,19 +157,6 @@ class Manifest:
                 ).scalar_one()
             )
 
-    def unseen_documents(self, source_id: str, run_id: str) -> list[DocumentRecord]:
-        """Active documents of a source not seen by ``run_id`` (prune candidates)."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(t.documents).where(
-                    t.documents.c.source_id == source_id,
-                    t.documents.c.state == ACTIVE,
-                    (t.documents.c.last_seen_run.is_(None))
-                    | (t.documents.c.last_seen_run != run_id),
-                )
-            )
-            return [DocumentRecord.from_row(r) for r in rows]
-
     def record_enumeration(self, run_id: str, object_ids: Iterable[str]) -> int:
         """Store a full enumeration in batches (bounded memory); returns the count."""
         total = 0
@@ -200,19 +188,56 @@ class Manifest:
                 conn.execute(insert(t.enumerations), fresh)
         return len(unique)
 
-    def documents_missing_from_enumeration(
-        self, source_id: str, run_id: str
+    def _prune_condition(self, source_id: str, run_id: str, by_enumeration: bool) -> Any:
+        """Active documents of a source that ``run_id`` did not see (or did not list)."""
+        docs = t.documents.c
+        missing: Any
+        if by_enumeration:
+            listed = select(t.enumerations.c.object_id).where(t.enumerations.c.run_id == run_id)
+            missing = docs.object_id.not_in(listed)
+        else:
+            missing = (docs.last_seen_run.is_(None)) | (docs.last_seen_run != run_id)
+        return (docs.source_id == source_id) & (docs.state == ACTIVE) & missing
+
+    def count_prune_candidates(self, source_id: str, run_id: str, *, by_enumeration: bool) -> int:
+        """How many documents a prune after ``run_id`` would delete (one COUNT query)."""
+        condition = self._prune_condition(source_id, run_id, by_enumeration)
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).where(condition)).scalar_one())
+
+    def prune_candidates(
+        self,
+        source_id: str,
+        run_id: str,
+        *,
+        by_enumeration: bool,
+        after: str = "",
+        limit: int = CHUNK,
     ) -> list[DocumentRecord]:
-        listed = select(t.enumerations.c.object_id).where(t.enumerations.c.run_id == run_id)
+        """One page of prune candidates in document_id order after ``after`` (keyset)."""
+        condition = self._prune_condition(source_id, run_id, by_enumeration)
         with self.engine.connect() as conn:
             rows = conn.execute(
-                select(t.documents).where(
-                    t.documents.c.source_id == source_id,
-                    t.documents.c.state == ACTIVE,
-                    t.documents.c.object_id.not_in(listed),
-                )
+                select(t.documents)
+                .where(condition, t.documents.c.document_id > after)
+                .order_by(t.documents.c.document_id)
+                .limit(limit)
             )
             return [DocumentRecord.from_row(r) for r in rows]
+
+    def iter_prune_candidates(
+        self, source_id: str, run_id: str, *, by_enumeration: bool, page: int = CHUNK
+    ) -> Iterator[list[DocumentRecord]]:
+        """Every prune candidate, a page at a time; never the whole list in memory."""
+        after = ""
+        while True:
+            batch = self.prune_candidates(
+                source_id, run_id, by_enumeration=by_enumeration, after=after, limit=page
+            )
+            if not batch:
+                return
+            yield batch
+            after = batch[-1].document_id
 
     def clear_enumeration(self, run_id: str) -> None:
         with begin_write(self.engine) as conn:

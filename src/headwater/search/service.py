@@ -1,7 +1,8 @@
 """Permission-aware search over one configured index.
 
 The caller's principals are their email, their groups and PUBLIC (invariant 12); the
-sink filters by them inside the search, never after the top-k. Hybrid mode fuses vector
+sink filters by them, and by the configured source ids, inside the search, never after
+the top-k. Hybrid mode fuses vector
 and keyword results by reciprocal rank; on a sink without keyword search it is vector.
 """
 
@@ -73,6 +74,17 @@ def run_search(
         ) from exc
     if k < 1:
         raise ConfigError(f"--k {k} must be at least 1")
+    # Only configured sources are searchable: a source removed from the config stays in
+    # the indexes until `headwater source remove`, but it is never returned.
+    configured = [s.id for s in ws.config.source]
+    if sources:
+        for source_id in sources:
+            ws.source_section(source_id)  # a ConfigError names the configured sources
+        wanted = [s for s in configured if s in set(sources)]
+    else:
+        wanted = configured
+    if not wanted:
+        return []
     name = index or ws.index_sections[0].name
     sink = ws.sink(name)
     caps = sink.capabilities
@@ -93,7 +105,7 @@ def run_search(
         principals=caller_principals(user, groups),
         k=max(k * OVERFETCH, 20) if per_document else k,
         mode=search_mode,
-        sources=list(sources) if sources else None,
+        sources=wanted,
     )
     hits = sink.search(request)
     if per_document:

@@ -2,8 +2,10 @@
 
 Gate 1 compares the source's version hint with the manifest before any content is read;
 gate 2 compares the checksum of the normalized text after parsing. Both also require the
-pipeline version to be unchanged (invariant 3). Ordering: an upsert older than the
-recorded source sequence, or not newer than a tombstone's, is ``stale`` (invariant 5).
+pipeline version to be unchanged (invariant 3); ``decide`` is that rule as a pure
+function, tested as a table (tests/core/test_core_skip_rule.py). Ordering: an upsert
+older than the recorded source sequence, or not newer than a tombstone's, is ``stale``
+(invariant 5).
 Nothing here touches the database; ``BatchBuilder`` only decides.
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from headwater.errors import ItemError, TransientError
+from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.identity import content_checksum, document_id
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import (
@@ -30,6 +32,44 @@ from headwater.manifest.records import (
 )
 from headwater.pipeline.parse import parse
 from headwater.types import Access, Deleted, Failure, MetadataValue, SourceDocument
+
+
+class Decision(StrEnum):
+    """What invariant 3 allows for one source document (see ``decide``)."""
+
+    SKIP_BY_HINT = "skip_by_hint"  # the version hint proves the content unchanged: read nothing
+    FETCH = "fetch"  # the content may have changed: read and parse it, then decide again
+    SKIP_BY_CHECKSUM = "skip_by_checksum"  # same normalized content: keep the revision
+    REPROCESS = "reprocess"  # new or changed content, or a new content version
+
+
+def decide(
+    record: DocumentRecord | None,
+    item: SourceDocument,
+    content_version: str,
+    *,
+    checksum: str | None = None,
+    trust_hint: bool = True,
+) -> Decision:
+    """The skip rule (invariant 3) as a pure function.
+
+    Called first without ``checksum`` (before any content is read), then again with the
+    checksum of the parsed text when the first answer was ``FETCH``. A document is skipped
+    only when the manifest holds it active at the same content version and either its
+    version hint or its checksum is unchanged; ``trust_hint=False`` (``sync --full``)
+    ignores the hint so the content is read and compared by checksum. Only the normalized
+    text enters the checksum, never volatile data such as fetch times or request ids.
+    """
+    current = (
+        record is not None and record.state == ACTIVE and record.pipeline_version == content_version
+    )
+    if checksum is None:
+        if current and trust_hint and record is not None and record.source_version == item.version:
+            return Decision.SKIP_BY_HINT
+        return Decision.FETCH
+    if current and record is not None and record.checksum == checksum:
+        return Decision.SKIP_BY_CHECKSUM
+    return Decision.REPROCESS
 
 
 class Outcome(StrEnum):
@@ -63,6 +103,29 @@ class SourceIdentity:
 
 
 @dataclass
+class InferredDeletes:
+    """The per-run budget of deletes a connector only inferred (404/410, ``inferred``).
+
+    Like a prune, they stop at ``max_fraction`` of the source's active documents (when
+    more than one): the rest stay active and the run reports the prune blocked.
+    """
+
+    active: int
+    max_fraction: float
+    force: bool = False
+    applied: int = 0
+    blocked: int = 0
+
+    def allow(self) -> bool:
+        wanted = self.applied + 1
+        if self.force or wanted <= 1 or wanted <= self.max_fraction * self.active:
+            self.applied = wanted
+            return True
+        self.blocked += 1
+        return False
+
+
+@dataclass
 class BatchBuilder:
     """Accumulates the decisions for one batch of items."""
 
@@ -76,6 +139,8 @@ class BatchBuilder:
     counts: RunCounts
     commit: BatchCommit = field(default_factory=BatchCommit)
     fetched: int = 0
+    trust_hints: bool = True
+    inferred: InferredDeletes | None = None
 
     def _fail(
         self,
@@ -131,6 +196,9 @@ class BatchBuilder:
         ):
             self.counts.stale += 1
             return Outcome.STALE
+        if item.inferred and self.inferred is not None and not self.inferred.allow():
+            self._mark_seen(item.object_id)  # kept active: it counts as present
+            return Outcome.IGNORED
         self.tombstone(record, "deleted_in_source", item.sequence)
         return Outcome.DELETED
 
@@ -153,7 +221,10 @@ class BatchBuilder:
         doc_id = src.document_id(doc.object_id)
         record = self.existing.get(doc.object_id)
         access = doc.access if doc.access is not None else src.default_access
-        acl = tuple(access.principals())
+        try:
+            acl = tuple(access.principals())
+        except ConfigError as exc:  # an identity that could pass as another: never index it
+            return self._fail(doc, "fetch", "invalid_principal", str(exc), True, doc.version)
         metadata = dict(doc.metadata)
         if record is not None and doc.sequence is not None:
             floor = (
@@ -172,11 +243,8 @@ class BatchBuilder:
             self.commit.still_failing.append(doc_id)
             self.counts.failed += 1
             return Outcome.FAILED
-        active = record is not None and record.state == ACTIVE
-        same_pipeline = (
-            active and record is not None and record.pipeline_version == src.pipeline_version
-        )
-        if active and same_pipeline and record is not None and record.source_version == doc.version:
+        gate = decide(record, doc, src.pipeline_version, trust_hint=self.trust_hints)
+        if gate is Decision.SKIP_BY_HINT and record is not None:
             # Gate 1: the version hint proves the content unchanged; nothing is read.
             assert record.checksum is not None
             title = doc.title or record.title
@@ -225,9 +293,9 @@ class BatchBuilder:
         self.content_store.put(checksum, parsed.text)
         title = doc.title or parsed.title or doc.object_id
         signature = signature_of(checksum, title, doc.locator, metadata)
+        gate = decide(record, doc, src.pipeline_version, checksum=checksum)
         if (
-            active
-            and same_pipeline
+            gate is Decision.SKIP_BY_CHECKSUM
             and record is not None
             and record.signature == signature
             and record.acl == acl

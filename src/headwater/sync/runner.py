@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from headwater.connectors.base import Connector, Enumerating, LazyFetching
 from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
-from headwater.manifest.records import BatchCommit, DocumentRecord, RunCounts
+from headwater.manifest.records import RunCounts
 from headwater.manifest.runs import (
     CANCELLED,
     COMPLETED_WITH_ERRORS,
@@ -35,7 +34,8 @@ from headwater.manifest.runs import (
 )
 from headwater.manifest.store import Manifest
 from headwater.retry import RetryPolicy, call_with_retry
-from headwater.sync.gates import BatchBuilder, SourceIdentity
+from headwater.sync.gates import BatchBuilder, InferredDeletes, SourceIdentity
+from headwater.sync.prune import Pruner, enumerate_objects
 from headwater.sync.report import PruneReport, RunReport
 from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, SourceItem, Window
 
@@ -48,6 +48,7 @@ Progress = Callable[[str, RunCounts], None]
 class SyncOptions:
     force_prune: bool = False
     prune: bool = False
+    full: bool = False  # read from the beginning: no cursor, no window start, no hint skips
     run_attempts: int = 3
     fetch_policy: RetryPolicy = field(default_factory=RetryPolicy)
     cancel: threading.Event = field(default_factory=threading.Event)
@@ -72,6 +73,29 @@ def _without_repeats(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
         yield part
 
 
+def record_unstarted_run(
+    manifest: Manifest, source_id: str, source_type: str, error: str
+) -> RunReport:
+    """Record a run that could not start (an index could not be opened) as ``failed``.
+
+    Nothing was read, so nothing is certified: the next run covers the same window. A run
+    left interrupted is closed with the error instead of being hidden by a new one.
+    """
+    runs = manifest.runs
+    manifest.ensure_source(source_id, source_type)
+    interrupted = runs.interrupted(source_id)
+    if interrupted is not None:
+        run_id, counts = interrupted.run_id, interrupted.counts
+    else:
+        last = runs.last_successful(source_id)
+        start = as_utc(last.window_end) if last else None
+        run_id, counts = runs.start(source_id, start, utcnow()), RunCounts()
+    runs.finish(run_id, FAILED, counts, 0.0, error=error)
+    record = runs.get(run_id)
+    assert record is not None
+    return RunReport.from_record(record, source_type)
+
+
 class SyncRunner:
     def __init__(
         self,
@@ -89,6 +113,17 @@ class SyncRunner:
         self.fetched = 0
         self.lease: Lease | None = None
         self._heartbeat: Heartbeat | None = None
+        self._full = False
+        self.pruner = Pruner(
+            manifest,
+            content_store,
+            source,
+            section,
+            connector,
+            lease_of=lambda: self.lease,
+            check_lease=self._check_lease,
+        )
+        self._inferred = InferredDeletes(active=0, max_fraction=section.prune_max_fraction)
 
     def run(self, options: SyncOptions) -> RunReport:
         """One run under the source's lease; ``LeaseLost`` if another process took it over."""
@@ -116,11 +151,19 @@ class SyncRunner:
         if self._heartbeat is not None:
             self._heartbeat.check()
 
-    def _window_and_run(self) -> tuple[str, Window, RunCounts, bool]:
+    def _window_and_run(self, full: bool) -> tuple[str, Window, RunCounts, bool]:
         runs = self.manifest.runs
         sid = self.source.source_id
         interrupted = runs.interrupted(sid)
-        if interrupted is not None:
+        if interrupted is not None and full:
+            runs.finish(
+                interrupted.run_id,
+                CANCELLED,
+                interrupted.counts,
+                interrupted.duration_s,
+                error="superseded by a full sync (`headwater sync --full`)",
+            )
+        elif interrupted is not None:
             runs.mark_resumed(interrupted.run_id)
             window = Window(
                 as_utc(interrupted.window_start) if interrupted.window_start else None,
@@ -128,19 +171,25 @@ class SyncRunner:
             )
             log.warning("resuming interrupted run %s of %s", interrupted.run_id, sid)
             return interrupted.run_id, window, interrupted.counts, True
-        last = runs.last_successful(sid)
+        last = None if full else runs.last_successful(sid)
         window = Window(as_utc(last.window_end) if last else None, utcnow())
         return runs.start(sid, window.start, window.end), window, RunCounts(), False
 
     def _run(self, options: SyncOptions, owner: str) -> RunReport:
         started = time.monotonic()
-        run_id, window, counts, resumed = self._window_and_run()
+        run_id, window, counts, resumed = self._window_and_run(options.full)
         runs = self.manifest.runs
         sid = self.source.source_id
+        self._full = options.full
+        self._inferred = InferredDeletes(
+            active=self.manifest.count_documents(sid),
+            max_fraction=self.section.prune_max_fraction,
+            force=options.force_prune,
+        )
         status, error, final = SUCCEEDED, None, None
         completed = False
         for attempt in range(1, options.run_attempts + 1):
-            cursor = runs.checkpoint(run_id) or runs.next_cursor(sid)
+            cursor = runs.checkpoint(run_id) or (None if options.full else runs.next_cursor(sid))
             start_checkpoint = Checkpoint(cursor) if cursor is not None else None
             try:
                 final = self._consume(run_id, window, start_checkpoint, counts, options, owner)
@@ -171,7 +220,9 @@ class SyncRunner:
         if completed:
             error = None
             prune = self._prune_after_read(run_id, counts, options)
-            if counts.failed:
+            if self._inferred.blocked:
+                prune = self._inferred_blocked_report()
+            if counts.failed or self._inferred.blocked:
                 status = COMPLETED_WITH_ERRORS
             runs.set_next_cursor(sid, final.cursor if final is not None else None, lease=self.lease)
         duration = time.monotonic() - started
@@ -225,10 +276,34 @@ class SyncRunner:
         self._flush(run_id, pending, last_checkpoint, counts, options, owner)
         return final
 
+    def _inferred_blocked_report(self) -> PruneReport:
+        inferred = self._inferred
+        wanted = inferred.applied + inferred.blocked
+        log.warning(
+            "%s: %d of %d inferred deletes (404/410) not applied: past the safety fraction",
+            self.source.source_id,
+            inferred.blocked,
+            wanted,
+        )
+        return PruneReport(
+            status="blocked",
+            candidates=wanted,
+            active=inferred.active,
+            fraction=wanted / max(inferred.active, 1),
+            max_fraction=inferred.max_fraction,
+            deleted=inferred.applied,
+            error=f"{inferred.blocked} inferred deletes (404/410) were not applied",
+        )
+
     def _known(self, object_id: str) -> str | None:
-        return self.manifest.known_version(
+        version = self.manifest.known_version(
             self.source.source_id, object_id, self.source.pipeline_version
         )
+        if self._full and version is not None:
+            # Known, but a full sync proves nothing by hint: "" asks for no conditional
+            # request (no 304), while "known at all" checks (a 404 is a delete) still hold.
+            return ""
+        return version
 
     def _flush(
         self,
@@ -291,6 +366,8 @@ class SyncRunner:
             content_store=self.content_store,
             fetch=fetch,
             counts=counts,
+            trust_hints=not self._full,
+            inferred=self._inferred,
         )
 
     # -- deletes by set difference -------------------------------------------------------
@@ -301,8 +378,7 @@ class SyncRunner:
         caps = self.connector.capabilities
         if caps.full_listing:
             self.manifest.failures.resolve_vanished(self.source.source_id, run_id)
-            candidates = self.manifest.unseen_documents(self.source.source_id, run_id)
-            return self._apply_prune(run_id, candidates, counts, options)
+            return self.pruner.apply(run_id, False, counts, options)
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")
         if options.prune:
@@ -325,113 +401,18 @@ class SyncRunner:
     ) -> PruneReport:
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")
-        listed = self.manifest.record_enumeration(run_id, self._enumerate(self.connector))
+        listed = self.manifest.record_enumeration(
+            run_id, enumerate_objects(self.connector, self._check_lease)
+        )
         log.info("enumerated %d objects of %s", listed, self.source.source_id)
-        candidates = self.manifest.documents_missing_from_enumeration(self.source.source_id, run_id)
-        return self._apply_prune(run_id, candidates, counts, options)
+        return self.pruner.apply(run_id, True, counts, options)
 
     def prune_only(
         self, *, dry_run: bool = False, force: bool = False, lease_seconds: int = LEASE_SECONDS
     ) -> dict[str, object]:
         """``headwater prune``: enumerate, compare, and delete (or only report), leased."""
-        source_id = self.source.source_id
         if not isinstance(self.connector, Enumerating):
-            return {"source": source_id, **PruneReport(status="unsupported").as_dict()}
-        self.manifest.ensure_source(source_id, self.source.source_type)
+            return self.pruner.prune_only(dry_run=dry_run, force=force)
+        self.manifest.ensure_source(self.source.source_id, self.source.source_type)
         with self._holding_lease(lease_seconds):
-            return self._prune_only(self.connector, dry_run, force)
-
-    def _prune_only(self, connector: Enumerating, dry_run: bool, force: bool) -> dict[str, object]:
-        source_id = self.source.source_id
-        run_id = str(uuid.uuid4())
-        try:
-            self.manifest.record_enumeration(run_id, self._enumerate(connector))
-            candidates = self.manifest.documents_missing_from_enumeration(source_id, run_id)
-            if dry_run:
-                active = self.manifest.count_documents(source_id)
-                fraction = len(candidates) / max(active, 1)
-                limit = self.section.prune_max_fraction
-                report = PruneReport(
-                    status="blocked"
-                    if fraction > limit and len(candidates) > 1 and not force
-                    else "dry_run",
-                    candidates=len(candidates),
-                    active=active,
-                    fraction=fraction,
-                    max_fraction=limit,
-                )
-                return {
-                    "source": source_id,
-                    **report.as_dict(),
-                    "would_delete": [c.object_id for c in candidates[:1000]],
-                }
-            counts = RunCounts()
-            result = self._apply_prune(run_id, candidates, counts, SyncOptions(force_prune=force))
-            return {"source": source_id, **result.as_dict()}
-        finally:
-            self.manifest.clear_enumeration(run_id)
-
-    def _enumerate(self, connector: Enumerating) -> Iterator[str]:
-        for object_id in connector.enumerate():
-            self._check_lease()
-            yield object_id
-
-    def _apply_prune(
-        self, run_id: str, candidates: list[DocumentRecord], counts: RunCounts, options: SyncOptions
-    ) -> PruneReport:
-        sid = self.source.source_id
-        self.manifest.runs.set_last_prune_at(sid, utcnow())
-        active = self.manifest.count_documents(sid)
-        if not candidates:
-            return PruneReport(status="done", candidates=0, active=active)
-        in_scope = getattr(self.connector, "in_scope", None)
-        excluded = {
-            r.document_id for r in candidates if callable(in_scope) and not in_scope(r.object_id)
-        }
-        # Documents the config now excludes are a deliberate change, not a broken listing:
-        # only the rest count against the safety fraction.
-        missing = len(candidates) - len(excluded)
-        fraction = missing / max(active, 1)
-        limit = self.section.prune_max_fraction
-        if fraction > limit and missing > 1 and not options.force_prune:
-            log.warning(
-                "prune of %s blocked: %d of %d documents (%.0f%% > %.0f%%)",
-                sid,
-                missing,
-                active,
-                fraction * 100,
-                limit * 100,
-            )
-            return PruneReport(
-                status="blocked",
-                candidates=missing,
-                active=active,
-                fraction=fraction,
-                max_fraction=limit,
-            )
-        builder = BatchBuilder(
-            source=self.source,
-            run_id=run_id,
-            existing={},
-            tombstone_sequences={},
-            dead_versions={},
-            content_store=self.content_store,
-            fetch=None,
-            counts=counts,
-        )
-        for start in range(0, len(candidates), 500):
-            builder.commit = BatchCommit()
-            for record in candidates[start : start + 500]:
-                reason = "excluded_by_config" if record.document_id in excluded else "pruned"
-                builder.tombstone(record, reason)
-            self.manifest.commit_batch(run_id, builder.commit, lease=self.lease)
-            if options.on_batch:
-                options.on_batch()
-        return PruneReport(
-            status="done",
-            candidates=len(candidates),
-            active=active,
-            fraction=fraction,
-            max_fraction=limit,
-            deleted=len(candidates),
-        )
+            return self.pruner.prune_only(dry_run=dry_run, force=force)

@@ -77,6 +77,32 @@ def failure_dict(f: FailureRecord) -> dict[str, Any]:
     }
 
 
+def unconfigured_sources(ws: Workspace) -> list[dict[str, Any]]:
+    """Sources the manifest still holds but the config no longer names (never searched;
+    `headwater source remove ID` deletes them)."""
+    from headwater.sync.removal import known_source_ids
+
+    configured = {s.id for s in ws.config.source}
+    found = []
+    for source_id, source_type in sorted(known_source_ids(ws.manifest).items()):
+        if source_id in configured:
+            continue
+        record = ws.manifest.runs.latest(source_id)
+        last = RunReport.from_record(record, source_type) if record else None
+        found.append(
+            {
+                "id": source_id,
+                "type": source_type,
+                "documents": ws.manifest.count_documents(source_id, "active"),
+                "deleted": ws.manifest.count_documents(source_id, "deleted"),
+                "failures_open": ws.manifest.failures.counts(source_id)["open"],
+                "last_run": last.as_dict() if last else None,
+                "configured": False,
+            }
+        )
+    return found
+
+
 def status_report(ws: Workspace) -> dict[str, Any]:
     from headwater.scheduler.plans import schedule_status
 
@@ -95,8 +121,10 @@ def status_report(ws: Workspace) -> dict[str, Any]:
                 "failures_open": counts["open"],
                 "last_run": last.as_dict() if last else None,
                 **schedule.get(section.id, {}),
+                "configured": True,
             }
         )
+    sources.extend(unconfigured_sources(ws))
     totals = ws.manifest.failures.counts()
     oldest = totals["oldest"]
     age = None

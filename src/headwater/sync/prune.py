@@ -1,0 +1,183 @@
+"""Deletes by set difference (invariant 9), streamed.
+
+A prune never holds its candidate list: one COUNT query (plus one streamed pass when the
+connector can say what the config now excludes) decides against the safety fraction, then
+keyset pages of ``PRUNE_BATCH`` documents (by document_id) are tombstoned, one
+transaction per page. A dry run lists only the first ``DRY_RUN_LISTED`` object ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Protocol
+
+from headwater.clock import utcnow
+from headwater.config import SourceSection
+from headwater.connectors.base import Connector, Enumerating
+from headwater.manifest.content import ContentStore
+from headwater.manifest.leases import Lease
+from headwater.manifest.records import BatchCommit, RunCounts
+from headwater.manifest.store import Manifest
+from headwater.sync.gates import BatchBuilder, SourceIdentity
+from headwater.sync.report import PruneReport
+
+log = logging.getLogger(__name__)
+
+PRUNE_BATCH = 500  # tombstones per transaction when pruning
+DRY_RUN_LISTED = 1000  # object ids a dry-run prune lists
+
+
+class PruneOptions(Protocol):
+    """What a prune needs of the run's options (``SyncOptions`` has both)."""
+
+    @property
+    def force_prune(self) -> bool: ...
+
+    @property
+    def on_batch(self) -> Callable[[], None] | None: ...
+
+
+class _Forced:
+    def __init__(self, force_prune: bool) -> None:
+        self.force_prune = force_prune
+        self.on_batch: Callable[[], None] | None = None
+
+
+def enumerate_objects(
+    connector: Enumerating, check_lease: Callable[[], None] = lambda: None
+) -> Iterator[str]:
+    """The connector's enumeration, checking the run's lease at every object (a lost lease
+    stops a long enumeration at once)."""
+    for object_id in connector.enumerate():
+        check_lease()
+        yield object_id
+
+
+class Pruner:
+    """Prunes one source: compare the manifest with a complete read or enumeration."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        content_store: ContentStore,
+        source: SourceIdentity,
+        section: SourceSection,
+        connector: Connector,
+        *,
+        lease_of: Callable[[], Lease | None] = lambda: None,
+        check_lease: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.manifest = manifest
+        self.content_store = content_store
+        self.source = source
+        self.section = section
+        self.connector = connector
+        self._lease_of = lease_of  # the run's fenced lease: every prune commit checks it
+        self._check_lease = check_lease
+
+    def prune_only(self, *, dry_run: bool = False, force: bool = False) -> dict[str, object]:
+        """``headwater prune``: enumerate, compare, and delete (or only report)."""
+        source_id = self.source.source_id
+        if not isinstance(self.connector, Enumerating):
+            return {"source": source_id, **PruneReport(status="unsupported").as_dict()}
+        self.manifest.ensure_source(source_id, self.source.source_type)
+        run_id = str(uuid.uuid4())
+        try:
+            self.manifest.record_enumeration(
+                run_id, enumerate_objects(self.connector, self._check_lease)
+            )
+            if dry_run:
+                report = self._assess(run_id, True, force)
+                first = self.manifest.prune_candidates(
+                    source_id, run_id, by_enumeration=True, limit=DRY_RUN_LISTED
+                )
+                return {
+                    "source": source_id,
+                    **(
+                        report if report.status == "blocked" else replace(report, status="dry_run")
+                    ).as_dict(),
+                    "would_delete": [c.object_id for c in first],
+                }
+            result = self.apply(run_id, True, RunCounts(), _Forced(force))
+            return {"source": source_id, **result.as_dict()}
+        finally:
+            self.manifest.clear_enumeration(run_id)
+
+    def _excluded(self, object_id: str) -> bool:
+        """True when the config now excludes the object (a deliberate change)."""
+        in_scope = getattr(self.connector, "in_scope", None)
+        return callable(in_scope) and not in_scope(object_id)
+
+    def _assess(self, run_id: str, by_enumeration: bool, force: bool) -> PruneReport:
+        """Count the candidates (never listing them all) and apply the safety fraction.
+
+        Documents the config now excludes are a deliberate change, not a broken listing:
+        only the rest count against the fraction. Status ``blocked`` or ``ready``.
+        """
+        sid = self.source.source_id
+        active = self.manifest.count_documents(sid)
+        total = self.manifest.count_prune_candidates(sid, run_id, by_enumeration=by_enumeration)
+        excluded = 0
+        if total and callable(getattr(self.connector, "in_scope", None)):
+            for page in self.manifest.iter_prune_candidates(
+                sid, run_id, by_enumeration=by_enumeration
+            ):
+                excluded += sum(1 for r in page if self._excluded(r.object_id))
+        missing = total - excluded
+        fraction = missing / max(active, 1)
+        limit = self.section.prune_max_fraction
+        blocked = fraction > limit and missing > 1 and not force
+        return PruneReport(
+            status="blocked" if blocked else "ready",
+            candidates=missing if blocked else total,
+            active=active,
+            fraction=fraction,
+            max_fraction=limit,
+        )
+
+    def apply(
+        self, run_id: str, by_enumeration: bool, counts: RunCounts, options: PruneOptions
+    ) -> PruneReport:
+        sid = self.source.source_id
+        self.manifest.runs.set_last_prune_at(sid, utcnow())
+        report = self._assess(run_id, by_enumeration, options.force_prune)
+        if report.status == "blocked":
+            log.warning(
+                "prune of %s blocked: %d of %d documents (%.0f%% > %.0f%%)",
+                sid,
+                report.candidates,
+                report.active,
+                report.fraction * 100,
+                report.max_fraction * 100,
+            )
+            return report
+        if not report.candidates:
+            return PruneReport(status="done", candidates=0, active=report.active)
+        builder = BatchBuilder(
+            source=self.source,
+            run_id=run_id,
+            existing={},
+            tombstone_sequences={},
+            dead_versions={},
+            content_store=self.content_store,
+            fetch=None,
+            counts=counts,
+        )
+        deleted = 0
+        # Keyset pages of PRUNE_BATCH: each page is tombstoned and committed before the next
+        # is read, so memory holds one page, never the whole candidate list.
+        for page in self.manifest.iter_prune_candidates(
+            sid, run_id, by_enumeration=by_enumeration, page=PRUNE_BATCH
+        ):
+            builder.commit = BatchCommit()
+            for record in page:
+                reason = "excluded_by_config" if self._excluded(record.object_id) else "pruned"
+                builder.tombstone(record, reason)
+            self.manifest.commit_batch(run_id, builder.commit, lease=self._lease_of())
+            deleted += len(page)
+            if options.on_batch:
+                options.on_batch()
+        return replace(report, status="done", deleted=deleted)
