@@ -40,6 +40,8 @@ INDEXER = "src/headwater/indexer/indexer.py"
 QDRANT = "src/headwater/sinks/qdrant/_sink.py"
 REPAIR = "tests/correctness/test_repair.py"
 EXTRA = "tests/correctness/test_invariants_extra.py"
+GATES = "src/headwater/sync/gates.py"
+SKIP_RULE = "tests/core/test_core_skip_rule.py"
 QDRANT_SUITE = "tests/sinks/test_qdrant_conformance.py::TestQdrantInMemoryConformance"
 
 MUTANTS: list[Mutant] = [
@@ -167,6 +169,30 @@ MUTANTS: list[Mutant] = [
         "            if sink.bind(self.manifest.manifest_id):",
         "            if False:",
         (f"{REPAIR}::test_an_index_of_a_lost_manifest_never_serves_its_old_permissions[sqlite]",),
+    ),
+    Mutant(
+        "hint-skip-ignores-the-content-version",
+        GATES,
+        "        if current and trust_hint and record is not None and record.source_version == item.version:",
+        "        if record is not None and record.state == ACTIVE and trust_hint and record.source_version == item.version:",
+        (
+            f"{SKIP_RULE}::test_decide",
+            "tests/core/test_versions.py::test_a_parser_version_change_rereads_every_source_object[sqlite]",
+        ),
+    ),
+    Mutant(
+        "checksum-skip-ignores-the-content-version",
+        GATES,
+        "    if current and record is not None and record.checksum == checksum:",
+        "    if record is not None and record.state == ACTIVE and record.checksum == checksum:",
+        (f"{SKIP_RULE}::test_decide",),
+    ),
+    Mutant(
+        "stale-owner-commits-after-a-takeover",
+        "src/headwater/manifest/leases.py",
+        "        raise _lost(lease)\n",
+        "        return\n",
+        ("tests/core/test_leases.py::test_a_takeover_fences_every_commit_of_the_stale_owner[sqlite]",),
     ),
 ]
 
