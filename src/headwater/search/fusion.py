@@ -1,18 +1,40 @@
-"""Reciprocal rank fusion: merge ranked hit lists by rank, not by score.
+"""Hybrid fusion: merge a vector and a keyword hit list into one ranking, purely.
 
-Vector similarities and bm25 scores live on different scales, so hybrid search fuses
-positions instead: a chunk's fused score is ``sum(1 / (k + rank))`` over the lists that
-hold it (rank starting at 1). ``k = 60`` is the customary damping constant.
+Cosine similarities and bm25 scores live on different scales, so every method here
+first puts them on a common footing, then adds them up. Each is a pure function of the
+two ranked lists and their raw scores (no query, no I/O), deterministic, and merges a
+chunk found in both lists into one hit carrying the fused score.
+
+- ``rrf``: reciprocal rank fusion, ``sum(1 / (k + rank))``; scores are ignored, so a
+  keyword hit that matched every word of the query counts no more than a lucky one.
+- ``minmax``: each list's scores min-max scaled to [0, 1] then weighted (relative score
+  fusion); absent from a list counts as 0 there.
+- ``zscore``: each list's scores standardized, then weighted; absent counts as the
+  list's lowest.
+- ``confident`` (the default): ``minmax``, plus a rule that trusts a list when it is sure:
+  a list whose top hit leads its runner-up by a wide margin (relative to the top score)
+  puts that hit first. Keyword wins a tie between two confident lists, because an exact
+  match that stands out is rarely wrong. Measured on man pages in
+  ``bench/retrieval`` (docs/performance.md, "Retrieval quality").
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from headwater.types import SearchHit
 
 DEFAULT_RRF_K = 60
+DEFAULT_FUSION = "confident"
+# Weight of the keyword list in the score-based methods (the vector list gets 1 - this).
+KEYWORD_WEIGHT = 0.6
+# A list is confident when (top - second) / |top| is at least this.
+KEYWORD_MARGIN = 0.25
+VECTOR_MARGIN = 0.15
+
+Fusion = Callable[[Sequence[SearchHit], Sequence[SearchHit], int], list[SearchHit]]
 
 
 def reciprocal_rank_fusion(
@@ -26,18 +48,159 @@ def reciprocal_rank_fusion(
     """
     if k < 0:
         raise ValueError(f"rrf k was {k}; expected k >= 0 (60 is customary)")
+    scores: list[dict[str, float]] = []
+    for hits in lists:
+        ranked: dict[str, float] = {}
+        for rank, hit in enumerate(hits, start=1):
+            ranked.setdefault(hit.chunk_id, 1.0 / (k + rank))
+        scores.append(ranked)
+    return _ranked(lists, [1.0] * len(lists), scores, limit)
+
+
+def fuse(
+    vector: Sequence[SearchHit],
+    keyword: Sequence[SearchHit],
+    *,
+    limit: int = 10,
+    method: str = DEFAULT_FUSION,
+) -> list[SearchHit]:
+    """The best ``limit`` chunks of the two lists fused by ``method`` (see ``FUSIONS``)."""
+    try:
+        fusion = FUSIONS[method]
+    except KeyError:
+        raise ValueError(
+            f"fusion method {method!r} is unknown; expected one of {', '.join(FUSIONS)}"
+        ) from None
+    return fusion(vector, keyword, limit)
+
+
+def hybrid_fusion(
+    lists: Sequence[Sequence[SearchHit]], k: int = DEFAULT_RRF_K, limit: int = 10
+) -> list[SearchHit]:
+    """``reciprocal_rank_fusion``'s signature with the default method: ``lists`` is
+    ``[vector, keyword]`` (either may be missing or empty); ``k`` is ignored unless the
+    default is ``rrf``. A drop-in for callers of the old function."""
+    if len(lists) > 2:
+        raise ValueError(f"hybrid fusion got {len(lists)} lists; expected [vector, keyword]")
+    if DEFAULT_FUSION == "rrf":
+        return reciprocal_rank_fusion(lists, k=k, limit=limit)
+    vector = lists[0] if lists else []
+    keyword = lists[1] if len(lists) > 1 else []
+    return fuse(vector, keyword, limit=limit)
+
+
+def rrf(vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int) -> list[SearchHit]:
+    return reciprocal_rank_fusion([vector, keyword], k=DEFAULT_RRF_K, limit=limit)
+
+
+def minmax(
+    vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
+) -> list[SearchHit]:
+    weights = [1.0 - KEYWORD_WEIGHT, KEYWORD_WEIGHT]
+    return _ranked([vector, keyword], weights, [_minmax(vector), _minmax(keyword)], limit)
+
+
+def zscore(
+    vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
+) -> list[SearchHit]:
+    weights = [1.0 - KEYWORD_WEIGHT, KEYWORD_WEIGHT]
+    return _ranked([vector, keyword], weights, [_zscore(vector), _zscore(keyword)], limit)
+
+
+def confident(
+    vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
+) -> list[SearchHit]:
+    fused = minmax(vector, keyword, limit=max(limit, 1) + 1)
+    leader = _confident_top(keyword, KEYWORD_MARGIN) or _confident_top(vector, VECTOR_MARGIN)
+    if leader is not None:
+        at = next((i for i, hit in enumerate(fused) if hit.chunk_id == leader), None)
+        if at:
+            top = fused[0].score
+            fused.insert(0, replace(fused.pop(at), score=top + 1.0))
+    return fused[: max(limit, 0)]
+
+
+FUSIONS: dict[str, Fusion] = {
+    "rrf": rrf,
+    "minmax": minmax,
+    "zscore": zscore,
+    "confident": confident,
+}
+
+
+def margin(hits: Sequence[SearchHit]) -> float:
+    """How far the top hit leads the next distinct one, relative to the top score:
+    ``(top - second) / |top|``; 1.0 for a single hit, 0.0 for none or a zero top."""
+    best = _best_scores(hits)
+    if not best:
+        return 0.0
+    values = list(best.values())
+    if len(values) == 1:
+        return 1.0
+    top, second = values[0], values[1]
+    return (top - second) / abs(top) if top else 0.0
+
+
+# ---- helpers ----------------------------------------------------------------------
+
+
+def _best(hits: Sequence[SearchHit]) -> list[str]:
+    """Chunk ids in list order, each at its first (best) position."""
+    return list(dict.fromkeys(hit.chunk_id for hit in hits))
+
+
+def _best_scores(hits: Sequence[SearchHit]) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for hit in hits:
+        scores.setdefault(hit.chunk_id, float(hit.score))
+    return scores
+
+
+def _minmax(hits: Sequence[SearchHit]) -> dict[str, float]:
+    scores = _best_scores(hits)
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    return {c: (s - low) / span if span > 0 else 1.0 for c, s in scores.items()}
+
+
+def _zscore(hits: Sequence[SearchHit]) -> dict[str, float]:
+    scores = _best_scores(hits)
+    if not scores:
+        return {}
+    mean = sum(scores.values()) / len(scores)
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores.values()) / len(scores))
+    z = {c: (s - mean) / std if std > 0 else 0.0 for c, s in scores.items()}
+    low = min(z.values())
+    # Shift so the lowest hit of the list scores 0, the value of an absent chunk.
+    return {c: v - low for c, v in z.items()}
+
+
+def _confident_top(hits: Sequence[SearchHit], threshold: float) -> str | None:
+    """The list's top chunk when its margin over the runner-up reaches ``threshold``."""
+    if not hits or len(_best(hits)) < 2 or margin(hits) < threshold:
+        return None
+    return hits[0].chunk_id
+
+
+def _ranked(
+    lists: Sequence[Sequence[SearchHit]],
+    weights: Sequence[float],
+    scores: Sequence[dict[str, float]],
+    limit: int,
+) -> list[SearchHit]:
+    """Chunks by weighted sum of per-list scores; ties keep first-met order."""
     if limit <= 0:
         return []
-    scores: dict[str, float] = {}
     first: dict[str, SearchHit] = {}
     for hits in lists:
-        seen_here: set[str] = set()
-        for rank, hit in enumerate(hits, start=1):
-            if hit.chunk_id in seen_here:
-                continue
-            seen_here.add(hit.chunk_id)
+        for hit in hits:
             first.setdefault(hit.chunk_id, hit)
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (k + rank)
+    total = {
+        chunk_id: sum(w * s.get(chunk_id, 0.0) for w, s in zip(weights, scores, strict=True))
+        for chunk_id in first
+    }
     order = {chunk_id: index for index, chunk_id in enumerate(first)}
-    best = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], order[chunk_id]))
-    return [replace(first[chunk_id], score=scores[chunk_id]) for chunk_id in best[:limit]]
+    best = sorted(total, key=lambda chunk_id: (-total[chunk_id], order[chunk_id]))
+    return [replace(first[chunk_id], score=total[chunk_id]) for chunk_id in best[:limit]]

@@ -1,0 +1,199 @@
+"""Retrieval quality of vector, keyword and every hybrid fusion on real man pages.
+
+The idea: measure ranking, not speed. The corpus (``corpus.py``) is chunked by
+Headwater's own chunker, embedded by the bundled model (``LocalEmbedder``) and loaded
+into the ``sqlite`` sink through its ``replace``; each query (``queries.py``) asks the
+sink for its vector and keyword lists once, the way hybrid search does (``DEPTH`` chunks
+each), and every method in ``headwater.search.fusion.FUSIONS`` fuses the same two lists.
+Hits collapse to documents (first chunk wins), then recall@1/@5/@10 and MRR@10 are
+computed per query kind. Embeddings are cached in ``bench/out/retrieval/embeddings.npz``
+by text hash, so a rerun embeds nothing.
+
+    .venv/bin/python bench/retrieval/run.py            # builds the corpus when missing
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from measure import markdown_table
+from queries import Query, build
+
+OUT = Path("bench/out/retrieval")
+DEPTH = 40  # chunks asked of each list: 10 documents x the search service's overfetch of 4
+CUTOFFS = (1, 5, 10)
+PIPELINE = "bench-retrieval-1"
+
+
+class CachedEmbedder:
+    """The bundled model behind a disk cache keyed by sha256 of the text."""
+
+    def __init__(self, path: Path) -> None:
+        from headwater.pipeline.embed.local import LocalEmbedder
+
+        self.model = LocalEmbedder()
+        self.path = path
+        self.cache: dict[str, np.ndarray] = {}
+        if path.is_file():
+            with np.load(path) as data:
+                self.cache = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+        self.embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        missing = sorted(
+            {k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}.items()
+        )
+        for start in range(0, len(missing), 256):
+            part = missing[start : start + 256]
+            vectors = self.model.embed([t for _, t in part])
+            for (key, _), vector in zip(part, vectors, strict=True):
+                self.cache[key] = np.asarray(vector, np.float32)
+            self.embedded += len(part)
+            print(f"  embedded {self.embedded}/{len(missing)}", file=sys.stderr, flush=True)
+        if missing:
+            self.save()
+        return [self.cache[k] for k in keys]
+
+    def save(self) -> None:
+        keys = sorted(self.cache)
+        np.savez(self.path, keys=np.array(keys), vectors=np.stack([self.cache[k] for k in keys]))
+
+
+def load(sink: Any, pages: list[dict[str, str]], embedder: CachedEmbedder) -> int:
+    from headwater.identity import document_id
+    from headwater.pipeline.chunk import ChunkerSettings, chunk_document
+    from headwater.types import Access, EmbeddedChunk, IndexDocument
+
+    settings = ChunkerSettings().fitted(embedder.model.max_tokens)
+    planned = []
+    for page in pages:
+        doc_id = document_id("bench", "man", "man1", page["name"])
+        chunks = chunk_document(
+            document_id=doc_id,
+            pipeline_version=PIPELINE,
+            text=page["text"],
+            title=page["name"],
+            metadata={},
+            counter=embedder.model,
+            settings=settings,
+        )
+        planned.append(
+            (IndexDocument(doc_id, "man", page["name"], page["name"], Access(public=True)), chunks)
+        )
+    vectors = iter(embedder.embed([c.embed_text for _, chunks in planned for c in chunks]))
+    total = 0
+    for document, chunks in planned:
+        items = [EmbeddedChunk(c, next(vectors).tolist()) for c in chunks]
+        sink.replace(document, items, 1)
+        total += len(items)
+    return total
+
+
+def ranks(sink: Any, queries: list[Query], embedder: CachedEmbedder) -> dict[str, list[int | None]]:
+    """Per method, the 1-based document rank of each query's relevant page (None: not in top 10)."""
+    from headwater.search.fusion import FUSIONS
+    from headwater.sinks.base import SearchRequest
+    from headwater.types import SearchMode, caller_principals
+
+    principals = caller_principals("bench@example.org")
+    vectors = embedder.embed([q.text for q in queries])
+    found: dict[str, list[int | None]] = defaultdict(list)
+    for query, vector in zip(queries, vectors, strict=True):
+        lists = {}
+        for mode in (SearchMode.VECTOR, SearchMode.KEYWORD):
+            request = SearchRequest(query.text, vector.tolist(), principals, DEPTH, mode)
+            lists[mode.value] = sink.search(request)
+        candidates = {"vector": lists["vector"], "keyword": lists["keyword"]}
+        for name, fusion in FUSIONS.items():
+            candidates[f"hybrid:{name}"] = fusion(lists["vector"], lists["keyword"], DEPTH)
+        for method, hits in candidates.items():
+            documents = list(dict.fromkeys(h.title for h in hits))[: max(CUTOFFS)]
+            found[method].append(
+                documents.index(query.relevant) + 1 if query.relevant in documents else None
+            )
+    return found
+
+
+def metrics(found: list[int | None]) -> dict[str, float]:
+    n = len(found)
+    result = {f"R@{c}": sum(1 for r in found if r is not None and r <= c) / n for c in CUTOFFS}
+    result["MRR"] = sum(1.0 / r for r in found if r is not None) / n
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    corpus_file = args.out / "corpus.jsonl"
+    if not corpus_file.is_file():
+        from corpus import pages as man_pages
+
+        with corpus_file.open("w", encoding="utf-8") as handle:
+            for page in man_pages(args.docs):
+                handle.write(json.dumps(page, ensure_ascii=False) + "\n")
+    pages = [json.loads(line) for line in corpus_file.read_text(encoding="utf-8").splitlines()]
+    queries = build(pages)
+
+    from headwater.sinks.base import SinkContext
+    from headwater.sinks.sqlite import SqliteSink
+
+    embedder = CachedEmbedder(args.out / "embeddings.npz")
+    state = Path(tempfile.mkdtemp(prefix="hw-retrieval-"))
+    started = time.perf_counter()
+    try:
+        sink = SqliteSink(
+            SqliteSink.Options(), SinkContext("bench", state, embedder.model.dimension)
+        )
+        chunks = load(sink, pages, embedder)
+        by_kind: dict[str, list[Query]] = defaultdict(list)
+        for query in queries:
+            by_kind[query.kind].append(query)
+        rows: list[dict[str, Any]] = []
+        for kind, group in by_kind.items():
+            for method, found in ranks(sink, group, embedder).items():
+                rows.append(
+                    {"kind": kind, "queries": len(group), "method": method, **metrics(found)}
+                )
+        sink.close()
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    headers = ["kind", "queries", "method", *(f"R@{c}" for c in CUTOFFS), "MRR"]
+    table = markdown_table(
+        headers,
+        [
+            [r["kind"], r["queries"], r["method"], *(f"{r[h]:.3f}" for h in headers[3:])]
+            for r in rows
+        ],
+    )
+    summary = (
+        f"{len(pages)} pages, {chunks} chunks, {len(queries)} queries; "
+        f"{embedder.embedded} texts embedded this run; {time.perf_counter() - started:.0f} s"
+    )
+    (args.out / "results.md").write_text(table + "\n\n" + summary + "\n", encoding="utf-8")
+    (args.out / "results.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    print(table)
+    print("\n" + summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
