@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.errors import ConfigError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
-from headwater.indexer.report import IndexReport
+from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
@@ -61,6 +62,7 @@ class Workspace:
         self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
+        self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
         self._embedder: Embedder | None = embedder
         self._sinks: dict[str, Sink] = {}
         if embedder is not None:
@@ -173,6 +175,7 @@ class Workspace:
             self.chunker,
             batch_size=self.config.sync.index_batch_size,
             should_stop=self.cancel.is_set,
+            progress=self.index_progress,
         )
 
     # -- operations --------------------------------------------------------------------
@@ -206,6 +209,7 @@ class Workspace:
         progress: Progress | None = None,
     ) -> SyncResult:
         """Sync the given sources (all by default) and, unless ``index=False``, index."""
+        started = time.monotonic()
         result = SyncResult(warnings=self.warnings(sources))
         indexer = self.indexer() if index else None
         worker = IndexWorker(lambda: self._drain(indexer)).start() if indexer else None
@@ -220,6 +224,7 @@ class Workspace:
         if indexer is not None and not self.cancel.is_set():
             result.index.add(self._drain(indexer))
         self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
+        result.duration_s = time.monotonic() - started  # wall time: runs and indexing
         return result
 
     def _sync_source(

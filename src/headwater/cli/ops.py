@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from headwater.cli.app import app, open_workspace, out, print_json, run_command
+from headwater.cli import exits
+from headwater.cli.app import app, err, open_workspace, out, print_json, run_command
+from headwater.cli.progress import reporter
 from headwater.indexer.reconcile import reconcile as run_reconcile
 
 
@@ -17,19 +19,22 @@ def prune(
 ) -> None:
     """Delete documents their source no longer has, from a complete enumeration."""
 
-    def body() -> None:
-        with open_workspace() as ws:
-            reports = ws.prune(sources or None, dry_run=dry_run, force=force)
+    def body() -> int:
+        with open_workspace() as ws, reporter(err, as_json=as_json) as bars:
+            ws.index_progress = bars.index
+            with bars.phase("prune (enumerating sources)"):
+                reports = ws.prune(sources or None, dry_run=dry_run, force=force)
         if as_json:
             print_json({"prunes": reports})
-            return
+            return exits.for_prunes(reports)
         for r in reports:
             out.print(
                 f"{r['source']}: {r['status']} — {r['candidates']} of {r['active']} documents "
                 f"missing from the source, {r['deleted']} deleted"
             )
+        return exits.for_prunes(reports)
 
-    run_command(body)
+    raise typer.Exit(run_command(body))
 
 
 @app.command()
@@ -40,12 +45,16 @@ def reconcile(
 ) -> None:
     """Compare the manifest with each index; with --repair, fix the drift."""
 
-    def body() -> None:
-        with open_workspace() as ws:
+    def body() -> int:
+        with (
+            open_workspace() as ws,
+            reporter(err, as_json=as_json) as bars,
+            bars.phase("reconcile"),
+        ):
             report = run_reconcile(ws, sink_name=sink, repair=repair)
         if as_json:
             print_json(report)
-            return
+            return exits.for_reconcile(report, repair=repair)
         for name, d in report["sinks"].items():
             state = "in sync" if d["in_sync"] else "DRIFT"
             out.print(
@@ -53,5 +62,6 @@ def reconcile(
                 f"revision mismatch {d['revision_mismatch']}, chunk mismatch {d['chunk_mismatch']}, "
                 f"orphans {d['orphans']}, repaired {d['repaired']}"
             )
+        return exits.for_reconcile(report, repair=repair)
 
-    run_command(body)
+    raise typer.Exit(run_command(body))

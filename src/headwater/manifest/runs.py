@@ -10,6 +10,7 @@ process is gone (same host, dead pid) or whose time ran out is taken over.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import uuid
@@ -23,6 +24,8 @@ from headwater.errors import FatalError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.records import RunCounts, RunRecord
+
+log = logging.getLogger(__name__)
 
 RUNNING = "running"
 SUCCEEDED = "succeeded"
@@ -226,6 +229,8 @@ class RunLedger:
                     f"source {source_id!r} is being synced by {holder} until {until.isoformat()}; "
                     "wait for that run to finish, or stop that process."
                 )
+            if holder != owner:
+                log.warning("lease of %s taken over from %s (expired or dead)", source_id, holder)
             conn.execute(
                 update(t.leases)
                 .where(t.leases.c.source_id == source_id)

@@ -116,6 +116,13 @@ class SyncRunner:
     def _run(self, options: SyncOptions, owner: str) -> RunReport:
         started = time.monotonic()
         run_id, window, counts, resumed = self._window_and_run()
+        log.info(
+            "run %s of %s started, window %s to %s",
+            run_id,
+            self.source.source_id,
+            window.start,
+            window.end,
+        )
         runs = self.manifest.runs
         sid = self.source.source_id
         status, error, final = SUCCEEDED, None, None
