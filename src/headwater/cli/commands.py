@@ -65,7 +65,7 @@ def sync(
         with open_workspace() as ws, cancel_on_interrupt(ws):
             for warning in ws.warnings(sources or None):
                 err.print(f"[yellow]warning:[/] {warning}")
-            with reporter(err, as_json=as_json) as bars:
+            with reporter(err, as_json=as_json) as bars, bars.phase("sync"):
                 ws.index_progress = bars.index
                 result = ws.sync(
                     sources or None, index=not no_index, force=force, progress=bars.sync
@@ -137,14 +137,13 @@ def index(
         with open_workspace() as ws, reporter(err, as_json=as_json) as bars:
             ws.index_progress = bars.index
             report = ws.index()
-            if as_json:
-                print_json(report.as_dict())
-            else:
-                d = report.as_dict()
-                out.print(
-                    f"documents: {d['documents']}  chunks: {d['chunks']}  "
-                    f"took {d['duration_s']:.1f} s"
-                )
+        if as_json:
+            print_json(report.as_dict())
+        else:
+            d = report.as_dict()
+            out.print(
+                f"documents: {d['documents']}  chunks: {d['chunks']}  took {d['duration_s']:.1f} s"
+            )
 
     run_command(body)
 

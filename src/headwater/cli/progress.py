@@ -72,6 +72,7 @@ class Reporter:
         self._stop = threading.Event()
         self._index_base = (0, 0)  # documents, chunks of finished drains
         self._index_last = IndexProgress(0, 0, 0)
+        self._sync_mark = time.monotonic()  # when the current source's run began, at most
         self._bar: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
         self._ticker: threading.Thread | None = None
@@ -133,6 +134,12 @@ class Reporter:
     def sync(self, source: str, counts: RunCounts) -> None:
         """The sync runner's ``Progress`` callback: items seen per source, after each batch."""
 
+        name = f"sync {source}"
+        with self._lock:
+            if name not in self._lines:  # this source began when the previous one last moved
+                self._lines[name] = _Line(started=self._sync_mark)
+            self._sync_mark = time.monotonic()
+
         def render(line: _Line) -> None:
             rate = counts.seen / max(time.monotonic() - line.started, 1e-6)
             line.done = counts.seen
@@ -141,7 +148,7 @@ class Reporter:
                 f"{counts.deleted} deleted, {counts.failed} failed), {rate:.1f} items/s"
             )
 
-        self._update(f"sync {source}", render)
+        self._update(name, render)
 
     def index(self, progress: IndexProgress) -> None:
         """The indexer's callback: documents done of the pending set, chunks written."""
