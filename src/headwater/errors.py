@@ -16,6 +16,8 @@ from collections.abc import Sequence
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NEEDS_PERSON = 3  # done, but a person must look (a blocked prune, index drift)
+EXIT_CANCELLED = 130  # Ctrl-C: the run stopped after its current batch
 
 
 class HeadwaterError(Exception):
@@ -85,6 +87,8 @@ class NotFoundError(HeadwaterError):
 
 class Cancelled(HeadwaterError):
     """The user asked to stop (Ctrl-C); the run stopped after its current batch."""
+
+    exit_code = EXIT_CANCELLED
 
 
 class StaleWrite(HeadwaterError):

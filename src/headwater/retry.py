@@ -7,6 +7,7 @@ as the minimum wait. Built on tenacity.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,13 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from headwater.errors import TransientError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+def _log_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome else None
+    wait = state.next_action.sleep if state.next_action else 0.0
+    log.info("attempt %d failed (%s); retrying in %.2f s", state.attempt_number, exc, wait)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ def call_with_retry(fn: Callable[[], T], policy: RetryPolicy = DEFAULT_POLICY) -
         retry=retry_if_exception_type(TransientError),
         stop=stop_after_attempt(max(1, policy.attempts)),
         wait=_wait(policy),
+        before_sleep=_log_retry,
         reraise=True,
     )
     return retrying(fn)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
-from headwater.indexer.report import IndexReport
+from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
@@ -63,6 +64,7 @@ class Workspace:
         self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
+        self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
         self._embedder: Embedder | None = embedder
         self._sinks: dict[str, Sink] = {}
         if embedder is not None:
@@ -203,6 +205,7 @@ class Workspace:
             self.chunker,
             batch_size=self.config.sync.index_batch_size,
             should_stop=self.cancel.is_set,
+            progress=self.index_progress,
         )
 
     # -- operations --------------------------------------------------------------------
@@ -241,6 +244,7 @@ class Workspace:
         ``full=True`` re-reads each source from the beginning: no cursor, no window start,
         no skip by version hint (unchanged content is still skipped by checksum).
         """
+        started = time.monotonic()
         result = SyncResult(warnings=self.warnings(sources))
         try:
             indexer = self.indexer() if index else None
@@ -263,6 +267,7 @@ class Workspace:
         if indexer is not None and not self.cancel.is_set():
             result.index.add(self._drain(indexer))
         self._purge_tombstones()
+        result.duration_s = time.monotonic() - started  # wall time: runs and indexing
         return result
 
     def _purge_tombstones(self) -> None:

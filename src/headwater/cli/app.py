@@ -2,8 +2,10 @@
 
 Every command that prints a report takes ``--json`` (then stdout holds only that JSON).
 Errors are turned into one line saying what to do, and an exit code, in exactly one
-place (``run_command``): 0 for success (a run that completed with errors included),
-1 when a run failed, 2 for usage and configuration errors. ``-v`` adds tracebacks.
+place (``run_command``, with the codes of ``cli/exits.py``): 0 done, 1 a run failed,
+2 usage or configuration error, 3 done but a person must look, 130 cancelled.
+``-v``, ``--log-format`` and ``--log-file`` (``cli/logs.py``) may come before or after
+the command: ``main()`` moves them in front, where Typer expects them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,19 +26,23 @@ from rich.console import Console
 from rich.markup import escape
 from sqlalchemy.exc import DatabaseError
 
+from headwater.cli import exits, logs
 from headwater.errors import EXIT_USAGE, HeadwaterError
 from headwater.workspace import Workspace
 
 T = TypeVar("T")
+log = logging.getLogger("headwater.cli")
 
 app = typer.Typer(
     name="headwater",
     help="Keep a private corpus and its search indexes in sync.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False)
+if not err.is_terminal:
+    err.width, err.soft_wrap = 10_000, True  # piped errors: one unwrapped line each
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:
     out.width = 160  # piped output: keep report tables whole
@@ -54,15 +61,36 @@ def main_options(
     config: Path = typer.Option(
         Path("headwater.toml"), "--config", "-c", help="Path to headwater.toml (or its directory)."
     ),
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More logging; tracebacks."),
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="INFO logs (-vv: DEBUG); tracebacks."
+    ),
+    log_format: str = typer.Option("text", "--log-format", help="Logs as text or json lines."),
+    log_file: Path = typer.Option(None, "--log-file", help="Also append the logs to this file."),
+    show_version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        callback=lambda value: _print_version() if value else None,
+        help="Print the version and exit.",
+    ),
 ) -> None:
     """Keep a private corpus and its search indexes in sync."""
     state.config = config
     state.verbose = verbose
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    logs.register_config_secrets(config)
+    run_command(lambda: logs.configure(verbose, log_format, log_file))
+
+
+def _print_version() -> None:
+    out.print(f"headwater {package_version()}", markup=False)
+    raise typer.Exit(0)
+
+
+def package_version() -> str:
+    try:
+        return version("headwater")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
 
 
 # C0/C1 controls, line/paragraph separators and bidi overrides: never raw to a terminal.
@@ -83,7 +111,8 @@ def print_json(data: Any) -> None:
 
 
 def fail(message: str, code: int) -> None:
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    err.print("[bold red]error:[/] ", end="", markup=True)
+    err.print(logs.redact(message), markup=False, highlight=False)
     raise typer.Exit(code)
 
 
@@ -95,13 +124,13 @@ def run_command(body: Callable[[], T]) -> T:
         raise
     except HeadwaterError as exc:
         if state.verbose:
-            err.print_exception()
-        fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
+            _traceback()
+        fail(str(exc), exits.for_error(exc))
+    except KeyboardInterrupt as exc:
+        fail("interrupted; the run in flight is recorded as interrupted", exits.for_error(exc))
     except DatabaseError as exc:  # the manifest failed under us (damaged file, lost server)
         if state.verbose:
-            err.print_exception()
+            _traceback()
         fail(
             f"the manifest database failed: {exc.orig}. If it is a damaged SQLite file, "
             "restore it from a backup, or move it away, run `headwater sync` to rebuild "
@@ -110,7 +139,7 @@ def run_command(body: Callable[[], T]) -> T:
         )
     except Exception as exc:  # a bug, not a user error: still one line, unless -v
         if state.verbose:
-            err.print_exception()
+            _traceback()
         fail(
             f"unexpected {type(exc).__name__}: {exc}. This is a bug in Headwater; "
             "rerun with -v for the traceback and report it.",
@@ -119,9 +148,22 @@ def run_command(body: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
+def _traceback() -> None:
+    import traceback
+
+    err.print(logs.redact(traceback.format_exc()), markup=False, highlight=False)
+
+
 @contextmanager
 def open_workspace() -> Iterator[Workspace]:
     ws = Workspace.open(state.config)
+    log.info(
+        "workspace %s: manifest %s, %d sources, %d indexes",
+        state.config,
+        ws.loaded.manifest_url,
+        len(ws.config.source),
+        len(ws.index_sections),
+    )
     try:
         yield ws
     finally:
@@ -145,10 +187,49 @@ def cancel_on_interrupt(ws: Workspace) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def main() -> None:
-    from headwater.cli import commands, dlq, ops, schedule  # noqa: F401  (registers commands)
+def register_commands() -> typer.Typer:
+    """Import every command module (each registers itself) and attach the help examples."""
+    from headwater.cli import commands, dlq, examples, ops, schedule  # noqa: F401
 
-    app()
+    examples.attach(app)
+    return app
+
+
+def main() -> None:
+    register_commands()
+    sys.argv[1:] = hoist_global_options(sys.argv[1:])
+    app(prog_name="headwater")
+
+
+GLOBAL_FLAGS = ("-v", "-vv", "-vvv", "--verbose")
+GLOBAL_VALUED = ("--log-format", "--log-file", "--config", "-c")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move the logging and config options found after the command to the front.
+
+    Typer takes global options only before the command; operators type them anywhere
+    (``headwater sync -v``). Arguments after ``--`` are left alone.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg in GLOBAL_FLAGS:
+            front.append(arg)
+        elif arg in GLOBAL_VALUED and i + 1 < len(args):
+            front.extend(args[i : i + 2])
+            i += 1
+        elif arg.split("=", 1)[0] in GLOBAL_VALUED and "=" in arg:
+            front.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
 
 
 def usage_error(message: str) -> None:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.live import Live
 from rich.table import Table
 
 from headwater.cli.app import (
@@ -21,8 +19,8 @@ from headwater.cli.app import (
     safe,
     state,
 )
-from headwater.errors import EXIT_OK, EXIT_RUN_FAILED
-from headwater.manifest.records import RunCounts
+from headwater.cli.progress import reporter
+from headwater.cli.runlog import log_sync, sync_exit
 from headwater.workspace_parts.results import failure_dict
 
 TEMPLATE = Path(__file__).with_name("init_template.toml")
@@ -54,20 +52,6 @@ def init(
     run_command(body)
 
 
-def _progress_table(rows: dict[str, tuple[RunCounts, float]]) -> Table:
-    table = Table(box=None, pad_edge=False)
-    for column in ("source", "seen", "new", "changed", "unchanged", "deleted", "failed", "docs/s"):
-        table.add_column(column, justify="right" if column != "source" else "left")
-    for source, (c, started) in rows.items():
-        rate = c.seen / max(time.monotonic() - started, 1e-6)
-        table.add_row(
-            source,
-            *(str(v) for v in (c.seen, c.new, c.changed, c.unchanged, c.deleted, c.failed)),
-            f"{rate:.0f}",
-        )
-    return table
-
-
 @app.command()
 def sync(
     sources: list[str] = typer.Argument(None, help="Source ids (default: all)."),
@@ -84,37 +68,21 @@ def sync(
         with open_workspace() as ws, cancel_on_interrupt(ws):
             for warning in ws.warnings(sources or None):
                 err.print(f"[yellow]warning:[/] {warning}")
-            rows: dict[str, tuple[RunCounts, float]] = {}
-            live = (
-                Live(_progress_table(rows), console=err, transient=False, auto_refresh=False)
-                if not as_json and err.is_terminal
-                else None
-            )
-
-            def progress(source: str, counts: RunCounts) -> None:
-                started = rows.get(source, (counts, time.monotonic()))[1]
-                rows[source] = (counts, started)
-                if live is not None:
-                    live.update(_progress_table(rows), refresh=True)
-
-            if live is not None:
-                live.start()
-            try:
+            with reporter(err, as_json=as_json) as bars, bars.phase("sync"):
+                ws.index_progress = bars.index
                 result = ws.sync(
                     sources or None,
                     index=not no_index,
                     force=force,
                     full=full,
-                    progress=progress,
+                    progress=bars.sync,
                 )
-            finally:
-                if live is not None:
-                    live.stop()
+            log_sync(result)
             if as_json:
                 print_json(result.as_dict())
             else:
                 _print_sync(result)
-            return EXIT_RUN_FAILED if result.failed else EXIT_OK
+            return sync_exit(result, cancelled=ws.cancel.is_set())
 
     raise typer.Exit(run_command(body))
 
@@ -163,6 +131,7 @@ def _print_sync(result: Any) -> None:
             f"{idx.failed} failed; {idx.chunks} chunks written, {idx.embedded} embedded, "
             f"{idx.cache_hits} from cache"
         )
+    out.print(f"took {result.duration_s:.1f} s (indexing {idx.duration_s:.1f} s)")
 
 
 @app.command()
@@ -172,13 +141,16 @@ def index(
     """Drain pending work from the manifest into every index."""
 
     def body() -> None:
-        with open_workspace() as ws:
+        with open_workspace() as ws, reporter(err, as_json=as_json) as bars:
+            ws.index_progress = bars.index
             report = ws.index()
-            if as_json:
-                print_json(report.as_dict())
-            else:
-                d = report.as_dict()
-                out.print(f"documents: {d['documents']}  chunks: {d['chunks']}")
+        if as_json:
+            print_json(report.as_dict())
+        else:
+            d = report.as_dict()
+            out.print(
+                f"documents: {d['documents']}  chunks: {d['chunks']}  took {d['duration_s']:.1f} s"
+            )
 
     run_command(body)
 

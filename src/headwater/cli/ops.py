@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe
+from headwater.cli import exits
+from headwater.cli.app import app, err, open_workspace, out, print_json, run_command, safe
+from headwater.cli.progress import reporter
 from headwater.indexer.reconcile import reconcile as run_reconcile
 
 
@@ -17,22 +19,28 @@ def prune(
 ) -> None:
     """Delete documents their source no longer has, from a complete enumeration."""
 
-    def body() -> None:
-        with open_workspace() as ws:
-            reports = ws.prune(sources or None, dry_run=dry_run, force=force)
+    def body() -> int:
+        with open_workspace() as ws, reporter(err, as_json=as_json) as bars:
+            ws.index_progress = bars.index
+            with bars.phase("prune (enumerating sources)"):
+                reports = ws.prune(sources or None, dry_run=dry_run, force=force)
         if as_json:
             print_json({"prunes": reports})
-            return
+            return exits.for_prunes(reports)
         for r in reports:
             out.print(
                 f"{safe(r['source'])}: {r['status']} — {r['candidates']} of {r['active']} documents "
                 f"missing from the source, {r['deleted']} deleted"
             )
+        return exits.for_prunes(reports)
 
-    run_command(body)
+    raise typer.Exit(run_command(body))
 
 
-source_app = typer.Typer(help="Manage sources in the manifest.", no_args_is_help=True)
+source_app = typer.Typer(
+    help="Manage sources: remove one from the manifest, pause or resume its schedule.",
+    no_args_is_help=True,
+)
 app.add_typer(source_app, name="source")
 
 
@@ -80,12 +88,16 @@ def reconcile(
 ) -> None:
     """Compare the manifest with each index; with --repair, fix the drift."""
 
-    def body() -> None:
-        with open_workspace() as ws:
+    def body() -> int:
+        with (
+            open_workspace() as ws,
+            reporter(err, as_json=as_json) as bars,
+            bars.phase("reconcile"),
+        ):
             report = run_reconcile(ws, sink_name=sink, repair=repair)
         if as_json:
             print_json(report)
-            return
+            return exits.for_reconcile(report, repair=repair)
         for name, d in report["sinks"].items():
             state = "in sync" if d["in_sync"] else "DRIFT"
             out.print(
@@ -94,5 +106,6 @@ def reconcile(
                 f"unconfirmed {d['unconfirmed']}, orphans {d['orphans']}, "
                 f"repaired {d['repaired']}"
             )
+        return exits.for_reconcile(report, repair=repair)
 
-    run_command(body)
+    raise typer.Exit(run_command(body))

@@ -16,15 +16,13 @@ import typer
 from rich.table import Table
 
 from headwater.cli.app import app, open_workspace, out, print_json, run_command, state, usage_error
+from headwater.cli.ops import source_app  # one `source` group: remove, pause, resume
 from headwater.errors import NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.daemon import Scheduler
 from headwater.scheduler.history import ScheduleStore
 
 RUN_STATUSES = ("running", "succeeded", "completed_with_errors", "failed", "cancelled")
-
-source_app = typer.Typer(help="Per-source switches: pause and resume.", no_args_is_help=True)
-app.add_typer(source_app, name="source")
 
 
 @app.command("run")

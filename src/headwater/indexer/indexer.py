@@ -12,12 +12,13 @@ document's failure is a failure record; the rest of its batch is indexed.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from headwater import failpoints
 from headwater.errors import ItemError, TransientError, error_class_of
-from headwater.indexer.report import IndexReport
+from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.manifest.content import ContentStore
 from headwater.manifest.index_state import Applied, PendingWork
 from headwater.manifest.records import ACTIVE, DocumentRecord, FailureWrite
@@ -61,6 +62,7 @@ class Indexer:
         batch_size: int = 32,
         retry: RetryPolicy | None = None,
         should_stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[IndexProgress], None] | None = None,
     ) -> None:
         self.manifest = manifest
         self.content_store = content_store
@@ -72,6 +74,7 @@ class Indexer:
         self.batch_size = batch_size
         self.retry = retry or RetryPolicy(attempts=3, initial_wait=0.2)
         self.should_stop = should_stop
+        self.progress = progress
 
     @property
     def embedder(self) -> Embedder:
@@ -89,6 +92,10 @@ class Indexer:
         report = IndexReport()
         cursors: dict[str, str | None] = {t.name: "" for t in self.targets}
         skipped = self._blocked_documents()
+        total = max(self.pending_count().values(), default=0) if self.progress else 0
+        done = 0
+        if self.progress is not None and total:
+            self.progress(IndexProgress(0, total, 0))  # a new drain starts at zero
         while any(c is not None for c in cursors.values()) and not self.should_stop():
             work: dict[str, dict[str, PendingWork]] = {}
             records: dict[str, DocumentRecord] = {}
@@ -107,7 +114,17 @@ class Indexer:
                     work.setdefault(pw.document.document_id, {})[target.name] = pw
                     records[pw.document.document_id] = pw.document
             if work:
+                started = time.monotonic()
                 self._apply_batch(work, records, report)
+                done += len(work)
+                log.info(
+                    "index batch: %d documents, %d chunks so far, %.2f s",
+                    len(work),
+                    report.chunks,
+                    time.monotonic() - started,
+                )
+                if self.progress is not None:
+                    self.progress(IndexProgress(done, max(total, done), report.chunks))
         self._complete_tombstones()
         return report
 

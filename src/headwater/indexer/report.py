@@ -6,6 +6,15 @@ from dataclasses import dataclass
 from typing import Any
 
 
+@dataclass(frozen=True)
+class IndexProgress:
+    """Where a drain stands: documents of the pending set done, chunks written so far."""
+
+    documents_done: int
+    documents_total: int
+    chunks: int
+
+
 @dataclass
 class IndexReport:
     replaced: int = 0

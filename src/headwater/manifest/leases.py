@@ -114,6 +114,10 @@ class LeaseLedger:
                     "wait for that run to finish, or stop that process."
                 )
             epoch = int(row._mapping["epoch"]) + 1
+            if holder != owner:
+                log.info(
+                    "lease of %s passes from %s to %s (epoch %d)", source_id, holder, owner, epoch
+                )
             conn.execute(
                 update(t.leases)
                 .where(t.leases.c.source_id == source_id)

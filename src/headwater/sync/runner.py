@@ -178,6 +178,13 @@ class SyncRunner:
     def _run(self, options: SyncOptions, owner: str) -> RunReport:
         started = time.monotonic()
         run_id, window, counts, resumed = self._window_and_run(options.full)
+        log.info(
+            "run %s of %s started, window %s to %s",
+            run_id,
+            self.source.source_id,
+            window.start,
+            window.end,
+        )
         runs = self.manifest.runs
         sid = self.source.source_id
         self._full = options.full

@@ -19,9 +19,15 @@ class SyncResult:
     runs: list[RunReport] = field(default_factory=list)
     index: IndexReport = field(default_factory=IndexReport)
     warnings: list[str] = field(default_factory=list)
+    duration_s: float = 0.0  # the whole sync's wall time; index.duration_s is indexing's
 
     def as_dict(self) -> dict[str, Any]:
-        return {"runs": [r.as_dict() for r in self.runs]}
+        return {
+            "runs": [r.as_dict() for r in self.runs],
+            "index": self.index.as_dict(),
+            "warnings": list(self.warnings),
+            "duration_s": round(self.duration_s, 3),
+        }
 
     @property
     def failed(self) -> bool:

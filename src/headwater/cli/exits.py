@@ -1,0 +1,63 @@
+"""The exit codes of every command, decided in this one module.
+
+0: done (every run succeeded or completed with errors); 1: a run failed; 2: usage or
+configuration error; 3: done, but a person must look (a prune blocked by the safety
+fraction, an index that drifted from the manifest and was not repaired); 130: cancelled
+by Ctrl-C. Automation (cron, systemd, CI) branches on these; docs/cli.md lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from headwater.errors import (
+    EXIT_CANCELLED,
+    EXIT_NEEDS_PERSON,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+    EXIT_USAGE,
+    HeadwaterError,
+)
+
+__all__ = [
+    "EXIT_CANCELLED",
+    "EXIT_NEEDS_PERSON",
+    "EXIT_OK",
+    "EXIT_RUN_FAILED",
+    "EXIT_USAGE",
+    "for_error",
+    "for_prunes",
+    "for_reconcile",
+    "for_runs",
+]
+
+
+def for_runs(statuses: Iterable[str], *, needs_person: bool, cancelled: bool = False) -> int:
+    """A batch of runs: cancelled beats failed, failed beats needs-a-person."""
+    seen = set(statuses)
+    if cancelled or "cancelled" in seen:
+        return EXIT_CANCELLED
+    if "failed" in seen:
+        return EXIT_RUN_FAILED
+    return EXIT_NEEDS_PERSON if needs_person else EXIT_OK
+
+
+def for_prunes(reports: Iterable[Mapping[str, Any]]) -> int:
+    """``headwater prune``: 3 when any source's prune was blocked by the safety fraction."""
+    blocked = any(r.get("status") == "blocked" for r in reports)
+    return EXIT_NEEDS_PERSON if blocked else EXIT_OK
+
+
+def for_reconcile(report: Mapping[str, Any], *, repair: bool) -> int:
+    """``headwater reconcile``: 3 when drift was found and left unrepaired."""
+    drift = any(not d["in_sync"] for d in report["sinks"].values())
+    return EXIT_NEEDS_PERSON if drift and not repair else EXIT_OK
+
+
+def for_error(exc: BaseException) -> int:
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_CANCELLED
+    if isinstance(exc, HeadwaterError):
+        return exc.exit_code
+    return EXIT_RUN_FAILED

@@ -1,0 +1,114 @@
+"""Operational logging for the CLI: text or JSON lines, stderr and a file, secrets masked.
+
+``-v`` turns on INFO (``-vv`` DEBUG), ``--log-format json`` writes one JSON object per
+line (``ts``, ``level``, ``logger``, ``msg`` plus any ``extra`` fields) for log shippers,
+``--log-file PATH`` appends the same lines to a file. Every value that the config pulls in
+through a ``${ENV_VAR}`` reference is a secret: a filter on every handler (and ``redact``
+for the error line) replaces it with ``***`` before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from headwater.config import ENV_REFERENCE
+from headwater.errors import ConfigError
+
+FORMATS = ("text", "json")
+MASK = "***"
+MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary words; keep secrets longer
+
+_secrets: set[str] = set()
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+
+
+def register_secrets(values: list[str]) -> None:
+    _secrets.update(v for v in values if len(v) >= MIN_SECRET_LENGTH)
+
+
+def register_config_secrets(config: Path) -> None:
+    """Every ``${ENV}`` the config file references is masked in logs and error lines."""
+    path = config / "headwater.toml" if config.is_dir() else config
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return  # a missing config is reported by the command that needs it
+    register_secrets([os.environ[n] for n in ENV_REFERENCE.findall(text) if n in os.environ])
+
+
+def redact(text: str) -> str:
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+class RedactSecrets(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _secrets:
+            record.msg = redact(record.getMessage())
+            record.args = None
+            if record.exc_info:
+                record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+                record.exc_info = None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg, then the record's extras."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                data[key] = value
+        if record.exc_info:
+            data["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            data["exc"] = record.exc_text
+        return redact(json.dumps(data, default=str))
+
+
+def configure(verbose: int, log_format: str, log_file: Path | None) -> None:
+    """Install the handlers on the root logger (replacing earlier ones)."""
+    if log_format not in FORMATS:
+        raise ConfigError(
+            f"--log-format {log_format!r} is not a log format; expected one of "
+            f"{', '.join(FORMATS)}."
+        )
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    formatter: logging.Formatter
+    if log_format == "json":
+        formatter = JsonFormatter()
+        formatter.converter = time.gmtime
+    else:
+        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(
+                f"--log-file {log_file}: cannot open it ({exc.strerror}); give a writable path."
+            ) from exc
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        handler.addFilter(RedactSecrets())
+        root.addHandler(handler)
+    root.setLevel(level)
+    # Progress lines are the operator's heartbeat: shown even without -v.
+    logging.getLogger("headwater.progress").setLevel(logging.INFO)

@@ -1,0 +1,59 @@
+"""What the CLI says about finished syncs: the INFO log lines and the exit code.
+
+The core logs where it acts (run start, batches, retries, lease takeovers); this module
+logs the outcome of each run as one line with its counts and timings, so ``-v`` (or
+``--log-format json`` for a log shipper) gives a complete operational record.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from headwater.cli import exits
+from headwater.workspace_parts.results import SyncResult
+
+log = logging.getLogger("headwater.cli")
+
+
+def log_sync(result: SyncResult) -> None:
+    for run in result.runs:
+        c = run.counts
+        log.info(
+            "run %s of %s %s in %.1f s: %d seen, %d new, %d changed, %d unchanged, "
+            "%d deleted, %d failed",
+            run.run_id,
+            run.source,
+            run.status,
+            run.duration_s,
+            c.seen,
+            c.new,
+            c.changed,
+            c.unchanged,
+            c.deleted,
+            c.failed,
+            extra={"run_id": run.run_id, "source": run.source, "status": run.status},
+        )
+        if run.prune_blocked:
+            log.warning(
+                "prune of %s blocked by the safety fraction: %s", run.source, run.prune_blocked
+            )
+    idx = result.index
+    log.info(
+        "sync done in %.1f s; indexing %.1f s: %d replaced, %d deleted, %d chunks, %d failed",
+        result.duration_s,
+        idx.duration_s,
+        idx.replaced,
+        idx.deleted,
+        idx.chunks,
+        idx.failed,
+        extra={"duration_s": round(result.duration_s, 3)},
+    )
+
+
+def sync_exit(result: SyncResult, *, cancelled: bool) -> int:
+    """0 done, 1 a run failed, 3 a prune was blocked, 130 Ctrl-C (see ``cli/exits.py``)."""
+    return exits.for_runs(
+        (r.status for r in result.runs),
+        needs_person=any(r.prune_blocked for r in result.runs),
+        cancelled=cancelled,
+    )
