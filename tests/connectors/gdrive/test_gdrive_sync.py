@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fakes.gdrive import TOKEN, FakeDrive
+from fakes.gdrive import TOKEN, FakeDrive, google_error
 from headwater import Workspace
 from headwater.connectors.gdrive import GdriveConnector
 
@@ -112,3 +112,16 @@ def test_a_429_with_retry_after_is_waited_out(drive: FakeDrive, tmp_path: Path) 
         assert (run.status, run.counts.changed) == ("succeeded", 1), run
         statuses = [r.status for r in drive.log if r.path == "/drive/v3/changes"]
         assert statuses[statuses.index(429) + 1] == 200, statuses  # the retry succeeded
+
+
+def test_a_rate_limit_403_is_retried_not_a_credential_error(
+    drive: FakeDrive, tmp_path: Path
+) -> None:
+    """Drive also rate limits with 403 userRateLimitExceeded (guides/limits): retried."""
+    with _workspace(drive.url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 4
+        drive.put("a", "a.txt", "Edited behind a 403 rate limit.\n")
+        body = google_error(403, "userRateLimitExceeded", "User Rate Limit Exceeded")
+        drive.fail("/drive/v3/changes", 403, body)
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.changed) == ("succeeded", 1), run
