@@ -1,0 +1,45 @@
+"""Drive permissions → ``Access``: the one place that names principals for this source.
+
+A ``user`` permission is the user's email; ``group`` and ``domain`` permissions become
+group principals prefixed by the source id (``principal_for_group``, ``principal_for_domain``)
+so that a later group sync can map them; ``anyone`` makes the file public. Every role
+(reader, commenter, writer, owner…) can read, so roles are not distinguished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from headwater.types import Access
+
+
+def principal_for_group(source_id: str, name: str) -> str:
+    """The group principal of a Google group (its email) in this source."""
+    return f"{source_id}:group:{name.strip().lower()}"
+
+
+def principal_for_domain(source_id: str, domain: str) -> str:
+    """The principal of every user of one Google Workspace domain."""
+    return f"{source_id}:domain:{domain.strip().lower()}"
+
+
+def access_from_permissions(source_id: str, permissions: Iterable[Mapping[str, Any]]) -> Access:
+    """The Access of a file from its Drive ``permissions`` resources."""
+    users: set[str] = set()
+    groups: set[str] = set()
+    public = False
+    for permission in permissions:
+        if permission.get("deleted"):
+            continue
+        kind = permission.get("type")
+        email = str(permission.get("emailAddress") or "")
+        if kind == "user" and email:
+            users.add(email.strip().lower())
+        elif kind == "group" and email:
+            groups.add(principal_for_group(source_id, email))
+        elif kind == "domain" and permission.get("domain"):
+            groups.add(principal_for_domain(source_id, str(permission["domain"])))
+        elif kind == "anyone":
+            public = True
+    return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)

@@ -1,0 +1,107 @@
+"""A small Drive v3 client: bearer token, JSON, retries, and Drive's error shapes.
+
+Transport faults, HTTP 429, 5xx and Drive's rate-limit 403s (``userRateLimitExceeded``,
+``rateLimitExceeded``; https://developers.google.com/drive/api/guides/limits and
+https://developers.google.com/drive/api/guides/handle-errors) become ``TransientError``
+carrying the server's ``Retry-After`` and are retried through ``headwater.retry``. Every
+other status comes back to the caller, which decides what a 401, 403, 404 or 410 means.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from headwater.connectors.http import describe_network_error, parse_retry_after
+from headwater.errors import CredentialError, ItemError, TransientError
+from headwater.retry import RetryPolicy, call_with_retry
+
+READONLY_SCOPE = "https://www.googleapis.com/auth/drive.readonly"
+RATE_LIMIT_REASONS = frozenset({"userRateLimitExceeded", "rateLimitExceeded"})
+SCOPE_REASONS = frozenset({"insufficientPermissions", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"})
+
+
+def error_reason(response: httpx.Response) -> tuple[str, str]:
+    """(reason, message) of a Google API error body; empty strings when there is none."""
+    try:
+        error = response.json().get("error", {})
+    except ValueError:
+        return "", response.text[:200]
+    if not isinstance(error, dict):
+        return "", str(error)[:200]
+    reasons = [e.get("reason", "") for e in error.get("errors", []) if isinstance(e, dict)]
+    details = [d.get("reason", "") for d in error.get("details", []) if isinstance(d, dict)]
+    reason = next((r for r in reasons + details if r), str(error.get("status", "")))
+    return reason, str(error.get("message", ""))
+
+
+class DriveClient:
+    """GETs against ``base_url`` with one access token, retried on transient faults."""
+
+    def __init__(
+        self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.policy = policy
+        self._client = httpx.Client(
+            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+            timeout=timeout,
+        )
+
+    def get(
+        self, path: str, params: dict[str, str] | None = None, *, policy: RetryPolicy | None = None
+    ) -> httpx.Response:
+        url = self.base_url + path
+
+        def attempt() -> httpx.Response:
+            try:
+                response = self._client.get(url, params=params)
+            except httpx.HTTPError as exc:
+                raise TransientError(describe_network_error(exc, url)) from exc
+            status = response.status_code
+            rate_limited = status == 403 and error_reason(response)[0] in RATE_LIMIT_REASONS
+            if status == 429 or status >= 500 or rate_limited:
+                reason = error_reason(response)[0] or "busy"
+                raise TransientError(
+                    f"Drive API {path} returned HTTP {status} ({reason}); the API is rate "
+                    "limiting or failing, retry later",
+                    retry_after=parse_retry_after(response.headers.get("retry-after")),
+                )
+            return response
+
+        return call_with_retry(attempt, policy or self.policy)
+
+    def json(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        """The JSON body of a 200; CredentialError for 401/403, ItemError otherwise."""
+        response = self.get(path, params)
+        raise_for_status(response, path)
+        body = response.json()
+        if not isinstance(body, dict):
+            raise ItemError(
+                "bad_response", f"Drive API {path} answered {body!r}; expected an object"
+            )
+        return body
+
+
+def raise_for_status(response: httpx.Response, path: str) -> None:
+    """Raise the error a user can act on for a non-200 Drive answer."""
+    status = response.status_code
+    if status == 200:
+        return
+    reason, message = error_reason(response)
+    if status == 401:
+        raise CredentialError(
+            f"gdrive `token` was rejected by {path} (HTTP 401: {message or reason}); expected a "
+            "valid OAuth 2.0 access token; refresh it and set `token` again"
+        )
+    if status == 403 and reason in SCOPE_REASONS:
+        raise CredentialError(
+            f"gdrive `token` lacks the scope {READONLY_SCOPE} ({path}: HTTP 403 {reason}); "
+            "grant that scope to the OAuth client or service account and issue a new token"
+        )
+    raise ItemError(
+        "not_found" if status == 404 else f"http_{status}",
+        f"Drive API {path} returned HTTP {status} ({reason}: {message}); expected 200",
+        permanent=status in (403, 404),
+    )

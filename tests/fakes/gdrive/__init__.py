@@ -1,0 +1,220 @@
+"""A fake Google Drive API v3 on 127.0.0.1, following the documented behaviour.
+
+- files.list: https://developers.google.com/drive/api/reference/rest/v3/files/list
+  (``pageToken``/``nextPageToken``, ``q=trashed = false``, ``corpora``/``driveId``,
+  ``permissions`` in the file resource, not populated for shared drive items:
+  https://developers.google.com/drive/api/reference/rest/v3/files#File.FIELDS.permissions)
+- permissions.list: https://developers.google.com/drive/api/reference/rest/v3/permissions/list
+- files.get ``alt=media`` and files.export (``mimeType=text/plain|text/csv``):
+  https://developers.google.com/drive/api/guides/manage-downloads
+- changes.getStartPageToken / changes.list (``nextPageToken`` until the last page, which
+  carries ``newStartPageToken``; ``removed`` for a file deleted or no longer visible,
+  the file resource with ``trashed`` for a trashed one):
+  https://developers.google.com/drive/api/guides/manage-changes and
+  https://developers.google.com/drive/api/reference/rest/v3/changes/list
+- an expired or invalid page token answers 410 Gone (the brief's reading of the changes
+  docs); errors use the JSON error shape of
+  https://developers.google.com/drive/api/guides/handle-errors (401 authError, 403
+  insufficientPermissions, 403 userRateLimitExceeded, 404 notFound, 429 + Retry-After).
+
+The state is in memory; tests mutate it with ``put``, ``trash``, ``remove`` and
+``share``; every mutation appends a change, as Drive does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fakes._server import Answer, FakeService
+
+TOKEN = "good-token"
+BASE_TIME = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def google_error(status: int, reason: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": status, "message": message, "errors": [{"reason": reason}]}}
+
+
+@dataclass
+class DriveFile:
+    id: str
+    name: str
+    mime: str
+    content: bytes
+    modified: datetime
+    drive_id: str | None = None
+    trashed: bool = False
+    permissions: list[dict[str, Any]] = field(default_factory=list)
+
+    def resource(self, inline_permissions: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "mimeType": self.mime,
+            "modifiedTime": self.modified.isoformat().replace("+00:00", "Z"),
+            "trashed": self.trashed,
+            "webViewLink": f"https://drive.google.com/file/d/{self.id}/view",
+        }
+        if not self.mime.startswith("application/vnd.google-apps."):
+            body["md5Checksum"] = f"md5-{hash(self.content) & 0xFFFFFFFF:08x}"
+            body["size"] = str(len(self.content))
+        if self.drive_id:
+            body["driveId"] = self.drive_id
+        elif inline_permissions:
+            body["permissions"] = self.permissions
+        return body
+
+
+class FakeDrive(FakeService):
+    """Files, shared drives and a change log; ``expire_tokens()`` invalidates old tokens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: dict[str, DriveFile] = {}
+        self.drives: dict[str, str] = {}  # id -> name
+        self.changes: list[str] = []  # file ids, change n is at index n - 1
+        self.epoch = 1  # page tokens are f"{epoch}.{change number}"
+        self.scope_ok = True
+        self.broken = False  # True: every files.list page after the first answers 500
+        self.tick = 0
+
+    # -- mutations ---------------------------------------------------------------------
+
+    def put(
+        self,
+        file_id: str,
+        name: str,
+        content: bytes | str,
+        *,
+        mime: str = "text/plain",
+        drive_id: str | None = None,
+        readers: tuple[str, ...] = ("ann@example.com",),
+    ) -> None:
+        with self.lock:
+            self.tick += 1
+            data = content.encode() if isinstance(content, str) else content
+            old = self.files.get(file_id)
+            perms = old.permissions if old else [
+                {"type": "user", "role": "reader", "emailAddress": r} for r in readers
+            ]  # fmt: skip
+            self.files[file_id] = DriveFile(
+                file_id, name, mime, data, BASE_TIME + timedelta(minutes=self.tick),
+                drive_id, False, perms,
+            )  # fmt: skip
+            self.changes.append(file_id)
+
+    def trash(self, file_id: str) -> None:
+        with self.lock:
+            self.files[file_id].trashed = True
+            self.changes.append(file_id)
+
+    def remove(self, file_id: str) -> None:
+        """Delete for good (or lose access): the change reports ``removed``."""
+        with self.lock:
+            del self.files[file_id]
+            self.changes.append(file_id)
+
+    def share(self, file_id: str, permissions: list[dict[str, Any]]) -> None:
+        """Replace a file's permissions: a change, but modifiedTime stays."""
+        with self.lock:
+            self.files[file_id].permissions = permissions
+            self.changes.append(file_id)
+
+    def expire_tokens(self) -> None:
+        with self.lock:
+            self.epoch += 1  # every token issued so far answers 410
+
+    # -- the API -------------------------------------------------------------------------
+
+    def handle(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
+    ) -> Answer:
+        broken = self.broken or path.startswith("/broken/")  # page 2 of files.list fails
+        path = path.removeprefix("/broken")
+        if broken and path == "/drive/v3/files" and query.get("pageToken"):
+            return 500, google_error(500, "backendError", "Backend Error"), {}
+        if headers.get("authorization") != f"Bearer {TOKEN}":
+            return 401, google_error(401, "authError", "Invalid Credentials"), {}
+        if not self.scope_ok:
+            return 403, google_error(
+                403, "insufficientPermissions", "Request had insufficient authentication scopes."
+            ), {}  # fmt: skip
+        if path == "/drive/v3/about":
+            return 200, {"user": {"emailAddress": "robot@example.com"}}, {}
+        if path.startswith("/drive/v3/drives/"):
+            drive = path.rsplit("/", 1)[1]
+            if drive not in self.drives:
+                return 404, google_error(404, "notFound", f"Shared drive not found: {drive}"), {}
+            return 200, {"id": drive, "name": self.drives[drive]}, {}
+        if path == "/drive/v3/files":
+            return self._list(query)
+        if path == "/drive/v3/changes/startPageToken":
+            return 200, {"startPageToken": self._token(len(self.changes) + 1)}, {}
+        if path == "/drive/v3/changes":
+            return self._changes(query)
+        parts = path.split("/")  # /drive/v3/files/{id}[/export|/permissions]
+        if len(parts) >= 5 and parts[3] == "files":
+            file = self.files.get(parts[4])
+            if file is None:
+                return 404, google_error(404, "notFound", f"File not found: {parts[4]}."), {}
+            if len(parts) == 6 and parts[5] == "permissions":
+                return 200, {"permissions": file.permissions}, {}
+            if len(parts) == 6 and parts[5] == "export":
+                if not file.mime.startswith("application/vnd.google-apps."):
+                    return 403, google_error(
+                        403, "fileNotExportable", "Only Google Docs can be exported"
+                    ), {}  # fmt: skip
+                return 200, file.content, {"Content-Type": query.get("mimeType", "text/plain")}
+            if query.get("alt") == "media":
+                return 200, file.content, {"Content-Type": file.mime}
+            return 200, file.resource(True), {}
+        return 404, google_error(404, "notFound", f"no route {path}"), {}
+
+    def _token(self, number: int) -> str:
+        return f"{self.epoch}.{number}"
+
+    def _visible(self, query: dict[str, str]) -> list[DriveFile]:
+        drive = query.get("driveId")
+        found = [f for f in self.files.values() if drive is None or f.drive_id == drive]
+        if query.get("q") == "trashed = false":
+            found = [f for f in found if not f.trashed]
+        return sorted(found, key=lambda f: f.id)
+
+    def _list(self, query: dict[str, str]) -> Answer:
+        size = int(query.get("pageSize", "100"))
+        start = int(query.get("pageToken") or 0)
+        files = self._visible(query)
+        page = files[start : start + size]
+        out: dict[str, Any] = {"files": [f.resource(True) for f in page], "incompleteSearch": False}
+        if start + size < len(files):
+            out["nextPageToken"] = str(start + size)
+        return 200, out, {}
+
+    def _changes(self, query: dict[str, str]) -> Answer:
+        epoch, _, number_text = query["pageToken"].partition(".")
+        token = int(number_text)
+        if int(epoch) != self.epoch:
+            return 410, google_error(410, "deleted", "The page token is no longer valid."), {}
+        size = int(query.get("pageSize", "100"))
+        drive = query.get("driveId")
+        entries: list[dict[str, Any]] = []
+        number = token
+        while number <= len(self.changes) and len(entries) < size:
+            file_id = self.changes[number - 1]
+            number += 1
+            file = self.files.get(file_id)
+            if drive is not None and file is not None and file.drive_id != drive:
+                continue
+            change: dict[str, Any] = {"changeType": "file", "fileId": file_id}
+            change["removed"] = file is None
+            if file is not None:
+                change["file"] = file.resource(True)
+            entries.append(change)
+        out: dict[str, Any] = {"changes": entries}
+        if number <= len(self.changes):
+            out["nextPageToken"] = self._token(number)
+        else:
+            out["newStartPageToken"] = self._token(len(self.changes) + 1)
+        return 200, out, {}
