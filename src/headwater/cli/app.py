@@ -123,6 +123,7 @@ def cancel_on_interrupt(ws: Workspace) -> Iterator[None]:
 
 def main() -> None:
     from headwater.cli import commands, dlq, ops, schedule  # noqa: F401  (registers commands)
+    from headwater.cli import serve as _serve  # noqa: F401  (registers `serve`)
 
     app()
 
