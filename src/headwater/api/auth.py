@@ -136,6 +136,7 @@ def check_bind(host: str, ring: KeyRing) -> None:
     """Refuse to serve beyond this machine with no key configured."""
     if ring.open and not is_loopback(host):
         raise ConfigError(
-            f"--host {host} is not a loopback address and no [[api.keys]] is configured; "
-            "add an [[api.keys]] table (role admin, search or ingest) or bind to 127.0.0.1."
+            f"--host {host} is not a loopback address and no API key is configured; "
+            "add an api.keys table to headwater.toml (role admin, search or ingest) "
+            "or bind to 127.0.0.1."
         )
