@@ -52,6 +52,11 @@ class KeyRing:
         ring = cls()
         for key in sections:
             p = key.principals
+            if p is not None and len(p.users) > 1:
+                raise ConfigError(
+                    f"api.keys (name={key.name}).principals.users has {len(p.users)} users; "
+                    "a key searches as at most one user. Use groups, or one key per user."
+                )
             ring.keys.append(
                 (
                     digest(key.secret.get_secret_value()),
