@@ -172,3 +172,11 @@ def test_metrics_exposition(synced: Server) -> None:
         assert name in text, name
     names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")}
     assert all(n.startswith("headwater_") for n in names)
+
+
+def test_nul_in_search_text_is_a_422_not_a_500(synced: Server) -> None:
+    # Found by schemathesis: a NUL reached the keyword index's MATCH and failed there.
+    with synced.client("backend") as c:
+        for body in ({"query": "a\x00b"}, {"query": "x", "groups": ["g\x00"]}):
+            r = c.post("/v1/search", json={**body, "mode": "keyword"})
+            assert r.status_code == 422 and "NUL" in r.json()["error"]

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import text
 
 from headwater.api.auth import Caller, require
@@ -36,6 +36,14 @@ class SearchRequest(BaseModel):
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     sources: list[str] | None = None
     chunks: bool = False
+
+    @field_validator("query", "user", "groups")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(t, str) and "\x00" in t for t in texts):
+            raise ValueError("must not contain NUL characters (\\x00); remove them")
+        return value
 
 
 def principals_of(caller: Caller, body: SearchRequest) -> tuple[str | None, list[str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +24,7 @@ from headwater.workspace_parts.results import failure_dict
 router = APIRouter()
 Json = dict[str, Any]
 Admin = Annotated[Caller, Depends(require("admin"))]
+EntryId = Annotated[int, Path(ge=0, le=2**62)]  # the manifest's integer range
 
 
 @router.get("/v1/documents/{document_id}", tags=["documents"])
@@ -67,7 +68,7 @@ async def dlq(
 
 
 @router.get("/v1/dlq/{entry_id}", tags=["dlq"])
-async def dlq_entry(entry_id: int, request: Request, _c: Admin) -> Json:
+async def dlq_entry(entry_id: EntryId, request: Request, _c: Admin) -> Json:
     """``headwater dlq show ID --json``."""
     entry = service_of(request).ws.manifest.failures.get(entry_id)
     if entry is None:
@@ -78,7 +79,7 @@ async def dlq_entry(entry_id: int, request: Request, _c: Admin) -> Json:
 class RedriveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ids: list[int] = Field(default=[], max_length=10_000)
+    ids: list[Annotated[int, Field(ge=0, le=2**62)]] = Field(default=[], max_length=10_000)
     all: bool = False
     stage: str | None = None
 
@@ -98,7 +99,7 @@ async def redrive(body: RedriveRequest, request: Request, _c: Admin) -> Json:
 
 
 @router.delete("/v1/dlq/{entry_id}", tags=["dlq"])
-async def dlq_drop(entry_id: int, request: Request, _c: Admin) -> Json:
+async def dlq_drop(entry_id: EntryId, request: Request, _c: Admin) -> Json:
     """``headwater dlq drop ID``: forget the entry (the document stays as it is)."""
     dropped = service_of(request).ws.manifest.failures.drop([entry_id])
     if not dropped:
