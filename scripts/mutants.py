@@ -192,7 +192,9 @@ MUTANTS: list[Mutant] = [
         "src/headwater/manifest/leases.py",
         "        raise _lost(lease)\n",
         "        return\n",
-        ("tests/core/test_leases.py::test_a_takeover_fences_every_commit_of_the_stale_owner[sqlite]",),
+        (
+            "tests/core/test_leases.py::test_a_takeover_fences_every_commit_of_the_stale_owner[sqlite]",
+        ),
     ),
 ]
 

@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -170,6 +171,34 @@ class SchedulerSection(Strict):
         return _check_duration(value)
 
 
+class ApiPrincipals(Strict):
+    users: list[str] = []
+    groups: list[str] = []
+
+
+class ApiKeySection(Strict):
+    """``[[api.keys]]``: one bearer key of ``headwater serve`` (see docs/api.md)."""
+
+    name: str = Field(min_length=1)
+    secret: SecretStr
+    role: Literal["search", "ingest", "admin"]
+    principals: ApiPrincipals | None = None
+    assert_principals: bool = False
+
+    @field_validator("secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value()) < 16:
+            raise ValueError("an API key secret needs at least 16 characters; use a random one")
+        return value
+
+
+class ApiSection(Strict):
+    """``[api]``: the HTTP service's keys."""
+
+    keys: list[ApiKeySection] = []
+
+
 class HeadwaterConfig(Strict):
     workspace: WorkspaceSection
     manifest: ManifestSection = ManifestSection()
@@ -177,6 +206,7 @@ class HeadwaterConfig(Strict):
     chunker: ChunkerSection = ChunkerSection()
     sync: SyncSection = SyncSection()
     scheduler: SchedulerSection = SchedulerSection()
+    api: ApiSection = ApiSection()
     index: list[IndexSection] = []
     source: list[SourceSection] = []
 

@@ -25,6 +25,7 @@ EXAMPLES: dict[str, str] = {
     "source remove": "headwater source remove old-wiki --dry-run --json",
     "source pause": "headwater source pause docs",
     "source resume": "headwater source resume docs",
+    "serve": "HEADWATER_APP_KEY=... headwater serve --host 0.0.0.0 --port 8700 --with-scheduler",
     "dlq list": "headwater dlq list --stage embed",
     "dlq show": "headwater dlq show 42",
     "dlq redrive": "headwater dlq redrive --stage fetch --rate 5",

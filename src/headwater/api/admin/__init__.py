@@ -1,0 +1,279 @@
+"""The admin page at ``/admin``: server-rendered Jinja2, a little vanilla JS, no CDN.
+
+Sign in with an admin key; the server keeps a random session id in memory and sets it
+as an HttpOnly, SameSite=Strict cookie. Every form carries the session's CSRF token.
+Pages: overview, one source, dead letters, indexes and a search tester that shows, for
+each hit, which of the caller's principals made it visible (the manifest ACL ∩ caller).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from headwater.api.deps import service_of
+from headwater.errors import HeadwaterError
+from headwater.manifest.failures import DEAD
+from headwater.manifest.runs import lease_owner
+from headwater.scheduler.history import ScheduleStore
+from headwater.sync.redrive import redrive as run_redrive
+from headwater.types import caller_principals
+from headwater.workspace_parts.results import failure_dict
+
+HERE = Path(__file__).parent
+COOKIE = "hw_session"
+LOGIN_COOKIE = "hw_login"
+SESSION_SECONDS = 8 * 3600
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+
+@dataclass
+class Session:
+    key_name: str
+    csrf: str
+    expires: float
+
+
+SESSIONS: dict[str, Session] = {}
+
+
+def mount_static(app: FastAPI) -> None:
+    app.mount("/admin/static", StaticFiles(directory=str(HERE / "static")), name="admin-static")
+
+
+def _session(request: Request) -> Session | None:
+    sid = request.cookies.get(COOKIE)
+    found = SESSIONS.get(sid) if sid else None
+    if found is None or found.expires < time.time():
+        return None
+    return found
+
+
+class SignIn(Exception):
+    """No session: send the browser to the sign-in form."""
+
+
+def session(request: Request) -> Session:
+    found = _session(request)
+    if found is None:
+        raise SignIn()
+    return found
+
+
+def csrf_checked(request: Request, csrf: Annotated[str, Form()] = "") -> Session:
+    found = session(request)
+    if not hmac.compare_digest(csrf.encode(), found.csrf.encode()):
+        raise HTTPException(403, "the form's CSRF token is missing or stale; reload the page.")
+    return found
+
+
+Signed = Annotated[Session, Depends(session)]
+Posted = Annotated[Session, Depends(csrf_checked)]
+
+
+def page(request: Request, name: str, sess: Session | None, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, name, {"session": sess, "csrf": sess.csrf if sess else "", **context}
+    )
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(SignIn)
+    async def to_login(_request: Request, _exc: SignIn) -> Response:
+        return RedirectResponse("/admin/login", status_code=303)
+
+
+@router.get("/admin/login", response_class=HTMLResponse)
+async def login_form(request: Request, error: str | None = None) -> Response:
+    token = secrets.token_urlsafe(24)
+    response = page(request, "login.html", None, login_csrf=token, error=error)
+    response.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/admin")
+    return response
+
+
+@router.post("/admin/login")
+async def login(
+    request: Request, key: Annotated[str, Form()] = "", csrf: Annotated[str, Form()] = ""
+) -> Response:
+    expected = request.cookies.get(LOGIN_COOKIE, "")
+    if not expected or not hmac.compare_digest(csrf.encode(), expected.encode()):
+        return RedirectResponse("/admin/login?error=expired", status_code=303)
+    ring = request.app.state.keys
+    caller = ring.identify(key) if not ring.open else None
+    if ring.open:
+        from headwater.api.auth import LOCAL_ADMIN
+
+        caller = LOCAL_ADMIN
+    if caller is None or caller.role != "admin":
+        return RedirectResponse("/admin/login?error=key", status_code=303)
+    sid = secrets.token_urlsafe(32)
+    SESSIONS[sid] = Session(caller.name, secrets.token_urlsafe(24), time.time() + SESSION_SECONDS)
+    response = RedirectResponse("/admin", status_code=303)
+    response.set_cookie(
+        COOKIE, sid, httponly=True, samesite="strict", path="/", max_age=SESSION_SECONDS
+    )
+    response.delete_cookie(LOGIN_COOKIE, path="/admin")
+    return response
+
+
+@router.post("/admin/logout")
+async def logout(request: Request, sess: Posted) -> Response:
+    SESSIONS.pop(request.cookies.get(COOKIE, ""), None)
+    response = RedirectResponse("/admin/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+@router.get("/admin", response_class=HTMLResponse)
+async def overview(request: Request, sess: Signed) -> Response:
+    report = await run_in_threadpool(service_of(request).ws.status)
+    return page(request, "overview.html", sess, report=report)
+
+
+@router.get("/admin/sources/{source_id}", response_class=HTMLResponse)
+async def source(
+    request: Request, source_id: str, sess: Signed, flash: str | None = None
+) -> Response:
+    ws = service_of(request).ws
+    section = ws.source_section(source_id)
+    store = ScheduleStore(ws.manifest.engine)
+    runs = await run_in_threadpool(store.list_runs, source_id, None, 50)
+    fails = [failure_dict(f) for f in ws.failures(source_id)]
+    paused = source_id in store.paused()
+    return page(
+        request,
+        "source.html",
+        sess,
+        source=section,
+        runs=runs,
+        failures=fails,
+        paused=paused,
+        flash=flash,
+    )
+
+
+@router.post("/admin/sources/{source_id}/sync")
+async def source_sync(request: Request, source_id: str, sess: Posted) -> Response:
+    job = await run_in_threadpool(service_of(request).start_sync, source_id)
+    flash = f"sync started (run {job.run_id})" if job else "a sync is already running"
+    return RedirectResponse(f"/admin/sources/{source_id}?flash={flash}", status_code=303)
+
+
+@router.post("/admin/sources/{source_id}/{action}")
+async def source_switch(request: Request, source_id: str, action: str, sess: Posted) -> Response:
+    if action not in ("pause", "resume"):
+        raise HTTPException(404, f"no action {action!r}; expected pause or resume.")
+    ws = service_of(request).ws
+    ws.source_section(source_id)
+    ScheduleStore(ws.manifest.engine).set_paused(source_id, action == "pause", lease_owner())
+    return RedirectResponse(f"/admin/sources/{source_id}?flash={action}d", status_code=303)
+
+
+@router.get("/admin/dlq", response_class=HTMLResponse)
+async def dlq(
+    request: Request,
+    sess: Signed,
+    stage: str | None = None,
+    source: str | None = None,
+    show: int | None = None,
+    flash: str | None = None,
+) -> Response:
+    ws = service_of(request).ws
+    rows = ws.manifest.failures.list(
+        source_id=source or None, stage=stage or None, statuses=(DEAD,)
+    )
+    entries = [failure_dict(f) for f in rows]
+    shown = next((e for e in entries if e["id"] == show), None)
+    return page(
+        request,
+        "dlq.html",
+        sess,
+        entries=entries,
+        stage=stage or "",
+        source=source or "",
+        shown=shown,
+        flash=flash,
+        sources=[s.id for s in ws.config.source],
+    )
+
+
+@router.post("/admin/dlq/{entry_id}/{action}")
+async def dlq_action(request: Request, entry_id: int, action: str, sess: Posted) -> Response:
+    service = service_of(request)
+    if action == "redrive":
+
+        def work() -> dict[str, Any]:
+            with service.index_lock:
+                return run_redrive(service.ws, [entry_id])
+
+        report = await run_in_threadpool(work)
+        flash = (
+            f"redriven {report['redriven']}: {report['resolved']} resolved, "
+            f"{report['still_failing']} still failing"
+        )
+    elif action == "drop":
+        flash = f"dropped {service.ws.manifest.failures.drop([entry_id])} entry"
+    else:
+        raise HTTPException(404, f"no action {action!r}; expected redrive or drop.")
+    return RedirectResponse(f"/admin/dlq?flash={flash}", status_code=303)
+
+
+@router.get("/admin/indexes", response_class=HTMLResponse)
+async def indexes(request: Request, sess: Signed) -> Response:
+    report = await run_in_threadpool(service_of(request).ws.status)
+    return page(request, "indexes.html", sess, indexes=report["indexes"])
+
+
+def visible_by(ws: Any, results: list[dict[str, Any]], user: str | None, groups: list[str]) -> None:
+    """Add to each hit the caller's principals that its manifest ACL grants."""
+    mine = set(caller_principals(user, groups))
+    records = ws.manifest.documents_by_ids([r["document_id"] for r in results])
+    for r in results:
+        record = records.get(r["document_id"])
+        r["visible_by"] = sorted(mine & set(record.acl)) if record is not None else []
+
+
+@router.get("/admin/search", response_class=HTMLResponse)
+async def search(
+    request: Request,
+    sess: Signed,
+    q: str = "",
+    user: str = "",
+    groups: str = "",
+    mode: str = "hybrid",
+) -> Response:
+    ws = service_of(request).ws
+    group_list = [g.strip() for g in groups.split(",") if g.strip()]
+    results: list[dict[str, Any]] = []
+    error = None
+    if q.strip():
+        try:
+            results = await run_in_threadpool(
+                ws.search, q, user=user or None, groups=group_list, k=10, mode=mode
+            )
+            visible_by(ws, results, user or None, group_list)
+        except HeadwaterError as exc:
+            error = str(exc)
+    return page(
+        request,
+        "search.html",
+        sess,
+        q=q,
+        user=user,
+        groups=groups,
+        mode=mode,
+        results=results,
+        error=error,
+    )

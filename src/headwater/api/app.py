@@ -1,0 +1,133 @@
+"""The FastAPI app factory and the one place errors become JSON.
+
+Every error answers ``{"error": "<one line>"}``: ``HeadwaterError`` subclasses map to a
+status (ConfigError 400, NotFoundError 404, others 500 with their message), request
+validation to 422, a push version conflict to 409 with the current version.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from headwater.api.auth import KeyRing, is_loopback
+from headwater.api.metrics import Metrics
+from headwater.api.push import PushConflict
+from headwater.api.service import Service
+from headwater.errors import ConfigError, HeadwaterError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+CONFIG_ENV = "HEADWATER_CONFIG"
+HOST_ENV = "HEADWATER_SERVE_HOST"
+
+
+def status_of(exc: HeadwaterError) -> int:
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, ConfigError):
+        return 400
+    return 500
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for item in exc.errors()[:5]:
+        where = ".".join(str(p) for p in item.get("loc", ()) if p != "body")
+        parts.append(f"{where or 'body'}: {item.get('msg', 'invalid')}")
+    return one_line("invalid request: " + "; ".join(parts) + ". See /openapi.json.")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HeadwaterError)
+    async def headwater_error(_request: Request, exc: HeadwaterError) -> JSONResponse:
+        status = status_of(exc)
+        if status == 500:
+            log.warning("request failed: %s", exc)
+        return JSONResponse({"error": one_line(str(exc))}, status_code=status)
+
+    @app.exception_handler(PushConflict)
+    async def push_conflict(_request: Request, exc: PushConflict) -> JSONResponse:
+        return JSONResponse(
+            {"error": one_line(str(exc)), "current_version": exc.current}, status_code=409
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"error": one_line(str(exc.detail))},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def bug(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return JSONResponse(
+            {
+                "error": one_line(
+                    f"unexpected {type(exc).__name__}: {exc}; this is a bug, report it."
+                )
+            },
+            status_code=500,
+        )
+
+
+def create_app(
+    workspace_path: str | Path, *, host: str = "127.0.0.1", service: Service | None = None
+) -> FastAPI:
+    """The app over the workspace at ``workspace_path`` (opened and warmed at startup);
+    ``host`` is the bind address (``/metrics`` is open only on loopback)."""
+    from headwater.api import admin, v1, v1_admin, v1_push
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        svc = service or Service.open(workspace_path)
+        svc.start()
+        app.state.service = svc
+        app.state.keys = KeyRing.from_config(svc.ws.config.api.keys)
+        app.state.metrics = Metrics(svc)
+        try:
+            yield
+        finally:
+            svc.close()
+
+    app = FastAPI(
+        title="Headwater",
+        version="1",
+        description="Sync, search and push ingestion over one Headwater workspace.",
+        lifespan=lifespan,
+    )
+    app.state.loopback = is_loopback(host)
+    install_error_handlers(app)
+    app.include_router(v1.router)
+    app.include_router(v1_admin.router)
+    app.include_router(v1_push.router)
+    app.include_router(admin.router)
+    admin.mount_static(app)
+    admin.install(app)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The factory uvicorn workers import (``--workers N``): config from $HEADWATER_CONFIG."""
+    return create_app(
+        os.environ.get(CONFIG_ENV, "headwater.toml"),
+        host=os.environ.get(HOST_ENV, "127.0.0.1"),
+    )

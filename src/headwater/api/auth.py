@@ -1,0 +1,147 @@
+"""Bearer keys from ``[[api.keys]]``: hashed at load, compared in constant time.
+
+Only the sha256 of each secret is kept; a presented key is hashed and compared with
+``hmac.compare_digest`` against every configured key (no early exit), so timing says
+nothing about which key or prefix matched. A key is never logged or echoed. ``admin``
+implies every role. With no key configured the service is open (loopback only: ``serve``
+refuses a non-loopback bind without keys) and every caller is a local admin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fastapi import HTTPException, Request
+
+from headwater.config import ApiKeySection
+from headwater.errors import ConfigError
+
+ROLES = ("search", "ingest", "admin")
+
+
+def digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the key's name and role, and what it may assert."""
+
+    name: str
+    role: str
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    fixed_principals: bool = False
+    assert_principals: bool = False
+
+    def has(self, role: str) -> bool:
+        return self.role == "admin" or self.role == role
+
+
+@dataclass
+class KeyRing:
+    keys: list[tuple[bytes, Caller]] = field(default_factory=list)
+    compare: Callable[[bytes, bytes], bool] = hmac.compare_digest
+
+    @classmethod
+    def from_config(cls, sections: Sequence[ApiKeySection]) -> KeyRing:
+        ring = cls()
+        for key in sections:
+            p = key.principals
+            if p is not None and len(p.users) > 1:
+                raise ConfigError(
+                    f"api.keys (name={key.name}).principals.users has {len(p.users)} users; "
+                    "a key searches as at most one user. Use groups, or one key per user."
+                )
+            ring.keys.append(
+                (
+                    digest(key.secret.get_secret_value()),
+                    Caller(
+                        name=key.name,
+                        role=key.role,
+                        users=tuple(p.users) if p else (),
+                        groups=tuple(p.groups) if p else (),
+                        fixed_principals=p is not None,
+                        assert_principals=key.assert_principals or key.role == "admin",
+                    ),
+                )
+            )
+        return ring
+
+    @property
+    def open(self) -> bool:
+        return not self.keys
+
+    def identify(self, presented: str) -> Caller | None:
+        wanted = digest(presented)
+        found: Caller | None = None
+        for stored, caller in self.keys:
+            if self.compare(wanted, stored) and found is None:
+                found = caller
+        return found
+
+
+LOCAL_ADMIN = Caller(name="local", role="admin", assert_principals=True)
+
+
+def bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def caller_of(request: Request) -> Caller | None:
+    """The caller of a request: by bearer key, or by admin session cookie."""
+    ring: KeyRing = request.app.state.keys
+    if ring.open:
+        return LOCAL_ADMIN
+    token = bearer(request)
+    if token is not None:
+        return ring.identify(token)
+    return None
+
+
+def require(role: str) -> Callable[[Request], Caller]:
+    """A FastAPI dependency: 401 without a valid key, 403 when its role is not enough."""
+
+    def dependency(request: Request) -> Caller:
+        caller = caller_of(request)
+        if caller is None:
+            raise HTTPException(
+                401,
+                "missing or unknown API key; send `Authorization: Bearer <secret>` "
+                "with a key from [[api.keys]].",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if not caller.has(role):
+            raise HTTPException(
+                403, f"key {caller.name!r} has role {caller.role!r}; this needs role {role!r}."
+            )
+        return caller
+
+    return dependency
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, ring: KeyRing) -> None:
+    """Refuse to serve beyond this machine with no key configured."""
+    if ring.open and not is_loopback(host):
+        raise ConfigError(
+            f"--host {host} is not a loopback address and no API key is configured; "
+            "add an api.keys table to headwater.toml (role admin, search or ingest) "
+            "or bind to 127.0.0.1."
+        )

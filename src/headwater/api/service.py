@@ -1,0 +1,155 @@
+"""The long-lived state of one ``headwater serve`` process around its Workspace.
+
+One Workspace (so one embedding model) per process. Searches run concurrently; index
+drains run one at a time in a debounced background thread (woken after every push commit
+and after each sync job); sync jobs run in their own threads, one per source at a time,
+and only write the manifest (``index=False``) so a long sync never blocks a search.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from headwater.connectors.push import PushConnector
+from headwater.indexer.report import IndexReport
+from headwater.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+CONNECTOR_TYPES: dict[str, Any] = {"push": PushConnector}
+DEBOUNCE_S = 0.2
+
+
+def open_workspace(path: str | Path) -> Workspace:
+    """The Workspace with the ``push`` type known even before the entry point is installed."""
+    return Workspace.open(path, connector_types=CONNECTOR_TYPES)
+
+
+@dataclass
+class Job:
+    job_id: str
+    source: str
+    status: str = "queued"  # queued, running, done, failed
+    run_id: str | None = None
+    error: str | None = None
+    started_at: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "source": self.source,
+            "status": self.status,
+            "run_id": self.run_id,
+            "error": self.error,
+        }
+
+
+class Service:
+    """The Workspace plus the server's background work: sync jobs and index drains."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.jobs: dict[str, Job] = {}
+        self._busy: set[str] = set()
+        self._jobs_lock = threading.Lock()
+        self.index_lock = threading.Lock()
+        self.push_lock = threading.Lock()
+        self.index_totals = IndexReport()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._drainer = threading.Thread(
+            target=self._drain_loop, name="headwater-drain", daemon=True
+        )
+
+    @classmethod
+    def open(cls, path: str | Path) -> Service:
+        return cls(open_workspace(path))
+
+    def start(self) -> Service:
+        """Open every sink and load the model now, once, then start the drain thread."""
+        for section in self.ws.index_sections:
+            self.ws.sink(section.name)
+        _ = self.ws.embedder
+        self._drainer.start()
+        self._wake.set()  # pending work left by an earlier process
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self.ws.cancel.set()
+        if self._drainer.is_alive():
+            self._drainer.join(timeout=30)
+        self.ws.close()
+
+    # -- indexing --------------------------------------------------------------------
+
+    def drain_soon(self) -> None:
+        self._wake.set()
+
+    def drain_now(self) -> IndexReport:
+        with self.index_lock:
+            report = self.ws.index()
+            self.index_totals.add(report)
+            return report
+
+    def _drain_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            time.sleep(DEBOUNCE_S)
+            self._wake.clear()
+            try:
+                self.drain_now()
+            except Exception:  # a drain failure is retried on the next wake
+                log.exception("background index drain failed; it is retried on the next commit")
+
+    # -- sync jobs -------------------------------------------------------------------
+
+    def start_sync(self, source_id: str, wait_s: float = 10.0) -> Job | None:
+        """Start a sync of one source in a thread; None if one is already running.
+
+        Returns once the run is recorded in the manifest (its run id is known) or the
+        job finished, whichever comes first, at most ``wait_s`` seconds.
+        """
+        self.ws.source_section(source_id)
+        before = self.ws.manifest.runs.latest(source_id)
+        with self._jobs_lock:
+            if source_id in self._busy:
+                return None
+            self._busy.add(source_id)
+            job = Job(job_id=str(uuid.uuid4()), source=source_id)
+            self.jobs[job.job_id] = job
+        threading.Thread(
+            target=self._run_job, args=(job,), name=f"headwater-sync-{source_id}", daemon=True
+        ).start()
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and job.status not in ("done", "failed"):
+            latest = self.ws.manifest.runs.latest(source_id)
+            if latest is not None and (before is None or latest.run_id != before.run_id):
+                job.run_id = job.run_id or latest.run_id
+                break
+            time.sleep(0.02)
+        return job
+
+    def _run_job(self, job: Job) -> None:
+        job.status = "running"
+        try:
+            result = self.ws.sync([job.source], index=False)
+            if result.runs:
+                job.run_id = result.runs[0].run_id
+            job.status = "done"
+            self.drain_soon()
+        except Exception as exc:
+            job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
+            log.warning("sync job %s of %s failed: %s", job.job_id, job.source, exc)
+        finally:
+            with self._jobs_lock:
+                self._busy.discard(job.source)

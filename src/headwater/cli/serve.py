@@ -1,0 +1,80 @@
+"""``headwater serve``: the HTTP API and admin page on uvicorn over the same Workspace.
+
+One Workspace (one embedding model) per worker process. ``--with-scheduler`` also runs
+the scheduler of ``headwater run`` in a background thread of this process. Binding to a
+non-loopback address without any ``[[api.keys]]`` refuses to start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+import typer
+
+from headwater.cli.app import app, run_command, state
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
+    port: int = typer.Option(8700, "--port", min=0, max=65535, help="Port to bind."),
+    workers: int = typer.Option(1, "--workers", min=1, max=64, help="Worker processes."),
+    with_scheduler: bool = typer.Option(
+        False, "--with-scheduler", help="Also run the scheduler (`headwater run`) here."
+    ),
+) -> None:
+    """Serve the HTTP API (/v1, /metrics, /admin) over this workspace."""
+
+    def body() -> None:
+        import uvicorn
+
+        from headwater.api.app import CONFIG_ENV, HOST_ENV, create_app
+        from headwater.api.auth import KeyRing, check_bind
+        from headwater.api.service import open_workspace
+        from headwater.config import load_config
+        from headwater.scheduler.daemon import Scheduler
+
+        loaded = load_config(
+            state.config if not state.config.is_dir() else state.config / "headwater.toml",
+            connector_types={"push": _push_type()},
+        )
+        check_bind(host, KeyRing.from_config(loaded.config.api.keys))
+        logging.getLogger("headwater").setLevel(logging.INFO)
+        scheduler = None
+        thread = None
+        if with_scheduler:
+            scheduler = Scheduler(loaded.path, open_workspace=open_workspace)
+            thread = threading.Thread(
+                target=scheduler.serve, name="headwater-scheduler", daemon=True
+            )
+            thread.start()
+        try:
+            if workers > 1:
+                os.environ[CONFIG_ENV] = str(loaded.path)
+                os.environ[HOST_ENV] = host
+                uvicorn.run(
+                    "headwater.api.app:app_from_env",
+                    factory=True,
+                    host=host,
+                    port=port,
+                    workers=workers,
+                    log_level="info",
+                )
+            else:
+                uvicorn.run(
+                    create_app(loaded.path, host=host), host=host, port=port, log_level="info"
+                )
+        finally:
+            if scheduler is not None and thread is not None:
+                scheduler.stop()
+                thread.join(timeout=60)
+
+    run_command(body)
+
+
+def _push_type() -> type:
+    from headwater.connectors.push import PushConnector
+
+    return PushConnector
