@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -133,19 +132,15 @@ def test_hit_and_miss_return_identical_float32_values(tmp_path: Path) -> None:
     assert cached.embed(["x y z"]) == cached.embed(["x y z"])
 
 
-def test_cache_is_fast_with_many_entries(tmp_path: Path) -> None:
+def test_cache_holds_many_entries(tmp_path: Path) -> None:
+    """Many entries in bulk: every key found, an absent one not (speed is for bench/)."""
     cache = EmbeddingCache(tmp_path / "big.sqlite")
     vector = np.full(384, 0.1, dtype=np.float32)  # any float sequence will do
     keys = [cache_key("m", f"text {i}") for i in range(100_000)]
-    started = time.perf_counter()
     for at in range(0, len(keys), 5_000):
         cache.put_many((key, vector) for key in keys[at : at + 5_000])
-    written = time.perf_counter() - started
-    started = time.perf_counter()
     found = cache.get_many([*keys[::50], cache_key("m", "absent")])
-    looked_up = time.perf_counter() - started
     assert len(found) == 2_000 and len(cache) == 100_000
-    assert written < 15 and looked_up < 1, (written, looked_up)
 
 
 def test_build_embedder_by_kind() -> None:
