@@ -37,6 +37,7 @@ def fts_ok(sink: SqliteSink) -> None:
         ("  repeat repeat  ", '"repeat"'),
         ('- " * ( )', None),
         ("", None),
+        ("foo\x00bar\tbaz", '"foo" OR "bar" OR "baz"'),
     ],
 )
 def test_fts_query_quotes_every_token(text: str, expected: str | None) -> None:
@@ -46,7 +47,7 @@ def test_fts_query_quotes_every_token(text: str, expected: str | None) -> None:
 def test_hostile_keyword_text_never_raises(sink: SqliteSink) -> None:
     doc = make_document("hostile", Access(public=True))
     sink.replace(doc, make_chunks(doc, ['he said "foo-bar" near(x) col:umn']), 1)
-    for text in ['foo-bar "x', "col:umn", "{text} : x", "x AND", "NEAR(x", "^x", "\x00", "ü"]:
+    for text in ['foo-bar "x', "col:umn", "{text} : x", "x AND", "NEAR(x", "^x", "\x00", "a\x00b", "ü"]:
         sink.search(ask(SearchMode.KEYWORD, text=text))
     hits = sink.search(ask(SearchMode.KEYWORD, text="col:umn"))
     assert [h.document_id for h in hits] == [doc.document_id]

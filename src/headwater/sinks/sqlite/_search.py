@@ -40,6 +40,8 @@ _HIT_COLUMNS = "c.chunk_id, c.document_id, c.ordinal, {score}, c.text, c.title, 
 def fts_terms(text: str) -> list[str]:
     """The user's words as quoted FTS5 strings, without duplicates or empty ones."""
     terms: list[str] = []
+    # FTS5 ends a string at NUL ("unterminated string"): control characters are separators.
+    text = "".join(" " if ord(c) < 32 else c for c in text)
     for token in text.split():
         if _NO_WORD.match(token):
             continue
