@@ -104,9 +104,10 @@ class ConfluenceAcl:
             path = f"/wiki/rest/api/content/{content_id}/restriction/byOperation/read"
             try:
                 data = self._client.get(
-                    path, {"expand": "restrictions.user,restrictions.group"},
+                    path,
+                    {"expand": "restrictions.user,restrictions.group"},
                     scope=SCOPE_RESTRICTIONS,
-                )  # fmt: skip
+                )
             except MissingAtServer:
                 data = {}
             self._levels[content_id] = self._level(data)

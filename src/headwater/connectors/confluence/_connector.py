@@ -113,10 +113,18 @@ class ConfluenceConnector:
         try:
             ids = self._lookup_spaces(once)
             first = ids[self.options.spaces[0]]
-            self._client.get(SEARCH, {"cql": self._cql(self.options.spaces[0], None), "limit": 1},
-                             scope=SCOPE_SEARCH, policy=once)  # fmt: skip
-            self._client.get(f"/wiki/api/v2/spaces/{first}/permissions", {"limit": 1},
-                             scope=SCOPE_PERMISSIONS, policy=once)  # fmt: skip
+            self._client.get(
+                SEARCH,
+                {"cql": self._cql(self.options.spaces[0], None), "limit": 1},
+                scope=SCOPE_SEARCH,
+                policy=once,
+            )
+            self._client.get(
+                f"/wiki/api/v2/spaces/{first}/permissions",
+                {"limit": 1},
+                scope=SCOPE_PERMISSIONS,
+                policy=once,
+            )
         except TransientError as exc:
             raise TransientError(
                 f"confluence `base_url` {self.options.base_url}: {exc}; expected a Confluence "
@@ -167,11 +175,14 @@ class ConfluenceConnector:
             done[key] = {k: v for k, v in entry.items() if v is not None}
             low = None if full or window.start is None else window.start - self._overlap
             params: dict[str, str | int] = {
-                "cql": self._cql(key, low), "limit": self.options.page_size, "expand": EXPAND,
-            }  # fmt: skip
+                "cql": self._cql(key, low),
+                "limit": self.options.page_size,
+                "expand": EXPAND,
+            }
             while True:
-                data = self._client.get(path or SEARCH, None if path else params,
-                                        scope=SCOPE_SEARCH)  # fmt: skip
+                data = self._client.get(
+                    path or SEARCH, None if path else params, scope=SCOPE_SEARCH
+                )
                 for row in data.get("results", []):
                     doc = self._document(row, access)
                     if full or low is None or _inside(doc.updated_at, low, window.end):
@@ -252,8 +263,9 @@ class ConfluenceConnector:
             }
             path: str | None = None
             while True:
-                data = self._client.get(path or SEARCH, None if path else params,
-                                        scope=SCOPE_SEARCH)  # fmt: skip
+                data = self._client.get(
+                    path or SEARCH, None if path else params, scope=SCOPE_SEARCH
+                )
                 for row in data.get("results", []):
                     yield str(row["id"])
                 path = _next_link(data)
