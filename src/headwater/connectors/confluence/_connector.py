@@ -166,7 +166,7 @@ class ConfluenceConnector:
             access = self._acl.space_access(ids[key])
             mark = fingerprint(access)
             before = prev.get(key)
-            if resume is not None and index == resume["space"]:
+            if resume is not None and index == resume["space"] and resume.get("next"):
                 full, path = bool(resume["full"]), resume.get("next")
             else:
                 full, path = self._full(window, checkpoint, before, mark), None

@@ -155,7 +155,7 @@ class JiraConnector:
             grant = self._acl.project_grant(key)
             mark = grant.fingerprint()
             before = prev.get(key)
-            if resume is not None and index == resume["project"]:
+            if resume is not None and index == resume["project"] and resume.get("token"):
                 full, token = bool(resume["full"]), resume.get("token")
             else:
                 full, token = self._full(window, checkpoint, before, mark), None
