@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from fakes.jira import FakeJira
 from headwater.connectors.jira._adf import adf_to_text
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, TransientError
-from headwater.types import Access, Window
+from headwater.types import Access, Checkpoint, Window
 
 ALL = Window(None, FAR_FUTURE)
 
@@ -132,3 +133,22 @@ def test_validate_names_token_scope_project_and_jql(site: FakeJira, tmp_path: Pa
         make(site, tmp_path).validate()
     with pytest.raises(TransientError, match="`base_url`"):
         make(site, tmp_path, base_url="http://127.0.0.1:9").validate()
+
+
+def test_resuming_at_a_project_boundary_decides_the_next_project_afresh(
+    site: FakeJira, tmp_path: Path
+) -> None:
+    populate(site)
+    first = collect(make(site, tmp_path).read(Window(None, T0.replace(minute=30)), None, no_known))
+    site.projects["ENG"]["browse"].append({"type": "anyone"})  # ENG is read in full, OPS not
+    window = Window(T0.replace(minute=30), T0.replace(minute=50))
+    second = collect(make(site, tmp_path).read(window, first.final, no_known))
+    assert {d.metadata["project"] for d in second.documents} == {"ENG"}
+    boundary = next(
+        i
+        for i in second.items
+        if isinstance(i, Checkpoint)
+        and json.loads(i.cursor)["at"] == {"project": 1, "full": True, "token": None}
+    )
+    resumed = collect(make(site, tmp_path).read(window, boundary, no_known))
+    assert resumed.documents == [], "OPS is unchanged: ENG's full read must not carry over"
