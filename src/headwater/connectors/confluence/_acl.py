@@ -1,0 +1,170 @@
+"""Who may read a Confluence page: space permissions, narrowed by read restrictions.
+
+A page's readers are its space's ``read`` permission holders (users by email, groups as
+``principal_for_group``), unless the page or any ancestor carries read restrictions:
+then the readers are the principals present at *every* restricted level (the page's own
+restriction and each ancestor's; Confluence requires all of them). That intersection is
+principal by principal, so a user allowed by a group at one level and by name at another
+is left out: conservative, never wider than Confluence. Lookups are cached per connector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.connectors.confluence._client import AtlassianClient, MissingAtServer
+from headwater.types import Access
+
+SCOPE_PERMISSIONS = "read:space.permission:confluence"
+SCOPE_RESTRICTIONS = "read:confluence-content.permission"
+SCOPE_USERS = "read:confluence-user"
+SCOPE_GROUPS = "read:confluence-groups"
+
+
+def principal_for_group(source_id: str, name: str) -> str:
+    """The group principal of a Confluence group (the one place that names groups)."""
+    return f"{source_id}:group:{name}"
+
+
+@dataclass(frozen=True)
+class Level:
+    """The principals one restricted level (a page or an ancestor) allows."""
+
+    users: frozenset[str]
+    groups: frozenset[str]
+
+
+def fingerprint(access: Access) -> str:
+    """A short, stable digest of an Access (stored in the checkpoint per space)."""
+    text = json.dumps(access.principals())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def narrowed(space: Access, levels: list[Level]) -> Access:
+    """The page's Access: the space's, or the intersection of its restricted levels."""
+    if not levels:
+        return space
+    users = frozenset.intersection(*(level.users for level in levels))
+    groups = frozenset.intersection(*(level.groups for level in levels))
+    return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
+
+
+class ConfluenceAcl:
+    """Space permissions, page restrictions and group members, read through the API."""
+
+    def __init__(self, client: AtlassianClient, source_id: str) -> None:
+        self._client = client
+        self._source_id = source_id
+        self._emails: dict[str, str | None] = {}
+        self._group_names: dict[str, str] = {}
+        self._levels: dict[str, Level | None] = {}
+
+    def space_access(self, space_id: str) -> Access:
+        """The principals holding the space's ``read`` permission (v2 API, cursor paged)."""
+        users: set[str] = set()
+        groups: set[str] = set()
+        public = False
+        path: str | None = f"/wiki/api/v2/spaces/{space_id}/permissions"
+        while path:
+            data = self._client.get(path, {"limit": 250}, scope=SCOPE_PERMISSIONS)
+            for entry in data.get("results", []):
+                if entry.get("operation", {}).get("key") != "read":
+                    continue
+                principal = entry.get("principal", {})
+                kind, ident = principal.get("type"), str(principal.get("id", ""))
+                if kind == "user":
+                    email = self.email_of(ident)
+                    if email:
+                        users.add(email)
+                elif kind == "group":
+                    groups.add(principal_for_group(self._source_id, self.group_name(ident)))
+                elif kind == "anonymous":
+                    public = True
+            path = data.get("_links", {}).get("next")
+        return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)
+
+    def levels(self, content: Mapping[str, Any]) -> list[Level]:
+        """The restricted levels of a search result: its own (inline) and its ancestors'."""
+        found: list[Level] = []
+        own = self._level(content.get("restrictions", {}).get("read", {}))
+        if own is not None:
+            found.append(own)
+        for ancestor in content.get("ancestors", []):
+            level = self._ancestor_level(str(ancestor["id"]))
+            if level is not None:
+                found.append(level)
+        return found
+
+    def _ancestor_level(self, content_id: str) -> Level | None:
+        if content_id not in self._levels:
+            path = f"/wiki/rest/api/content/{content_id}/restriction/byOperation/read"
+            try:
+                data = self._client.get(
+                    path,
+                    {"expand": "restrictions.user,restrictions.group"},
+                    scope=SCOPE_RESTRICTIONS,
+                )
+            except MissingAtServer:
+                data = {}
+            self._levels[content_id] = self._level(data)
+        return self._levels[content_id]
+
+    def _level(self, read: Mapping[str, Any]) -> Level | None:
+        restrictions = read.get("restrictions", {})
+        user_rows = restrictions.get("user", {}).get("results", [])
+        group_rows = restrictions.get("group", {}).get("results", [])
+        if not user_rows and not group_rows:
+            return None
+        users = set()
+        for row in user_rows:
+            email = row.get("email") or self.email_of(str(row.get("accountId", "")))
+            if email:
+                users.add(email.lower())
+        groups = {principal_for_group(self._source_id, row["name"]) for row in group_rows}
+        return Level(frozenset(users), frozenset(groups))
+
+    def email_of(self, account_id: str) -> str | None:
+        """The account's email, or None when the user hides it (then it matches nobody)."""
+        if account_id not in self._emails:
+            try:
+                data = self._client.get(
+                    "/wiki/rest/api/user", {"accountId": account_id}, scope=SCOPE_USERS
+                )
+            except MissingAtServer:
+                data = {}
+            email = data.get("email") or None
+            self._emails[account_id] = email.lower() if email else None
+        return self._emails[account_id]
+
+    def group_name(self, group_id: str) -> str:
+        if group_id not in self._group_names:
+            data = self._client.get(
+                "/wiki/rest/api/group/by-id", {"id": group_id}, scope=SCOPE_GROUPS
+            )
+            self._group_names[group_id] = str(data["name"])
+        return self._group_names[group_id]
+
+    def groups(self) -> Iterator[tuple[str, list[str]]]:
+        """Every group of the site as (group principal, member emails), offset paged."""
+        for group in self._offset_paged("/wiki/rest/api/group"):
+            members = self._offset_paged(f"/wiki/rest/api/group/{group['id']}/membersByGroupId")
+            emails = sorted({e.lower() for m in members if (e := self._member_email(m))})
+            yield principal_for_group(self._source_id, group["name"]), emails
+
+    def _member_email(self, member: Mapping[str, Any]) -> str | None:
+        return member.get("email") or self.email_of(str(member.get("accountId", "")))
+
+    def _offset_paged(self, path: str, limit: int = 200) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        start = 0
+        while True:
+            data = self._client.get(path, {"start": start, "limit": limit}, scope=SCOPE_GROUPS)
+            page = data.get("results", [])
+            rows.extend(page)
+            if len(page) < limit:
+                return rows
+            start += len(page)

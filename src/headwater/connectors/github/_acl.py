@@ -1,0 +1,82 @@
+"""Who may read a repository's issues and pull requests: its visibility, or its members.
+
+A public repository's items are public. A private (or internal) one is readable by its
+collaborators (``/repos/{repo}/collaborators``, users by their public email) and teams
+(``/repos/{repo}/teams``, as ``principal_for_group(source_id, "org/slug")``). GitHub shows
+no email for a user who keeps theirs private: such a user matches nobody here, so grant
+access through teams (``groups()`` lists team members by email, with the same limit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+
+from headwater.connectors.github._client import GithubClient, MissingAtServer
+from headwater.types import Access
+
+PERM_METADATA = "Metadata: read"
+PERM_ADMIN = "Administration: read"
+PERM_MEMBERS = "Members: read (organization)"
+
+
+def principal_for_group(source_id: str, name: str) -> str:
+    """The group principal of a GitHub team ``org/slug`` (the one place that names groups)."""
+    return f"{source_id}:group:{name}"
+
+
+def fingerprint(access: Access) -> str:
+    return hashlib.sha256(json.dumps(access.principals()).encode()).hexdigest()[:16]
+
+
+class GithubAcl:
+    """Repository visibility, collaborators, teams and team members, through the API."""
+
+    def __init__(self, client: GithubClient, source_id: str) -> None:
+        self._client = client
+        self._source_id = source_id
+        self._emails: dict[str, str | None] = {}
+        self._teams: set[str] = set()
+
+    def repo_access(self, repo: str) -> Access:
+        info = self._client.get(f"/repos/{repo}", permission=PERM_METADATA)
+        if not info.get("private", False) and info.get("visibility", "public") == "public":
+            return Access(public=True)
+        rows = self._client.every(
+            f"/repos/{repo}/collaborators",
+            {"affiliation": "all", "per_page": 100},
+            permission=PERM_METADATA,
+        )
+        users = {e for row in rows if (e := self.email_of(str(row["login"])))}
+        teams = self._client.every(f"/repos/{repo}/teams", {"per_page": 100}, permission=PERM_ADMIN)
+        org = repo.split("/", 1)[0]
+        names = {f"{org}/{team['slug']}" for team in teams}
+        self._teams |= names
+        groups = {principal_for_group(self._source_id, name) for name in names}
+        return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
+
+    def email_of(self, login: str) -> str | None:
+        if login not in self._emails:
+            try:
+                email = self._client.get(f"/users/{login}", permission=PERM_METADATA).get("email")
+            except MissingAtServer:
+                email = None
+            self._emails[login] = str(email).lower() if email else None
+        return self._emails[login]
+
+    def groups(self, repos: list[str]) -> Iterator[tuple[str, list[str]]]:
+        """(team principal, member emails) for every team with access to the repos."""
+        for repo in repos:
+            org = repo.split("/", 1)[0]
+            teams = self._client.every(
+                f"/repos/{repo}/teams", {"per_page": 100}, permission=PERM_ADMIN
+            )
+            self._teams |= {f"{org}/{team['slug']}" for team in teams}
+        for name in sorted(self._teams):
+            org, slug = name.split("/", 1)
+            members = self._client.every(
+                f"/orgs/{org}/teams/{slug}/members", {"per_page": 100}, permission=PERM_MEMBERS
+            )
+            emails = sorted({e for m in members if (e := self.email_of(str(m["login"])))})
+            yield principal_for_group(self._source_id, name), emails

@@ -1,0 +1,119 @@
+"""The github connector against the fake: ACLs, ETags and 304, text, rate limits, validate()."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from github_support import PUBLIC, SECRET, T0, make, populate
+
+from fakes.github import FakeGithub
+from headwater.connectors.testing import FAR_FUTURE, collect, no_known
+from headwater.errors import ConfigError, CredentialError, TransientError
+from headwater.types import Access, Window
+
+ALL = Window(None, FAR_FUTURE)
+
+
+def test_access_from_visibility_collaborators_and_teams(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    docs = {d.object_id: d for d in collect(make(gh, tmp_path).read(ALL, None, no_known)).documents}
+    assert set(docs) == {f"{PUBLIC}/issues/1", f"{PUBLIC}/pulls/2", f"{SECRET}/issues/1",
+                         f"{SECRET}/issues/2"}  # fmt: skip
+    assert docs[f"{PUBLIC}/pulls/2"].access == Access(public=True)
+    # bob keeps his email private: he matches nobody; the team is a group principal
+    assert docs[f"{SECRET}/issues/1"].access == Access(
+        users=("ann@example.com",), groups=("gh:group:octo/core",)
+    )
+    assert docs[f"{PUBLIC}/pulls/2"].metadata["kind"] == "pull_request"
+
+
+def test_fetch_has_comments_and_review_comments(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    text = make(gh, tmp_path).fetch(f"{PUBLIC}/pulls/2").decode()
+    assert text.startswith("# Fix the typo\n\nReplaces teh")
+    assert "## ann on index.html" in text and "Also fix the title" in text
+    assert "Confirmed" in make(gh, tmp_path).fetch(f"{PUBLIC}/issues/1").decode()
+
+
+def test_an_unchanged_repo_answers_304_and_downloads_nothing(
+    gh: FakeGithub, tmp_path: Path
+) -> None:
+    populate(gh)
+    connector = lambda: make(gh, tmp_path, page_size=10)  # noqa: E731
+    first = collect(connector().read(Window(None, T0.replace(minute=30)), None, no_known))
+    window = Window(T0.replace(minute=30), T0.replace(minute=50))
+    second = collect(connector().read(window, first.final, no_known))
+    third = collect(connector().read(window, second.final, no_known))
+    assert third.documents == [], "nothing changed"
+    listings = [c for c in gh.log if c.path.endswith("/issues")]
+    assert [c.status for c in listings[-2:]] == [304, 304], [c.status for c in listings]
+    assert listings[-1].query["since"] == "2024-05-01T09:04:00Z"
+    assert gh.content_reads() == 0, "the listing never downloads comments"
+    gh.touch(SECRET, 1, body="Rotate every month")
+    fourth = collect(connector().read(window, third.final, no_known))
+    # the change, and the newest item again (``since`` is inclusive; the version gate skips it)
+    assert [d.object_id for d in fourth.documents] == [f"{SECRET}/issues/2", f"{SECRET}/issues/1"]
+
+
+def test_a_bare_window_is_exact(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    got = collect(make(gh, tmp_path).read(Window(T0.replace(minute=2), T0.replace(minute=3)),
+                                          None, no_known))  # fmt: skip
+    assert [d.object_id for d in got.documents] == [f"{SECRET}/issues/1"]
+
+
+def test_pull_requests_can_be_left_out(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    connector = make(gh, tmp_path, include_pull_requests=False)
+    ids = [d.object_id for d in collect(connector.read(ALL, None, no_known)).documents]
+    assert f"{PUBLIC}/pulls/2" not in ids and len(ids) == 3
+    assert set(connector.enumerate()) == set(ids)
+
+
+def test_rate_limits_are_waited_out(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    gh.throttle[f"/repos/{PUBLIC}/issues"] = 1  # secondary limit: 429 + Retry-After: 1
+    started = time.monotonic()
+    assert len(collect(make(gh, tmp_path).read(ALL, None, no_known)).documents) == 4
+    assert time.monotonic() - started >= 1.0
+    gh.primary_limited = 1  # primary limit: 403 + x-ratelimit-remaining: 0 + reset
+    assert len(list(make(gh, tmp_path).enumerate())) == 4
+    statuses = [c.status for c in gh.log if c.path == f"/repos/{PUBLIC}/issues"]
+    assert statuses[statuses.index(403) + 1] == 200, statuses
+
+
+def test_groups_lists_team_members(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    assert list(make(gh, tmp_path).groups()) == [
+        ("gh:group:octo/core", ["ann@example.com", "cat@example.com"])
+    ]
+
+
+def test_validate_names_token_permission_and_repo(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    make(gh, tmp_path).validate()
+    with pytest.raises(CredentialError, match="`token`"):
+        make(gh, tmp_path, token="wrong").validate()
+    with pytest.raises(ConfigError, match="'octo/nope'"):
+        make(gh, tmp_path, repos=[PUBLIC, "octo/nope"]).validate()
+    gh.deny.add(f"/repos/{SECRET}/issues")
+    with pytest.raises(CredentialError, match="`Issues: read`"):
+        make(gh, tmp_path).validate()
+    with pytest.raises(TransientError, match="`base_url`"):
+        make(gh, tmp_path, base_url="http://127.0.0.1:9").validate()
+
+
+def test_enumerate_reuses_unchanged_pages_by_etag(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    ids = {f"{PUBLIC}/issues/1", f"{PUBLIC}/pulls/2", f"{SECRET}/issues/1", f"{SECRET}/issues/2"}
+    assert set(make(gh, tmp_path).enumerate()) == ids
+    gh.clear_log()
+    assert set(make(gh, tmp_path).enumerate()) == ids
+    assert [c.status for c in gh.log] == [304, 200, 304, 200], "only last pages are re-read"
+    added = gh.add(SECRET, "Incident 8", "Disk full")  # a new page after a full last page
+    del gh.repos[PUBLIC]["items"][1]
+    assert set(make(gh, tmp_path).enumerate()) == (ids - {f"{PUBLIC}/issues/1"}) | {
+        f"{SECRET}/issues/{added}"
+    }

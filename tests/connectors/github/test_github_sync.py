@@ -1,0 +1,58 @@
+"""The github connector under the real sync runner, against the fake API: a no-op re-sync
+downloads no text (and its listing answers 304); an edit, a comment, an add, a delete and a
+visibility change arrive; a listing failing half way deletes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from github_support import PUBLIC, SECRET, populate, workspace
+
+from fakes.github import FakeGithub
+
+
+@pytest.fixture(autouse=True)
+def _token(monkeypatch: pytest.MonkeyPatch, gh: FakeGithub) -> None:
+    monkeypatch.setenv("HW_TEST_GITHUB_TOKEN", gh.token)  # `${ENV}` in headwater.toml
+
+
+def test_sync_edit_comment_add_delete_and_visibility_change(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    with workspace(gh, tmp_path, 'window_overlap = "0s"\n') as ws:
+        first = ws.sync(index=False).runs[0]
+        assert (first.status, first.counts.new, first.fetched) == ("succeeded", 4, 4)
+        reads = gh.content_reads()
+        ws.sync(index=False)
+        gh.clear_log()
+        again = ws.sync(index=False).runs[0]
+        assert again.fetched == 0 and gh.content_reads() == 0, again.counts
+        assert gh.content_reads() == 0 < reads
+        listed = [c.status for c in gh.log if c.query.get("sort") == "updated"]
+        assert listed == [304, 304], "an unchanged repo's listing must answer 304"
+        gh.touch(PUBLIC, 1, body="The word 'teh', twice")
+        gh.repos[SECRET]["items"][2].comments.append(("ann", "Fixed by a TTL change"))
+        gh.touch(SECRET, 2)
+        added = gh.add(SECRET, "Incident 8", "Disk full")
+        del gh.repos[PUBLIC]["items"][2]
+        third = ws.sync(index=False).runs[0]
+        c = third.counts
+        assert (c.new, c.changed, c.deleted) == (1, 2, 1), c
+        assert ws.manifest.document_by_object("gh", f"{SECRET}/issues/{added}") is not None
+        gh.repos[SECRET]["private"] = False  # the repo is made public
+        fourth = ws.sync(index=False).runs[0]
+        assert (fourth.counts.changed, fourth.fetched) == (3, 0), fourth.counts
+        record = ws.manifest.document_by_object("gh", f"{SECRET}/issues/1")
+        assert record is not None and record.acl == ("public",)
+
+
+def test_a_listing_failing_half_way_deletes_nothing(gh: FakeGithub, tmp_path: Path) -> None:
+    populate(gh)
+    with workspace(gh, tmp_path, "page_size = 1\nmax_attempts = 2\n") as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 4
+        del gh.repos[PUBLIC]["items"][1]
+        gh.broken.add(f"/repos/{SECRET}/issues")  # the second repo's listing answers 500
+        run = ws.sync(index=False).runs[0]
+        assert run.counts.deleted == 0 and run.status != "succeeded", run
+        assert ws.manifest.count_documents("gh", "active") == 4
