@@ -152,6 +152,24 @@ class SchedulerSection(Strict):
         return _check_duration(value)
 
 
+class ExecutorQueues(Strict):
+    sync: str = Field(default="headwater.sync", min_length=1)
+    index: str = Field(default="headwater.index", min_length=1)
+
+
+class ExecutorSection(Strict):
+    """``[executor]``: where runs execute. ``local`` (this process) or ``celery`` workers."""
+
+    type: Literal["local", "celery"] = "local"
+    broker_url: str | None = None
+    result_backend: str | None = None
+    queues: ExecutorQueues = ExecutorQueues()
+    visibility_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
+    claim_seconds: int = Field(default=300, ge=1, le=86_400)
+    max_retries: int = Field(default=3, ge=0, le=100)
+    index_tasks: int = Field(default=4, ge=1, le=1024)
+
+
 class HeadwaterConfig(Strict):
     workspace: WorkspaceSection
     manifest: ManifestSection = ManifestSection()
@@ -159,6 +177,7 @@ class HeadwaterConfig(Strict):
     chunker: ChunkerSection = ChunkerSection()
     sync: SyncSection = SyncSection()
     scheduler: SchedulerSection = SchedulerSection()
+    executor: ExecutorSection = ExecutorSection()
     index: list[IndexSection] = []
     source: list[SourceSection] = []
 
@@ -314,6 +333,10 @@ def load_config(path: Path, *, connector_types: Mapping[str, Any] | None = None)
             problems.append(f"{where}.type: {exc}")
         except ValidationError as exc:
             problems.extend(_format_errors(exc, where))
+    if config is not None:
+        from headwater.executor.checks import executor_problems
+
+        problems.extend(executor_problems(config))
     if problems or config is None:
         raise ConfigError("invalid configuration", problems)
     return LoadedConfig(

@@ -217,8 +217,17 @@ class Workspace:
         index: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        executor: str | None = None,
     ) -> SyncResult:
-        """Sync the given sources (all by default) and, unless ``index=False``, index."""
+        """Sync the given sources (all by default) and, unless ``index=False``, index.
+
+        With ``[executor] type = "celery"`` the runs are enqueued and awaited instead;
+        ``executor="local"`` runs here regardless (what a Celery worker does).
+        """
+        if (executor or self.config.executor.type) == "celery":
+            from headwater.executor.dispatch import sync_on_workers
+
+            return sync_on_workers(self, sources, index=index, force=force)
         result = SyncResult(warnings=self.warnings(sources))
         indexer = self.indexer() if index else None
         worker = IndexWorker(lambda: self._drain(indexer)).start() if indexer else None
@@ -276,8 +285,14 @@ class Workspace:
             return 0, 0
         return int(getattr(self._embedder, "hits", 0)), int(getattr(self._embedder, "embedded", 0))
 
-    def index(self, only: Sequence[str] | None = None) -> IndexReport:
-        """Drain pending work into every sink."""
+    def index(
+        self, only: Sequence[str] | None = None, *, executor: str | None = None
+    ) -> IndexReport:
+        """Drain pending work into every sink (on Celery workers with that executor)."""
+        if (executor or self.config.executor.type) == "celery" and only is None:
+            from headwater.executor.dispatch import index_on_workers
+
+            return index_on_workers(self)
         return self._drain(self.indexer(), only)
 
     def prune(

@@ -175,3 +175,24 @@ enumerations = Table(
     Column("run_id", String(36), primary_key=True),
     Column("object_id", String(1000), primary_key=True),
 )
+
+# Celery executor (migration 0004): which index task holds which pending document, and
+# which sources sit in the broker's sync queue, each until an expiry (a dead worker's
+# rows are taken over once they expire).
+index_claims = Table(
+    "index_claims",
+    metadata,
+    Column("document_id", String(64), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("claimed_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+)
+
+run_queue = Table(
+    "run_queue",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("task_id", String(200), nullable=False),
+    Column("queued_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+)
