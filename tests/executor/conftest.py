@@ -8,11 +8,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1] / "connectors"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "connectors" / "git"))
 
-import uuid  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+import uuid
+from collections.abc import Iterator
 
-import pytest  # noqa: E402
-from sqlalchemy import create_engine, text  # noqa: E402
+import pytest
+from sqlalchemy import create_engine, text
 
 
 @pytest.fixture

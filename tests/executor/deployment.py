@@ -42,9 +42,16 @@ def build_sources(tmp: Path, server: LocalHttpServer, docs: int = 12, pages: int
         repo.write(f"docs/page{i}.md", f"# Git page {i}\n\ngitword{i} lives here.\n")
     repo.commit("pages")
     links = [f"/p{i}" for i in range(pages)]
-    server.html("/", f"<html><body><main>{''.join(f'<a href={h}>{h}</a>' for h in links)}</main></body></html>")
+    server.html(
+        "/",
+        f"<html><body><main>{''.join(f'<a href={h}>{h}</a>' for h in links)}</main></body></html>",
+    )
     for i, link in enumerate(links):
-        server.html(link, f"<html><head><title>Page {i}</title></head><body><main><p>webword{i} page {i} text.</p></main></body></html>", etag=f'"p{i}"')
+        server.html(
+            link,
+            f"<html><head><title>Page {i}</title></head><body><main><p>webword{i} page {i} text.</p></main></body></html>",
+            etag=f'"p{i}"',
+        )
     return (
         f'[[source]]\nid = "files"\ntype = "filesystem"\nroot = "{corpus}"\nbatch_size = 4\naccess = {PUBLIC}\n\n'
         f'[[source]]\nid = "repo"\ntype = "git"\nurl = "{repo.url}"\nbranch = "main"\naccess = {PUBLIC}\n\n'
@@ -59,7 +66,7 @@ class Deployment:
         self.prefix = uuid.uuid4().hex[:10]
         executor = (
             f'[executor]\ntype = "celery"\nbroker_url = "{broker}"\nvisibility_timeout = 5\n'
-            f'claim_seconds = 20\nmax_retries = 1\nindex_tasks = 3\n'
+            f"claim_seconds = 20\nmax_retries = 1\nindex_tasks = 3\n"
             f'queues = {{ sync = "{self.prefix}.sync", index = "{self.prefix}.index" }}\n'
             "[sync]\nlease_seconds = 30\nindex_batch_size = 4\n"
         )
@@ -69,12 +76,16 @@ class Deployment:
             tmp / "celery", manifest_url=manifest_url, sources=sources, extra=executor
         )
         self.local_config = write_config(
-            tmp / "local", manifest_url=None, sources=sources,
+            tmp / "local",
+            manifest_url=None,
+            sources=sources,
             extra="[sync]\nlease_seconds = 30\nindex_batch_size = 4\n",
         )
         self.workers: list[subprocess.Popen[bytes]] = []
 
-    def start_worker(self, queues: str = "sync,index", failpoints: str = "") -> subprocess.Popen[bytes]:
+    def start_worker(
+        self, queues: str = "sync,index", failpoints: str = ""
+    ) -> subprocess.Popen[bytes]:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HEADWATER_FAILPOINTS": failpoints}
         name = f"w{len(self.workers)}-{self.prefix}@%h"
         log = open(self.tmp / f"worker{len(self.workers)}.log", "wb")  # noqa: SIM115
@@ -102,7 +113,9 @@ class Deployment:
                 proc.wait()
 
     def logs(self) -> str:
-        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.tmp.glob("worker*.log")))
+        return "\n".join(
+            p.read_text(errors="replace")[-3000:] for p in sorted(self.tmp.glob("worker*.log"))
+        )
 
 
 def snapshot(ws: Workspace) -> dict[str, Any]:
