@@ -103,7 +103,9 @@ def test_a_source_is_queued_at_most_once(synced: Workspace) -> None:
 def test_celery_refuses_a_sqlite_manifest_and_warns_about_a_sqlite_index(
     tmp_path: Path, corpus: Path
 ) -> None:
-    config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus), extra=CELERY)
+    config = write_config(
+        tmp_path, manifest_url=None, sources=filesystem_source(corpus), extra=CELERY
+    )
     with pytest.raises(ConfigError) as caught:
         load_config(config)
     assert any("manifest.url" in p and "PostgreSQL" in p for p in caught.value.problems)
