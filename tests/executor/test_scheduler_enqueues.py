@@ -30,6 +30,7 @@ def test_the_scheduler_only_enqueues_and_never_twice(
             assert Scheduler(config, once=True).serve() == 0
         with Workspace.open(config) as ws:
             status = executor_status(ws)
+            assert ws.status()["executor"]["queued"] == status["queued"]
             assert sorted(status["queued"]) == ["docs", "more"]
             assert status["queues"] == {f"{prefix}.sync": 2, f"{prefix}.index": 0}
             assert ws.manifest.runs.latest("docs") is None  # nothing ran in this process
