@@ -199,6 +199,24 @@ class ApiSection(Strict):
     keys: list[ApiKeySection] = []
 
 
+class ExecutorQueues(Strict):
+    sync: str = Field(default="headwater.sync", min_length=1)
+    index: str = Field(default="headwater.index", min_length=1)
+
+
+class ExecutorSection(Strict):
+    """``[executor]``: where runs execute. ``local`` (this process) or ``celery`` workers."""
+
+    type: Literal["local", "celery"] = "local"
+    broker_url: str | None = None
+    result_backend: str | None = None
+    queues: ExecutorQueues = ExecutorQueues()
+    visibility_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
+    claim_seconds: int = Field(default=300, ge=1, le=86_400)
+    max_retries: int = Field(default=3, ge=0, le=100)
+    index_tasks: int = Field(default=4, ge=1, le=1024)
+
+
 class HeadwaterConfig(Strict):
     workspace: WorkspaceSection
     manifest: ManifestSection = ManifestSection()
@@ -207,6 +225,7 @@ class HeadwaterConfig(Strict):
     sync: SyncSection = SyncSection()
     scheduler: SchedulerSection = SchedulerSection()
     api: ApiSection = ApiSection()
+    executor: ExecutorSection = ExecutorSection()
     index: list[IndexSection] = []
     source: list[SourceSection] = []
 
@@ -373,6 +392,10 @@ def load_config(
             problems.append(f"{where}.type: {exc}")
         except ValidationError as exc:
             problems.extend(_format_errors(exc, where))
+    if config is not None:
+        from headwater.executor.checks import executor_problems
+
+        problems.extend(executor_problems(config))
     if problems or config is None:
         raise ConfigError("invalid configuration", problems)
     return LoadedConfig(

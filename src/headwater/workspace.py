@@ -238,12 +238,25 @@ class Workspace:
         force: bool = False,
         full: bool = False,
         progress: Progress | None = None,
+        executor: str | None = None,
     ) -> SyncResult:
         """Sync the given sources (all by default) and, unless ``index=False``, index.
 
         ``full=True`` re-reads each source from the beginning: no cursor, no window start,
         no skip by version hint (unchanged content is still skipped by checksum).
+
+        With ``[executor] type = "celery"`` the runs are enqueued and awaited instead;
+        ``executor="local"`` runs here regardless (what a Celery worker does).
         """
+        if (executor or self.config.executor.type) == "celery":
+            from headwater.executor.dispatch import sync_on_workers
+
+            if full:
+                raise ConfigError(
+                    "sync --full is not dispatched to Celery workers yet; run it with the "
+                    'local executor (`[executor] type = "local"`) or from one worker host.'
+                )
+            return sync_on_workers(self, sources, index=index, force=force)
         started = time.monotonic()
         result = SyncResult(warnings=self.warnings(sources))
         try:
@@ -320,8 +333,14 @@ class Workspace:
             return 0, 0
         return int(getattr(self._embedder, "hits", 0)), int(getattr(self._embedder, "embedded", 0))
 
-    def index(self, only: Sequence[str] | None = None) -> IndexReport:
-        """Drain pending work into every sink."""
+    def index(
+        self, only: Sequence[str] | None = None, *, executor: str | None = None
+    ) -> IndexReport:
+        """Drain pending work into every sink (on Celery workers with that executor)."""
+        if (executor or self.config.executor.type) == "celery" and only is None:
+            from headwater.executor.dispatch import index_on_workers
+
+            return index_on_workers(self)
         return self._drain(self.indexer(), only)
 
     def prune(

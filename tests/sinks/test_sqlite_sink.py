@@ -47,7 +47,17 @@ def test_fts_query_quotes_every_token(text: str, expected: str | None) -> None:
 def test_hostile_keyword_text_never_raises(sink: SqliteSink) -> None:
     doc = make_document("hostile", Access(public=True))
     sink.replace(doc, make_chunks(doc, ['he said "foo-bar" near(x) col:umn']), 1)
-    for text in ['foo-bar "x', "col:umn", "{text} : x", "x AND", "NEAR(x", "^x", "\x00", "a\x00b", "ü"]:
+    for text in [
+        'foo-bar "x',
+        "col:umn",
+        "{text} : x",
+        "x AND",
+        "NEAR(x",
+        "^x",
+        "\x00",
+        "a\x00b",
+        "ü",
+    ]:
         sink.search(ask(SearchMode.KEYWORD, text=text))
     hits = sink.search(ask(SearchMode.KEYWORD, text="col:umn"))
     assert [h.document_id for h in hits] == [doc.document_id]

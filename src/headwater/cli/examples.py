@@ -26,6 +26,8 @@ EXAMPLES: dict[str, str] = {
     "source pause": "headwater source pause docs",
     "source resume": "headwater source resume docs",
     "serve": "HEADWATER_APP_KEY=... headwater serve --host 0.0.0.0 --port 8700 --with-scheduler",
+    "worker": "HEADWATER_CONFIG=/etc/headwater/headwater.toml headwater worker --queues sync,index --concurrency 4",
+    "workers": "headwater workers --json",
     "dlq list": "headwater dlq list --stage embed",
     "dlq show": "headwater dlq show 42",
     "dlq redrive": "headwater dlq redrive --stage fetch --rate 5",

@@ -190,4 +190,23 @@ revision_floors = Table(
     metadata,
     Column("document_id", String(64), primary_key=True),
     Column("revision", Integer, nullable=False),
+# Celery executor (migration 0005): which index task holds which pending document, and
+# which sources sit in the broker's sync queue, each until an expiry (a dead worker's
+# rows are taken over once they expire).
+index_claims = Table(
+    "index_claims",
+    metadata,
+    Column("document_id", String(64), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("claimed_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
+)
+
+run_queue = Table(
+    "run_queue",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("task_id", String(200), nullable=False),
+    Column("queued_at", TZ, nullable=False),
+    Column("expires_at", TZ, nullable=False),
 )

@@ -173,6 +173,12 @@ class Scheduler:
         ]
         decision = decide(source_states(self.ws, candidates, self._holds), now, backoff_of(self.ws))
         for plan in decision.due:
+            if self.ws.config.executor.type == "celery":  # workers run it; only enqueue here
+                from headwater.executor.dispatch import enqueue_sync
+
+                enqueue_sync(self.ws, [plan.source_id])
+                self._attempted.update([plan.source_id] if self.once else [])
+                continue
             if len(inflight) >= self.max_concurrent:
                 break
             section = self.ws.source_section(plan.source_id)

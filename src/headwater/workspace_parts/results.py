@@ -146,8 +146,14 @@ def status_report(ws: Workspace) -> dict[str, Any]:
         }
         for s in ws.index_sections
     }
+    executor: dict[str, Any] = {"type": "local"}
+    if ws.config.executor.type == "celery":  # queue depths, leases' owners, index claims
+        from headwater.executor.observe import executor_status
+
+        executor = executor_status(ws)
     return {
         "sources": sources,
+        "executor": executor,
         "pipeline_version": ws.pipeline_version,
         "content_version": ws.content_version,
         "indexes": indexes,

@@ -1,0 +1,82 @@
+"""Queued-run markers: a source sits in the broker's sync queue at most once.
+
+Whoever enqueues a sync task (the scheduler, ``headwater sync``) first takes the
+source's marker row (task id, expiry); a live marker, or a live lease (a worker is
+running the source), means "already queued or running" and nothing is enqueued. The
+sync task deletes its marker when it ends; a marker whose task was lost expires after
+the broker's visibility timeout, so a lost message never blocks a source for good.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from headwater.clock import as_utc, utcnow
+from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
+
+q = t.run_queue
+
+
+class QueueMarkers:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def holder(self, source_id: str) -> str | None:
+        """The task id queued or running for ``source_id``, or None."""
+        now = utcnow()
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(q.c.task_id, q.c.expires_at).where(q.c.source_id == source_id)
+            ).first()
+            if row is not None and as_utc(row[1]) > now:
+                return str(row[0])
+            lease = conn.execute(
+                select(t.leases.c.owner, t.leases.c.expires_at).where(
+                    t.leases.c.source_id == source_id
+                )
+            ).first()
+        if lease is not None and as_utc(lease[1]) > now:
+            return f"lease:{lease[0]}"
+        return None
+
+    def take(self, source_id: str, task_id: str, seconds: int) -> str | None:
+        """Mark ``source_id`` queued as ``task_id``; return the holder instead if taken."""
+        holder = self.holder(source_id)
+        if holder is not None:
+            return holder
+        now = utcnow()
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        values = {
+            "source_id": source_id,
+            "task_id": task_id,
+            "queued_at": now,
+            "expires_at": now + timedelta(seconds=seconds),
+        }
+        statement = (
+            dialect.insert(q)
+            .values(**values)
+            .on_conflict_do_update(
+                index_elements=[q.c.source_id], set_=values, where=q.c.expires_at <= now
+            )
+            .returning(q.c.task_id)
+        )
+        with begin_write(self.engine) as conn:
+            won = conn.execute(statement).first()
+        if won is None or won[0] != task_id:
+            return self.holder(source_id) or "another enqueuer"
+        return None
+
+    def clear(self, source_id: str, task_id: str) -> None:
+        with begin_write(self.engine) as conn:
+            conn.execute(delete(q).where(q.c.source_id == source_id, q.c.task_id == task_id))
+
+    def queued(self) -> dict[str, str]:
+        """Live markers: source id → task id."""
+        now = utcnow()
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(q.c.source_id, q.c.task_id, q.c.expires_at)).all()
+        return {str(r[0]): str(r[1]) for r in rows if as_utc(r[2]) > now}

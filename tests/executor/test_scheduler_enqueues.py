@@ -1,0 +1,38 @@
+"""``headwater run`` with the Celery executor decides and enqueues; it never runs a sync
+itself, and never enqueues a source that is already queued (real Redis, no worker)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import redis
+
+from headwater import Workspace
+from headwater.executor.observe import executor_status
+from headwater.scheduler.daemon import Scheduler
+from workspace_helpers import filesystem_source, write_config
+
+
+def test_the_scheduler_only_enqueues_and_never_twice(
+    tmp_path: Path, pg_database: str, corpus: Path
+) -> None:
+    prefix = uuid.uuid4().hex[:10]
+    executor = (
+        '[executor]\ntype = "celery"\nbroker_url = "redis://127.0.0.1:6379/7"\n'
+        f'queues = {{ sync = "{prefix}.sync", index = "{prefix}.index" }}\n'
+    )
+    sources = filesystem_source(corpus, "docs") + filesystem_source(corpus, "more")
+    config = write_config(tmp_path, manifest_url=pg_database, sources=sources, extra=executor)
+    client = redis.Redis.from_url("redis://127.0.0.1:6379/7")
+    try:
+        for _ in range(2):
+            assert Scheduler(config, once=True).serve() == 0
+        with Workspace.open(config) as ws:
+            status = executor_status(ws)
+            assert ws.status()["executor"]["queued"] == status["queued"]
+            assert sorted(status["queued"]) == ["docs", "more"]
+            assert status["queues"] == {f"{prefix}.sync": 2, f"{prefix}.index": 0}
+            assert ws.manifest.runs.latest("docs") is None  # nothing ran in this process
+    finally:
+        client.delete(f"{prefix}.sync", f"{prefix}.index")
