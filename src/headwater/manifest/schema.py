@@ -190,6 +190,8 @@ revision_floors = Table(
     metadata,
     Column("document_id", String(64), primary_key=True),
     Column("revision", Integer, nullable=False),
+)
+
 # Celery executor (migration 0005): which index task holds which pending document, and
 # which sources sit in the broker's sync queue, each until an expiry (a dead worker's
 # rows are taken over once they expire).
