@@ -9,12 +9,13 @@ skip.
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+
+from pg_support import create_pg_database
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,20 +33,6 @@ def postgres_server_url() -> Iterator[str]:
         conn.execute(text("select 1"))
     engine.dispose()
     yield PG_ADMIN_URL.rsplit("/", 1)[0]
-
-
-def create_pg_database(server_url: str) -> tuple[str, Callable[[], None]]:
-    name = f"hw_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(f"{server_url}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return f"{server_url}/{name}", drop
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -10,9 +10,8 @@ import shutil
 from pathlib import Path
 
 import httpx
+from api_support import KEYS, Server
 from playwright.sync_api import expect, sync_playwright
-
-from conftest import KEYS, Server
 
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "admin-overview.png"
 

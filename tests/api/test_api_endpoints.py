@@ -6,8 +6,8 @@ import hmac
 
 import httpx
 import pytest
+from api_support import KEYS, Server, wait_for
 
-from conftest import KEYS, Server, wait_for
 from headwater.api.auth import KeyRing
 from headwater.config import ApiKeySection
 

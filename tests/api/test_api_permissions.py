@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from conftest import Server, free_port, make_workspace, wait_for
+from api_support import Server, free_port, make_workspace, wait_for
+
 from headwater.types import caller_principals
 
 GROUPS = [f"g{i}" for i in range(6)]

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conftest import Server, free_port, make_workspace, server_env, wait_for
+from api_support import Server, free_port, make_workspace, server_env, wait_for
 
 DOC = "/v1/sources/inbox/documents/"
 

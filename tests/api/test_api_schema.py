@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import schemathesis
+from api_support import KEYS, Server
 from hypothesis import HealthCheck, given, settings
-
-from conftest import KEYS, Server
 
 
 def test_no_server_errors(server: Server) -> None:

@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import create_pg_database
 from headwater.cli.app import app, hoist_global_options, register_commands
 from headwater.cli.examples import walk
 from headwater.pipeline.embed.each import EmbedOutcome
 from headwater.pipeline.embed.fake import FakeEmbedder
 from headwater.workspace import Workspace
+from pg_support import create_pg_database
 from workspace_helpers import filesystem_source, write_config
 
 HEADWATER = [sys.executable, "-m", "headwater.cli"]
