@@ -14,7 +14,7 @@ from headwater import Workspace
 from headwater.connectors.slack import SlackConnector
 
 
-def _workspace(url: str, tmp_path: Path) -> Workspace:
+def _workspace(url: str, tmp_path: Path, extra: str = "") -> Workspace:
     config = tmp_path / "headwater.toml"
     config.write_text(
         '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
@@ -23,7 +23,7 @@ def _workspace(url: str, tmp_path: Path) -> Workspace:
         f'[[source]]\nid = "sl"\ntype = "slack"\nbase_url = "{url}/api"\n'
         f'token = "{TOKEN}"\n'
         "page_size = 2\nretry_attempts = 3\nretry_initial_wait = 0.01\n"
-        "prune_max_fraction = 0.9\n"
+        "prune_max_fraction = 0.9\n" + extra
     )
     return Workspace.open(config, connector_types={"slack": SlackConnector})
 
@@ -66,8 +66,8 @@ def test_first_sync_and_a_no_op_resync(slack: FakeSlack, tmp_path: Path) -> None
         pruning = [r for r in history if r.query["oldest"] != newest[r.query["channel"]]]
         # the only other history reads are enumerate()'s, from the horizon (pruning):
         # read() itself asked for nothing older than each channel's `oldest`
-        horizon = time.time() - 90 * 86400
-        assert all(abs(float(r.query["oldest"]) - horizon) < 600 for r in pruning), pruning
+        horizon = (time.time() - 90 * 86400) // 86400 * 86400  # that day's midnight, UTC
+        assert all(float(r.query["oldest"]) == horizon for r in pruning), pruning
         assert len(history) - len(pruning) == 2, history  # one per channel
         replies = [r for r in slack.log[mark:] if r.path == "/api/conversations.replies"]
         assert len(replies) == 2 and all(r.query["limit"] == "1" for r in replies), replies
@@ -138,3 +138,20 @@ def test_a_429_with_retry_after_is_waited_out(slack: FakeSlack, tmp_path: Path) 
         assert (run.status, run.counts.new) == ("succeeded", 1), run
         statuses = [r.status for r in slack.log if r.path == "/api/conversations.history"]
         assert statuses[statuses.index(429) + 1] == 200, statuses  # the retry succeeded
+
+
+def test_documents_older_than_the_horizon_are_reported_present(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    root = _root(slack, "C1")
+    with _workspace(slack.url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 5
+    slack.remove("C1", root)  # deleted, but by now older than the (shortened) horizon
+    with _workspace(slack.url, tmp_path, "history_days = 2\n") as ws:
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.deleted) == ("succeeded", 0), run
+        assert run.prune is not None and run.prune["status"] == "done", run.prune
+        assert run.prune["candidates"] == 0, run.prune  # enumerate() listed every document
+        assert ws.manifest.count_documents("sl", "active") == 5
+        assert _state(ws, f"C1/thread/{root}") == "active"
+        assert _state(ws, f"C1/{_day(root)}") == "active"

@@ -182,7 +182,9 @@ class SlackConnector:
         return Checkpoint(json.dumps({"channels": {c["id"]: channels[c["id"]] for c in listed}}))
 
     def _horizon(self) -> float:
-        return (datetime.now(UTC) - timedelta(days=self.options.history_days)).timestamp()
+        """The start of the UTC day ``history_days`` ago: a day is wholly in or out."""
+        then = datetime.now(UTC) - timedelta(days=self.options.history_days)
+        return then.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
 
     def _channel(
         self, channel: Message, previous: dict[str, Any] | None, known: KnownVersions
@@ -243,7 +245,7 @@ class SlackConnector:
                                 access)  # fmt: skip
         for day in sorted(tracked):
             end = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC) + timedelta(days=1)
-            if end.timestamp() < horizon:
+            if end.timestamp() <= horizon:
                 self._age(f"{cid}/{day}")
                 tracked.discard(day)
         acl = access.principals()
