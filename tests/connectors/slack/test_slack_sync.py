@@ -155,3 +155,19 @@ def test_documents_older_than_the_horizon_are_reported_present(
         assert ws.manifest.count_documents("sl", "active") == 5
         assert _state(ws, f"C1/thread/{root}") == "active"
         assert _state(ws, f"C1/{_day(root)}") == "active"
+
+
+def test_a_message_added_to_a_day_read_before_keeps_the_day_whole(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    day = max(_day(ts) for ts in slack.channels["C1"].messages)
+    with _workspace(slack.url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 5
+        slack.post("C1", "U1", "Late addition to the standup day.", day=1)
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new, run.counts.changed) == ("succeeded", 0, 1), run
+        record = ws.manifest.document_by_object("sl", f"C1/{day}")
+        assert record is not None and record.checksum is not None
+        text = ws.content_store.get(record.checksum)
+        assert "Tomorrow's standup is moved." in text, text  # read before `oldest`
+        assert "Late addition to the standup day." in text, text

@@ -74,6 +74,11 @@ def in_thread(message: Message) -> bool:
     return int(message.get("reply_count") or 0) > 0
 
 
+def plain(message: Message) -> bool:
+    """A user's message outside threads (joins, topic changes and tombstones are not)."""
+    return not message.get("subtype") or message.get("subtype") == "thread_broadcast"
+
+
 def thread_sig(root: Message) -> str:
     edited = (root.get("edited") or {}).get("ts", "")
     return f"{root['ts']}:{root.get('latest_reply', '')}:{root.get('reply_count', 0)}:{edited}"
@@ -195,34 +200,42 @@ class SlackConnector:
         st = previous or {"latest": "", "threads": {}, "days": [], "acl": None}
         access = self._access(channel)
         oldest = st["latest"] or f"{horizon:.6f}"
-        days: dict[str, list[Message]] = {}
-        roots: dict[str, Message] = {}
-        latest = st["latest"]
+        threads: dict[str, str] = dict(st["threads"])
+        tracked, sent, fresh = set(st["days"]), set[str](), set[str]()
+        latest, day, bucket = st["latest"], "", list[Message]()
         params = {"channel": cid, "oldest": oldest, "limit": str(self.options.page_size)}
+        # history is newest first: a day is complete once an older message arrives, so
+        # only one day's messages are held at a time (bounded memory)
         for page, _ in self._client.pages("conversations.history", "messages", params):
             for message in page:
-                latest = max(latest, str(message["ts"]), key=float) if latest else message["ts"]
+                ts = str(message["ts"])
+                latest = max(latest, ts, key=float) if latest else ts
                 if in_thread(message):
-                    roots[message["ts"]] = message
-                elif not message.get("subtype") or message.get("subtype") == "thread_broadcast":
-                    days.setdefault(day_of(message["ts"]), []).append(message)
-        if st["latest"] and days:  # the first new day may hold messages read before
-            first = min(days)
-            start = datetime.strptime(first, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
-            if start < float(st["latest"]):
+                    fresh.add(ts)
+                    replies = self._replies(cid, ts)
+                    if replies is not None:
+                        threads[ts] = thread_sig(replies[0])
+                        sent.add(f"{cid}/thread/{ts}")
+                        yield self._thread_doc(channel, replies, access)
+                elif plain(message):
+                    if bucket and day_of(ts) != day:
+                        yield self._day_doc(channel, day, bucket, access)
+                        sent.add(f"{cid}/{day}")
+                        tracked.add(day)
+                        bucket = []
+                    day = day_of(ts)
+                    bucket.append(message)
+        if bucket:  # the oldest new day may hold messages read before: complete it
+            start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+            if st["latest"] and start < float(st["latest"]):
                 more = {"channel": cid, "oldest": f"{start:.6f}", "latest": st["latest"],
                         "inclusive": "true", "limit": str(self.options.page_size)}  # fmt: skip
                 for page, _ in self._client.pages("conversations.history", "messages", more):
-                    days[first] += [m for m in page if not in_thread(m) and not m.get("subtype")]
-        threads: dict[str, str] = dict(st["threads"])
-        sent: set[str] = set()
-        for ts in sorted(roots):
-            replies = self._replies(cid, ts)
-            if replies is not None:
-                threads[ts] = thread_sig(replies[0])
-                sent.add(f"{cid}/thread/{ts}")
-                yield self._thread_doc(channel, replies, access)
-        for ts in sorted(set(st["threads"]) - set(roots)):
+                    bucket += [m for m in page if not in_thread(m) and plain(m)]
+            yield self._day_doc(channel, day, bucket, access)
+            sent.add(f"{cid}/{day}")
+            tracked.add(day)
+        for ts in sorted(set(st["threads"]) - fresh):
             if float(ts) < horizon:
                 self._age(f"{cid}/thread/{ts}")
                 del threads[ts]
@@ -237,12 +250,6 @@ class SlackConnector:
                 threads[ts] = thread_sig(replies[0])
                 sent.add(f"{cid}/thread/{ts}")
                 yield self._thread_doc(channel, replies, access)
-        tracked = set(st["days"])
-        for day, messages in sorted(days.items()):
-            sent.add(f"{cid}/{day}")
-            tracked.add(day)
-            yield self._day_doc(channel, day, sorted(messages, key=lambda m: float(m["ts"])),
-                                access)  # fmt: skip
         for day in sorted(tracked):
             end = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC) + timedelta(days=1)
             if end.timestamp() <= horizon:
@@ -327,6 +334,7 @@ class SlackConnector:
         self, channel: Message, day: str, messages: list[Message], access: Access
     ) -> SourceItem:
         object_id = f"{channel['id']}/{day}"
+        messages = sorted(messages, key=lambda m: float(m["ts"]))
         locator, meta = self._meta(channel, object_id)
         marks = "|".join(f"{m['ts']}:{(m.get('edited') or {}).get('ts', '')}" for m in messages)
         return SourceDocument(
@@ -371,7 +379,7 @@ class SlackConnector:
                 for message in page:
                     if in_thread(message):
                         yield f"{cid}/thread/{message['ts']}"
-                    elif not message.get("subtype"):
+                    elif plain(message):
                         days.add(day_of(message["ts"]))
             yield from (f"{cid}/{day}" for day in sorted(days))
         yield from self._aged()
