@@ -71,7 +71,7 @@ def test_first_sync_and_a_no_op_resync(slack: FakeSlack, tmp_path: Path) -> None
         assert len(history) - len(pruning) == 2, history  # one per channel
         replies = [r for r in slack.log[mark:] if r.path == "/api/conversations.replies"]
         assert len(replies) == 2 and all(r.query["limit"] == "1" for r in replies), replies
-        assert all(r.query["oldest"] > r.query["ts"] for r in replies), replies
+        assert not any("cursor" in r.query for r in replies), replies  # the root only
 
 
 def test_edit_add_reply_and_deletes_arrive(slack: FakeSlack, tmp_path: Path) -> None:
@@ -85,13 +85,15 @@ def test_edit_add_reply_and_deletes_arrive(slack: FakeSlack, tmp_path: Path) -> 
         run = ws.sync(index=False).runs[0]
         c = run.counts
         assert (run.status, c.new, c.changed, c.deleted) == ("succeeded", 1, 2, 0), run
-        slack.remove("C1", root)  # the thread's root is gone: an explicit Deleted
+        slack.remove("C1", root)  # the root leaves a tombstone: an explicit Deleted
+        del slack.channels["C2"].messages[secret]  # gone entirely: thread_not_found
         slack.remove("C1", lone)  # day 1's only message: gone from enumeration
         gone = ws.sync(index=False).runs[0]
-        assert (gone.status, gone.counts.deleted) == ("succeeded", 2), gone
+        assert (gone.status, gone.counts.deleted) == ("succeeded", 3), gone
+        assert _state(ws, f"C2/thread/{secret}") == "deleted"
         assert _state(ws, f"C1/thread/{root}") == "deleted"
         assert _state(ws, f"C1/{_day(lone)}") == "deleted"
-        assert ws.manifest.count_documents("sl", "active") == 4
+        assert ws.manifest.count_documents("sl", "active") == 3
 
 
 def test_a_private_channel_membership_change_changes_the_acl(

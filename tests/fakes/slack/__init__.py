@@ -13,7 +13,8 @@ Follows the documented behaviour of:
   ``latest_reply``; an edited message carries ``edited.ts``:
   https://api.slack.com/methods/conversations.history
 - conversations.replies: the parent message first, then replies (after ``oldest`` when
-  given); a deleted root answers ``thread_not_found``:
+  given); an unknown ``ts`` answers ``thread_not_found``; deleting a root that has
+  replies leaves a parent with ``subtype: tombstone`` (history keeps listing it):
   https://api.slack.com/methods/conversations.replies
 - conversations.members: https://api.slack.com/methods/conversations.members
 - users.info / users.list (``profile.email`` needs users:read.email):
@@ -47,10 +48,13 @@ class Msg:
     text: str
     edited: str = ""
     replies: list[Msg] = field(default_factory=list)
+    subtype: str = ""
 
     def body(self, root: Msg | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "message", "ts": self.ts, "user": self.user,
                                "text": self.text}  # fmt: skip
+        if self.subtype:
+            out |= {"subtype": self.subtype, "user": "USLACKBOT"}
         if self.edited:
             out["edited"] = {"user": self.user, "ts": self.edited}
         if root is not None:
@@ -119,8 +123,13 @@ class FakeSlack(FakeService):
             message.text, message.edited = text, f"{datetime.now(UTC).timestamp():.6f}"
 
     def remove(self, cid: str, ts: str) -> None:
+        """Deleting a root with replies leaves a ``tombstone`` parent; others vanish."""
         with self.lock:
-            del self.channels[cid].messages[ts]
+            message = self.channels[cid].messages[ts]
+            if message.replies:
+                message.subtype, message.text = "tombstone", "This message was deleted."
+            else:
+                del self.channels[cid].messages[ts]
 
     # -- the API -------------------------------------------------------------------------
 

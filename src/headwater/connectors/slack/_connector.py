@@ -5,7 +5,7 @@ A run lists the channels (``conversations.list``), then for each one reads
 ``history_days`` back). New top-level messages outside threads make the day documents
 of their UTC days (a day already partly read is completed with one more history call);
 new thread roots are read with ``conversations.replies``. Threads read before are
-re-checked with ``conversations.replies?oldest={latest_reply}``: when the root's
+re-checked with ``conversations.replies?limit=1`` (the root alone): when the root's
 ``latest_reply``, ``reply_count`` or ``edited`` moved, the thread is re-read; when the
 root is gone (``thread_not_found``) it becomes an explicit ``Deleted``. A private
 channel's members are re-read every run: a change re-sends every tracked document of the
@@ -240,8 +240,7 @@ class SlackConnector:
                 self._age(f"{cid}/thread/{ts}")
                 del threads[ts]
                 continue
-            head = self._replies(cid, ts, oldest=str(st["threads"][ts]).split(":")[1] or ts,
-                                 limit=1)  # fmt: skip
+            head = self._replies(cid, ts, limit=1)  # the root: latest_reply, edited
             if head is None:
                 del threads[ts]
                 yield Deleted(f"{cid}/thread/{ts}")
@@ -264,13 +263,9 @@ class SlackConnector:
                     yield self._acl_only(channel, object_id, version, access)
         return {"latest": latest, "threads": threads, "days": sorted(tracked), "acl": acl}
 
-    def _replies(
-        self, cid: str, ts: str, oldest: str | None = None, limit: int | None = None
-    ) -> list[Message] | None:
+    def _replies(self, cid: str, ts: str, limit: int | None = None) -> list[Message] | None:
         """The thread (root first); None when the root is gone. ``limit``: one page only."""
         params = {"channel": cid, "ts": ts, "limit": str(limit or self.options.page_size)}
-        if oldest:
-            params["oldest"] = oldest
         messages: list[Message] = []
         try:
             for page, _ in self._client.pages("conversations.replies", "messages", params):
@@ -377,7 +372,7 @@ class SlackConnector:
             days: set[str] = set()
             for page, _ in self._client.pages("conversations.history", "messages", params):
                 for message in page:
-                    if in_thread(message):
+                    if in_thread(message) and message.get("subtype") != "tombstone":
                         yield f"{cid}/thread/{message['ts']}"
                     elif plain(message):
                         days.add(day_of(message["ts"]))
