@@ -1,0 +1,118 @@
+"""A small Slack Web API client: bearer token, cursor pages, retries, Slack's error shape.
+
+Every method answers HTTP 200 with ``{"ok": false, "error": ...}`` on failure
+(https://api.slack.com/web#evaluating_responses). Rate limits answer HTTP 429 with
+``Retry-After`` seconds (https://api.slack.com/apis/rate-limits); those, ``ratelimited``,
+5xx and transport faults become ``TransientError`` with the wait and are retried through
+``headwater.retry``. Lists page with ``cursor`` / ``response_metadata.next_cursor``
+(https://api.slack.com/apis/pagination).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from headwater.connectors.http import describe_network_error, parse_retry_after
+from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
+from headwater.retry import RetryPolicy, call_with_retry
+
+AUTH_ERRORS = {"invalid_auth", "not_authed", "token_revoked", "token_expired",
+               "account_inactive"}  # fmt: skip
+
+
+class SlackApiError(ItemError):
+    """An ``ok: false`` answer the caller may handle (``thread_not_found``)."""
+
+    def __init__(self, method: str, code: str) -> None:
+        super().__init__(code, f"Slack {method} answered error {code!r}; expected ok")
+        self.code = code
+
+
+class SlackClient:
+    """Calls of Web API methods, relative to ``base_url`` (``https://slack.com/api``)."""
+
+    def __init__(
+        self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.policy = policy
+        self._client = httpx.Client(
+            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+            timeout=timeout,
+        )
+
+    def call(
+        self, method: str, params: dict[str, str] | None = None, policy: RetryPolicy | None = None
+    ) -> dict[str, Any]:
+        url = f"{self.base_url}/{method}"
+
+        def attempt() -> dict[str, Any]:
+            try:
+                response = self._client.get(url, params=params or {})
+            except httpx.HTTPError as exc:
+                raise TransientError(describe_network_error(exc, url)) from exc
+            if response.status_code == 429 or response.status_code >= 500:
+                raise TransientError(
+                    f"Slack {method} returned HTTP {response.status_code}; the API is rate "
+                    "limiting or failing, retry later",
+                    retry_after=parse_retry_after(response.headers.get("retry-after")),
+                )
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+            if response.status_code != 200 or not isinstance(body, dict):
+                raise ItemError(
+                    f"http_{response.status_code}",
+                    f"Slack {method} returned HTTP {response.status_code} "
+                    f"{response.text[:200]!r}; expected a JSON object",
+                )
+            if body.get("error") == "ratelimited":
+                raise TransientError(
+                    f"Slack {method} answered `ratelimited`; retry later",
+                    retry_after=parse_retry_after(response.headers.get("retry-after")),
+                )
+            return body
+
+        body = call_with_retry(attempt, policy or self.policy)
+        if not body.get("ok"):
+            raise_for_error(method, body, params or {})
+        return body
+
+    def pages(
+        self, method: str, key: str, params: dict[str, str], policy: RetryPolicy | None = None
+    ) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        """(entries under ``key``, next cursor) of each page; "" after the last one."""
+        cursor = params.get("cursor", "")
+        while True:
+            body = self.call(method, {**params, "cursor": cursor} if cursor else params, policy)
+            cursor = str((body.get("response_metadata") or {}).get("next_cursor") or "")
+            yield list(body.get(key) or []), cursor
+            if not cursor:
+                return
+
+
+def raise_for_error(method: str, body: dict[str, Any], params: dict[str, str]) -> None:
+    code = str(body.get("error") or "unknown_error")
+    if code in AUTH_ERRORS:
+        raise CredentialError(
+            f"slack `token` was rejected by {method} ({code}); expected a valid bot token "
+            "(xoxb-...) of the workspace; reinstall the app and set `token`"
+        )
+    if code == "missing_scope":
+        needed = body.get("needed") or "?"
+        raise CredentialError(
+            f"slack `token` lacks the scope {needed} that {method} needs (missing_scope); "
+            f"expected the scopes listed in docs/connectors/slack.md; add {needed} to the "
+            "app's bot token scopes and reinstall it"
+        )
+    if code in ("channel_not_found", "not_in_channel"):
+        channel = params.get("channel", "?")
+        raise ConfigError(
+            f"slack channel {channel!r} cannot be read by {method} ({code}); expected a "
+            "channel the app was invited to; invite the app or fix `channels`"
+        )
+    raise SlackApiError(method, code)
