@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from headwater.clock import utcnow
-from headwater.config import IndexSection, LoadedConfig, SourceSection, load_config, parse_duration
+from headwater.config import IndexSection, LoadedConfig, SourceSection, load_config
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
+from headwater.durations import parse_duration
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
 from headwater.indexer.report import IndexReport
@@ -34,6 +35,7 @@ from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.report import PruneReport, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
+from headwater.sync.settings import SourceSettings
 from headwater.types import Access
 from headwater.workspace_parts.embedders import build_embedder, describe_embedder
 from headwater.workspace_parts.results import SyncResult, document_report
@@ -189,6 +191,12 @@ class Workspace:
             pipeline_version=self.pipeline_version,
         )
 
+    def source_settings(self, section: SourceSection) -> SourceSettings:
+        """The plain settings the sync layer needs from a source's config section."""
+        return SourceSettings(
+            batch_size=section.batch_size, prune_max_fraction=section.prune_max_fraction
+        )
+
     def indexer(self) -> Indexer:
         targets = [
             IndexTarget(s.name, self.sink(s.name), self.index_version(s))
@@ -282,7 +290,11 @@ class Workspace:
     ) -> RunReport:
         connector = self.connector(section.id)
         runner = SyncRunner(
-            self.manifest, self.content_store, self.source_identity(section), section, connector
+            self.manifest,
+            self.content_store,
+            self.source_identity(section),
+            self.source_settings(section),
+            connector,
         )
         options = SyncOptions(
             force_prune=force,
@@ -327,7 +339,11 @@ class Workspace:
         for section in self._selected(sources):
             connector = self.connector(section.id)
             runner = SyncRunner(
-                self.manifest, self.content_store, self.source_identity(section), section, connector
+                self.manifest,
+                self.content_store,
+                self.source_identity(section),
+                self.source_settings(section),
+                connector,
             )
             reports.append(
                 runner.prune_only(

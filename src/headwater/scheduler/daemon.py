@@ -31,7 +31,8 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from headwater.clock import utcnow
-from headwater.config import SourceSection, parse_duration
+from headwater.config import SourceSection
+from headwater.durations import parse_duration
 from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, decide

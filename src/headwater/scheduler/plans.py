@@ -13,8 +13,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from headwater.clock import iso, utcnow
-from headwater.config import SourceSection, parse_duration
+from headwater.config import SourceSection
 from headwater.connectors import load_connector_class
+from headwater.durations import parse_duration
 from headwater.scheduler.due import Backoff, Decision, SourceState, decide
 from headwater.scheduler.history import ScheduleStore
 

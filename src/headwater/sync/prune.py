@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Protocol
 
 from headwater.clock import utcnow
-from headwater.config import SourceSection
 from headwater.connectors.base import Connector, Enumerating
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import Lease
@@ -23,6 +22,7 @@ from headwater.manifest.records import BatchCommit, RunCounts
 from headwater.manifest.store import Manifest
 from headwater.sync.gates import BatchBuilder, SourceIdentity
 from headwater.sync.report import PruneReport
+from headwater.sync.settings import SourceSettings
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class Pruner:
         manifest: Manifest,
         content_store: ContentStore,
         source: SourceIdentity,
-        section: SourceSection,
+        settings: SourceSettings,
         connector: Connector,
         *,
         lease_of: Callable[[], Lease | None] = lambda: None,
@@ -73,7 +73,7 @@ class Pruner:
         self.manifest = manifest
         self.content_store = content_store
         self.source = source
-        self.section = section
+        self.settings = settings
         self.connector = connector
         self._lease_of = lease_of  # the run's fenced lease: every prune commit checks it
         self._check_lease = check_lease
@@ -128,7 +128,7 @@ class Pruner:
                 excluded += sum(1 for r in page if self._excluded(r.object_id))
         missing = total - excluded
         fraction = missing / max(active, 1)
-        limit = self.section.prune_max_fraction
+        limit = self.settings.prune_max_fraction
         blocked = fraction > limit and missing > 1 and not force
         return PruneReport(
             status="blocked" if blocked else "ready",
