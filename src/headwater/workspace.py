@@ -31,6 +31,7 @@ from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, index_version
+from headwater.search.service import SearchResult, parse_mode, run_search
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.report import PruneReport, RunReport
@@ -412,20 +413,32 @@ class Workspace:
         sources: Sequence[str] | None = None,
         index: str | None = None,
         per_document: bool = True,
-    ) -> list[dict[str, Any]]:
+    ) -> list[SearchResult]:
         """Search as a user; one result per document (its best chunk) unless
-        ``per_document=False``, which returns the top chunks themselves."""
-        from headwater.search.service import run_search
-
+        ``per_document=False``, which returns the top chunks themselves. Every configured
+        index serving the mode is asked and the lists fused; ``index`` asks that one only."""
+        parse_mode(mode)  # a bad mode is refused before any index is opened
+        if k < 1:
+            raise ConfigError(f"--k {k} must be at least 1")
+        # Only configured sources are searchable: a source removed from the config stays in
+        # the indexes until `headwater source remove`, but it is never returned.
+        configured = [s.id for s in self.config.source]
+        if sources:
+            for source_id in sources:
+                self.source_section(source_id)  # a ConfigError names the configured sources
+            configured = [s for s in configured if s in set(sources)]
+        if not configured:
+            return []
+        names = [index] if index else [s.name for s in self.index_sections]
         return run_search(
-            self,
+            [(name, self.sink(name)) for name in names],
+            lambda text: self.embedder.embed([text])[0],
             query,
             user=user,
             groups=groups,
             k=k,
             mode=mode,
-            sources=sources,
-            index=index,
+            sources=configured,
             per_document=per_document,
         )
 

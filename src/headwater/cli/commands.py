@@ -249,13 +249,13 @@ def search(
                 per_document=not chunks,
             )
         if as_json:
-            print_json({"results": results})
+            print_json({"results": [r.as_dict() for r in results]})
             return
         if not results:
             out.print("no results visible to this user")
         for n, r in enumerate(results, 1):
             out.print(
-                f"[bold]{n}. {safe(r['title'])}[/]  ({safe(r['source'])}, score {r['score']:.4f})\n   {safe(r['locator'])}\n   {safe(r['snippet'])}"
+                f"[bold]{n}. {safe(r.title)}[/]  ({safe(r.source)}, score {r.score:.4f})\n   {safe(r.locator)}\n   {safe(r.snippet)}"
             )
 
     run_command(body)
