@@ -27,6 +27,7 @@ from pydantic import (
 
 from headwater.durations import parse_duration  # re-exported: `headwater.config.parse_duration`
 from headwater.errors import ConfigError
+from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.types import Access, normalize_identity
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -114,9 +115,18 @@ class IndexSection(BaseModel):
 class EmbedderSection(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    type: Literal["local", "openai", "fake"] = "local"
+    # An embedder type of the registry (headwater.pipeline.embed.registry).
+    type: str = "local"
     # How the local model runs; part of its model id, so a change means re-indexing.
     runtime: Literal["onnx-int8", "onnx", "torch"] = "onnx-int8"
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        known = available_embedder_types()
+        if value not in known:
+            raise ValueError(f"embedder type {value!r} is not installed; expected one of {known}")
+        return value
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})

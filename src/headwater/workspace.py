@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from headwater.clock import utcnow
-from headwater.config import IndexSection, LoadedConfig, SourceSection, load_config
+from headwater.config import (
+    EmbedderSection,
+    IndexSection,
+    LoadedConfig,
+    SourceSection,
+    load_config,
+)
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.durations import parse_duration
@@ -29,6 +35,11 @@ from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
+from headwater.pipeline.embed.registry import (
+    EmbedderSpec,
+    cached_embedder,
+    describe_embedder,
+)
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.search.service import SearchResult, parse_mode, run_search
@@ -38,12 +49,21 @@ from headwater.sync.report import PruneReport, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access
-from headwater.workspace_parts.embedders import build_embedder, describe_embedder
 from headwater.workspace_parts.results import SyncResult, document_report
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INDEX = IndexSection(name="main", type="sqlite")
+
+
+def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
+    """The ``[embedder]`` table as the plain spec the embedder registry takes."""
+    return EmbedderSpec(
+        type=section.type,
+        runtime=section.runtime,
+        runtime_set="runtime" in section.model_fields_set,
+        options=section.options(),
+    )
 
 
 class Workspace:
@@ -71,7 +91,7 @@ class Workspace:
         if embedder is not None:
             described = (embedder.model_id, embedder.dimension, embedder.max_tokens)
         else:
-            described = describe_embedder(self.config.embedder)
+            described = describe_embedder(embedder_spec(self.config.embedder))
         self._model_id, self._dimension, self._max_tokens = described
         budget = self.config.chunker.max_tokens or self._max_tokens
         self.chunker = ChunkerSettings(
@@ -167,7 +187,7 @@ class Workspace:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = build_embedder(self.config.embedder, self.state_dir)
+            self._embedder = cached_embedder(embedder_spec(self.config.embedder), self.state_dir)
         return self._embedder
 
     def source_section(self, source_id: str) -> SourceSection:
