@@ -28,9 +28,11 @@ from headwater.connectors.base import Enumerating
 from headwater.durations import parse_duration
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
+from headwater.indexer.reconcile import ReconcileReport, reconcile
 from headwater.indexer.report import IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
+from headwater.manifest.failures import DEAD
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
@@ -45,6 +47,7 @@ from headwater.pipeline.version import chunking_version, content_version, index_
 from headwater.search.service import SearchResult, parse_mode, run_search
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
+from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.report import PruneReport, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
@@ -416,6 +419,51 @@ class Workspace:
 
     def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
         return self.manifest.failures.list(source_id=source, stage=stage)
+
+    def dead_letters(
+        self, source: str | None = None, stage: str | None = None
+    ) -> list[FailureRecord]:
+        """The dead-letter queue (deletes first)."""
+        return self.manifest.failures.list(source_id=source, stage=stage, statuses=(DEAD,))
+
+    def failure(self, entry_id: int) -> FailureRecord | None:
+        return self.manifest.failures.get(entry_id)
+
+    def drop_failures(self, entry_ids: Sequence[int]) -> int:
+        """Forget failure entries (the documents stay as they are)."""
+        return self.manifest.failures.drop(list(entry_ids))
+
+    def redrive(
+        self,
+        entry_ids: Sequence[int] = (),
+        *,
+        all_entries: bool = False,
+        stage: str | None = None,
+        rate: float = 0.0,
+    ) -> RedriveReport:
+        """Replay DLQ entries through the normal pipeline; successes resolve them."""
+        configured = {s.id for s in self.config.source}
+        return redrive(
+            self.manifest.failures,
+            entry_ids,
+            resync=lambda ids: self.sync([s for s in ids if s in configured], index=True),
+            reindex=lambda ids: self.index(only=ids),
+            all_entries=all_entries,
+            stage=stage,
+            rate=rate,
+        )
+
+    def reconcile(self, sink_name: str | None = None, *, repair: bool = False) -> ReconcileReport:
+        """Compare the manifest with each index (or ``sink_name``); ``repair`` fixes drift."""
+        if sink_name is not None:
+            self.sink(sink_name)  # raises the ConfigError naming the configured indexes
+        names = [s.name for s in self.index_sections if sink_name in (None, s.name)]
+        return reconcile(
+            self.manifest,
+            [(name, self.sink(name)) for name in names],
+            lambda ids: self.index(only=ids),
+            repair=repair,
+        )
 
     def status(self) -> dict[str, Any]:
         from headwater.workspace_parts.results import status_report

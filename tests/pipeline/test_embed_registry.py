@@ -38,7 +38,7 @@ def test_describe_builds_no_model_and_the_cache_wraps_the_embedder(tmp_path: Pat
 def test_unknown_type_and_bad_options_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="embedder type 'nope' is not installed"):
         make_embedder(EmbedderSpec(type="nope"))
-    with pytest.raises(ConfigError, match="embedder.colour") as caught:
+    with pytest.raises(ConfigError, match=r"embedder\.colour") as caught:
         make_embedder(EmbedderSpec(type="fake", options={"colour": "blue"}))
     assert any("embedder.colour" in p for p in caught.value.problems)
     with pytest.raises(ConfigError, match="applies to the local model only"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe
-from headwater.indexer.reconcile import reconcile as run_reconcile
 
 
 @app.command()
@@ -82,7 +81,7 @@ def reconcile(
 
     def body() -> None:
         with open_workspace() as ws:
-            report = run_reconcile(ws, sink_name=sink, repair=repair)
+            report = ws.reconcile(sink, repair=repair).as_dict()
         if as_json:
             print_json(report)
             return
