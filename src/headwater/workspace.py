@@ -44,15 +44,22 @@ from headwater.pipeline.embed.registry import (
 )
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, index_version
+from headwater.reports import (
+    DocumentReport,
+    IndexInfo,
+    StatusReport,
+    SyncResult,
+    document_report,
+    status_report,
+)
 from headwater.search.service import SearchResult, parse_mode, run_search
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.redrive import RedriveReport, redrive
-from headwater.sync.report import PruneReport, RunReport
+from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access
-from headwater.workspace_parts.results import SyncResult, document_report
 
 log = logging.getLogger(__name__)
 
@@ -357,9 +364,9 @@ class Workspace:
 
     def prune(
         self, sources: Sequence[str] | None = None, *, dry_run: bool = False, force: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[PruneResult]:
         """Delete documents their source no longer has (complete enumeration required)."""
-        reports: list[dict[str, Any]] = []
+        reports: list[PruneResult] = []
         for section in self._selected(sources):
             connector = self.connector(section.id)
             runner = SyncRunner(
@@ -401,7 +408,7 @@ class Workspace:
         *,
         source: str | None = None,
         object_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> DocumentReport:
         record: DocumentRecord | None
         if document_id:
             record = self.manifest.document(document_id)
@@ -465,10 +472,17 @@ class Workspace:
             repair=repair,
         )
 
-    def status(self) -> dict[str, Any]:
-        from headwater.workspace_parts.results import status_report
+    def status(self) -> StatusReport:
+        from headwater.scheduler.plans import schedule_status
 
-        return status_report(self)
+        return status_report(
+            self.manifest,
+            [(s.id, s.type) for s in self.config.source],
+            schedule_status(self),
+            [IndexInfo(s.name, s.type, self.index_version(s)) for s in self.index_sections],
+            pipeline_version=self.pipeline_version,
+            content_version=self.content_version,
+        )
 
     def search(
         self,

@@ -23,7 +23,7 @@ from headwater.cli.app import (
 )
 from headwater.errors import EXIT_OK, EXIT_RUN_FAILED
 from headwater.manifest.records import RunCounts
-from headwater.workspace_parts.results import failure_dict
+from headwater.reports import failure_dict
 
 TEMPLATE = Path(__file__).with_name("init_template.toml")
 
@@ -191,7 +191,7 @@ def status(
 
     def body() -> None:
         with open_workspace() as ws:
-            report = ws.status()
+            report = ws.status().as_dict()
         if as_json:
             print_json(report)
             return
@@ -272,7 +272,7 @@ def doc_show(
 
     def body() -> None:
         with open_workspace() as ws:
-            report = ws.document(document_id, source=source, object_id=object_id)
+            report = ws.document(document_id, source=source, object_id=object_id).as_dict()
         if as_json:
             print_json(report)
         else:

@@ -6,7 +6,7 @@ import typer
 
 from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe, usage_error
 from headwater.errors import NotFoundError
-from headwater.workspace_parts.results import failure_dict
+from headwater.reports import failure_dict
 
 dlq_app = typer.Typer(
     help="The dead-letter queue of documents that exhausted their attempts.", no_args_is_help=True

@@ -18,7 +18,7 @@ def prune(
 
     def body() -> None:
         with open_workspace() as ws:
-            reports = ws.prune(sources or None, dry_run=dry_run, force=force)
+            reports = [r.as_dict() for r in ws.prune(sources or None, dry_run=dry_run, force=force)]
         if as_json:
             print_json({"prunes": reports})
             return

@@ -35,7 +35,7 @@ from headwater.manifest.store import Manifest
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.sync.gates import BatchBuilder, InferredDeletes, SourceIdentity
 from headwater.sync.prune import Pruner, enumerate_objects
-from headwater.sync.report import PruneReport, RunReport
+from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.settings import SourceSettings
 from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, SourceItem, Window
 
@@ -409,7 +409,7 @@ class SyncRunner:
 
     def prune_only(
         self, *, dry_run: bool = False, force: bool = False, lease_seconds: int = LEASE_SECONDS
-    ) -> dict[str, object]:
+    ) -> PruneResult:
         """``headwater prune``: enumerate, compare, and delete (or only report), leased."""
         if not isinstance(self.connector, Enumerating):
             return self.pruner.prune_only(dry_run=dry_run, force=force)
