@@ -38,7 +38,7 @@ def access_dict(record: DocumentRecord) -> dict[str, Any]:
     return {"users": list(access.users), "groups": list(access.groups), "public": access.public}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DocumentReport(JsonView):
     """Everything the manifest knows about one document, and its state in each index."""
 
@@ -106,7 +106,7 @@ class IndexInfo:
     index_version: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StatusReport(JsonView):
     """Sources (configured, then unconfigured ones the manifest still holds), versions,
     indexes with their pending work, and the dead-letter queue."""

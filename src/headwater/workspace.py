@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.clock import utcnow
 from headwater.config import (
@@ -60,6 +60,9 @@ from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access
+
+if TYPE_CHECKING:
+    from headwater.scheduler.history import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -263,7 +266,7 @@ class Workspace:
         interval = parse_duration(section.prune_every)
         if interval is None:
             return True
-        last = self.manifest.runs.last_prune_at(section.id)
+        last = self.last_prune_at(section.id)
         return last is None or utcnow() - last >= interval
 
     def sync(
@@ -523,6 +526,15 @@ class Workspace:
             sources=configured,
             per_document=per_document,
         )
+
+    def schedule_store(self) -> ScheduleStore:
+        """The scheduler's run history and pauses, in this workspace's manifest database."""
+        from headwater.scheduler.history import ScheduleStore
+
+        return ScheduleStore(self.manifest.engine)
+
+    def last_prune_at(self, source_id: str) -> datetime | None:
+        return self.manifest.runs.last_prune_at(source_id)
 
     def run_counts(self, source_id: str) -> RunCounts | None:
         last = self.manifest.runs.latest(source_id)

@@ -63,7 +63,7 @@ class SinkDrift:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReconcileReport(JsonView):
     """The drift found (and repaired) in each index checked."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.errors import ConfigError
+from headwater.jsonview import JsonView
 from headwater.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from headwater.sinks.base import SearchRequest, Sink
 from headwater.types import SearchHit, SearchMode, caller_principals
@@ -43,8 +44,8 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     return ("… " if start else "") + piece
 
 
-@dataclass(frozen=True)
-class SearchResult:
+@dataclass(frozen=True, eq=False)
+class SearchResult(JsonView):
     """One search result: a document's best chunk (or a chunk) with its snippet."""
 
     document_id: str
@@ -83,10 +84,6 @@ class SearchResult:
             "chunk_id": self.chunk_id,
             "ordinal": self.ordinal,
         }
-
-    def __getitem__(self, key: str) -> Any:
-        """Read a field by its JSON key (``result["title"]``), as callers did with dicts."""
-        return self.as_dict()[key]
 
 
 def parse_mode(mode: str) -> SearchMode:

@@ -18,7 +18,7 @@ from headwater.manifest.failures import DEAD, RESOLVED, FailureLedger
 from headwater.manifest.records import SOURCE_STAGES
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RedriveReport(JsonView):
     redriven: int
     resolved: int

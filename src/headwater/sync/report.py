@@ -35,7 +35,7 @@ class PruneReport:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PruneResult(JsonView):
     """``headwater prune`` for one source; ``would_delete`` lists a dry run's first ones."""
 
