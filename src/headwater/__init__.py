@@ -12,6 +12,11 @@ from headwater.errors import (
     NotFoundError,
     TransientError,
 )
+from headwater.indexer.reconcile import ReconcileReport
+from headwater.reports import DocumentReport, StatusReport, SyncResult
+from headwater.search.service import SearchResult
+from headwater.sync.redrive import RedriveReport
+from headwater.sync.report import PruneResult
 from headwater.types import (
     Access,
     Checkpoint,
@@ -34,14 +39,21 @@ __all__ = [
     "ConfigError",
     "CredentialError",
     "Deleted",
+    "DocumentReport",
     "Failure",
     "FatalError",
     "HeadwaterError",
     "ItemError",
     "NotFoundError",
+    "PruneResult",
+    "ReconcileReport",
+    "RedriveReport",
     "SearchHit",
     "SearchMode",
+    "SearchResult",
     "SourceDocument",
+    "StatusReport",
+    "SyncResult",
     "TransientError",
     "Window",
     "Workspace",

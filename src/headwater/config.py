@@ -13,7 +13,6 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,12 +26,12 @@ from pydantic import (
     field_validator,
 )
 
+from headwater.durations import parse_duration  # re-exported: `headwater.config.parse_duration`
 from headwater.errors import ConfigError
+from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.types import Access, normalize_identity
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
-DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 COMMON_SOURCE_KEYS = {
     "id",
     "type",
@@ -46,18 +45,6 @@ COMMON_SOURCE_KEYS = {
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def parse_duration(value: str | int | None) -> timedelta | None:
-    """``"30m"``, ``"6h"``, ``"1d"`` or seconds as an int."""
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return timedelta(seconds=value)
-    match = DURATION.match(value)
-    if not match:
-        raise ValueError(f"{value!r} is not a duration; expected e.g. '30m', '6h' or '1d'")
-    return timedelta(seconds=int(match.group(1)) * DURATION_UNITS[match.group(2)])
 
 
 class WorkspaceSection(Strict):
@@ -129,9 +116,18 @@ class IndexSection(BaseModel):
 class EmbedderSection(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    type: Literal["local", "openai", "fake"] = "local"
+    # An embedder type of the registry (headwater.pipeline.embed.registry).
+    type: str = "local"
     # How the local model runs; part of its model id, so a change means re-indexing.
     runtime: Literal["onnx-int8", "onnx", "torch"] = "onnx-int8"
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        known = available_embedder_types()
+        if value not in known:
+            raise ValueError(f"embedder type {value!r} is not installed; expected one of {known}")
+        return value
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})

@@ -12,36 +12,72 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.clock import utcnow
-from headwater.config import IndexSection, LoadedConfig, SourceSection, load_config, parse_duration
+from headwater.config import (
+    EmbedderSection,
+    IndexSection,
+    LoadedConfig,
+    SourceSection,
+    load_config,
+)
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
+from headwater.durations import parse_duration
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.indexer.indexer import Indexer, IndexTarget
+from headwater.indexer.reconcile import ReconcileReport, reconcile
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
+from headwater.manifest.failures import DEAD
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
+from headwater.pipeline.embed.registry import (
+    EmbedderSpec,
+    cached_embedder,
+    describe_embedder,
+)
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, index_version
+from headwater.reports import (
+    DocumentReport,
+    IndexInfo,
+    StatusReport,
+    SyncResult,
+    document_report,
+    status_report,
+)
+from headwater.search.service import SearchResult, parse_mode, run_search
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
-from headwater.sync.report import PruneReport, RunReport
+from headwater.sync.redrive import RedriveReport, redrive
+from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
+from headwater.sync.settings import SourceSettings
 from headwater.types import Access
-from headwater.workspace_parts.embedders import build_embedder, describe_embedder
-from headwater.workspace_parts.results import SyncResult, document_report
+
+if TYPE_CHECKING:
+    from headwater.scheduler.history import ScheduleStore
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INDEX = IndexSection(name="main", type="sqlite")
+
+
+def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
+    """The ``[embedder]`` table as the plain spec the embedder registry takes."""
+    return EmbedderSpec(
+        type=section.type,
+        runtime=section.runtime,
+        runtime_set="runtime" in section.model_fields_set,
+        options=section.options(),
+    )
 
 
 class Workspace:
@@ -70,7 +106,7 @@ class Workspace:
         if embedder is not None:
             described = (embedder.model_id, embedder.dimension, embedder.max_tokens)
         else:
-            described = describe_embedder(self.config.embedder)
+            described = describe_embedder(embedder_spec(self.config.embedder))
         self._model_id, self._dimension, self._max_tokens = described
         budget = self.config.chunker.max_tokens or self._max_tokens
         self.chunker = ChunkerSettings(
@@ -166,7 +202,7 @@ class Workspace:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = build_embedder(self.config.embedder, self.state_dir)
+            self._embedder = cached_embedder(embedder_spec(self.config.embedder), self.state_dir)
         return self._embedder
 
     def source_section(self, source_id: str) -> SourceSection:
@@ -189,6 +225,12 @@ class Workspace:
             source_id=section.id,
             default_access=access,
             pipeline_version=self.pipeline_version,
+        )
+
+    def source_settings(self, section: SourceSection) -> SourceSettings:
+        """The plain settings the sync layer needs from a source's config section."""
+        return SourceSettings(
+            batch_size=section.batch_size, prune_max_fraction=section.prune_max_fraction
         )
 
     def indexer(self) -> Indexer:
@@ -227,7 +269,7 @@ class Workspace:
         interval = parse_duration(section.prune_every)
         if interval is None:
             return True
-        last = self.manifest.runs.last_prune_at(section.id)
+        last = self.last_prune_at(section.id)
         return last is None or utcnow() - last >= interval
 
     def sync(
@@ -300,7 +342,11 @@ class Workspace:
     ) -> RunReport:
         connector = self.connector(section.id)
         runner = SyncRunner(
-            self.manifest, self.content_store, self.source_identity(section), section, connector
+            self.manifest,
+            self.content_store,
+            self.source_identity(section),
+            self.source_settings(section),
+            connector,
         )
         options = SyncOptions(
             force_prune=force,
@@ -345,13 +391,17 @@ class Workspace:
 
     def prune(
         self, sources: Sequence[str] | None = None, *, dry_run: bool = False, force: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[PruneResult]:
         """Delete documents their source no longer has (complete enumeration required)."""
-        reports: list[dict[str, Any]] = []
+        reports: list[PruneResult] = []
         for section in self._selected(sources):
             connector = self.connector(section.id)
             runner = SyncRunner(
-                self.manifest, self.content_store, self.source_identity(section), section, connector
+                self.manifest,
+                self.content_store,
+                self.source_identity(section),
+                self.source_settings(section),
+                connector,
             )
             reports.append(
                 runner.prune_only(
@@ -385,7 +435,7 @@ class Workspace:
         *,
         source: str | None = None,
         object_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> DocumentReport:
         record: DocumentRecord | None
         if document_id:
             record = self.manifest.document(document_id)
@@ -404,10 +454,71 @@ class Workspace:
     def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
         return self.manifest.failures.list(source_id=source, stage=stage)
 
-    def status(self) -> dict[str, Any]:
-        from headwater.workspace_parts.results import status_report
+    def dead_letters(
+        self, source: str | None = None, stage: str | None = None
+    ) -> list[FailureRecord]:
+        """The dead-letter queue (deletes first)."""
+        return self.manifest.failures.list(source_id=source, stage=stage, statuses=(DEAD,))
 
-        return status_report(self)
+    def failure(self, entry_id: int) -> FailureRecord | None:
+        return self.manifest.failures.get(entry_id)
+
+    def drop_failures(self, entry_ids: Sequence[int]) -> int:
+        """Forget failure entries (the documents stay as they are)."""
+        return self.manifest.failures.drop(list(entry_ids))
+
+    def redrive(
+        self,
+        entry_ids: Sequence[int] = (),
+        *,
+        all_entries: bool = False,
+        stage: str | None = None,
+        rate: float = 0.0,
+    ) -> RedriveReport:
+        """Replay DLQ entries through the normal pipeline; successes resolve them."""
+        configured = {s.id for s in self.config.source}
+        return redrive(
+            self.manifest.failures,
+            entry_ids,
+            resync=lambda ids: self.sync([s for s in ids if s in configured], index=True),
+            reindex=lambda ids: self.index(only=ids),
+            all_entries=all_entries,
+            stage=stage,
+            rate=rate,
+        )
+
+    def reconcile(self, sink_name: str | None = None, *, repair: bool = False) -> ReconcileReport:
+        """Compare the manifest with each index (or ``sink_name``); ``repair`` fixes drift."""
+        if sink_name is not None:
+            self.sink(sink_name)  # raises the ConfigError naming the configured indexes
+        names = [s.name for s in self.index_sections if sink_name in (None, s.name)]
+        return reconcile(
+            self.manifest,
+            [(name, self.sink(name)) for name in names],
+            lambda ids: self.index(only=ids),
+            repair=repair,
+        )
+
+    def status(self) -> StatusReport:
+        from headwater.scheduler.plans import schedule_status
+
+        return status_report(
+            self.manifest,
+            [(s.id, s.type) for s in self.config.source],
+            schedule_status(self),
+            [IndexInfo(s.name, s.type, self.index_version(s)) for s in self.index_sections],
+            pipeline_version=self.pipeline_version,
+            content_version=self.content_version,
+            executor=self._executor_status(),
+        )
+
+    def _executor_status(self) -> dict[str, Any]:
+        """``{"type": "local"}``, or the Celery queues, lease owners and index claims."""
+        if self.config.executor.type != "celery":
+            return {"type": "local"}
+        from headwater.executor.observe import executor_status
+
+        return executor_status(self)
 
     def search(
         self,
@@ -420,22 +531,43 @@ class Workspace:
         sources: Sequence[str] | None = None,
         index: str | None = None,
         per_document: bool = True,
-    ) -> list[dict[str, Any]]:
+    ) -> list[SearchResult]:
         """Search as a user; one result per document (its best chunk) unless
-        ``per_document=False``, which returns the top chunks themselves."""
-        from headwater.search.service import run_search
-
+        ``per_document=False``, which returns the top chunks themselves. Every configured
+        index serving the mode is asked and the lists fused; ``index`` asks that one only."""
+        parse_mode(mode)  # a bad mode is refused before any index is opened
+        if k < 1:
+            raise ConfigError(f"--k {k} must be at least 1")
+        # Only configured sources are searchable: a source removed from the config stays in
+        # the indexes until `headwater source remove`, but it is never returned.
+        configured = [s.id for s in self.config.source]
+        if sources:
+            for source_id in sources:
+                self.source_section(source_id)  # a ConfigError names the configured sources
+            configured = [s for s in configured if s in set(sources)]
+        if not configured:
+            return []
+        names = [index] if index else [s.name for s in self.index_sections]
         return run_search(
-            self,
+            [(name, self.sink(name)) for name in names],
+            lambda text: self.embedder.embed([text])[0],
             query,
             user=user,
             groups=groups,
             k=k,
             mode=mode,
-            sources=sources,
-            index=index,
+            sources=configured,
             per_document=per_document,
         )
+
+    def schedule_store(self) -> ScheduleStore:
+        """The scheduler's run history and pauses, in this workspace's manifest database."""
+        from headwater.scheduler.history import ScheduleStore
+
+        return ScheduleStore(self.manifest.engine)
+
+    def last_prune_at(self, source_id: str) -> datetime | None:
+        return self.manifest.runs.last_prune_at(source_id)
 
     def run_counts(self, source_id: str) -> RunCounts | None:
         last = self.manifest.runs.latest(source_id)

@@ -125,7 +125,7 @@ def test_prune_streams_candidates_in_pages_of_500(tmp_path: Path, manifest_url: 
             ws.manifest,
             ws.content_store,
             ws.source_identity(section),
-            section,
+            ws.source_settings(section),
             ws.connector("mem"),
         )
         deleted_at_each_commit: list[int] = []

@@ -231,9 +231,7 @@ def test_7_the_dlq_shows_the_failing_stage_and_redrive_resolves_it(
         # Dead-lettered work is not retried by every index pass.
         assert ws.index().failed == 0
     with open_memory(tmp_path, manifest_url, source) as ws:  # the cause is fixed
-        from headwater.sync.redrive import redrive
-
-        report = redrive(ws, [dead[0].entry_id])
+        report = ws.redrive([dead[0].entry_id])
         assert report == {"redriven": 1, "resolved": 1, "still_failing": 0}
         doc = ws.document(source="mem", object_id="id-5")
         assert doc["indexes"]["lite"]["applied_revision"] == doc["revision"]

@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 from sqlalchemy import select
 
 from headwater import Workspace
-from headwater.indexer.reconcile import reconcile
 from headwater.manifest.schema import tombstones
 from headwater.pipeline.embed.fake import FakeEmbedder
 from headwater.sinks.base import WriteOutcome
@@ -35,7 +34,7 @@ def test_an_index_is_rebuilt_from_the_manifest_without_touching_the_source(
     shutil.rmtree(corpus)  # the source is gone: only the manifest and content store remain
     with Workspace.open(config) as ws:
         assert ws.search("vacation days", groups=["staff"], mode="keyword") == []
-        reconcile(ws, repair=True)
+        ws.reconcile(repair=True)
         after = ws.search("vacation days", groups=["staff"], mode="keyword")
         assert [h["chunk_id"] for h in after] == [h["chunk_id"] for h in before]
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from headwater import Workspace
-from headwater.indexer.reconcile import reconcile
 from headwater.manifest.index_state import Applied
 from headwater.manifest.records import FailureWrite
 from headwater.types import Access, Chunk, EmbeddedChunk, IndexDocument
@@ -82,7 +81,7 @@ def test_reconcile_finds_and_repairs_a_lost_index_and_an_orphan(
     )
     with Workspace.open(config) as ws:
         ws.sync()
-        clean = reconcile(ws)
+        clean = ws.reconcile()
         assert all(s["in_sync"] for s in clean["sinks"].values())
         assert clean["sinks"]["lite"]["checked"] == 5
         orphan = IndexDocument("f" * 64, "docs", "ghost", "ghost://", Access(public=True))
@@ -92,13 +91,13 @@ def test_reconcile_finds_and_repairs_a_lost_index_and_an_orphan(
         ws.sink("vectors").replace(orphan, [EmbeddedChunk(chunk, [0.25] * 16)], 1)
     (tmp_path / "state" / "index-lite.db").unlink()  # the embedded index is lost
     with Workspace.open(config) as ws:
-        found = reconcile(ws)
+        found = ws.reconcile()
         assert found["sinks"]["lite"]["missing"] == 5 and not found["sinks"]["lite"]["in_sync"]
         assert found["sinks"]["vectors"]["orphans"] == 1
-        repaired = reconcile(ws, repair=True)
+        repaired = ws.reconcile(repair=True)
         assert repaired["sinks"]["lite"]["repaired"] == 5
         assert repaired["sinks"]["vectors"]["repaired"] == 1
-        after = reconcile(ws)
+        after = ws.reconcile()
         assert all(s["in_sync"] for s in after["sinks"].values()), after
         assert ws.search("vacation days", groups=["staff"], index="lite")
         assert ws.sink("vectors").count("f" * 64) == 0
@@ -186,7 +185,7 @@ def test_a_document_re_created_after_its_tombstone_was_purged_is_searchable(
         assert record is not None and record.revision > purged_at  # never backwards
         for name in ("lite", "vectors"):
             assert doc_id in docs_in(ws, "reimbursement limit meals", ["staff"], name), name
-        assert all(s["in_sync"] for s in reconcile(ws)["sinks"].values())
+        assert all(s["in_sync"] for s in ws.reconcile()["sinks"].values())
         assert ws.failures() == []
 
 
@@ -243,7 +242,7 @@ def test_an_acl_change_on_a_document_an_index_lost_rewrites_it(
         for name in ("lite", "vectors"):
             assert docs_in(ws, "vacation days", ["hr"], name), name
             assert not docs_in(ws, "vacation days", ["staff"], name), name
-        assert all(s["in_sync"] for s in reconcile(ws)["sinks"].values())
+        assert all(s["in_sync"] for s in ws.reconcile()["sinks"].values())
         vacation = ws.document(source="docs", object_id="guides/vacation.md")
         assert vacation["indexes"]["lite"]["chunks"] > 0
 
@@ -263,10 +262,10 @@ def test_reconcile_counts_an_applied_document_with_no_chunks_as_missing(
         ws.manifest.index_state.record_applied("main", [zero])  # as the old ABSENT bug did
     (tmp_path / "state" / "index-main.db").unlink()
     with Workspace.open(config) as ws:
-        found = reconcile(ws)["sinks"]["main"]
+        found = ws.reconcile()["sinks"]["main"]
         assert not found["in_sync"] and found["missing"] == 5, found
-        reconcile(ws, repair=True)
-        assert reconcile(ws)["sinks"]["main"]["in_sync"]
+        ws.reconcile(repair=True)
+        assert ws.reconcile()["sinks"]["main"]["in_sync"]
 
 
 def test_repair_after_a_crash_before_the_record_re_applies_active_documents(
@@ -282,10 +281,10 @@ def test_repair_after_a_crash_before_the_record_re_applies_active_documents(
     killed = cli(tmp_path, "sync", failpoint="after_sink_write_before_record")
     assert killed.returncode == -9, killed.stderr
     with Workspace.open(config) as ws:
-        found = reconcile(ws)["sinks"]["lite"]
+        found = ws.reconcile()["sinks"]["lite"]
         assert found["orphans"] == 0 and found["unconfirmed"] == 5, found
-        reconcile(ws, repair=True)
-        after = reconcile(ws)
+        ws.reconcile(repair=True)
+        after = ws.reconcile()
         assert all(s["in_sync"] for s in after["sinks"].values()), after
         for name in ("lite", "vectors"):
             assert docs_in(ws, "vacation days", ["staff"], name), name
@@ -323,4 +322,4 @@ def test_an_index_of_a_lost_manifest_never_serves_its_old_permissions(
             assert docs_in(ws, "vacation days", ["hr"], name), name
             assert not docs_in(ws, "vacation days", ["staff"], name), name
             assert expenses not in docs_in(ws, "reimbursement limit", ["hr", "staff"], name)
-        assert all(s["in_sync"] for s in reconcile(ws)["sinks"].values())
+        assert all(s["in_sync"] for s in ws.reconcile()["sinks"].values())

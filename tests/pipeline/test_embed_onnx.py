@@ -21,8 +21,9 @@ from headwater.errors import ConfigError, FatalError
 from headwater.pipeline.embed import LOCAL_MODEL_ID, LocalEmbedder
 from headwater.pipeline.embed.onnx import OnnxEmbedder
 from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample
+from headwater.pipeline.embed.registry import describe_embedder
 from headwater.pipeline.version import chunking_version, content_version, index_version
-from headwater.workspace_parts.embedders import describe_embedder
+from headwater.workspace import embedder_spec
 
 # Not the gate sample: texts the gate never saw.
 HELD_OUT = [
@@ -140,7 +141,7 @@ def test_the_runtime_is_part_of_the_model_id_and_the_index_version(tmp_path: Pat
         section = EmbedderSection.model_validate(
             {"type": "local", "runtime": runtime, "cache_dir": str(tmp_path)}
         )
-        model_id, dimension, max_tokens = describe_embedder(section)
+        model_id, dimension, max_tokens = describe_embedder(embedder_spec(section))
         assert (dimension, max_tokens) == (384, 254)
         embedder = {"type": "local", "model": model_id, "dimension": dimension}
         chunking = chunking_version(content_version({}), "c1", {}, embedder)
@@ -154,4 +155,4 @@ def test_the_runtime_is_part_of_the_model_id_and_the_index_version(tmp_path: Pat
 def test_runtime_is_refused_for_a_remote_or_fake_embedder() -> None:
     section = EmbedderSection.model_validate({"type": "fake", "runtime": "onnx"})
     with pytest.raises(ConfigError, match="applies to the local model only"):
-        describe_embedder(section)
+        describe_embedder(embedder_spec(section))

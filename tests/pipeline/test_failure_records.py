@@ -14,7 +14,6 @@ from test_zip_limits import Entry, deflate_zeros, docx_entries, write_zip
 
 from headwater import Workspace
 from headwater.pipeline.chunk import DEFAULT_MAX_DOCUMENT_CHARS
-from headwater.sync.redrive import redrive
 from workspace_helpers import filesystem_source, write_config
 
 
@@ -94,7 +93,7 @@ def test_max_document_chars_is_set_in_the_chunker_section(
         extra="[chunker]\nmax_document_chars = 1000\n",
     )
     with Workspace.open(config) as ws:
-        report = redrive(ws, [], stage="chunk")
+        report = ws.redrive([], stage="chunk")
         assert (report["redriven"], report["resolved"]) == (1, 1)
         assert ws.failures() == []
         titles = {hit["title"] for hit in ws.search("river", mode="keyword")}

@@ -10,6 +10,7 @@ from typing import NoReturn
 import pytest
 
 from headwater.errors import ConfigError, FatalError, ItemError
+from headwater.search.service import run_search
 from headwater.sinks.base import WriteOutcome
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink, fts_query
 from headwater.sinks.sqlite._driver import DRIVERS, DriverUnavailable, connect
@@ -152,12 +153,25 @@ def test_ubiquitous_terms_are_skipped_only_when_the_rest_fills_k(sink: SqliteSin
     assert [h.text.split()[1] for h in more[:3]] == ["special"] * 3
 
 
-def test_hybrid_fuses_vector_and_keyword_lists(sink: SqliteSink) -> None:
+def test_hybrid_is_fused_by_the_search_service_not_the_sink(sink: SqliteSink) -> None:
     doc = make_document("hybrid", Access(public=True))
     sink.replace(doc, make_chunks(doc, ["hybrid lemon", "hybrid orange", "hybrid lime"]), 1)
-    # The vector points at "lime", the words at "orange": both must be in the top 2.
-    req = ask(SearchMode.HYBRID, text="orange", vector=unit_vector("hybrid lime"), k=2)
-    assert {h.text for h in sink.search(req)} == {"hybrid orange", "hybrid lime"}
+    # The vector points at "lime", the words at "orange": fused, both are in the top 2.
+    found = run_search(
+        [("main", sink)],
+        lambda text: unit_vector("hybrid lime"),
+        "orange",
+        user=None,
+        groups=(),
+        k=2,
+        mode="hybrid",
+        sources=[doc.source],
+        per_document=False,
+    )
+    assert {r.chunk for r in found} == {"hybrid orange", "hybrid lime"}
+    # The sink itself answers plain requests only (no search <-> sinks import cycle).
+    with pytest.raises(ConfigError, match="hybrid search is fused"):
+        sink.search(ask(SearchMode.HYBRID, text="orange", vector=unit_vector("lime"), k=2))
     # Without a vector, hybrid is keyword search.
     req = ask(SearchMode.HYBRID, text="orange", k=2)
     assert [h.text for h in sink.search(req)] == ["hybrid orange"]

@@ -89,13 +89,14 @@ async def search(
     request.app.state.metrics.search_latency.labels(body.mode).observe(
         time.perf_counter() - started
     )
-    return {"results": results}
+    return {"results": [r.as_dict() for r in results]}
 
 
 @router.get("/v1/status", tags=["status"])
 async def status(request: Request, _c: Annotated[Caller, Depends(require("admin"))]) -> Json:
     """``headwater status --json``."""
-    return await run_in_threadpool(service_of(request).ws.status)
+    ws = service_of(request).ws
+    return await run_in_threadpool(lambda: ws.status().as_dict())
 
 
 @router.get("/v1/sources", tags=["sources"])

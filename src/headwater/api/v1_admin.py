@@ -16,10 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from headwater.api.auth import Caller, require
 from headwater.api.deps import service_of
 from headwater.errors import ConfigError, NotFoundError
-from headwater.indexer.reconcile import reconcile as run_reconcile
 from headwater.manifest.failures import DEAD
-from headwater.sync.redrive import redrive as run_redrive
-from headwater.workspace_parts.results import failure_dict
+from headwater.reports import failure_dict
 
 router = APIRouter()
 Json = dict[str, Any]
@@ -30,7 +28,8 @@ EntryId = Annotated[int, Path(ge=0, le=2**62)]  # the manifest's integer range
 @router.get("/v1/documents/{document_id}", tags=["documents"])
 async def document(document_id: str, request: Request, _c: Admin) -> Json:
     """``headwater doc show DOCUMENT_ID --json``."""
-    return await run_in_threadpool(service_of(request).ws.document, document_id)
+    ws = service_of(request).ws
+    return await run_in_threadpool(lambda: ws.document(document_id).as_dict())
 
 
 @router.get("/v1/documents", tags=["documents"])
@@ -43,7 +42,9 @@ async def document_by_object(
             "give both `source` and `object` query parameters (or GET /v1/documents/{id})."
         )
     ws = service_of(request).ws
-    return await run_in_threadpool(ws.document, None, source=source, object_id=object)
+    return await run_in_threadpool(
+        lambda: ws.document(None, source=source, object_id=object).as_dict()
+    )
 
 
 @router.get("/v1/failures", tags=["failures"])
@@ -93,7 +94,7 @@ async def redrive(body: RedriveRequest, request: Request, _c: Admin) -> Json:
 
     def work() -> Json:
         with service.index_lock:
-            return run_redrive(service.ws, body.ids, all_entries=body.all, stage=body.stage)
+            return service.ws.redrive(body.ids, all_entries=body.all, stage=body.stage).as_dict()
 
     return await run_in_threadpool(work)
 
@@ -124,7 +125,7 @@ async def reconcile(request: Request, _c: Admin, body: ReconcileRequest | None =
 
     def work() -> Json:
         with service.index_lock:
-            return run_reconcile(service.ws, sink_name=options.sink, repair=options.repair)
+            return service.ws.reconcile(options.sink, repair=options.repair).as_dict()
 
     return await run_in_threadpool(work)
 

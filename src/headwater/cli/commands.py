@@ -21,7 +21,7 @@ from headwater.cli.app import (
 )
 from headwater.cli.progress import reporter
 from headwater.cli.runlog import log_sync, sync_exit
-from headwater.workspace_parts.results import failure_dict
+from headwater.reports import failure_dict
 
 TEMPLATE = Path(__file__).with_name("init_template.toml")
 
@@ -163,7 +163,7 @@ def status(
 
     def body() -> None:
         with open_workspace() as ws:
-            report = ws.status()
+            report = ws.status().as_dict()
         if as_json:
             print_json(report)
             return
@@ -221,13 +221,13 @@ def search(
                 per_document=not chunks,
             )
         if as_json:
-            print_json({"results": results})
+            print_json({"results": [r.as_dict() for r in results]})
             return
         if not results:
             out.print("no results visible to this user")
         for n, r in enumerate(results, 1):
             out.print(
-                f"[bold]{n}. {safe(r['title'])}[/]  ({safe(r['source'])}, score {r['score']:.4f})\n   {safe(r['locator'])}\n   {safe(r['snippet'])}"
+                f"[bold]{n}. {safe(r.title)}[/]  ({safe(r.source)}, score {r.score:.4f})\n   {safe(r.locator)}\n   {safe(r.snippet)}"
             )
 
     run_command(body)
@@ -244,7 +244,7 @@ def doc_show(
 
     def body() -> None:
         with open_workspace() as ws:
-            report = ws.document(document_id, source=source, object_id=object_id)
+            report = ws.document(document_id, source=source, object_id=object_id).as_dict()
         if as_json:
             print_json(report)
         else:

@@ -6,9 +6,7 @@ import typer
 
 from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe, usage_error
 from headwater.errors import NotFoundError
-from headwater.manifest.failures import DEAD
-from headwater.sync.redrive import redrive as run_redrive
-from headwater.workspace_parts.results import failure_dict
+from headwater.reports import failure_dict
 
 dlq_app = typer.Typer(
     help="The dead-letter queue of documents that exhausted their attempts.", no_args_is_help=True
@@ -28,10 +26,7 @@ def dlq_list(
 
     def body() -> None:
         with open_workspace() as ws:
-            rows = [
-                failure_dict(f)
-                for f in ws.manifest.failures.list(source_id=source, stage=stage, statuses=(DEAD,))
-            ]
+            rows = [failure_dict(f) for f in ws.dead_letters(source, stage)]
         if as_json:
             print_json({"entries": rows})
             return
@@ -59,7 +54,7 @@ def dlq_show(
 
     def body() -> None:
         with open_workspace() as ws:
-            entry = ws.manifest.failures.get(entry_id)
+            entry = ws.failure(entry_id)
         if entry is None:
             raise NotFoundError(f"no DLQ entry #{entry_id}; list them with `headwater dlq list`.")
         data = failure_dict(entry)
@@ -86,11 +81,9 @@ def dlq_redrive(
 
     def body() -> None:
         with open_workspace() as ws:
-            report = run_redrive(
-                ws, entry_ids or [], all_entries=all_entries, stage=stage, rate=rate
-            )
+            report = ws.redrive(entry_ids or [], all_entries=all_entries, stage=stage, rate=rate)
         if as_json:
-            print_json(report)
+            print_json(report.as_dict())
         else:
             out.print(
                 f"redriven {report['redriven']}: {report['resolved']} resolved, {report['still_failing']} still failing"
@@ -105,7 +98,7 @@ def dlq_drop(entry_ids: list[int] = typer.Argument(..., help="Entry ids to forge
 
     def body() -> None:
         with open_workspace() as ws:
-            dropped = ws.manifest.failures.drop(entry_ids)
+            dropped = ws.drop_failures(entry_ids)
         out.print(f"dropped {dropped} entries")
 
     run_command(body)

@@ -7,7 +7,6 @@ import typer
 from headwater.cli import exits
 from headwater.cli.app import app, err, open_workspace, out, print_json, run_command, safe
 from headwater.cli.progress import reporter
-from headwater.indexer.reconcile import reconcile as run_reconcile
 
 
 @app.command()
@@ -23,7 +22,9 @@ def prune(
         with open_workspace() as ws, reporter(err, as_json=as_json) as bars:
             ws.index_progress = bars.index
             with bars.phase("prune (enumerating sources)"):
-                reports = ws.prune(sources or None, dry_run=dry_run, force=force)
+                reports = [
+                    r.as_dict() for r in ws.prune(sources or None, dry_run=dry_run, force=force)
+                ]
         if as_json:
             print_json({"prunes": reports})
             return exits.for_prunes(reports)
@@ -94,7 +95,7 @@ def reconcile(
             reporter(err, as_json=as_json) as bars,
             bars.phase("reconcile"),
         ):
-            report = run_reconcile(ws, sink_name=sink, repair=repair)
+            report = ws.reconcile(sink, repair=repair).as_dict()
         if as_json:
             print_json(report)
             return exits.for_reconcile(report, repair=repair)

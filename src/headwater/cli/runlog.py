@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from headwater.cli import exits
-from headwater.workspace_parts.results import SyncResult
+from headwater.reports import SyncResult
 
 log = logging.getLogger("headwater.cli")
 

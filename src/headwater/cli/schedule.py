@@ -20,7 +20,6 @@ from headwater.cli.ops import source_app  # one `source` group: remove, pause, r
 from headwater.errors import NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.daemon import Scheduler
-from headwater.scheduler.history import ScheduleStore
 
 RUN_STATUSES = ("running", "succeeded", "completed_with_errors", "failed", "cancelled")
 
@@ -98,9 +97,7 @@ def runs(
         with open_workspace() as ws:
             if args:
                 ws.source_section(args[0])
-            rows = ScheduleStore(ws.manifest.engine).list_runs(
-                args[0] if args else None, status, limit
-            )
+            rows = ws.schedule_store().list_runs(args[0] if args else None, status, limit)
         if as_json:
             print_json({"runs": rows})
         elif rows:
@@ -114,7 +111,7 @@ def runs(
 def _show(run_id: str, as_json: bool) -> None:
     def body() -> None:
         with open_workspace() as ws:
-            row = ScheduleStore(ws.manifest.engine).get_run(run_id)
+            row = ws.schedule_store().get_run(run_id)
         if row is None:
             raise NotFoundError(f"no run {run_id!r}; list run ids with `headwater runs --json`.")
         if as_json:
@@ -130,7 +127,7 @@ def _switch(source_id: str, paused: bool, as_json: bool) -> None:
     def body() -> None:
         with open_workspace() as ws:
             ws.source_section(source_id)
-            changed = ScheduleStore(ws.manifest.engine).set_paused(source_id, paused, lease_owner())
+            changed = ws.schedule_store().set_paused(source_id, paused, lease_owner())
         if as_json:
             print_json({"source": source_id, "paused": paused, "changed": changed})
             return

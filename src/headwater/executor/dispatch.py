@@ -24,8 +24,8 @@ from headwater.executor.celery_app import INDEX_TASK, SYNC_TASK, create_app
 from headwater.executor.checks import executor_warnings
 from headwater.executor.queued import QueueMarkers
 from headwater.indexer.report import IndexReport
+from headwater.reports import SyncResult
 from headwater.sync.report import RunReport
-from headwater.workspace_parts.results import SyncResult
 
 if TYPE_CHECKING:
     from headwater.workspace import Workspace

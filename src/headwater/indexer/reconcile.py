@@ -14,17 +14,17 @@ Pending work (a revision not yet applied, not held) is not drift. Safe at any ti
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from headwater.errors import FatalError
+from headwater.jsonview import JsonView
 from headwater.manifest.records import ACTIVE, DocumentRecord
 from headwater.sinks.base import InventoryRow, Sink
 
 if TYPE_CHECKING:
     from headwater.manifest.store import Manifest
-    from headwater.workspace import Workspace
 
 SAMPLE = 50
 PAGE = 1000
@@ -63,19 +63,34 @@ class SinkDrift:
         }
 
 
+@dataclass(frozen=True, eq=False)
+class ReconcileReport(JsonView):
+    """The drift found (and repaired) in each index checked."""
+
+    sinks: Mapping[str, SinkDrift]
+    repair: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sinks": {n: d.as_dict() for n, d in self.sinks.items()}, "repair": self.repair}
+
+
 def reconcile(
-    ws: Workspace, *, sink_name: str | None = None, repair: bool = False
-) -> dict[str, Any]:
-    names = [s.name for s in ws.index_sections if sink_name is None or s.name == sink_name]
-    if sink_name is not None and not names:
-        ws.sink(sink_name)  # raises the ConfigError naming the configured indexes
-    report: dict[str, Any] = {}
-    for name in names:
-        drift = compare(ws.manifest, ws.sink(name), name)
+    manifest: Manifest,
+    sinks: Sequence[tuple[str, Sink]],
+    reindex: Callable[[list[str]], object],
+    *,
+    repair: bool = False,
+) -> ReconcileReport:
+    """Compare ``manifest`` with each (name, sink); with ``repair``, fix the drift.
+
+    ``reindex(document_ids)`` re-applies documents from stored content (the indexer)."""
+    report: dict[str, SinkDrift] = {}
+    for name, sink in sinks:
+        drift = compare(manifest, sink, name)
         if repair and drift.drifted:
-            drift.repaired = _repair(ws, name, drift)
-        report[name] = drift.as_dict()
-    return {"sinks": report, "repair": repair}
+            drift.repaired = _repair(manifest, sink, name, drift, reindex)
+        report[name] = drift
+    return ReconcileReport(report, repair)
 
 
 Expected = tuple[int, int] | None  # (applied revision, chunks) the manifest recorded
@@ -147,11 +162,16 @@ def _classify(
         drift.chunk_mismatch.append(doc_id)
 
 
-def _repair(ws: Workspace, name: str, drift: SinkDrift) -> int:
-    sink = ws.sink(name)
+def _repair(
+    manifest: Manifest,
+    sink: Sink,
+    name: str,
+    drift: SinkDrift,
+    reindex: Callable[[list[str]], object],
+) -> int:
     unknown: list[str] = []
     for doc_id in drift.orphans:
-        record = ws.manifest.document(doc_id)
+        record = manifest.document(doc_id)
         if record is not None and record.state == ACTIVE:
             continue  # never an orphan; compare() does not produce this
         revision = max(sink.revision(doc_id) or 0, record.revision if record else 0)
@@ -162,6 +182,6 @@ def _repair(ws: Workspace, name: str, drift: SinkDrift) -> int:
         sink.forget_tombstones(unknown)
     redo = drift.redo
     if redo:
-        ws.manifest.index_state.forget(name, redo)
-        ws.index(only=redo)
+        manifest.index_state.forget(name, redo)
+        reindex(redo)
     return len(drift.orphans) + len(redo)

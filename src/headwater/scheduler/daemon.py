@@ -31,11 +31,11 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from headwater.clock import utcnow
-from headwater.config import SourceSection, parse_duration
+from headwater.config import SourceSection
+from headwater.durations import parse_duration
 from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, decide
-from headwater.scheduler.history import ScheduleStore
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
@@ -242,7 +242,7 @@ class Scheduler:
     # -- one run -------------------------------------------------------------------------
 
     def _run_one(self, ws: Workspace, section: SourceSection, kind: str) -> Outcome:
-        store = ScheduleStore(ws.manifest.engine)
+        store = ws.schedule_store()
         try:
             result = ws.sync([section.id], index=False)
         except IntegrityError:
@@ -304,7 +304,7 @@ class Scheduler:
             tombstones = self.ws.manifest.purge_tombstones(
                 self.ws.config.sync.tombstone_retention_days
             )
-            runs = ScheduleStore(self.ws.manifest.engine).purge_runs(now - keep)
+            runs = self.ws.schedule_store().purge_runs(now - keep)
         except HeadwaterError as exc:
             log.error("housekeeping failed (retried in 10 minutes): %s", exc)
             return

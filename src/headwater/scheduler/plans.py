@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from headwater.clock import iso, utcnow
-from headwater.config import SourceSection, parse_duration
+from headwater.config import SourceSection
 from headwater.connectors import load_connector_class
+from headwater.durations import parse_duration
 from headwater.scheduler.due import Backoff, Decision, SourceState, decide
-from headwater.scheduler.history import ScheduleStore
 
 if TYPE_CHECKING:
     from headwater.workspace import Workspace
@@ -47,7 +47,7 @@ def source_states(
     sections: Sequence[SourceSection],
     holds: Mapping[str, datetime] | None = None,
 ) -> list[SourceState]:
-    store = ScheduleStore(ws.manifest.engine)
+    store = ws.schedule_store()
     paused = store.paused()
     states = []
     for section in sections:
@@ -59,7 +59,7 @@ def source_states(
                 prune_every=parse_duration(section.prune_every),
                 can_prune=can_enumerate(ws, section),
                 last_started_at=history.last_started_at,
-                last_prune_at=ws.manifest.runs.last_prune_at(section.id),
+                last_prune_at=ws.last_prune_at(section.id),
                 consecutive_failures=history.consecutive_failures,
                 last_failure_at=history.last_failure_at,
                 interrupted=history.interrupted,

@@ -1,23 +1,27 @@
-"""Permission-aware search over one configured index.
+"""Permission-aware search fanned out over the configured indexes, fused here.
 
-The caller's principals are their email, their groups and PUBLIC (invariant 12); the
+The caller's principals are their email, their groups and PUBLIC (invariant 12); each
 sink filters by them, and by the configured source ids, inside the search, never after
-the top-k. Hybrid mode fuses vector
-and keyword results by reciprocal rank; on a sink without keyword search it is vector.
+the top-k. Sinks answer only plain requests (``SearchMode.VECTOR`` or
+``SearchMode.KEYWORD``); this module asks every index that serves the wanted mode
+(vectors from one, keywords from another, or both from one sqlite index) and fuses the
+ranked lists by reciprocal rank (``search.fusion``). Hybrid uses whichever halves some
+index serves: it is vector search only when no index serves keywords, and vice versa.
+It takes the parts it uses (named sinks, an embedding function), never a Workspace.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from headwater.errors import ConfigError
-from headwater.sinks.base import SearchRequest
+from headwater.jsonview import JsonView
+from headwater.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from headwater.sinks.base import SearchRequest, Sink
 from headwater.types import SearchHit, SearchMode, caller_principals
-
-if TYPE_CHECKING:
-    from headwater.workspace import Workspace
 
 SNIPPET_CHARS = 240
 OVERFETCH = 4  # chunks asked of the sink per document result wanted
@@ -40,77 +44,119 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     return ("… " if start else "") + piece
 
 
-def hit_dict(hit: SearchHit, query: str) -> dict[str, Any]:
-    return {
-        "document_id": hit.document_id,
-        "title": hit.title,
-        "locator": hit.locator,
-        "source": hit.source,
-        "score": round(float(hit.score), 6),
-        "snippet": snippet(hit.text, query),
-        "chunk": hit.text,
-        "chunk_id": hit.chunk_id,
-        "ordinal": hit.ordinal,
-    }
+@dataclass(frozen=True, eq=False)
+class SearchResult(JsonView):
+    """One search result: a document's best chunk (or a chunk) with its snippet."""
+
+    document_id: str
+    title: str
+    locator: str
+    source: str
+    score: float
+    snippet: str
+    chunk: str
+    chunk_id: str
+    ordinal: int
+
+    @classmethod
+    def from_hit(cls, hit: SearchHit, query: str) -> SearchResult:
+        return cls(
+            document_id=hit.document_id,
+            title=hit.title,
+            locator=hit.locator,
+            source=hit.source,
+            score=round(float(hit.score), 6),
+            snippet=snippet(hit.text, query),
+            chunk=hit.text,
+            chunk_id=hit.chunk_id,
+            ordinal=hit.ordinal,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "title": self.title,
+            "locator": self.locator,
+            "source": self.source,
+            "score": self.score,
+            "snippet": self.snippet,
+            "chunk": self.chunk,
+            "chunk_id": self.chunk_id,
+            "ordinal": self.ordinal,
+        }
+
+
+def parse_mode(mode: str) -> SearchMode:
+    try:
+        return SearchMode(mode)
+    except ValueError as exc:
+        raise ConfigError(
+            f"--mode {mode!r} is not a search mode; expected hybrid, vector or keyword"
+        ) from exc
 
 
 def run_search(
-    ws: Workspace,
+    sinks: Sequence[tuple[str, Sink]],
+    embed: Callable[[str], Sequence[float]],
     query: str,
     *,
     user: str | None,
     groups: Sequence[str],
     k: int,
     mode: str,
-    sources: Sequence[str] | None,
-    index: str | None,
+    sources: Sequence[str],
     per_document: bool = True,
-) -> list[dict[str, Any]]:
-    try:
-        search_mode = SearchMode(mode)
-    except ValueError as exc:
-        raise ConfigError(
-            f"--mode {mode!r} is not a search mode; expected hybrid, vector or keyword"
-        ) from exc
+) -> list[SearchResult]:
+    """Search ``sinks`` (name, sink) for ``query`` as the caller, within ``sources``.
+
+    ``embed`` turns the query into its vector; it is called only when some sink is asked
+    for vectors, so a keyword search never loads the model.
+    """
+    search_mode = parse_mode(mode)
     if k < 1:
         raise ConfigError(f"--k {k} must be at least 1")
-    # Only configured sources are searchable: a source removed from the config stays in
-    # the indexes until `headwater source remove`, but it is never returned.
-    configured = [s.id for s in ws.config.source]
-    if sources:
-        for source_id in sources:
-            ws.source_section(source_id)  # a ConfigError names the configured sources
-        wanted = [s for s in configured if s in set(sources)]
-    else:
-        wanted = configured
-    if not wanted:
+    if not sources:
         return []
-    name = index or ws.index_sections[0].name
-    sink = ws.sink(name)
-    caps = sink.capabilities
-    if search_mode is SearchMode.KEYWORD and not caps.keyword:
+    vector_sinks = [(n, s) for n, s in sinks if s.capabilities.vector]
+    keyword_sinks = [(n, s) for n, s in sinks if s.capabilities.keyword]
+    names = ", ".join(repr(n) for n, _ in sinks)
+    if search_mode is SearchMode.KEYWORD and not keyword_sinks:
         raise ConfigError(
-            f"index {name!r} has no keyword search; use --mode vector or another index"
+            f"index {names} has no keyword search; use --mode vector or another index"
         )
-    if search_mode is SearchMode.HYBRID and not caps.keyword:
-        search_mode = SearchMode.VECTOR
-    if search_mode is SearchMode.VECTOR and not caps.vector:
-        raise ConfigError(f"index {name!r} has no vector search; use --mode keyword")
-    vector = None
+    if search_mode is SearchMode.VECTOR and not vector_sinks:
+        raise ConfigError(f"index {names} has no vector search; use --mode keyword")
+    wanted_k = max(k * OVERFETCH, 20) if per_document else k
+    plans: list[tuple[Sink, SearchMode]] = []
     if search_mode is not SearchMode.KEYWORD:
-        vector = ws.embedder.embed([query])[0]
-    request = SearchRequest(
-        text=query,
-        vector=vector,
-        principals=caller_principals(user, groups),
-        k=max(k * OVERFETCH, 20) if per_document else k,
-        mode=search_mode,
-        sources=wanted,
-    )
-    hits = sink.search(request)
+        plans += [(sink, SearchMode.VECTOR) for _, sink in vector_sinks]
+    if search_mode is not SearchMode.VECTOR:
+        plans += [(sink, SearchMode.KEYWORD) for _, sink in keyword_sinks]
+    # Fused lists are asked twice as deep, so a chunk ranked low in one list can still
+    # reach the top by its rank in another.
+    depth = wanted_k if len(plans) == 1 else 2 * wanted_k
+    vector = embed(query) if any(m is SearchMode.VECTOR for _, m in plans) else None
+    principals = caller_principals(user, groups)
+    lists = [
+        sink.search(
+            SearchRequest(
+                text=query,
+                vector=vector if plan_mode is SearchMode.VECTOR else None,
+                principals=principals,
+                k=depth,
+                mode=plan_mode,
+                sources=list(sources),
+            )
+        )
+        for sink, plan_mode in plans
+    ]
+    if len(lists) == 1:
+        hits = lists[0]
+    else:
+        hits = reciprocal_rank_fusion(lists, k=DEFAULT_RRF_K, limit=wanted_k)
     if per_document:
         hits = best_chunk_per_document(hits)
-    return [hit_dict(h, query) for h in hits[:k]]
+    return [SearchResult.from_hit(h, query) for h in hits[:k]]
 
 
 def best_chunk_per_document(hits: Sequence[SearchHit]) -> list[SearchHit]:

@@ -143,8 +143,6 @@ class SuiteBase:
             found.append(SearchMode.VECTOR)
         if sink.capabilities.keyword:
             found.append(SearchMode.KEYWORD)
-        if sink.capabilities.vector and sink.capabilities.keyword:
-            found.append(SearchMode.HYBRID)
         return found
 
     def find(

@@ -15,14 +15,14 @@ from dataclasses import replace
 from typing import Protocol
 
 from headwater.clock import utcnow
-from headwater.config import SourceSection
 from headwater.connectors.base import Connector, Enumerating
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import Lease
 from headwater.manifest.records import BatchCommit, RunCounts
 from headwater.manifest.store import Manifest
 from headwater.sync.gates import BatchBuilder, SourceIdentity
-from headwater.sync.report import PruneReport
+from headwater.sync.report import PruneReport, PruneResult
+from headwater.sync.settings import SourceSettings
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class Pruner:
         manifest: Manifest,
         content_store: ContentStore,
         source: SourceIdentity,
-        section: SourceSection,
+        settings: SourceSettings,
         connector: Connector,
         *,
         lease_of: Callable[[], Lease | None] = lambda: None,
@@ -73,16 +73,16 @@ class Pruner:
         self.manifest = manifest
         self.content_store = content_store
         self.source = source
-        self.section = section
+        self.settings = settings
         self.connector = connector
         self._lease_of = lease_of  # the run's fenced lease: every prune commit checks it
         self._check_lease = check_lease
 
-    def prune_only(self, *, dry_run: bool = False, force: bool = False) -> dict[str, object]:
+    def prune_only(self, *, dry_run: bool = False, force: bool = False) -> PruneResult:
         """``headwater prune``: enumerate, compare, and delete (or only report)."""
         source_id = self.source.source_id
         if not isinstance(self.connector, Enumerating):
-            return {"source": source_id, **PruneReport(status="unsupported").as_dict()}
+            return PruneResult(source_id, PruneReport(status="unsupported"))
         self.manifest.ensure_source(source_id, self.source.source_type)
         run_id = str(uuid.uuid4())
         try:
@@ -94,15 +94,13 @@ class Pruner:
                 first = self.manifest.prune_candidates(
                     source_id, run_id, by_enumeration=True, limit=DRY_RUN_LISTED
                 )
-                return {
-                    "source": source_id,
-                    **(
-                        report if report.status == "blocked" else replace(report, status="dry_run")
-                    ).as_dict(),
-                    "would_delete": [c.object_id for c in first],
-                }
+                return PruneResult(
+                    source_id,
+                    report if report.status == "blocked" else replace(report, status="dry_run"),
+                    tuple(c.object_id for c in first),
+                )
             result = self.apply(run_id, True, RunCounts(), _Forced(force))
-            return {"source": source_id, **result.as_dict()}
+            return PruneResult(source_id, result)
         finally:
             self.manifest.clear_enumeration(run_id)
 
@@ -128,7 +126,7 @@ class Pruner:
                 excluded += sum(1 for r in page if self._excluded(r.object_id))
         missing = total - excluded
         fraction = missing / max(active, 1)
-        limit = self.section.prune_max_fraction
+        limit = self.settings.prune_max_fraction
         blocked = fraction > limit and missing > 1 and not force
         return PruneReport(
             status="blocked" if blocked else "ready",

@@ -8,26 +8,41 @@ which the reopened entry no longer blocks the version gate. ``rate`` spaces entr
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from headwater.errors import NotFoundError
-from headwater.manifest.failures import DEAD, RESOLVED
+from headwater.jsonview import JsonView
+from headwater.manifest.failures import DEAD, RESOLVED, FailureLedger
 from headwater.manifest.records import SOURCE_STAGES
 
-if TYPE_CHECKING:
-    from headwater.workspace import Workspace
+
+@dataclass(frozen=True, eq=False)
+class RedriveReport(JsonView):
+    redriven: int
+    resolved: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "redriven": self.redriven,
+            "resolved": self.resolved,
+            "still_failing": self.redriven - self.resolved,
+        }
 
 
 def redrive(
-    ws: Workspace,
+    failures: FailureLedger,
     entry_ids: Sequence[int],
     *,
+    resync: Callable[[list[str]], object],
+    reindex: Callable[[list[str]], object],
     all_entries: bool = False,
     stage: str | None = None,
     rate: float = 0.0,
-) -> dict[str, Any]:
-    failures = ws.manifest.failures
+) -> RedriveReport:
+    """Reopen the entries, then ``resync(source_ids)`` for source-stage ones and
+    ``reindex(document_ids)`` for index-stage ones."""
     if all_entries or stage:
         entries = failures.list(stage=stage, statuses=(DEAD,), limit=100_000)
     else:
@@ -50,15 +65,10 @@ def redrive(
                 sources.append(entry.source_id)
         else:
             index_docs.append(entry.document_id)
-    configured = {s.id for s in ws.config.source}
     if sources:
-        ws.sync([s for s in sources if s in configured], index=True)
+        resync(sources)
     if index_docs:
-        ws.index(only=index_docs)
+        reindex(index_docs)
     after = [failures.get(e.entry_id) for e in entries]
     resolved = sum(1 for e in after if e is None or e.status == RESOLVED)
-    return {
-        "redriven": len(entries),
-        "resolved": resolved,
-        "still_failing": len(entries) - resolved,
-    }
+    return RedriveReport(redriven=len(entries), resolved=resolved)

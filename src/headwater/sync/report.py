@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.clock import iso
+from headwater.jsonview import JsonView
 from headwater.manifest.records import RunCounts, RunRecord
 
 
@@ -32,6 +33,19 @@ class PruneReport:
             "max_fraction": self.max_fraction,
             "deleted": self.deleted,
         }
+
+
+@dataclass(frozen=True, eq=False)
+class PruneResult(JsonView):
+    """``headwater prune`` for one source; ``would_delete`` lists a dry run's first ones."""
+
+    source: str
+    report: PruneReport
+    would_delete: tuple[str, ...] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        listed = {} if self.would_delete is None else {"would_delete": list(self.would_delete)}
+        return {"source": self.source, **self.report.as_dict(), **listed}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from headwater import failpoints
 from headwater.clock import as_utc, utcnow
-from headwater.config import SourceSection
 from headwater.connectors.base import Connector, Enumerating, LazyFetching
 from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
@@ -36,7 +35,8 @@ from headwater.manifest.store import Manifest
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.sync.gates import BatchBuilder, InferredDeletes, SourceIdentity
 from headwater.sync.prune import Pruner, enumerate_objects
-from headwater.sync.report import PruneReport, RunReport
+from headwater.sync.report import PruneReport, PruneResult, RunReport
+from headwater.sync.settings import SourceSettings
 from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, SourceItem, Window
 
 log = logging.getLogger(__name__)
@@ -102,13 +102,13 @@ class SyncRunner:
         manifest: Manifest,
         content_store: ContentStore,
         source: SourceIdentity,
-        section: SourceSection,
+        settings: SourceSettings,
         connector: Connector,
     ) -> None:
         self.manifest = manifest
         self.content_store = content_store
         self.source = source
-        self.section = section
+        self.settings = settings
         self.connector = connector
         self.fetched = 0
         self.lease: Lease | None = None
@@ -118,12 +118,12 @@ class SyncRunner:
             manifest,
             content_store,
             source,
-            section,
+            settings,
             connector,
             lease_of=lambda: self.lease,
             check_lease=self._check_lease,
         )
-        self._inferred = InferredDeletes(active=0, max_fraction=section.prune_max_fraction)
+        self._inferred = InferredDeletes(active=0, max_fraction=settings.prune_max_fraction)
 
     def run(self, options: SyncOptions) -> RunReport:
         """One run under the source's lease; ``LeaseLost`` if another process took it over."""
@@ -190,7 +190,7 @@ class SyncRunner:
         self._full = options.full
         self._inferred = InferredDeletes(
             active=self.manifest.count_documents(sid),
-            max_fraction=self.section.prune_max_fraction,
+            max_fraction=self.settings.prune_max_fraction,
             force=options.force_prune,
         )
         status, error, final = SUCCEEDED, None, None
@@ -262,7 +262,7 @@ class SyncRunner:
         stream = self.connector.read(window, checkpoint, known)
         pending: list[SourceItem] = []
         last_checkpoint: Checkpoint | None = None
-        batch_size = self.section.batch_size
+        batch_size = self.settings.batch_size
         while True:
             try:
                 item = next(stream)
@@ -416,7 +416,7 @@ class SyncRunner:
 
     def prune_only(
         self, *, dry_run: bool = False, force: bool = False, lease_seconds: int = LEASE_SECONDS
-    ) -> dict[str, object]:
+    ) -> PruneResult:
         """``headwater prune``: enumerate, compare, and delete (or only report), leased."""
         if not isinstance(self.connector, Enumerating):
             return self.pruner.prune_only(dry_run=dry_run, force=force)

@@ -25,10 +25,9 @@ from headwater.api.deps import service_of
 from headwater.errors import HeadwaterError
 from headwater.manifest.failures import DEAD
 from headwater.manifest.runs import lease_owner
+from headwater.reports import failure_dict
 from headwater.scheduler.history import ScheduleStore
-from headwater.sync.redrive import redrive as run_redrive
 from headwater.types import caller_principals
-from headwater.workspace_parts.results import failure_dict
 
 HERE = Path(__file__).parent
 COOKIE = "hw_session"
@@ -216,7 +215,7 @@ async def dlq_action(request: Request, entry_id: int, action: str, sess: Posted)
 
         def work() -> dict[str, Any]:
             with service.index_lock:
-                return run_redrive(service.ws, [entry_id])
+                return service.ws.redrive([entry_id]).as_dict()
 
         report = await run_in_threadpool(work)
         flash = (
@@ -260,9 +259,10 @@ async def search(
     error = None
     if q.strip():
         try:
-            results = await run_in_threadpool(
+            hits = await run_in_threadpool(
                 ws.search, q, user=user or None, groups=group_list, k=10, mode=mode
             )
+            results = [h.as_dict() for h in hits]
             visible_by(ws, results, user or None, group_list)
         except HeadwaterError as exc:
             error = str(exc)

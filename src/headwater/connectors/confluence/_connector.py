@@ -22,7 +22,6 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, SecretStr, field_validator
 
 from headwater.clock import as_utc, iso
-from headwater.config import parse_duration
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -36,6 +35,7 @@ from headwater.connectors.confluence._acl import (
     narrowed,
 )
 from headwater.connectors.confluence._client import AtlassianClient, MissingAtServer
+from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import Access, Checkpoint, KnownVersions, SourceDocument, Window

@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 from pydantic import Field, SecretStr, field_validator
 
 from headwater.clock import as_utc, iso
-from headwater.config import parse_duration
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -32,6 +31,7 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.github._acl import PERM_METADATA, GithubAcl, fingerprint
 from headwater.connectors.github._client import GithubClient, MissingAtServer
+from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import Access, Checkpoint, KnownVersions, SourceDocument, Window

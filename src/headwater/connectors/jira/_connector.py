@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 from pydantic import Field, SecretStr, field_validator
 
 from headwater.clock import as_utc, iso
-from headwater.config import parse_duration
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -31,6 +30,7 @@ from headwater.connectors.base import (
 from headwater.connectors.confluence._client import AtlassianClient, MissingAtServer
 from headwater.connectors.jira._acl import SCOPE_ADMIN, SCOPE_PROJECT, Grant, JiraAcl
 from headwater.connectors.jira._adf import adf_to_text
+from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import Checkpoint, KnownVersions, SourceDocument, Window

@@ -25,7 +25,6 @@ import sqlalchemy as sa
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from headwater.clock import as_utc
-from headwater.config import parse_duration
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -34,6 +33,7 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.sql import _rows
 from headwater.connectors.sql._database import classify, make_engine, parse_url, safe_url
+from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Stage, Window

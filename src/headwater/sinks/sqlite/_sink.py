@@ -23,7 +23,6 @@ from pydantic import Field
 
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
-from headwater.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -246,15 +245,12 @@ class SqliteSink:
             if request.mode is SearchMode.VECTOR:
                 raise ConfigError("a vector search needs the query's vector; none was given")
             return keyword_search(self._db, request, request.k)
-        blob = self._query_blob(request.vector)
-        if request.mode is SearchMode.VECTOR:
-            return vector_search(self._db, request, blob, request.k)
-        depth = 2 * request.k
-        lists = [
-            vector_search(self._db, request, blob, depth),
-            keyword_search(self._db, request, depth),
-        ]
-        return reciprocal_rank_fusion(lists, k=DEFAULT_RRF_K, limit=request.k)
+        if request.mode is not SearchMode.VECTOR:
+            raise ConfigError(
+                f"a sink answers vector or keyword searches, not {request.mode.value!r}; "
+                "hybrid search is fused by headwater.search.service.run_search"
+            )
+        return vector_search(self._db, request, self._query_blob(request.vector), request.k)
 
     def close(self) -> None:
         self._db.close()

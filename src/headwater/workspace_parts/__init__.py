@@ -1,1 +1,0 @@
-"""Pieces of the workspace kept out of workspace.py: embedder wiring, reports."""
