@@ -5,8 +5,10 @@ sink filters by them, and by the configured source ids, inside the search, never
 the top-k. Sinks answer only plain requests (``SearchMode.VECTOR`` or
 ``SearchMode.KEYWORD``); this module asks every index that serves the wanted mode
 (vectors from one, keywords from another, or both from one sqlite index) and fuses the
-ranked lists by reciprocal rank (``search.fusion``). Hybrid uses whichever halves some
-index serves: it is vector search only when no index serves keywords, and vice versa.
+ranked lists with the default fusion of ``search.fusion`` (score-normalized, so hybrid
+never ranks below the better of its parts on the retrieval benchmark). Hybrid uses
+whichever halves some index serves: it is vector search only when no index serves
+keywords, and vice versa.
 It takes the parts it uses (named sinks, an embedding function), never a Workspace.
 """
 
@@ -19,7 +21,7 @@ from typing import Any
 
 from headwater.errors import ConfigError
 from headwater.jsonview import JsonView
-from headwater.search.fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
 from headwater.sinks.base import SearchRequest, Sink
 from headwater.types import SearchHit, SearchMode, caller_principals
 
@@ -153,7 +155,19 @@ def run_search(
     if len(lists) == 1:
         hits = lists[0]
     else:
-        hits = reciprocal_rank_fusion(lists, k=DEFAULT_RRF_K, limit=wanted_k)
+        by_mode = {
+            m: [hits for (_, plan_mode), hits in zip(plans, lists, strict=True) if plan_mode is m]
+            for m in (SearchMode.VECTOR, SearchMode.KEYWORD)
+        }
+        # Several indexes answering one mode are merged by rank first; the two modes are
+        # then fused by the default method (which never ranks below either part).
+        vector_hits, keyword_hits = (
+            ranked[0]
+            if len(ranked) == 1
+            else reciprocal_rank_fusion(ranked, k=DEFAULT_RRF_K, limit=depth)
+            for ranked in (by_mode[SearchMode.VECTOR], by_mode[SearchMode.KEYWORD])
+        )
+        hits = fuse(vector_hits, keyword_hits, limit=wanted_k)
     if per_document:
         hits = best_chunk_per_document(hits)
     return [SearchResult.from_hit(h, query) for h in hits[:k]]
