@@ -26,6 +26,7 @@ from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
+from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
@@ -33,6 +34,7 @@ from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
+from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.report import PruneReport, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.types import Access
@@ -300,11 +302,33 @@ class Workspace:
             lease_seconds=self.config.sync.lease_seconds,
         )
         try:
-            return runner.run(options)
+            report = runner.run(options)
+            if report.status in (SUCCEEDED, COMPLETED_WITH_ERRORS):
+                sync_groups(self.manifest, section.id, connector)
+            return report
         finally:
             closer = getattr(connector, "close", None)
             if callable(closer):
                 closer()
+
+    def sync_permissions(
+        self, sources: Sequence[str] | None = None, *, index: bool = True
+    ) -> PermissionResult:
+        """Refresh ACLs and group memberships only: no content read, nothing re-embedded."""
+        result = PermissionResult()
+        indexer = self.indexer() if index else None
+        for section in self._selected(sources):
+            connector = self.connector(section.id)
+            sync = PermissionSync(self.manifest, self.source_identity(section), section, connector)
+            try:
+                result.sources.append(sync.run(self.config.sync.lease_seconds))
+            finally:
+                closer = getattr(connector, "close", None)
+                if callable(closer):
+                    closer()
+        if indexer is not None:
+            result.index.add(self._drain(indexer))
+        return result
 
     def _drain(self, indexer: Indexer, only: Sequence[str] | None = None) -> IndexReport:
         started = utcnow()

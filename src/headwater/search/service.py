@@ -1,8 +1,9 @@
 """Permission-aware search over one configured index.
 
-The caller's principals are their email, their groups and PUBLIC (invariant 12); the
-sink filters by them, and by the configured source ids, inside the search, never after
-the top-k. Hybrid mode fuses vector
+The caller's principals are their email, their groups and PUBLIC (invariant 12); a
+user's email alone is expanded here, in one place (``expand_principals``), into the groups
+the sources' group listings say they belong to. The sink filters by them, and by the
+configured source ids, inside the search, never after the top-k. Hybrid mode fuses vector
 and keyword results by reciprocal rank; on a sink without keyword search it is vector.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from headwater.errors import ConfigError
@@ -17,6 +19,7 @@ from headwater.sinks.base import SearchRequest
 from headwater.types import SearchHit, SearchMode, caller_principals
 
 if TYPE_CHECKING:
+    from headwater.manifest.groups import GroupLedger, SyncedGroup
     from headwater.workspace import Workspace
 
 SNIPPET_CHARS = 240
@@ -38,6 +41,38 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     if start + width < len(flat):
         piece = piece.rsplit(" ", 1)[0] + " …"
     return ("… " if start else "") + piece
+
+
+@dataclass(frozen=True)
+class CallerPrincipals:
+    """Who a search runs as: the user, the groups given, the groups synced for the user."""
+
+    user: str | None
+    given_groups: tuple[str, ...]
+    synced_groups: tuple[SyncedGroup, ...]
+
+    @property
+    def principals(self) -> list[str]:
+        groups = [*self.given_groups, *(g.group for g in self.synced_groups)]
+        return caller_principals(self.user, groups)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "user": self.user,
+            "groups": list(self.given_groups),
+            "synced_groups": [
+                {"group": g.group, "source": g.source_id} for g in self.synced_groups
+            ],
+            "principals": self.principals,
+        }
+
+
+def expand_principals(
+    groups_ledger: GroupLedger, user: str | None, groups: Sequence[str]
+) -> CallerPrincipals:
+    """The caller's principals, with the groups Headwater synced for ``user``."""
+    synced = tuple(groups_ledger.groups_of(user)) if user else ()
+    return CallerPrincipals(user, tuple(groups), synced)
 
 
 def hit_dict(hit: SearchHit, query: str) -> dict[str, Any]:
@@ -102,7 +137,7 @@ def run_search(
     request = SearchRequest(
         text=query,
         vector=vector,
-        principals=caller_principals(user, groups),
+        principals=expand_principals(ws.manifest.groups, user, groups).principals,
         k=max(k * OVERFETCH, 20) if per_document else k,
         mode=search_mode,
         sources=wanted,
