@@ -27,6 +27,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.manifest.groups import SyncedGroup
 from headwater.pipeline.embed.fake import FakeEmbedder
 from headwater.types import Access, KnownVersions, SourceDocument, Window
 from workspace_helpers import write_config
@@ -209,6 +210,18 @@ def test_a_revoked_membership_and_acl_go_after_one_permission_sync_without_embed
         assert embedder.calls == calls
 
 
+def test_source_remove_forgets_its_memberships(tmp_path: Path) -> None:
+    config = workspace(tmp_path, None, "a", "b")
+    state(tmp_path, "a").members = {principal("a", "eng"): ["u0@x.com"]}
+    state(tmp_path, "b").members = {principal("b", "eng"): ["u0@x.com"]}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+        assert {g.source_id for g in ws.manifest.groups.groups_of("u0@x.com")} == {"a", "b"}
+        ws.remove_source("b")
+        assert ws.manifest.groups.groups_of("u0@x.com") == [SyncedGroup("a:group:eng", "a")]
+        assert ws.manifest.groups.members("b") == {}
+
+
 def test_a_failed_group_listing_keeps_the_last_memberships(tmp_path: Path) -> None:
     config = workspace(tmp_path, None, "a")
     a = state(tmp_path, "a")
@@ -233,9 +246,10 @@ def test_search_explain_shows_the_principals_used(
     a.docs = {"a-1": Access(groups=(principal("a", "eng"),))}
     with Workspace.open(config, connector_types=TYPES) as ws:
         ws.sync()
+    runner, app = CliRunner(), register_commands()  # import every command module first
     monkeypatch.chdir(tmp_path)
+    # Config validation resolves the test's connector type; patched only for this test.
     monkeypatch.setattr("headwater.connectors.load_connector_class", lambda name: TYPES[name])
-    runner, app = CliRunner(), register_commands()
     args = ["search", "report", "--as", "u0@x.com", "--group", "extra", "--mode", "keyword"]
     result = runner.invoke(app, [*args, "--json", "--explain"])
     assert result.exit_code == 0, result.output

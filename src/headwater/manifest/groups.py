@@ -131,8 +131,3 @@ class GroupLedger:
             for group, member in conn.execute(query):
                 found.setdefault(str(group), []).append(str(member))
         return found
-
-    def forget(self, source_id: str) -> None:
-        """Drop a removed source's memberships."""
-        with begin_write(self.engine) as conn:
-            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))
