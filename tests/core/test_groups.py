@@ -274,3 +274,29 @@ def test_search_explain_shows_the_principals_used(
     assert plain.exit_code == 0, plain.output
     assert "a:group:eng (from a)" in plain.output and "b:group:eng (from b)" in plain.output
     assert "principals" not in json.loads(runner.invoke(app, [*args, "--json"]).output)
+
+
+def test_cli_sync_permissions_reports_per_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = workspace(tmp_path, None, "a")
+    a = state(tmp_path, "a")
+    a.members = {principal("a", "eng"): ["u0@x.com"]}
+    a.docs = {"a-1": Access(groups=(principal("a", "eng"),))}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+    reads = a.reads
+    a.docs["a-1"] = Access(users=("u1@x.com",))
+    runner, app = CliRunner(), register_commands()  # import every command module first
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("headwater.connectors.load_connector_class", lambda name: TYPES[name])
+    monkeypatch.setattr("headwater.workspace.load_connector_class", lambda name: TYPES[name])
+    result = runner.invoke(app, ["sync", "a", "--permissions", "--json"])
+    assert result.exit_code == 0, result.output
+    (report,) = json.loads(result.output)["sources"]
+    assert (report["status"], report["checked"], report["changed"]) == ("succeeded", 1, 1)
+    assert report["groups"]["memberships"] == 1
+    assert a.reads == reads
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        assert visible(ws, "u0@x.com") == set()
+        assert visible(ws, "u1@x.com") == {"a-1"}
