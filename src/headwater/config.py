@@ -38,6 +38,7 @@ COMMON_SOURCE_KEYS = {
     "access",
     "refresh_every",
     "prune_every",
+    "permissions_every",
     "prune_max_fraction",
     "batch_size",
 }
@@ -90,10 +91,11 @@ class SourceSection(BaseModel):
     access: AccessSection | None = None
     refresh_every: str | None = None
     prune_every: str | None = None
+    permissions_every: str | None = None  # `headwater sync --permissions` interval
     prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)
 
-    @field_validator("refresh_every", "prune_every")
+    @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         parse_duration(value)

@@ -35,6 +35,7 @@ from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
 from headwater.manifest.failures import DEAD
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
+from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
@@ -53,9 +54,16 @@ from headwater.reports import (
     document_report,
     status_report,
 )
-from headwater.search.service import SearchResult, parse_mode, run_search
+from headwater.search.service import (
+    CallerPrincipals,
+    SearchResult,
+    expand_principals,
+    parse_mode,
+    run_search,
+)
 from headwater.sinks import Sink, SinkContext, load_sink_class
 from headwater.sync.gates import SourceIdentity
+from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
@@ -359,11 +367,38 @@ class Workspace:
             lease_seconds=self.config.sync.lease_seconds,
         )
         try:
-            return runner.run(options)
+            report = runner.run(options)
+            if report.status in (SUCCEEDED, COMPLETED_WITH_ERRORS):
+                sync_groups(self.manifest, section.id, connector)
+            return report
         finally:
             closer = getattr(connector, "close", None)
             if callable(closer):
                 closer()
+
+    def sync_permissions(
+        self, sources: Sequence[str] | None = None, *, index: bool = True
+    ) -> PermissionResult:
+        """Refresh ACLs and group memberships only: no content read, nothing re-embedded."""
+        result = PermissionResult()
+        indexer = self.indexer() if index else None
+        for section in self._selected(sources):
+            connector = self.connector(section.id)
+            sync = PermissionSync(
+                self.manifest,
+                self.source_identity(section),
+                self.source_settings(section),
+                connector,
+            )
+            try:
+                result.sources.append(sync.run(self.config.sync.lease_seconds))
+            finally:
+                closer = getattr(connector, "close", None)
+                if callable(closer):
+                    closer()
+        if indexer is not None:
+            result.index.add(self._drain(indexer))
+        return result
 
     def _drain(self, indexer: Indexer, only: Sequence[str] | None = None) -> IndexReport:
         started = utcnow()
@@ -548,17 +583,22 @@ class Workspace:
         if not configured:
             return []
         names = [index] if index else [s.name for s in self.index_sections]
+        caller = self.principals_of(user, groups)  # the user's synced groups join in
         return run_search(
             [(name, self.sink(name)) for name in names],
             lambda text: self.embedder.embed([text])[0],
             query,
             user=user,
-            groups=groups,
+            groups=[*caller.given_groups, *(g.group for g in caller.synced_groups)],
             k=k,
             mode=mode,
             sources=configured,
             per_document=per_document,
         )
+
+    def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
+        """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""
+        return expand_principals(self.manifest.groups, user, groups)
 
     def schedule_store(self) -> ScheduleStore:
         """The scheduler's run history and pauses, in this workspace's manifest database."""

@@ -61,11 +61,16 @@ def sync(
     full: bool = typer.Option(
         False, "--full", help="Re-read from the beginning: no cursor, window or hint skips."
     ),
+    permissions: bool = typer.Option(
+        False, "--permissions", help="Refresh only ACLs and group memberships; read no content."
+    ),
 ) -> None:
     """Sync sources into the manifest and index what changed."""
 
     def body() -> int:
         with open_workspace() as ws, cancel_on_interrupt(ws):
+            if permissions:
+                return _sync_permissions(ws, sources or None, as_json, not no_index)
             for warning in ws.warnings(sources or None):
                 err.print(f"[yellow]warning:[/] {warning}")
             with reporter(err, as_json=as_json) as bars, bars.phase("sync"):
@@ -85,6 +90,23 @@ def sync(
             return sync_exit(result, cancelled=ws.cancel.is_set())
 
     raise typer.Exit(run_command(body))
+
+
+def _sync_permissions(ws: Any, sources: list[str] | None, as_json: bool, index: bool) -> int:
+    result = ws.sync_permissions(sources, index=index)
+    if as_json:
+        print_json(result.as_dict())
+    for report in result.sources:
+        if not as_json:
+            groups = report.groups
+            out.print(
+                f"{safe(report.source)}: {report.status}, {report.checked} checked, "
+                f"{report.changed} ACLs changed, {report.unknown} unknown"
+                + (f", {groups.groups} groups / {groups.memberships} members" if groups else "")
+            )
+        if report.error:
+            err.print(f"[red]{safe(report.source)}:[/] {safe(report.error)}")
+    return 1 if result.failed else 0
 
 
 def _print_sync(result: Any) -> None:
@@ -205,11 +227,15 @@ def search(
     index_name: str = typer.Option(None, "--index", help="Which configured index to search."),
     chunks: bool = typer.Option(False, "--chunks", help="Top chunks, not one result per document."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+    explain: bool = typer.Option(
+        False, "--explain", help="Show the principals used: user, given and synced groups."
+    ),
 ) -> None:
     """Search as a user: only what their email, groups and PUBLIC may see."""
 
     def body() -> None:
         with open_workspace() as ws:
+            used = ws.principals_of(user, groups)
             results = ws.search(
                 query,
                 user=user,
@@ -221,8 +247,19 @@ def search(
                 per_document=not chunks,
             )
         if as_json:
-            print_json({"results": [r.as_dict() for r in results]})
+            print_json(
+                {
+                    "results": [r.as_dict() for r in results],
+                    **({"principals": used.as_dict()} if explain else {}),
+                }
+            )
             return
+        if explain:
+            synced = ", ".join(f"{g.group} (from {g.source_id})" for g in used.synced_groups)
+            out.print(
+                f"principals: user {safe(used.user or '-')}; groups given: "
+                f"{safe(', '.join(used.given_groups) or '-')}; groups synced: {safe(synced or '-')}"
+            )
         if not results:
             out.print("no results visible to this user")
         for n, r in enumerate(results, 1):

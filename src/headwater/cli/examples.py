@@ -14,7 +14,7 @@ EXAMPLES: dict[str, str] = {
     "sync": "headwater sync docs wiki --json > sync-report.json   # --full re-reads from scratch",
     "index": "headwater index -v",
     "status": "headwater status --json",
-    "search": 'headwater search "vacation policy" --as ann@acme.com --group staff --k 5',
+    "search": 'headwater search "vacation policy" --as ann@acme.com --group staff --k 5 --explain',
     "doc show": "headwater doc show --source docs --object guides/vacation.md",
     "failures": "headwater failures --source docs --json",
     "validate": "headwater validate docs",

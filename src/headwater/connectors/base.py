@@ -10,7 +10,9 @@ Optional abilities are separate Protocols checked with ``isinstance``: ``Enumera
 (a full snapshot of current object ids, used for deletes), ``LazyFetching`` (content
 fetched only when the version gate says it may have changed) and ``Scoped`` (whether the
 config still selects an object id, so a changed include/exclude is not mistaken for a
-broken listing by the prune safety fraction).
+broken listing by the prune safety fraction), ``GroupListing`` (the source's groups and
+their members, for expansion at search) and ``PermissionListing`` (every object's current
+ACL without its content, for ``headwater sync --permissions``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from headwater.types import Checkpoint, KnownVersions, SourceItem, Window
+from headwater.types import Access, Checkpoint, KnownVersions, SourceItem, Window
 
 ReadStream = Generator[SourceItem, None, Checkpoint | None]
 
@@ -98,3 +100,27 @@ class LazyFetching(Protocol):
     """A connector whose documents may carry a ``fetch_ref`` instead of content."""
 
     def fetch(self, ref: str) -> bytes: ...
+
+
+@runtime_checkable
+class GroupListing(Protocol):
+    """A connector that can list its source's groups and their members.
+
+    ``groups()`` yields ``(group principal, member emails)``; the group principal is the
+    one the connector writes into ACLs (namespaced by source id, ``principal_for_group``),
+    so a group ``eng`` of one source is never ``eng`` of another. The listing is complete:
+    after it the manifest holds exactly these memberships for the source.
+    """
+
+    def groups(self) -> Iterator[tuple[str, list[str]]]: ...
+
+
+@runtime_checkable
+class PermissionListing(Protocol):
+    """A connector that can list every object's current ACL without reading content.
+
+    ``permissions()`` yields ``(object_id, Access)``; a permission sync writes the ACLs
+    that changed as ACL-only revisions (no fetch, no parse, no embedding).
+    """
+
+    def permissions(self) -> Iterator[tuple[str, Access]]: ...

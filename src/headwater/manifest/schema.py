@@ -4,7 +4,8 @@ One row per source object (``documents``), one per document and index
 (``document_indexes``: the applied revision, so pending work is a query, not a queue),
 plus runs, checkpoints, leases, tombstones, failures (which double as the dead-letter
 queue), enumeration snapshots for set-difference deletes, the manifest's identity and
-the revision floors of purged documents. Migrations in
+the revision floors of purged documents and the group memberships synced from sources
+(``group_members``, expanded into a caller's principals at search). Migrations in
 ``migrations/versions`` create exactly these tables; change both together.
 """
 
@@ -211,4 +212,14 @@ run_queue = Table(
     Column("task_id", String(200), nullable=False),
     Column("queued_at", TZ, nullable=False),
     Column("expires_at", TZ, nullable=False),
+)
+
+# Group memberships per source (migration 0006): replaced whole after each group listing.
+group_members = Table(
+    "group_members",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("group_principal", String(500), primary_key=True),
+    Column("member", String(320), primary_key=True),
+    Index("ix_group_members_member", "member"),
 )

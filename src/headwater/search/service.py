@@ -1,10 +1,12 @@
 """Permission-aware search fanned out over the configured indexes, fused here.
 
-The caller's principals are their email, their groups and PUBLIC (invariant 12); each
-sink filters by them, and by the configured source ids, inside the search, never after
-the top-k. Sinks answer only plain requests (``SearchMode.VECTOR`` or
-``SearchMode.KEYWORD``); this module asks every index that serves the wanted mode
-(vectors from one, keywords from another, or both from one sqlite index) and fuses the
+The caller's principals are their email, their groups and PUBLIC (invariant 12); a
+user's email alone is expanded, in one place (``expand_principals``), into the groups the
+sources' group listings say they belong to. Each sink filters by them, and by the
+configured source ids, inside the search, never after the top-k. Sinks answer only plain
+requests (``SearchMode.VECTOR`` or ``SearchMode.KEYWORD``); this module asks every index
+that serves the wanted mode (vectors from one, keywords from another, or both from one
+sqlite index) and fuses the
 ranked lists with the default fusion of ``search.fusion`` (score-normalized, so hybrid
 never ranks below the better of its parts on the retrieval benchmark). Hybrid uses
 whichever halves some index serves: it is vector search only when no index serves
@@ -17,13 +19,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.errors import ConfigError
 from headwater.jsonview import JsonView
 from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
 from headwater.sinks.base import SearchRequest, Sink
 from headwater.types import SearchHit, SearchMode, caller_principals
+
+if TYPE_CHECKING:
+    from headwater.manifest.groups import GroupLedger, SyncedGroup
+
 
 SNIPPET_CHARS = 240
 OVERFETCH = 4  # chunks asked of the sink per document result wanted
@@ -95,6 +101,38 @@ def parse_mode(mode: str) -> SearchMode:
         raise ConfigError(
             f"--mode {mode!r} is not a search mode; expected hybrid, vector or keyword"
         ) from exc
+
+
+@dataclass(frozen=True)
+class CallerPrincipals:
+    """Who a search runs as: the user, the groups given, the groups synced for the user."""
+
+    user: str | None
+    given_groups: tuple[str, ...]
+    synced_groups: tuple[SyncedGroup, ...]
+
+    @property
+    def principals(self) -> list[str]:
+        groups = [*self.given_groups, *(g.group for g in self.synced_groups)]
+        return caller_principals(self.user, groups)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "user": self.user,
+            "groups": list(self.given_groups),
+            "synced_groups": [
+                {"group": g.group, "source": g.source_id} for g in self.synced_groups
+            ],
+            "principals": self.principals,
+        }
+
+
+def expand_principals(
+    groups_ledger: GroupLedger, user: str | None, groups: Sequence[str]
+) -> CallerPrincipals:
+    """The caller's principals, with the groups Headwater synced for ``user``."""
+    synced = tuple(groups_ledger.groups_of(user)) if user else ()
+    return CallerPrincipals(user, tuple(groups), synced)
 
 
 def run_search(

@@ -116,7 +116,8 @@ def incomplete_deletes(manifest: Manifest, source_id: str) -> int:
 
 
 def forget_source(manifest: Manifest, source_id: str) -> None:
-    """Drop the source's runs, checkpoints, lease, enumerations and failure records."""
+    """Drop the source's runs, checkpoints, lease, enumerations, failure records and
+    group memberships."""
     with begin_write(manifest.engine) as conn:
         run_ids = select(t.runs.c.run_id).where(t.runs.c.source_id == source_id)
         conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id.in_(run_ids)))
@@ -125,6 +126,7 @@ def forget_source(manifest: Manifest, source_id: str) -> None:
         conn.execute(delete(t.leases).where(t.leases.c.source_id == source_id))
         conn.execute(delete(t.failures).where(t.failures.c.source_id == source_id))
         conn.execute(delete(t.source_schedule).where(t.source_schedule.c.source_id == source_id))
+        conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))
         conn.execute(delete(t.sources).where(t.sources.c.source_id == source_id))
 
 

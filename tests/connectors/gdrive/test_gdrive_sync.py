@@ -125,3 +125,17 @@ def test_a_rate_limit_403_is_retried_not_a_credential_error(
         drive.fail("/drive/v3/changes", 403, body)
         run = ws.sync(index=False).runs[0]
         assert (run.status, run.counts.changed) == ("succeeded", 1), run
+
+
+def test_a_permission_sync_changes_acls_without_downloading(
+    drive: FakeDrive, tmp_path: Path
+) -> None:
+    with _workspace(drive.url, tmp_path) as ws:
+        ws.sync(index=False)
+        downloads = _content_requests(drive)
+        drive.share("a", [{"type": "user", "role": "reader", "emailAddress": "Bo@example.com"}])
+        (report,) = ws.sync_permissions(["gd"]).sources
+        assert (report.status, report.changed, report.groups) == ("succeeded", 1, None), report
+        assert _content_requests(drive) == downloads, "a permission sync downloads nothing"
+        assert _acl(ws, "a") == ("user:bo@example.com",)
+        assert _acl(ws, "d") == ("user:ann@example.com",)  # unchanged, via permissions.list

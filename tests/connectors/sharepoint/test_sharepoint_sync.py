@@ -115,3 +115,24 @@ def test_a_429_with_retry_after_is_waited_out(graph: FakeGraph, tmp_path: Path) 
 
 def graph_body() -> dict[str, object]:
     return {"error": {"code": "TooManyRequests", "message": "Please retry after"}}
+
+
+def test_a_permission_sync_changes_acls_and_groups_without_downloading(
+    graph: FakeGraph, tmp_path: Path
+) -> None:
+    graph.groups["g1"] = ("Eng@contoso.com", ["Bob@contoso.com"])
+    with _workspace(graph.url, tmp_path) as ws:
+        ws.sync()
+        assert ws.search("alpha", user="bob@contoso.com", mode="keyword") == []
+        downloads = graph.count("/download/")
+        graph.share("lib1", "i1", [
+            {"id": "p1", "roles": ["read"], "grantedToV2": {"group": {"id": "g1",
+             "email": "Eng@contoso.com"}}},
+        ])  # fmt: skip
+        (report,) = ws.sync_permissions(["sp"]).sources
+        assert (report.status, report.checked, report.changed) == ("succeeded", 4, 1), report
+        assert report.groups is not None and report.groups.memberships == 1
+        assert graph.count("/download/") == downloads, "a permission sync downloads nothing"
+        assert _acl(ws, "lib1/i1") == ("group:sp:group:eng@contoso.com",)
+        hits = ws.search("alpha", user="bob@contoso.com", mode="keyword")  # via synced eng
+        assert [h["locator"].rsplit("/", 1)[-1] for h in hits] == ["a.txt"], hits

@@ -270,7 +270,7 @@ class GdriveConnector:
             return None  # the token cannot see who shares it: the source's `access` applies
         return access_from_permissions(self.source_id, permissions)
 
-    # -- enumerate and fetch ----------------------------------------------------------------
+    # -- enumerate, permissions and fetch --------------------------------------------------
 
     def enumerate(self) -> Iterator[str]:
         """Every current file id; raises if any page cannot be read."""
@@ -281,6 +281,25 @@ class GdriveConnector:
                 for file in body.get("files", []):
                     if self._selected(file):
                         yield str(file["id"])
+                page = body.get("nextPageToken")
+                if not page:
+                    break
+
+    def permissions(self) -> Iterator[tuple[str, Access]]:
+        """Every listed file's current ACL, from the file listing; no content is read.
+
+        A file whose permissions the token cannot see (``None``) is not named: the
+        source's ``access`` applies to it and a permission sync leaves it as it is.
+        """
+        for scope in self._scopes:
+            page: str | None = None
+            while True:
+                body = self._files_page(scope, page, FILE_FIELDS)
+                for file in body.get("files", []):
+                    if self._selected(file):
+                        access = self._access(file)
+                        if access is not None:
+                            yield str(file["id"]), access
                 page = body.get("nextPageToken")
                 if not page:
                     break

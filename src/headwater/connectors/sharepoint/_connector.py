@@ -41,6 +41,7 @@ from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.pipeline.parse import parser_for
 from headwater.retry import RetryPolicy
 from headwater.types import (
+    Access,
     Checkpoint,
     Deleted,
     Failure,
@@ -227,7 +228,7 @@ class SharepointConnector:
             url = body.get("@odata.nextLink")
         return found
 
-    # -- enumerate, fetch, groups ----------------------------------------------------------
+    # -- enumerate, permissions, fetch, groups ---------------------------------------------
 
     def enumerate(self) -> Iterator[str]:
         """Every current file id, from a fresh delta of each library; raises on any error."""
@@ -238,6 +239,24 @@ class SharepointConnector:
                 for item in body.get("value", []):
                     if self._selected(item):
                         yield f"{drive}/{item['id']}"
+                url = body.get("@odata.nextLink")
+
+    def permissions(self) -> Iterator[tuple[str, Access]]:
+        """Every current file's ACL, from a fresh delta and each item's permissions.
+
+        No content is downloaded: a permission sync writes only the ACLs that changed.
+        """
+        for drive, _ in self._libraries():
+            url: str | None = self._first(drive)
+            while url:
+                body = self._client.json(url)
+                for item in body.get("value", []):
+                    if self._selected(item):
+                        found = self._list(f"/drives/{drive}/items/{item['id']}/permissions")
+                        yield (
+                            f"{drive}/{item['id']}",
+                            access_from_permissions(self.source_id, found),
+                        )
                 url = body.get("@odata.nextLink")
 
     def fetch(self, ref: str) -> bytes:
