@@ -20,17 +20,19 @@ from headwater.config import IndexSection, LoadedConfig, SourceSection, load_con
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.errors import ConfigError, NotFoundError
+from headwater.indexer.generations import GenerationIndexer, Pipelines
 from headwater.indexer.indexer import Indexer, IndexTarget
 from headwater.indexer.report import IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
+from headwater.manifest.generations import Generation
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, index_version
-from headwater.sinks import Sink, SinkContext, load_sink_class
+from headwater.sinks import Sink, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.report import PruneReport, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner
@@ -70,12 +72,15 @@ class Workspace:
         else:
             described = describe_embedder(self.config.embedder)
         self._model_id, self._dimension, self._max_tokens = described
+        self.model_id, self.dimension, self.max_tokens = described
+        self.injected_embedder = embedder is not None
         budget = self.config.chunker.max_tokens or self._max_tokens
         self.chunker = ChunkerSettings(
             max_tokens=min(budget, self._max_tokens),
             max_document_chars=self.config.chunker.max_document_chars,
         )
         embedder_type = self.config.embedder.type if embedder is None else type(embedder).__name__
+        self.embedder_type = embedder_type
         # Parsers only: decides whether a source object is re-read (the sync gates).
         self.content_version = content_version(PARSER_VERSIONS)
         self.pipeline_version = self.content_version
@@ -91,6 +96,11 @@ class Workspace:
                 "max_tokens": self._max_tokens,
             },
         )
+        self.pipelines = Pipelines(self)
+        for section in self.index_sections:
+            self.manifest.generations.ensure_live(
+                section.name, self.index_version(section), self.pipelines.config_settings(section)
+            )
 
     @classmethod
     def open(
@@ -117,6 +127,7 @@ class Workspace:
         for sink in self._sinks.values():
             sink.close()
         self._sinks.clear()
+        self.pipelines.close()
         closer = getattr(self._embedder, "close", None)
         if callable(closer):
             closer()
@@ -134,32 +145,89 @@ class Workspace:
     def index_sections(self) -> list[IndexSection]:
         return list(self.config.index) or [DEFAULT_INDEX]
 
-    def _sink_class(self, type_name: str) -> Any:
+    def sink_class(self, type_name: str) -> Any:
         return self._sink_types.get(type_name) or load_sink_class(type_name)
 
+    def index_section(self, name: str) -> IndexSection:
+        section = next((s for s in self.index_sections if s.name == name), None)
+        if section is None:
+            known = ", ".join(s.name for s in self.index_sections)
+            raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
+        return section
+
     def index_version(self, section: IndexSection) -> str:
-        """The index's version: chunker, embedder, sink type and schema (see version.py)."""
-        cls = self._sink_class(section.type)
+        """The config's version of the index: chunker, embedder, sink type and schema."""
+        cls = self.sink_class(section.type)
         return index_version(self.chunking_version, section.type, cls.schema_version)
 
+    def live_generation(self, name: str) -> Generation:
+        self.index_section(name)
+        live = self.manifest.generations.live(name)
+        if live is None:
+            raise NotFoundError(
+                f"index {name!r} has no live generation; switch one in with "
+                f"`headwater rebuild switch {name}` (see `headwater rebuild status`)."
+            )
+        return live
+
     def sink(self, name: str) -> Sink:
-        if name not in self._sinks:
-            section = next((s for s in self.index_sections if s.name == name), None)
-            if section is None:
-                known = ", ".join(s.name for s in self.index_sections)
-                raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
-            cls = self._sink_class(section.type)
-            options = self.loaded.index_options.get(name) or cls.Options()
-            sink = cls(options, SinkContext(name, self.state_dir, self._dimension))
+        """The sink of the index's live generation (the one searches read)."""
+        return self.generation_sink(self.live_generation(name))
+
+    def query_embedder(self, name: str) -> Embedder:
+        """The embedder of the index's live generation (queries meet its vectors)."""
+        return self.pipelines.pipeline(self.live_generation(name)).embedder()
+
+    def generation_sink(self, generation: Generation) -> Sink:
+        key = generation.key
+        if key not in self._sinks:
+            sink = self.pipelines.sink(generation)
             if sink.bind(self.manifest.manifest_id):
                 log.warning(
                     "index %r belonged to another manifest; it was emptied and is rebuilt "
                     "from this one",
-                    name,
+                    generation.label,
                 )
-                self.manifest.index_state.forget_index(name)
-            self._sinks[name] = sink
-        return self._sinks[name]
+                self.manifest.index_state.forget_index(key)
+            self._sinks[key] = sink
+        return self._sinks[key]
+
+    def drop_generation_sink(self, generation: Generation) -> None:
+        """Delete a generation's storage (disk freed) and forget its applied rows."""
+        sink = self._sinks.pop(generation.key, None) or self.pipelines.sink(generation)
+        sink.drop()
+        self.manifest.index_state.forget_index(generation.key)
+
+    def generation_target(self, generation: Generation) -> IndexTarget:
+        return IndexTarget(
+            generation.key, self.generation_sink(generation), self.pipelines.version(generation)
+        )
+
+    def generation_indexer(self, generations: Sequence[Generation]) -> GenerationIndexer:
+        """One indexer per distinct pipeline over ``generations``."""
+        groups: dict[str, list[Generation]] = {}
+        for gen in generations:
+            pipeline = self.pipelines.pipeline(gen)
+            groups.setdefault(f"{pipeline.chunking_version}:{pipeline.chunker}", []).append(gen)
+        indexers = []
+        for members in groups.values():
+            pipeline = self.pipelines.pipeline(members[0])
+            indexers.append(
+                Indexer(
+                    self.manifest,
+                    self.content_store,
+                    [self.generation_target(g) for g in members],
+                    pipeline.embedder,
+                    pipeline.chunking_version,
+                    pipeline.chunker,
+                    batch_size=self.config.sync.index_batch_size,
+                    should_stop=self.cancel.is_set,
+                )
+            )
+        writable = [
+            g.key for s in self.index_sections for g in self.manifest.generations.writable(s.name)
+        ]
+        return GenerationIndexer(indexers, writable)
 
     @property
     def embedder(self) -> Embedder:
@@ -189,20 +257,10 @@ class Workspace:
             pipeline_version=self.pipeline_version,
         )
 
-    def indexer(self) -> Indexer:
-        targets = [
-            IndexTarget(s.name, self.sink(s.name), self.index_version(s))
-            for s in self.index_sections
-        ]
-        return Indexer(
-            self.manifest,
-            self.content_store,
-            targets,
-            lambda: self.embedder,
-            self.chunking_version,
-            self.chunker,
-            batch_size=self.config.sync.index_batch_size,
-            should_stop=self.cancel.is_set,
+    def indexer(self) -> GenerationIndexer:
+        """Every generation that receives writes: each index's live one and any in progress."""
+        return self.generation_indexer(
+            [g for s in self.index_sections for g in self.manifest.generations.writable(s.name)]
         )
 
     # -- operations --------------------------------------------------------------------
@@ -213,7 +271,9 @@ class Workspace:
         return [self.source_section(s) for s in sources]
 
     def warnings(self, sources: Sequence[str] | None = None) -> list[str]:
-        return [
+        from headwater.indexer.rebuild import rebuild_warnings
+
+        return rebuild_warnings(self) + [
             f"source {s.id!r} has no `access`: its documents are visible to no one. "
             "Add access = { groups = [...] }, { users = [...] } or { public = true }."
             for s in self._selected(sources)
@@ -249,7 +309,12 @@ class Workspace:
                 result.index.add(worker.stop())
         if indexer is not None and not self.cancel.is_set():
             result.index.add(self._drain(indexer))
+        if indexer is not None:
+            result.warnings.extend(indexer.problems)
         self._purge_tombstones()
+        from headwater.indexer.rebuild import retire_expired
+
+        retire_expired(self)
         return result
 
     def _purge_tombstones(self) -> None:
@@ -257,7 +322,8 @@ class Workspace:
         purged = self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
         if purged:
             for section in self.index_sections:
-                self.sink(section.name).forget_tombstones(purged)
+                for generation in self.manifest.generations.writable(section.name):
+                    self.generation_sink(generation).forget_tombstones(purged)
 
     def _sync_source(
         self,
@@ -286,7 +352,7 @@ class Workspace:
             if callable(closer):
                 closer()
 
-    def _drain(self, indexer: Indexer, only: Sequence[str] | None = None) -> IndexReport:
+    def _drain(self, indexer: GenerationIndexer, only: Sequence[str] | None = None) -> IndexReport:
         started = utcnow()
         hits0, misses0 = self._cache_counters()
         report = indexer.drain(only=only)
@@ -296,9 +362,11 @@ class Workspace:
         return report
 
     def _cache_counters(self) -> tuple[int, int]:
-        if self._embedder is None:
-            return 0, 0
-        return int(getattr(self._embedder, "hits", 0)), int(getattr(self._embedder, "embedded", 0))
+        embedders = self.pipelines.embedders()
+        if self._embedder is not None:
+            embedders.append(self._embedder)
+        hits = sum(int(getattr(e, "hits", 0)) for e in embedders)
+        return hits, sum(int(getattr(e, "embedded", 0)) for e in embedders)
 
     def index(self, only: Sequence[str] | None = None) -> IndexReport:
         """Drain pending work into every sink."""

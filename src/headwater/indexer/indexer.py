@@ -36,7 +36,8 @@ INDEX_STAGES = ("chunk", "embed")
 
 @dataclass
 class IndexTarget:
-    """One configured sink and its index pipeline version."""
+    """One sink (one index generation; ``name`` is the generation's key) and its index
+    version."""
 
     name: str
     sink: Sink
@@ -84,8 +85,13 @@ class Indexer:
             t.name: self.manifest.index_state.pending_count(t.name, t.version) for t in self.targets
         }
 
-    def drain(self, *, only: Sequence[str] | None = None) -> IndexReport:
-        """Apply every pending document to every sink; safe to call at any time."""
+    def drain(
+        self, *, only: Sequence[str] | None = None, complete_tombstones: bool = True
+    ) -> IndexReport:
+        """Apply every pending document to every sink; safe to call at any time.
+
+        ``complete_tombstones=False`` leaves tombstone completion to the caller (when other
+        indexers serve other generations, only all of them together can complete one)."""
         report = IndexReport()
         cursors: dict[str, str | None] = {t.name: "" for t in self.targets}
         skipped = self._blocked_documents()
@@ -108,7 +114,8 @@ class Indexer:
                     records[pw.document.document_id] = pw.document
             if work:
                 self._apply_batch(work, records, report)
-        self._complete_tombstones()
+        if complete_tombstones:
+            self.complete_tombstones([t.name for t in self.targets])
         return report
 
     def _blocked_documents(self) -> dict[str, dict[str, int | None]]:
@@ -318,8 +325,8 @@ class Indexer:
         )
         report.failed += 1
 
-    def _complete_tombstones(self) -> None:
-        names = [t.name for t in self.targets]
+    def complete_tombstones(self, names: Sequence[str]) -> None:
+        """Mark complete the tombstones every one of ``names`` confirmed."""
         pending = self.manifest.index_state.incomplete_tombstones()
         if pending:
             self.manifest.index_state.complete_tombstones(pending, names)

@@ -86,7 +86,7 @@ def run_search(
         raise ConfigError(f"index {name!r} has no vector search; use --mode keyword")
     vector = None
     if search_mode is not SearchMode.KEYWORD:
-        vector = ws.embedder.embed([query])[0]
+        vector = ws.query_embedder(name).embed([query])[0]
     request = SearchRequest(
         text=query,
         vector=vector,

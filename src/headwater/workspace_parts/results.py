@@ -108,7 +108,10 @@ def status_report(ws: Workspace) -> dict[str, Any]:
         s.name: {
             "type": s.type,
             "index_version": ws.index_version(s),
-            "pending": ws.manifest.index_state.pending_count(s.name, ws.index_version(s)),
+            "pending": ws.manifest.index_state.pending_count(
+                ws.live_generation(s.name).key,
+                ws.pipelines.version(ws.live_generation(s.name)),
+            ),
         }
         for s in ws.index_sections
     }
