@@ -122,7 +122,7 @@ def cancel_on_interrupt(ws: Workspace) -> Iterator[None]:
 
 
 def main() -> None:
-    from headwater.cli import commands, dlq, ops, schedule  # noqa: F401  (registers commands)
+    from headwater.cli import commands, dlq, ops, rebuild, schedule  # noqa: F401  (registers)
 
     app()
 

@@ -94,7 +94,7 @@ class Pipelines:
         embedder_section = (
             {"type": ws.embedder_type}
             if ws.injected_embedder
-            else _without_secrets(ws.config.embedder.model_dump())
+            else _without_secrets(ws.config.embedder.model_dump(exclude_unset=True))
         )
         cls = ws.sink_class(section.type)
         return {

@@ -175,6 +175,7 @@ class Indexer:
                 failpoints.failpoint(failpoints.BETWEEN_SINKS)
         done = [d for d in to_prepare if d not in failed]
         self.manifest.failures.resolve(done, INDEX_STAGES)
+        failpoints.failpoint(failpoints.AFTER_INDEX_BATCH)
 
     def _prepare(
         self, docs: list[DocumentRecord], need_vectors: bool, report: IndexReport
