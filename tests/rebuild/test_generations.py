@@ -165,3 +165,34 @@ def _all_hits(ws: Workspace, generation: object) -> list[object]:
     principals = caller_principals(None, ["staff"])
     request = SearchRequest("days", None, principals, 50, SearchMode.KEYWORD)
     return list(sink.search(request))
+
+
+def test_reconcile_checks_the_generation_it_is_given(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    from headwater.indexer.reconcile import reconcile
+
+    with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
+        ws.sync()
+        core.rebuild(ws, force=True, switch=False)
+        record = ws.manifest.document_by_object("docs", "readme.md")
+        assert record is not None
+        ws.manifest.index_state.forget("main@2", [record.document_id])  # drift in @2 only
+        assert reconcile(ws)["sinks"]["main"]["in_sync"]  # the live generation is fine
+        drift = reconcile(ws, generation=2, repair=True)["sinks"]["main@2"]
+        assert drift["unconfirmed"] == 1 and drift["repaired"] == 1
+        assert reconcile(ws, generation=2)["sinks"]["main@2"]["in_sync"]
+
+
+def test_old_generations_are_retired_after_keep_previous_for(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    config = _config(tmp_path, manifest_url, corpus, indexes=SQLITE.replace("30d", "1s"))
+    with Workspace.open(config) as ws:
+        ws.sync()
+        core.rebuild(ws, force=True)
+        assert [g.state for g in ws.manifest.generations.list("main")] == ["previous", "live"]
+        time.sleep(1.2)
+        ws.sync()  # retires at the end of the run
+        assert [g.state for g in ws.manifest.generations.list("main")] == ["retired", "live"]
+        assert not (tmp_path / "state" / "index-main.db").exists()

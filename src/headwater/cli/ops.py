@@ -36,13 +36,16 @@ def prune(
 def reconcile(
     sink: str = typer.Option(None, "--sink", help="Only this index."),
     repair: bool = typer.Option(False, "--repair", help="Re-apply exactly what differs."),
+    generation: int = typer.Option(
+        None, "--generation", min=1, help="This generation (default: the live one)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
     """Compare the manifest with each index; with --repair, fix the drift."""
 
     def body() -> None:
         with open_workspace() as ws:
-            report = run_reconcile(ws, sink_name=sink, repair=repair)
+            report = run_reconcile(ws, sink_name=sink, repair=repair, generation=generation)
         if as_json:
             print_json(report)
             return

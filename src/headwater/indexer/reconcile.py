@@ -10,6 +10,7 @@ orphan (a document the manifest does not know or has tombstoned). An active docu
 never an orphan. Repair re-applies missing, mismatched and unconfirmed documents from the
 stored content at the manifest revision through the normal indexer, and deletes orphans.
 Pending work (a revision not yet applied, not held) is not drift. Safe at any time.
+Each index generation is reconciled on its own (default: the live one).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from headwater.manifest.records import ACTIVE, DocumentRecord
 from headwater.sinks.base import InventoryRow, Sink
 
 if TYPE_CHECKING:
+    from headwater.manifest.generations import Generation
     from headwater.manifest.store import Manifest
     from headwater.workspace import Workspace
 
@@ -64,17 +66,28 @@ class SinkDrift:
 
 
 def reconcile(
-    ws: Workspace, *, sink_name: str | None = None, repair: bool = False
+    ws: Workspace,
+    *,
+    sink_name: str | None = None,
+    repair: bool = False,
+    generation: int | None = None,
 ) -> dict[str, Any]:
+    """Compare (and repair) each index's ``generation`` (default: its live one)."""
     names = [s.name for s in ws.index_sections if sink_name is None or s.name == sink_name]
     if sink_name is not None and not names:
         ws.sink(sink_name)  # raises the ConfigError naming the configured indexes
     report: dict[str, Any] = {}
     for name in names:
-        drift = compare(ws.manifest, ws.sink(name), name)
+        gen = (
+            ws.live_generation(name)
+            if generation is None
+            else ws.manifest.generations.get(name, generation)
+        )
+        sink = ws.generation_sink(gen)
+        drift = compare(ws.manifest, sink, gen.key)
         if repair and drift.drifted:
-            drift.repaired = _repair(ws, name, drift)
-        report[name] = drift.as_dict()
+            drift.repaired = _repair(ws, gen, sink, drift)
+        report[name if generation is None else gen.label] = drift.as_dict()
     return {"sinks": report, "repair": repair}
 
 
@@ -147,8 +160,7 @@ def _classify(
         drift.chunk_mismatch.append(doc_id)
 
 
-def _repair(ws: Workspace, name: str, drift: SinkDrift) -> int:
-    sink = ws.sink(name)
+def _repair(ws: Workspace, gen: Generation, sink: Sink, drift: SinkDrift) -> int:
     unknown: list[str] = []
     for doc_id in drift.orphans:
         record = ws.manifest.document(doc_id)
@@ -162,6 +174,6 @@ def _repair(ws: Workspace, name: str, drift: SinkDrift) -> int:
         sink.forget_tombstones(unknown)
     redo = drift.redo
     if redo:
-        ws.manifest.index_state.forget(name, redo)
-        ws.index(only=redo)
+        ws.manifest.index_state.forget(gen.key, redo)
+        ws._drain(ws.generation_indexer([gen]), redo)
     return len(drift.orphans) + len(redo)
