@@ -10,12 +10,70 @@ naturally. Exit code 1 when a verification failed (nothing was switched).
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from headwater.cli.app import app, err, open_workspace, out, print_json, run_command, usage_error
 from headwater.indexer import rebuild as core
+from headwater.workspace import Workspace
+
+POLL_S = 0.5
+LOG_EVERY_S = 10.0
+
+
+def _building(ws: Workspace) -> list[tuple[str, int, int]]:
+    """(label, documents written, documents to write) of every generation in progress."""
+    total = ws.manifest.index_state.active_documents()
+    out = []
+    for section in ws.index_sections:
+        current = ws.manifest.generations.in_progress(section.name)
+        if current is not None:
+            out.append((current.label, ws.manifest.index_state.totals(current.key)[0], total))
+    return out
+
+
+@contextmanager
+def _progress(ws: Workspace, quiet: bool) -> Iterator[None]:
+    """A Rich bar on a terminal, a log line every LOG_EVERY_S otherwise; polls the manifest."""
+    stop = threading.Event()
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err)
+    tasks: dict[str, Any] = {}
+
+    def poll() -> None:
+        last_log = 0.0
+        while not stop.wait(POLL_S):
+            rows = _building(ws)
+            if err.is_terminal:
+                for label, done, total in rows:
+                    if label not in tasks:
+                        tasks[label] = bar.add_task(f"rebuild {label}", total=total)
+                    bar.update(tasks[label], completed=done, total=total)
+            elif last_log + LOG_EVERY_S <= time.monotonic():
+                last_log = time.monotonic()
+                for label, done, total in rows:
+                    err.print(f"rebuild {label}: {done}/{total} documents")
+
+    if quiet:
+        yield
+        return
+    thread = threading.Thread(target=poll, daemon=True)
+    if err.is_terminal:
+        bar.start()
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if err.is_terminal:
+            bar.stop()
+
 
 ACTIONS = ("status", "switch", "rollback", "cancel", "retire")
 
@@ -84,7 +142,8 @@ def rebuild(
                 ws.index_section(name)  # an unknown index fails before any work
             if not as_json:
                 err.print("rebuilding from the manifest's stored content…")
-            report = core.rebuild(ws, words or None, force=force, switch=not no_switch)
+            with _progress(ws, quiet=as_json and not err.is_terminal):
+                report = core.rebuild(ws, words or None, force=force, switch=not no_switch)
         if as_json:
             print_json(report)
         else:
