@@ -5,6 +5,7 @@ retire frees disk, and searches across a switch read one generation, never a mix
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import threading
 import time
 from collections.abc import Sequence
@@ -196,3 +197,52 @@ def test_old_generations_are_retired_after_keep_previous_for(
         ws.sync()  # retires at the end of the run
         assert [g.state for g in ws.manifest.generations.list("main")] == ["retired", "live"]
         assert not (tmp_path / "state" / "index-main.db").exists()
+
+
+def _fake(dimension: int) -> str:
+    return f'[embedder]\ntype = "fake"\ndimension = {dimension}\n'
+
+
+def test_a_model_change_on_qdrant_builds_a_collection_per_generation(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    def config(dimension: int) -> Path:
+        return write_config(
+            tmp_path,
+            manifest_url=manifest_url,
+            sources=filesystem_source(corpus),
+            indexes=QDRANT,
+            embedder=_fake(dimension),
+        )
+
+    with Workspace.open(config(32)) as ws:
+        ws.sync()
+    shutil.rmtree(corpus)
+    with Workspace.open(config(48)) as ws:
+        entry = core.rebuild(ws)["indexes"][0]
+        assert entry["result"] == "switched", entry
+        assert ws.sink("main").collection == "headwater_main__g2"  # type: ignore[attr-defined]
+        hits = ws.search("vacation days", groups=["staff"], mode="vector")
+        assert hits and hits[0]["title"] == "Vacation policy"
+        core.rollback(ws, "main")
+        hits = ws.search("vacation days", groups=["staff"], mode="vector")  # 32 dims again
+        assert hits and hits[0]["title"] == "Vacation policy"
+
+
+def test_a_live_generation_whose_embedder_is_gone_stops_indexing_and_keeps_serving(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    from headwater.pipeline.embed.fake import FakeEmbedder
+
+    config = _config(tmp_path, manifest_url, corpus)
+    with Workspace.open(config, embedder=FakeEmbedder(32)) as ws:  # not reproducible later
+        ws.sync()
+    (corpus / "notes" / "parking.md").write_text("# Parking\n\nBicycle parking is free.\n")
+    with Workspace.open(config) as ws:
+        result = ws.sync()
+        stopped = [w for w in result.warnings if "indexing into main stopped" in w]
+        assert len(stopped) == 1 and "headwater rebuild main" in stopped[0], result.warnings
+        assert "Vacation policy" in _titles(ws, "vacation")  # still served
+        assert _titles(ws, "bicycle") == []
+        assert core.rebuild(ws)["indexes"][0]["result"] == "switched"
+        assert "Parking" in _titles(ws, "bicycle")
