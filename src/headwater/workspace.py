@@ -413,7 +413,9 @@ class Workspace:
                 f"no document {document_id or f'{source}/{object_id}'} in the manifest; "
                 "check the id with `headwater search` or `headwater status`."
             )
-        applied = self.manifest.index_state.for_document(record.document_id)
+        held = self.manifest.index_state.for_document(record.document_id)
+        live = {s.name: self.live_generation(s.name).key for s in self.index_sections}
+        applied = {name: held[key] for name, key in live.items() if key in held}
         return document_report(record, applied, [s.name for s in self.index_sections])
 
     def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:

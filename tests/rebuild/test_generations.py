@@ -246,3 +246,16 @@ def test_a_live_generation_whose_embedder_is_gone_stops_indexing_and_keeps_servi
         assert _titles(ws, "bicycle") == []
         assert core.rebuild(ws)["indexes"][0]["result"] == "switched"
         assert "Parking" in _titles(ws, "bicycle")
+
+
+def test_doc_show_reports_the_live_generation(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
+        ws.sync()
+    (corpus / "readme.md").write_text("# Readme\n\nChanged after the switch.\n")
+    with Workspace.open(_config(tmp_path, manifest_url, corpus, tokens=128)) as ws:
+        core.rebuild(ws)
+        ws.sync()
+        doc = ws.document(source="docs", object_id="readme.md")
+        assert doc["indexes"]["main"]["applied_revision"] == 2  # generation 2's row, not 1's
