@@ -21,7 +21,7 @@ from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.errors import ConfigError, NotFoundError
 from headwater.indexer.generations import GenerationIndexer, Pipelines
-from headwater.indexer.indexer import Indexer, IndexTarget
+from headwater.indexer.indexer import IndexTarget
 from headwater.indexer.report import IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
@@ -205,29 +205,7 @@ class Workspace:
 
     def generation_indexer(self, generations: Sequence[Generation]) -> GenerationIndexer:
         """One indexer per distinct pipeline over ``generations``."""
-        groups: dict[str, list[Generation]] = {}
-        for gen in generations:
-            pipeline = self.pipelines.pipeline(gen)
-            groups.setdefault(f"{pipeline.chunking_version}:{pipeline.chunker}", []).append(gen)
-        indexers = []
-        for members in groups.values():
-            pipeline = self.pipelines.pipeline(members[0])
-            indexers.append(
-                Indexer(
-                    self.manifest,
-                    self.content_store,
-                    [self.generation_target(g) for g in members],
-                    pipeline.embedder,
-                    pipeline.chunking_version,
-                    pipeline.chunker,
-                    batch_size=self.config.sync.index_batch_size,
-                    should_stop=self.cancel.is_set,
-                )
-            )
-        writable = [
-            g.key for s in self.index_sections for g in self.manifest.generations.writable(s.name)
-        ]
-        return GenerationIndexer(indexers, writable)
+        return self.pipelines.indexer(generations)
 
     @property
     def embedder(self) -> Embedder:

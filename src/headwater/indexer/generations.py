@@ -200,6 +200,34 @@ class Pipelines:
         self._embedders[label] = embedder
         return embedder
 
+    def indexer(self, generations: Sequence[Generation]) -> GenerationIndexer:
+        """One ``Indexer`` per distinct pipeline (chunking version and chunker) over
+        ``generations``; tombstones complete once every write-state generation confirmed."""
+        ws = self.ws
+        groups: dict[str, list[Generation]] = {}
+        for gen in generations:
+            pipeline = self.pipeline(gen)
+            groups.setdefault(f"{pipeline.chunking_version}:{pipeline.chunker}", []).append(gen)
+        indexers = []
+        for members in groups.values():
+            pipeline = self.pipeline(members[0])
+            indexers.append(
+                Indexer(
+                    ws.manifest,
+                    ws.content_store,
+                    [ws.generation_target(g) for g in members],
+                    pipeline.embedder,
+                    pipeline.chunking_version,
+                    pipeline.chunker,
+                    batch_size=ws.config.sync.index_batch_size,
+                    should_stop=ws.cancel.is_set,
+                )
+            )
+        writable = [
+            g.key for s in ws.index_sections for g in ws.manifest.generations.writable(s.name)
+        ]
+        return GenerationIndexer(indexers, writable)
+
     def embedders(self) -> list[Embedder]:
         return list(self._embedders.values())
 
