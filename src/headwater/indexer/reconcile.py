@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from headwater.errors import FatalError
+from headwater.manifest.generations import WRITE_STATES
 from headwater.manifest.records import ACTIVE, DocumentRecord
 from headwater.sinks.base import InventoryRow, Sink
 
@@ -175,5 +176,8 @@ def _repair(ws: Workspace, gen: Generation, sink: Sink, drift: SinkDrift) -> int
     redo = drift.redo
     if redo:
         ws.manifest.index_state.forget(gen.key, redo)
-        ws._drain(ws.generation_indexer([gen]), redo)
+        if gen.state in WRITE_STATES:
+            ws.index(only=redo)  # every generation that receives writes, as a sync would
+        else:
+            ws._drain(ws.generation_indexer([gen]), redo)
     return len(drift.orphans) + len(redo)
