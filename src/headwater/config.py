@@ -110,6 +110,13 @@ class IndexSection(BaseModel):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
     type: str
+    # How long a switched-away generation is kept for rollback before it is retired.
+    keep_previous_for: str = "7d"
+
+    @field_validator("keep_previous_for")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _check_duration(value)
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -383,7 +390,7 @@ def load_config(
         if name in names:
             problems.append(f"{where}.name: duplicate index name")
         names.add(name)
-        options = {k: v for k, v in entry.items() if k not in ("name", "type")}
+        options = {k: v for k, v in entry.items() if k not in ("name", "type", "keep_previous_for")}
         try:
             index_options[name] = load_sink_class(entry["type"]).Options.model_validate(options)
         except ConfigError as exc:

@@ -18,6 +18,7 @@ BETWEEN_SINKS = "between_sinks"
 AFTER_SINK_WRITE_BEFORE_RECORD = "after_sink_write_before_record"
 MID_DELETE = "mid_delete"
 AFTER_CHECKPOINT_SAVE = "after_checkpoint_save"
+AFTER_INDEX_BATCH = "after_index_batch"  # every sink of one indexer batch recorded
 
 ALL = (
     AFTER_FETCH_BEFORE_COMMIT,
@@ -26,6 +27,7 @@ ALL = (
     AFTER_SINK_WRITE_BEFORE_RECORD,
     MID_DELETE,
     AFTER_CHECKPOINT_SAVE,
+    AFTER_INDEX_BATCH,
 )
 
 _ACTIVE = frozenset(p.strip() for p in os.environ.get(ENV_VAR, "").split(",") if p.strip())

@@ -28,12 +28,13 @@ from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.durations import parse_duration
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
-from headwater.indexer.indexer import Indexer, IndexTarget
-from headwater.indexer.reconcile import ReconcileReport, reconcile
+from headwater.indexer.indexer import IndexTarget
+from headwater.indexer.reconcile import ReconcileReport, ReconcileTarget, reconcile
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
 from headwater.manifest.failures import DEAD
+from headwater.manifest.generations import WRITE_STATES, Generation
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
 from headwater.manifest.store import Manifest
@@ -46,6 +47,7 @@ from headwater.pipeline.embed.registry import (
 )
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, index_version
+from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
 from headwater.reports import (
     DocumentReport,
     IndexInfo,
@@ -61,7 +63,7 @@ from headwater.search.service import (
     parse_mode,
     run_search,
 )
-from headwater.sinks import Sink, SinkContext, load_sink_class
+from headwater.sinks import Sink, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.redrive import RedriveReport, redrive
@@ -116,12 +118,15 @@ class Workspace:
         else:
             described = describe_embedder(embedder_spec(self.config.embedder))
         self._model_id, self._dimension, self._max_tokens = described
+        self.model_id, self.dimension, self.max_tokens = described
+        self.injected_embedder = embedder is not None
         budget = self.config.chunker.max_tokens or self._max_tokens
         self.chunker = ChunkerSettings(
             max_tokens=min(budget, self._max_tokens),
             max_document_chars=self.config.chunker.max_document_chars,
         )
         embedder_type = self.config.embedder.type if embedder is None else type(embedder).__name__
+        self.embedder_type = embedder_type
         # Parsers only: decides whether a source object is re-read (the sync gates).
         self.content_version = content_version(PARSER_VERSIONS)
         self.pipeline_version = self.content_version
@@ -137,6 +142,11 @@ class Workspace:
                 "max_tokens": self._max_tokens,
             },
         )
+        self.pipelines = Pipelines(self)
+        for section in self.index_sections:
+            self.manifest.generations.ensure_live(
+                section.name, self.index_version(section), self.pipelines.config_settings(section)
+            )
 
     @classmethod
     def open(
@@ -163,6 +173,7 @@ class Workspace:
         for sink in self._sinks.values():
             sink.close()
         self._sinks.clear()
+        self.pipelines.close()
         closer = getattr(self._embedder, "close", None)
         if callable(closer):
             closer()
@@ -180,32 +191,67 @@ class Workspace:
     def index_sections(self) -> list[IndexSection]:
         return list(self.config.index) or [DEFAULT_INDEX]
 
-    def _sink_class(self, type_name: str) -> Any:
+    def sink_class(self, type_name: str) -> Any:
         return self._sink_types.get(type_name) or load_sink_class(type_name)
 
+    def index_section(self, name: str) -> IndexSection:
+        section = next((s for s in self.index_sections if s.name == name), None)
+        if section is None:
+            known = ", ".join(s.name for s in self.index_sections)
+            raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
+        return section
+
     def index_version(self, section: IndexSection) -> str:
-        """The index's version: chunker, embedder, sink type and schema (see version.py)."""
-        cls = self._sink_class(section.type)
+        """The config's version of the index: chunker, embedder, sink type and schema."""
+        cls = self.sink_class(section.type)
         return index_version(self.chunking_version, section.type, cls.schema_version)
 
+    def live_generation(self, name: str) -> Generation:
+        self.index_section(name)
+        live = self.manifest.generations.live(name)
+        if live is None:
+            raise NotFoundError(
+                f"index {name!r} has no live generation; switch one in with "
+                f"`headwater rebuild switch {name}` (see `headwater rebuild status`)."
+            )
+        return live
+
     def sink(self, name: str) -> Sink:
-        if name not in self._sinks:
-            section = next((s for s in self.index_sections if s.name == name), None)
-            if section is None:
-                known = ", ".join(s.name for s in self.index_sections)
-                raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
-            cls = self._sink_class(section.type)
-            options = self.loaded.index_options.get(name) or cls.Options()
-            sink = cls(options, SinkContext(name, self.state_dir, self._dimension))
+        """The sink of the index's live generation (the one searches read)."""
+        return self.generation_sink(self.live_generation(name))
+
+    def query_embedder(self, name: str) -> Embedder:
+        """The embedder of the index's live generation (queries meet its vectors)."""
+        return self.pipelines.pipeline(self.live_generation(name)).embedder()
+
+    def generation_sink(self, generation: Generation) -> Sink:
+        key = generation.key
+        if key not in self._sinks:
+            sink = self.pipelines.sink(generation)
             if sink.bind(self.manifest.manifest_id):
                 log.warning(
                     "index %r belonged to another manifest; it was emptied and is rebuilt "
                     "from this one",
-                    name,
+                    generation.label,
                 )
-                self.manifest.index_state.forget_index(name)
-            self._sinks[name] = sink
-        return self._sinks[name]
+                self.manifest.index_state.forget_index(key)
+            self._sinks[key] = sink
+        return self._sinks[key]
+
+    def drop_generation_sink(self, generation: Generation) -> None:
+        """Delete a generation's storage (disk freed) and forget its applied rows."""
+        sink = self._sinks.pop(generation.key, None) or self.pipelines.sink(generation)
+        sink.drop()
+        self.manifest.index_state.forget_index(generation.key)
+
+    def generation_target(self, generation: Generation) -> IndexTarget:
+        return IndexTarget(
+            generation.key, self.generation_sink(generation), self.pipelines.version(generation)
+        )
+
+    def generation_indexer(self, generations: Sequence[Generation]) -> GenerationIndexer:
+        """One indexer per distinct pipeline over ``generations``."""
+        return self.pipelines.indexer(generations)
 
     @property
     def embedder(self) -> Embedder:
@@ -241,21 +287,10 @@ class Workspace:
             batch_size=section.batch_size, prune_max_fraction=section.prune_max_fraction
         )
 
-    def indexer(self) -> Indexer:
-        targets = [
-            IndexTarget(s.name, self.sink(s.name), self.index_version(s))
-            for s in self.index_sections
-        ]
-        return Indexer(
-            self.manifest,
-            self.content_store,
-            targets,
-            lambda: self.embedder,
-            self.chunking_version,
-            self.chunker,
-            batch_size=self.config.sync.index_batch_size,
-            should_stop=self.cancel.is_set,
-            progress=self.index_progress,
+    def indexer(self) -> GenerationIndexer:
+        """Every generation that receives writes: each index's live one and any in progress."""
+        return self.generation_indexer(
+            [g for s in self.index_sections for g in self.manifest.generations.writable(s.name)]
         )
 
     # -- operations --------------------------------------------------------------------
@@ -266,7 +301,9 @@ class Workspace:
         return [self.source_section(s) for s in sources]
 
     def warnings(self, sources: Sequence[str] | None = None) -> list[str]:
-        return [
+        from headwater.rebuilds.orchestrate import rebuild_warnings
+
+        return rebuild_warnings(self) + [
             f"source {s.id!r} has no `access`: its documents are visible to no one. "
             "Add access = { groups = [...] }, { users = [...] } or { public = true }."
             for s in self._selected(sources)
@@ -329,7 +366,12 @@ class Workspace:
                 result.index.add(worker.stop())
         if indexer is not None and not self.cancel.is_set():
             result.index.add(self._drain(indexer))
+        if indexer is not None:
+            result.warnings.extend(indexer.problems)
         self._purge_tombstones()
+        from headwater.rebuilds.orchestrate import retire_expired
+
+        retire_expired(self)
         result.duration_s = time.monotonic() - started  # wall time: runs and indexing
         return result
 
@@ -338,7 +380,8 @@ class Workspace:
         purged = self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
         if purged:
             for section in self.index_sections:
-                self.sink(section.name).forget_tombstones(purged)
+                for generation in self.manifest.generations.writable(section.name):
+                    self.generation_sink(generation).forget_tombstones(purged)
 
     def _sync_source(
         self,
@@ -400,7 +443,7 @@ class Workspace:
             result.index.add(self._drain(indexer))
         return result
 
-    def _drain(self, indexer: Indexer, only: Sequence[str] | None = None) -> IndexReport:
+    def _drain(self, indexer: GenerationIndexer, only: Sequence[str] | None = None) -> IndexReport:
         started = utcnow()
         hits0, misses0 = self._cache_counters()
         report = indexer.drain(only=only)
@@ -410,9 +453,11 @@ class Workspace:
         return report
 
     def _cache_counters(self) -> tuple[int, int]:
-        if self._embedder is None:
-            return 0, 0
-        return int(getattr(self._embedder, "hits", 0)), int(getattr(self._embedder, "embedded", 0))
+        embedders = self.pipelines.embedders()
+        if self._embedder is not None:
+            embedders.append(self._embedder)
+        hits = sum(int(getattr(e, "hits", 0)) for e in embedders)
+        return hits, sum(int(getattr(e, "embedded", 0)) for e in embedders)
 
     def index(
         self, only: Sequence[str] | None = None, *, executor: str | None = None
@@ -483,7 +528,9 @@ class Workspace:
                 f"no document {document_id or f'{source}/{object_id}'} in the manifest; "
                 "check the id with `headwater search` or `headwater status`."
             )
-        applied = self.manifest.index_state.for_document(record.document_id)
+        held = self.manifest.index_state.for_document(record.document_id)
+        live = {s.name: self.live_generation(s.name).key for s in self.index_sections}
+        applied = {name: held[key] for name, key in live.items() if key in held}
         return document_report(record, applied, [s.name for s in self.index_sections])
 
     def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
@@ -522,17 +569,41 @@ class Workspace:
             rate=rate,
         )
 
-    def reconcile(self, sink_name: str | None = None, *, repair: bool = False) -> ReconcileReport:
-        """Compare the manifest with each index (or ``sink_name``); ``repair`` fixes drift."""
+    def reconcile(
+        self,
+        sink_name: str | None = None,
+        *,
+        repair: bool = False,
+        generation: int | None = None,
+    ) -> ReconcileReport:
+        """Compare the manifest with each index's ``generation`` (default: its live one),
+        or ``sink_name``'s only; ``repair`` fixes drift."""
         if sink_name is not None:
-            self.sink(sink_name)  # raises the ConfigError naming the configured indexes
+            self.index_section(sink_name)  # raises the ConfigError naming the indexes
         names = [s.name for s in self.index_sections if sink_name in (None, s.name)]
-        return reconcile(
-            self.manifest,
-            [(name, self.sink(name)) for name in names],
-            lambda ids: self.index(only=ids),
-            repair=repair,
-        )
+        targets = []
+        for name in names:
+            gen = (
+                self.live_generation(name)
+                if generation is None
+                else self.manifest.generations.get(name, generation)
+            )
+            targets.append(
+                ReconcileTarget(
+                    label=name if generation is None else gen.label,
+                    key=gen.key,
+                    sink=self.generation_sink(gen),
+                    reindex=self._reindexer(gen),
+                )
+            )
+        return reconcile(self.manifest, targets, repair=repair)
+
+    def _reindexer(self, gen: Generation) -> Callable[[list[str]], object]:
+        """How repair re-applies documents to ``gen``: through every generation that
+        receives writes (as a sync would) when it is one of them, else into it alone."""
+        if gen.state in WRITE_STATES:
+            return lambda ids: self.index(only=ids)
+        return lambda ids: self._drain(self.generation_indexer([gen]), ids)
 
     def status(self) -> StatusReport:
         from headwater.scheduler.plans import schedule_status
@@ -586,7 +657,7 @@ class Workspace:
         caller = self.principals_of(user, groups)  # the user's synced groups join in
         return run_search(
             [(name, self.sink(name)) for name in names],
-            lambda text: self.embedder.embed([text])[0],
+            lambda name, text: self.query_embedder(name).embed([text])[0],
             query,
             user=user,
             groups=[*caller.given_groups, *(g.group for g in caller.synced_groups)],

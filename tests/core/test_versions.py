@@ -1,7 +1,9 @@
 """The content/index version split: only a parser change re-reads sources.
 
-A chunker setting, the embedder or a sink's schema change the index version: stored
-content is re-chunked and re-embedded, and no source object is fetched. A parser version
+A chunker setting, the embedder or a sink's schema change the index version: the live
+generation keeps its own settings (sync says `headwater rebuild` is needed), and the
+rebuild re-chunks and re-embeds stored content into a new generation without fetching
+any source object. A parser version
 change changes the content version: every object is fetched and parsed again.
 """
 
@@ -13,6 +15,7 @@ import pytest
 
 from headwater import Workspace
 from headwater.pipeline import parse
+from headwater.rebuilds.orchestrate import rebuild
 from headwater.sinks.sqlite import SqliteSink
 from workspace_helpers import filesystem_source, write_config
 
@@ -22,8 +25,7 @@ FAKE = '[embedder]\ntype = "fake"\ndimension = {dimension}\n'
 def _config(
     tmp_path: Path, manifest_url: str, corpus: Path, *, max_tokens: int = 64, dimension: int = 32
 ) -> Path:
-    # A sqlite index holds one dimension: a new one goes to a new file (no generations yet).
-    index = f'[[index]]\nname = "main"\ntype = "sqlite"\npath = "{tmp_path}/index-{dimension}.db"\n'
+    index = '[[index]]\nname = "main"\ntype = "sqlite"\n'
     return write_config(
         tmp_path,
         manifest_url=manifest_url,
@@ -50,7 +52,7 @@ def _versions(status: dict[str, object]) -> tuple[object, object]:
 
 
 @pytest.mark.parametrize("change", ["chunker", "embedder", "sink_schema"])
-def test_an_index_version_change_reindexes_without_reading_any_source(
+def test_an_index_version_change_is_rebuilt_without_reading_any_source(
     tmp_path: Path,
     manifest_url: str,
     corpus: Path,
@@ -73,12 +75,17 @@ def test_an_index_version_change_reindexes_without_reading_any_source(
         run = result.runs[0]
         assert run.fetched == 0  # no source object was read
         assert run.counts.unchanged == documents and run.counts.changed == 0
-        assert result.index.replaced == documents  # ...but every document was re-indexed
+        assert result.index.replaced == 0  # the live generation keeps its own settings
+        assert any("headwater rebuild main" in w for w in result.warnings)
+        built = rebuild(ws)["indexes"][0]
+        assert built["result"] == "switched", built
+        assert built["index_report"]["documents"]["replaced"] == documents
         assert ws.status()["indexes"]["main"]["pending"] == 0
         hits = ws.search("vacation days", groups=["staff"], mode="keyword")
         assert hits and hits[0]["title"]
         again = ws.sync()
         assert again.runs[0].fetched == 0 and again.index.replaced == 0
+        assert not any("rebuild" in w for w in again.warnings)
 
 
 def test_a_parser_version_change_rereads_every_source_object(

@@ -189,7 +189,7 @@ def cancel_on_interrupt(ws: Workspace) -> Iterator[None]:
 
 def register_commands() -> typer.Typer:
     """Import every command module (each registers itself) and attach the help examples."""
-    from headwater.cli import commands, dlq, examples, ops, schedule, serve, workers  # noqa: F401
+    from headwater.cli import commands, dlq, examples, ops, rebuild, schedule, serve, workers  # noqa: F401
 
     examples.attach(app)
     return app

@@ -28,6 +28,8 @@ EXAMPLES: dict[str, str] = {
     "serve": "HEADWATER_APP_KEY=... headwater serve --host 0.0.0.0 --port 8700 --with-scheduler",
     "worker": "HEADWATER_CONFIG=/etc/headwater/headwater.toml headwater worker --queues sync,index --concurrency 4",
     "workers": "headwater workers --json",
+    "rebuild": "headwater rebuild main --no-switch --json",
+    "rebuild status": "headwater rebuild status --json",
     "dlq list": "headwater dlq list --stage embed",
     "dlq show": "headwater dlq show 42",
     "dlq redrive": "headwater dlq redrive --stage fetch --rate 5",

@@ -85,6 +85,9 @@ def source_remove(
 def reconcile(
     sink: str = typer.Option(None, "--sink", help="Only this index."),
     repair: bool = typer.Option(False, "--repair", help="Re-apply exactly what differs."),
+    generation: int = typer.Option(
+        None, "--generation", min=1, help="This generation (default: the live one)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
     """Compare the manifest with each index; with --repair, fix the drift."""
@@ -95,7 +98,7 @@ def reconcile(
             reporter(err, as_json=as_json) as bars,
             bars.phase("reconcile"),
         ):
-            report = ws.reconcile(sink, repair=repair).as_dict()
+            report = ws.reconcile(sink, repair=repair, generation=generation).as_dict()
         if as_json:
             print_json(report)
             return exits.for_reconcile(report, repair=repair)

@@ -37,7 +37,8 @@ INDEX_STAGES = ("chunk", "embed")
 
 @dataclass
 class IndexTarget:
-    """One configured sink and its index pipeline version."""
+    """One sink (one index generation; ``name`` is the generation's key) and its index
+    version."""
 
     name: str
     sink: Sink
@@ -87,8 +88,13 @@ class Indexer:
             t.name: self.manifest.index_state.pending_count(t.name, t.version) for t in self.targets
         }
 
-    def drain(self, *, only: Sequence[str] | None = None) -> IndexReport:
-        """Apply every pending document to every sink; safe to call at any time."""
+    def drain(
+        self, *, only: Sequence[str] | None = None, complete_tombstones: bool = True
+    ) -> IndexReport:
+        """Apply every pending document to every sink; safe to call at any time.
+
+        ``complete_tombstones=False`` leaves tombstone completion to the caller (when other
+        indexers serve other generations, only all of them together can complete one)."""
         report = IndexReport()
         cursors: dict[str, str | None] = {t.name: "" for t in self.targets}
         skipped = self._blocked_documents()
@@ -125,7 +131,8 @@ class Indexer:
                 )
                 if self.progress is not None:
                     self.progress(IndexProgress(done, max(total, done), report.chunks))
-        self._complete_tombstones()
+        if complete_tombstones:
+            self.complete_tombstones([t.name for t in self.targets])
         return report
 
     def _blocked_documents(self) -> dict[str, dict[str, int | None]]:
@@ -185,6 +192,7 @@ class Indexer:
                 failpoints.failpoint(failpoints.BETWEEN_SINKS)
         done = [d for d in to_prepare if d not in failed]
         self.manifest.failures.resolve(done, INDEX_STAGES)
+        failpoints.failpoint(failpoints.AFTER_INDEX_BATCH)
 
     def _prepare(
         self, docs: list[DocumentRecord], need_vectors: bool, report: IndexReport
@@ -335,8 +343,8 @@ class Indexer:
         )
         report.failed += 1
 
-    def _complete_tombstones(self) -> None:
-        names = [t.name for t in self.targets]
+    def complete_tombstones(self, names: Sequence[str]) -> None:
+        """Mark complete the tombstones every one of ``names`` confirmed."""
         pending = self.manifest.index_state.incomplete_tombstones()
         if pending:
             self.manifest.index_state.complete_tombstones(pending, names)

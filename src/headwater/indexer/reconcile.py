@@ -10,6 +10,7 @@ orphan (a document the manifest does not know or has tombstoned). An active docu
 never an orphan. Repair re-applies missing, mismatched and unconfirmed documents from the
 stored content at the manifest revision through the normal indexer, and deletes orphans.
 Pending work (a revision not yet applied, not held) is not drift. Safe at any time.
+Each index generation is reconciled on its own (default: the live one).
 """
 
 from __future__ import annotations
@@ -74,22 +75,32 @@ class ReconcileReport(JsonView):
         return {"sinks": {n: d.as_dict() for n, d in self.sinks.items()}, "repair": self.repair}
 
 
+@dataclass(frozen=True)
+class ReconcileTarget:
+    """One index generation to check: ``label`` names it in the report, ``key`` is its
+    name in the manifest's applied state, ``reindex(document_ids)`` re-applies documents
+    from stored content into it (and into whatever else must receive the same writes)."""
+
+    label: str
+    key: str
+    sink: Sink
+    reindex: Callable[[list[str]], object]
+
+
 def reconcile(
     manifest: Manifest,
-    sinks: Sequence[tuple[str, Sink]],
-    reindex: Callable[[list[str]], object],
+    targets: Sequence[ReconcileTarget],
     *,
     repair: bool = False,
 ) -> ReconcileReport:
-    """Compare ``manifest`` with each (name, sink); with ``repair``, fix the drift.
-
-    ``reindex(document_ids)`` re-applies documents from stored content (the indexer)."""
+    """Compare ``manifest`` with each target (one index generation); with ``repair``, fix
+    the drift through the target's own ``reindex``."""
     report: dict[str, SinkDrift] = {}
-    for name, sink in sinks:
-        drift = compare(manifest, sink, name)
+    for target in targets:
+        drift = compare(manifest, target.sink, target.key)
         if repair and drift.drifted:
-            drift.repaired = _repair(manifest, sink, name, drift, reindex)
-        report[name] = drift
+            drift.repaired = _repair(manifest, target, drift)
+        report[target.label] = drift
     return ReconcileReport(report, repair)
 
 
@@ -162,13 +173,8 @@ def _classify(
         drift.chunk_mismatch.append(doc_id)
 
 
-def _repair(
-    manifest: Manifest,
-    sink: Sink,
-    name: str,
-    drift: SinkDrift,
-    reindex: Callable[[list[str]], object],
-) -> int:
+def _repair(manifest: Manifest, target: ReconcileTarget, drift: SinkDrift) -> int:
+    sink = target.sink
     unknown: list[str] = []
     for doc_id in drift.orphans:
         record = manifest.document(doc_id)
@@ -182,6 +188,6 @@ def _repair(
         sink.forget_tombstones(unknown)
     redo = drift.redo
     if redo:
-        manifest.index_state.forget(name, redo)
-        reindex(redo)
+        manifest.index_state.forget(target.key, redo)
+        target.reindex(redo)
     return len(drift.orphans) + len(redo)

@@ -201,3 +201,26 @@ class IndexState:
         """Drop every applied row of an index (it was emptied): all of it is pending."""
         with begin_write(self.engine) as conn:
             conn.execute(delete(di).where(di.c.index_name == index_name))
+
+    def totals(self, index_name: str) -> tuple[int, int]:
+        """(live documents, chunks) recorded as applied for an index (generation key)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(func.count(), func.coalesce(func.sum(di.c.chunks), 0))
+                .select_from(di.join(d, d.c.document_id == di.c.document_id))
+                .where(
+                    di.c.index_name == index_name,
+                    di.c.applied_signature.is_not(None),
+                    d.c.state == ACTIVE,
+                )
+            ).one()
+            return int(row[0]), int(row[1])
+
+    def active_documents(self) -> int:
+        """How many active documents the manifest holds (what every index must hold)."""
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(d).where(d.c.state == ACTIVE)
+                ).scalar_one()
+            )

@@ -223,3 +223,19 @@ group_members = Table(
     Column("member", String(320), primary_key=True),
     Index("ix_group_members_member", "member"),
 )
+
+# Index generations (migration 0007): each configured index is a sequence of generations;
+# exactly one is ``live``. Applied revisions of generation 1 live under the bare index
+# name in ``document_indexes``, those of generation N > 1 under ``{index}@{N}``.
+generations = Table(
+    "generations",
+    metadata,
+    Column("index_name", String(100), primary_key=True),
+    Column("generation", Integer, primary_key=True),
+    Column("state", String(12), nullable=False),
+    Column("index_version", String(32), nullable=False),
+    Column("settings", Text, nullable=False),
+    Column("created_at", TZ, nullable=False),
+    Column("switched_at", TZ, nullable=True),
+    Column("problems", Text, nullable=False),
+)

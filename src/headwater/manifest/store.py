@@ -19,6 +19,7 @@ from headwater.errors import TransientError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
+from headwater.manifest.generations import Generations
 from headwater.manifest.groups import GroupLedger
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
@@ -43,6 +44,7 @@ class Manifest:
         self.failures = FailureLedger(engine, max_attempts=max_attempts)
         self.index_state = IndexState(engine)
         self.groups = GroupLedger(engine)
+        self.generations = Generations(engine)
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3) -> Manifest:

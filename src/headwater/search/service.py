@@ -137,7 +137,7 @@ def expand_principals(
 
 def run_search(
     sinks: Sequence[tuple[str, Sink]],
-    embed: Callable[[str], Sequence[float]],
+    embed: Callable[[str, str], Sequence[float]],
     query: str,
     *,
     user: str | None,
@@ -149,8 +149,9 @@ def run_search(
 ) -> list[SearchResult]:
     """Search ``sinks`` (name, sink) for ``query`` as the caller, within ``sources``.
 
-    ``embed`` turns the query into its vector; it is called only when some sink is asked
-    for vectors, so a keyword search never loads the model.
+    ``embed(index_name, text)`` turns the query into that index's vector (each index's live
+    generation has its own embedder); it is called only for indexes asked for vectors, so
+    a keyword search never loads a model.
     """
     search_mode = parse_mode(mode)
     if k < 1:
@@ -167,34 +168,33 @@ def run_search(
     if search_mode is SearchMode.VECTOR and not vector_sinks:
         raise ConfigError(f"index {names} has no vector search; use --mode keyword")
     wanted_k = max(k * OVERFETCH, 20) if per_document else k
-    plans: list[tuple[Sink, SearchMode]] = []
+    plans: list[tuple[str, Sink, SearchMode]] = []
     if search_mode is not SearchMode.KEYWORD:
-        plans += [(sink, SearchMode.VECTOR) for _, sink in vector_sinks]
+        plans += [(n, sink, SearchMode.VECTOR) for n, sink in vector_sinks]
     if search_mode is not SearchMode.VECTOR:
-        plans += [(sink, SearchMode.KEYWORD) for _, sink in keyword_sinks]
+        plans += [(n, sink, SearchMode.KEYWORD) for n, sink in keyword_sinks]
     # Fused lists are asked twice as deep, so a chunk ranked low in one list can still
     # reach the top by its rank in another.
     depth = wanted_k if len(plans) == 1 else 2 * wanted_k
-    vector = embed(query) if any(m is SearchMode.VECTOR for _, m in plans) else None
     principals = caller_principals(user, groups)
     lists = [
         sink.search(
             SearchRequest(
                 text=query,
-                vector=vector if plan_mode is SearchMode.VECTOR else None,
+                vector=embed(name, query) if plan_mode is SearchMode.VECTOR else None,
                 principals=principals,
                 k=depth,
                 mode=plan_mode,
                 sources=list(sources),
             )
         )
-        for sink, plan_mode in plans
+        for name, sink, plan_mode in plans
     ]
     if len(lists) == 1:
         hits = lists[0]
     else:
         by_mode = {
-            m: [hits for (_, plan_mode), hits in zip(plans, lists, strict=True) if plan_mode is m]
+            m: [hits for (*_, plan_mode), hits in zip(plans, lists, strict=True) if plan_mode is m]
             for m in (SearchMode.VECTOR, SearchMode.KEYWORD)
         }
         # Several indexes answering one mode are merged by rank first; the two modes are

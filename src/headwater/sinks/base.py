@@ -12,6 +12,11 @@ Replacing with the revision the sink already holds is accepted (an idempotent re
 A sink is bound to one manifest (``bind``); the core tells it when a purged tombstone
 may be forgotten (``forget_tombstones``), and ``update_access`` answers ``ABSENT`` for a
 document it does not hold, so the core writes the document in full instead.
+
+Generations: one sink instance serves one generation (``SinkContext.generation``), in
+storage of its own, so a rebuild fills a new generation while the live one serves;
+``drop`` removes a generation's storage (disk freed). The read pointer (which generation
+is live) is kept in the manifest, so a switch is one manifest transaction.
 """
 
 from __future__ import annotations
@@ -41,11 +46,14 @@ class SinkCapabilities:
 
 @dataclass(frozen=True)
 class SinkContext:
-    """Where a sink lives: its configured name, the state dir, the vector dimension."""
+    """Where a sink lives: its configured name, the state dir, the vector dimension, and
+    the index generation this instance serves (1 keeps the pre-generation storage names;
+    generation N > 1 lives in storage of its own, e.g. ``index-main@2.db``)."""
 
     name: str
     state_dir: Path
     dimension: int
+    generation: int = 1
 
 
 class WriteOutcome(StrEnum):
@@ -130,6 +138,14 @@ class Sink(Protocol):
     def inventory(self) -> Iterator[InventoryRow]:
         """Every live document the sink holds, with its revision and chunk count, in
         ascending ``document_id`` order, streamed (reconcile merges it with the manifest)."""
+        ...
+
+    def chunk_texts(self, document_id: str) -> list[str]:
+        """The texts of the document's live chunks in ordinal order (rebuild verification)."""
+        ...
+
+    def drop(self) -> None:
+        """Delete everything this generation stores (files, collections) and close."""
         ...
 
     def close(self) -> None: ...

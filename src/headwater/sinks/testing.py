@@ -21,7 +21,8 @@ Checks: idempotent replace, exact swaps, deletes to zero, ACL updates without
 re-embedding, ABSENT for a document the sink does not hold, no invisible hit and no
 starvation by the ACL filter (per capability), stale writes refused, no resurrection,
 a replace failing midway leaves the old revision whole and alone, forgotten tombstones,
-manifest binding, inventory in document_id order, the sources filter and persistence.
+manifest binding, inventory in document_id order, the sources filter, persistence, and
+generations (separate storage per generation, chunk texts, drop).
 Vectors are deterministic and unit-length. Requires pytest (a dev dependency).
 """
 
@@ -44,6 +45,7 @@ from headwater.sinks._suite_base import (
     sink_context,
     unit_vector,
 )
+from headwater.sinks._suite_generations import GenerationChecks
 from headwater.sinks._suite_lifecycle import LifecycleChecks
 from headwater.sinks.base import Sink, WriteOutcome
 from headwater.types import Access, IndexDocument, SearchMode, caller_principals
@@ -62,7 +64,7 @@ __all__ = [
 ]
 
 
-class SinkConformance(LifecycleChecks):
+class SinkConformance(LifecycleChecks, GenerationChecks):
     """Subclass in a test module and provide ``sink`` and ``fail_midway`` (and ``reopen``
     if the sink persists)."""
 

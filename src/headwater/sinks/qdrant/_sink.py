@@ -19,6 +19,7 @@ write are deleted by the next write of the document.
 from __future__ import annotations
 
 import re
+import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -111,11 +112,17 @@ class QdrantSink:
     def __init__(self, options: QdrantOptions, context: SinkContext) -> None:
         self.options = options
         self.context = context
-        self.collection = options.collection or f"headwater_{context.name}"
+        base = options.collection or f"headwater_{context.name}"
+        gen = context.generation
+        self.collection = base if gen == 1 else f"{base}__g{gen}"
         self.revisions = f"{self.collection}_revisions"
         path = None
         if options.url is None and options.location is None:
+            # Local mode locks its folder per client: each generation gets a folder of its own.
             path = options.path or context.state_dir / f"qdrant-{context.name}"
+            if gen != 1:
+                path = path.with_name(f"{path.name}@{gen}")
+        self._path = path
         self.where = options.url or options.location or str(path)
         self._client: QdrantClient = open_client(options, path, self.where)
         self._closed = False
@@ -325,6 +332,31 @@ class QdrantSink:
             if len(visible) >= request.k or len(found.points) < limit:
                 return [self._hit(point) for point in visible[: request.k]]
             limit *= OVERFETCH
+
+    def chunk_texts(self, document_id: str) -> list[str]:
+        with guard(self.where):
+            payload = self._held_payload(document_id)
+            live = None if payload is None else payload.get("live")
+            if live is None:
+                return []
+            points, _ = self._client.scroll(
+                self.collection,
+                scroll_filter=qm.Filter(must=[_of_document(document_id), _of_write(str(live))]),
+                limit=100_000,
+                with_payload=True,
+            )
+        ordered = sorted(points, key=lambda p: int((p.payload or {})["ordinal"]))
+        return [str((p.payload or {})["text"]) for p in ordered]
+
+    def drop(self) -> None:
+        """Delete this generation's collections (and, in local mode, its folder)."""
+        with guard(self.where):
+            for name in (self.collection, self.revisions):
+                if self._client.collection_exists(name):
+                    self._client.delete_collection(name)
+        self.close()
+        if self._path is not None and self.context.generation != 1:
+            shutil.rmtree(self._path, ignore_errors=True)
 
     def close(self) -> None:
         if not self._closed:

@@ -45,6 +45,13 @@ from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, Sea
 INVENTORY_PAGE = 1000
 
 
+def generation_path(base: Path, generation: int) -> Path:
+    """Generation 1 keeps ``base``; generation N lives next to it as ``{stem}@{N}{suffix}``."""
+    if generation == 1:
+        return base
+    return base.with_name(f"{base.stem}@{generation}{base.suffix}")
+
+
 class SqliteOptions(SinkOptions):
     """Options of the ``sqlite`` index."""
 
@@ -68,7 +75,9 @@ class SqliteSink:
     def __init__(self, options: SqliteOptions, context: SinkContext) -> None:
         self.options = options
         self.context = context
-        self.path = options.path or context.state_dir / f"index-{context.name}.db"
+        self.path = generation_path(
+            options.path or context.state_dir / f"index-{context.name}.db", context.generation
+        )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db: Database = connect(self.path, options.driver)
         try:
@@ -251,6 +260,18 @@ class SqliteSink:
                 "hybrid search is fused by headwater.search.service.run_search"
             )
         return vector_search(self._db, request, self._query_blob(request.vector), request.k)
+
+    def chunk_texts(self, document_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT text FROM chunks WHERE document_id = ? ORDER BY ordinal", [document_id]
+        )
+        return [str(r[0]) for r in rows]
+
+    def drop(self) -> None:
+        """Close and delete the generation's file (and its WAL and shared-memory files)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
         self._db.close()

@@ -1,0 +1,209 @@
+"""Index generations in the manifest: which generation of each index is live, and which
+are being built, kept for rollback or gone.
+
+Each configured index is a sequence of generations ``main@1``, ``main@2``…, each with the
+index version and the (non-secret) settings it was built with. Exactly one generation
+per index is ``live``; searches read it. The applied revisions of a generation are the
+``document_indexes`` rows under its *key*: the bare index name for generation 1 (so rows
+written before generations existed are generation 1), ``{index}@{N}`` otherwise. Pending
+work for a generation is therefore the same query as before.
+
+States: ``building`` (being filled from the content store), ``verifying``, ``ready``
+(verified, waiting for a switch), ``live``, ``previous`` (was live; kept for rollback),
+``failed`` (verification failed; the problems are recorded), ``retired`` (dropped). Every
+generation in a *write state* (building, verifying, ready, live) receives every change.
+A switch is one manifest transaction, so a reader sees one live generation or the other.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, select, update
+from sqlalchemy.exc import IntegrityError
+
+from headwater.clock import utcnow
+from headwater.errors import ConfigError, NotFoundError
+from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
+
+g = t.generations
+
+BUILDING = "building"
+VERIFYING = "verifying"
+READY = "ready"
+LIVE = "live"
+PREVIOUS = "previous"
+FAILED = "failed"
+RETIRED = "retired"
+STATES = (BUILDING, VERIFYING, READY, LIVE, PREVIOUS, FAILED, RETIRED)
+WRITE_STATES = (BUILDING, VERIFYING, READY, LIVE)
+IN_PROGRESS = (BUILDING, VERIFYING, READY)
+
+
+def generation_key(index_name: str, generation: int) -> str:
+    """The name a generation's applied revisions and failures are recorded under."""
+    return index_name if generation == 1 else f"{index_name}@{generation}"
+
+
+@dataclass(frozen=True)
+class Generation:
+    index_name: str
+    generation: int
+    state: str
+    index_version: str
+    settings: dict[str, Any]
+    created_at: datetime
+    switched_at: datetime | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return generation_key(self.index_name, self.generation)
+
+    @property
+    def label(self) -> str:
+        return f"{self.index_name}@{self.generation}"
+
+    @classmethod
+    def from_row(cls, row: Any) -> Generation:
+        m = row._mapping
+        return cls(
+            index_name=m["index_name"],
+            generation=int(m["generation"]),
+            state=m["state"],
+            index_version=m["index_version"],
+            settings=json.loads(m["settings"]),
+            created_at=m["created_at"],
+            switched_at=m["switched_at"],
+            problems=list(json.loads(m["problems"])),
+        )
+
+
+class Generations:
+    """The ``generations`` table."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def all(self, index_name: str | None = None) -> list[Generation]:
+        query = select(g).order_by(g.c.index_name, g.c.generation)
+        if index_name is not None:
+            query = query.where(g.c.index_name == index_name)
+        with self.engine.connect() as conn:
+            return [Generation.from_row(r) for r in conn.execute(query)]
+
+    def get(self, index_name: str, generation: int) -> Generation:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(g).where(g.c.index_name == index_name, g.c.generation == generation)
+            ).first()
+        if row is None:
+            raise NotFoundError(
+                f"index {index_name!r} has no generation {generation}; "
+                "see `headwater rebuild status` for its generations."
+            )
+        return Generation.from_row(row)
+
+    def live(self, index_name: str) -> Generation | None:
+        found = [x for x in self.all(index_name) if x.state == LIVE]
+        return found[0] if found else None
+
+    def list(self, index_name: str | None = None) -> builtins.list[Generation]:
+        return self.all(index_name)
+
+    def writable(self, index_name: str) -> builtins.list[Generation]:
+        """Every generation of the index that receives writes (live and in progress)."""
+        return [x for x in self.all(index_name) if x.state in WRITE_STATES]
+
+    def in_progress(self, index_name: str) -> Generation | None:
+        found = [x for x in self.all(index_name) if x.state in IN_PROGRESS]
+        return found[-1] if found else None
+
+    def ensure_live(self, index_name: str, index_version: str, settings: dict[str, Any]) -> None:
+        """Record generation 1 as live when the index has no generation yet."""
+        if self.all(index_name):
+            return
+        now = utcnow()
+        try:
+            with begin_write(self.engine) as conn:
+                conn.execute(
+                    g.insert().values(
+                        index_name=index_name,
+                        generation=1,
+                        state=LIVE,
+                        index_version=index_version,
+                        settings=json.dumps(settings, sort_keys=True),
+                        created_at=now,
+                        switched_at=now,
+                        problems="[]",
+                    )
+                )
+        except IntegrityError:
+            pass  # another process recorded it first
+
+    def create(self, index_name: str, index_version: str, settings: dict[str, Any]) -> Generation:
+        """A new ``building`` generation numbered after every earlier one."""
+        with begin_write(self.engine) as conn:
+            numbers = conn.execute(
+                select(g.c.generation).where(g.c.index_name == index_name)
+            ).scalars()
+            number = max(numbers, default=0) + 1
+            conn.execute(
+                g.insert().values(
+                    index_name=index_name,
+                    generation=number,
+                    state=BUILDING,
+                    index_version=index_version,
+                    settings=json.dumps(settings, sort_keys=True),
+                    created_at=utcnow(),
+                    switched_at=None,
+                    problems="[]",
+                )
+            )
+        return self.get(index_name, number)
+
+    def set_state(
+        self, index_name: str, generation: int, state: str, problems: Sequence[str] = ()
+    ) -> None:
+        with begin_write(self.engine) as conn:
+            conn.execute(
+                update(g)
+                .where(g.c.index_name == index_name, g.c.generation == generation)
+                .values(state=state, problems=json.dumps(list(problems)))
+            )
+
+    def switch(self, index_name: str, generation: int) -> None:
+        """Make ``generation`` live and the live one ``previous``, in one transaction."""
+        now = utcnow()
+        with begin_write(self.engine) as conn:
+            conn.execute(
+                update(g)
+                .where(g.c.index_name == index_name, g.c.state == LIVE)
+                .values(state=PREVIOUS)
+            )
+            done = conn.execute(
+                update(g)
+                .where(g.c.index_name == index_name, g.c.generation == generation)
+                .values(state=LIVE, switched_at=now, problems="[]")
+            )
+            if done.rowcount != 1:
+                raise NotFoundError(
+                    f"index {index_name!r} has no generation {generation}; nothing switched. "
+                    "See `headwater rebuild status`."
+                )
+
+    def previous(self, index_name: str) -> Generation:
+        """The generation a rollback returns to: the most recently switched-away one."""
+        kept = [x for x in self.all(index_name) if x.state == PREVIOUS]
+        if not kept:
+            raise ConfigError(
+                f"index {index_name!r} has no previous generation to roll back to; "
+                "see `headwater rebuild status`."
+            )
+        return max(kept, key=lambda x: (x.switched_at or x.created_at, x.generation))

@@ -1,0 +1,321 @@
+"""Blue-green rebuilds: build a new generation from the manifest, verify it, switch.
+
+``rebuild`` starts (or resumes) a generation with the config's settings for every index
+whose config version differs from its live generation's (or every named one with
+``force``) and fills it from the content store only: no connector is built, no source is
+read, and embeddings come through the embedding cache. A killed rebuild resumes where it
+stopped, because what was written is recorded as applied for that generation. Once
+caught up the generation is verified (document count, every document's revision and
+chunk count, a sample of chunk texts against a fresh chunking of the stored content, no
+tombstoned document present) and switched: one manifest transaction moves the read
+pointer. A failed verification never switches. While a generation is in progress every
+sync writes to it too, and ``switch`` catches it up first, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from headwater.clock import as_utc, utcnow
+from headwater.durations import parse_duration
+from headwater.errors import ConfigError, ItemError
+from headwater.indexer.reconcile import compare
+from headwater.indexer.report import IndexReport
+from headwater.manifest.generations import (
+    BUILDING,
+    FAILED,
+    IN_PROGRESS,
+    LIVE,
+    PREVIOUS,
+    READY,
+    RETIRED,
+    VERIFYING,
+    Generation,
+)
+from headwater.pipeline.chunk import chunk_document
+
+if TYPE_CHECKING:
+    from headwater.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SAMPLE = 50
+
+
+def _needs(ws: Workspace, name: str, force: bool) -> Generation | None:
+    """The in-progress generation to resume, a new one, or None (up to date)."""
+    section = ws.index_section(name)
+    gens = ws.manifest.generations
+    wanted = ws.index_version(section)
+    current = gens.in_progress(name)
+    if current is not None:
+        if ws.pipelines.version(current) == wanted:
+            return current
+        log.warning("%s was built with older settings; it is cancelled", current.label)
+        cancel(ws, name)
+    live = ws.live_generation(name)
+    if not force and ws.pipelines.version(live) == wanted:
+        return None
+    return gens.create(name, wanted, ws.pipelines.config_settings(section))
+
+
+def rebuild(
+    ws: Workspace, names: list[str] | None = None, *, force: bool = False, switch: bool = True
+) -> dict[str, Any]:
+    """Build, verify and (unless ``switch=False``) switch a generation per index."""
+    out: list[dict[str, Any]] = []
+    for name in names or [s.name for s in ws.index_sections]:
+        generation = _needs(ws, name, force)
+        if generation is None:
+            out.append({"index": name, "result": "up_to_date", "live": _live_number(ws, name)})
+            continue
+        entry: dict[str, Any] = {"index": name, "generation": generation.generation}
+        report = build(ws, generation)
+        entry["index_report"] = report.as_dict()
+        if ws.cancel.is_set():
+            entry["result"] = "stopped"
+            out.append(entry)
+            break
+        problems = verify(ws, generation)
+        if problems:
+            entry.update(result="failed", problems=problems)
+        elif switch:
+            ws.manifest.generations.switch(name, generation.generation)
+            entry["result"] = "switched"
+        else:
+            entry["result"] = "ready"
+        out.append(entry)
+    retire_expired(ws)
+    return {"indexes": out}
+
+
+def _live_number(ws: Workspace, name: str) -> int | None:
+    live = ws.manifest.generations.live(name)
+    return None if live is None else live.generation
+
+
+def build(ws: Workspace, generation: Generation) -> IndexReport:
+    """Fill ``generation`` with every pending document (resumable)."""
+    ws.manifest.generations.set_state(generation.index_name, generation.generation, BUILDING)
+    return ws._drain(ws.generation_indexer([generation]))
+
+
+def verify(ws: Workspace, generation: Generation) -> list[str]:
+    """Check the generation against the manifest; record ``ready`` or ``failed``."""
+    gens = ws.manifest.generations
+    gens.set_state(generation.index_name, generation.generation, VERIFYING)
+    problems = _problems(ws, generation)
+    state = FAILED if problems else READY
+    gens.set_state(generation.index_name, generation.generation, state, problems)
+    if problems:
+        log.warning("%s failed verification: %s", generation.label, "; ".join(problems))
+    return problems
+
+
+def _problems(ws: Workspace, generation: Generation) -> list[str]:
+    sink = ws.generation_sink(generation)
+    key, label = generation.key, generation.label
+    state = ws.manifest.index_state
+    problems: list[str] = []
+    pending = state.pending_count(key, ws.pipelines.version(generation))
+    if pending:
+        problems.append(
+            f"{pending} documents are not indexed in {label} (see `headwater failures`); "
+            "fix them and run `headwater rebuild` again"
+        )
+    active = state.active_documents()
+    held = sum(1 for _ in sink.inventory())
+    if held != active:
+        problems.append(f"{label} holds {held} documents; the manifest has {active} active")
+    drift = compare(ws.manifest, sink, key)
+    for kind, ids in (
+        ("missing", drift.missing),
+        ("at the wrong revision", drift.revision_mismatch),
+        ("with the wrong chunk count", drift.chunk_mismatch),
+        ("written but not recorded", drift.unconfirmed),
+        ("deleted or unknown, yet present", drift.orphans),
+    ):
+        if ids:
+            problems.append(f"{len(ids)} documents {kind} in {label}, e.g. {ids[0]}")
+    problems.extend(_sample_texts(ws, generation))
+    return problems
+
+
+def _sample_texts(ws: Workspace, generation: Generation) -> list[str]:
+    """A fresh chunking of up to SAMPLE stored documents must equal what the sink holds."""
+    sink = ws.generation_sink(generation)
+    pipeline = ws.pipelines.pipeline(generation)
+    checked, after = 0, ""
+    while checked < SAMPLE:
+        records = ws.manifest.documents_after(after, SAMPLE)
+        if not records:
+            break
+        after = records[-1].document_id
+        for record in records:
+            if record.state != "active" or record.checksum is None or checked >= SAMPLE:
+                continue
+            checked += 1
+            try:
+                chunks = chunk_document(
+                    document_id=record.document_id,
+                    pipeline_version=pipeline.chunking_version,
+                    text=ws.content_store.get(record.checksum),
+                    title=record.title,
+                    metadata=record.metadata,
+                    counter=pipeline.embedder(),
+                    settings=pipeline.chunker,
+                )
+            except ItemError:
+                continue  # a document that cannot be chunked is reported as not indexed
+            if [c.text for c in chunks] != sink.chunk_texts(record.document_id):
+                return [
+                    f"chunk texts of {record.document_id} in {generation.label} differ from "
+                    "a fresh chunking of its stored content"
+                ]
+    return []
+
+
+def switch(ws: Workspace, name: str) -> dict[str, Any]:
+    """Catch the ready generation up with the manifest, verify it again, make it live."""
+    gens = ws.manifest.generations
+    ready = gens.in_progress(name)
+    if ready is None or ready.state != READY:
+        raise ConfigError(
+            f"index {name!r} has no ready generation to switch to; build one with "
+            f"`headwater rebuild {name} --no-switch` (see `headwater rebuild status`)."
+        )
+    report = build(ws, ready)
+    problems = verify(ws, ready)
+    if problems:
+        return {
+            "index": name,
+            "generation": ready.generation,
+            "result": "failed",
+            "problems": problems,
+        }
+    gens.switch(name, ready.generation)
+    return {
+        "index": name,
+        "generation": ready.generation,
+        "result": "switched",
+        "index_report": report.as_dict(),
+    }
+
+
+def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> dict[str, Any]:
+    """Serve the previous generation at once; then catch it up from the manifest."""
+    gens = ws.manifest.generations
+    previous = gens.previous(name)
+    gens.switch(name, previous.generation)
+    live = gens.get(name, previous.generation)
+    pending = ws.manifest.index_state.pending_count(live.key, ws.pipelines.version(live))
+    out: dict[str, Any] = {"index": name, "live": live.generation, "pending": pending}
+    if catch_up:
+        out["index_report"] = ws._drain(ws.generation_indexer([live])).as_dict()
+    return out
+
+
+def cancel(ws: Workspace, name: str) -> dict[str, Any]:
+    """Drop the generation in progress (its storage is deleted)."""
+    current = ws.manifest.generations.in_progress(name)
+    if current is None:
+        raise ConfigError(
+            f"index {name!r} has no generation in progress to cancel; "
+            "see `headwater rebuild status`."
+        )
+    _drop(ws, current, ["cancelled"])
+    return {"index": name, "cancelled": current.generation}
+
+
+def _drop(ws: Workspace, generation: Generation, problems: list[str]) -> None:
+    ws.drop_generation_sink(generation)
+    ws.manifest.generations.set_state(
+        generation.index_name, generation.generation, RETIRED, problems
+    )
+
+
+def retire(ws: Workspace, name: str) -> dict[str, Any]:
+    """Drop every generation but the live one and the one kept for rollback."""
+    gens = ws.manifest.generations
+    ws.index_section(name)
+    kept = {g.generation for g in gens.list(name) if g.state in (LIVE, *IN_PROGRESS)}
+    with contextlib.suppress(ConfigError):
+        kept.add(gens.previous(name).generation)
+    dropped = []
+    for generation in gens.list(name):
+        if generation.generation not in kept and generation.state != RETIRED:
+            _drop(ws, generation, generation.problems)
+            dropped.append(generation.generation)
+    return {"index": name, "retired": dropped}
+
+
+def retire_expired(ws: Workspace) -> list[str]:
+    """Retire generations switched away from longer than ``keep_previous_for`` ago."""
+    now, retired = utcnow(), []
+    for section in ws.index_sections:
+        keep_for = parse_duration(section.keep_previous_for)
+        live = ws.manifest.generations.live(section.name)
+        if keep_for is None or live is None or live.switched_at is None:
+            continue
+        if now - as_utc(live.switched_at) < keep_for:
+            continue
+        for generation in ws.manifest.generations.list(section.name):
+            if generation.state in (PREVIOUS, FAILED):
+                _drop(ws, generation, generation.problems)
+                retired.append(generation.label)
+    return retired
+
+
+def rebuild_warnings(ws: Workspace) -> list[str]:
+    """One line per index whose config no longer matches its live generation."""
+    out = []
+    for section in ws.index_sections:
+        live = ws.manifest.generations.live(section.name)
+        if live is None:
+            continue
+        changed = ws.pipelines.changes(live, section)
+        if not changed:
+            continue
+        building = ws.manifest.generations.in_progress(section.name)
+        if building is not None and not ws.pipelines.changes(building, section):
+            continue
+        out.append(
+            f"index {section.name!r}: the config changes its {', '.join(changed)}; the live "
+            f"generation {live.label} keeps being updated with its own settings. Run "
+            f"`headwater rebuild {section.name}` to build and switch to the new settings."
+        )
+    return out
+
+
+def status(ws: Workspace) -> dict[str, Any]:
+    """Every index's generations, with progress counts."""
+    indexes = []
+    active = ws.manifest.index_state.active_documents()
+    for section in ws.index_sections:
+        rows = []
+        for g in ws.manifest.generations.list(section.name):
+            documents, chunks = ws.manifest.index_state.totals(g.key)
+            pending = None
+            if g.state in (LIVE, *IN_PROGRESS):
+                pending = ws.manifest.index_state.pending_count(g.key, ws.pipelines.version(g))
+            rows.append(
+                {
+                    "generation": g.generation,
+                    "state": g.state,
+                    "index_version": g.index_version,
+                    "settings": g.settings,
+                    "documents": documents if g.state != RETIRED else 0,
+                    "documents_total": active,
+                    "chunks": chunks if g.state != RETIRED else 0,
+                    "pending": pending,
+                    "created_at": g.created_at.isoformat(),
+                    "switched_at": g.switched_at.isoformat() if g.switched_at else None,
+                    "problems": g.problems,
+                }
+            )
+        indexes.append(
+            {"name": section.name, "live": _live_number(ws, section.name), "generations": rows}
+        )
+    return {"indexes": indexes}
