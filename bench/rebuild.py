@@ -91,7 +91,7 @@ def main() -> None:
     args.corpus, args.work = args.corpus.resolve(), args.work.resolve()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from headwater import Workspace
-    from headwater.indexer import rebuild as core
+    from headwater.rebuilds import orchestrate as core
     from headwater.pipeline.chunk import chunk_document
 
     shutil.rmtree(args.work, ignore_errors=True)

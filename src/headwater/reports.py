@@ -109,7 +109,9 @@ class IndexInfo:
 
     name: str
     type: str
-    index_version: str
+    index_version: str  # the config's
+    live_key: str = ""  # the live generation's name in the applied state ("" = name)
+    live_version: str = ""  # the version the live generation is kept at ("" = index_version)
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,7 +197,9 @@ def status_report(
             i.name: {
                 "type": i.type,
                 "index_version": i.index_version,
-                "pending": manifest.index_state.pending_count(i.name, i.index_version),
+                "pending": manifest.index_state.pending_count(
+                    i.live_key or i.name, i.live_version or i.index_version
+                ),
             }
             for i in indexes
         },

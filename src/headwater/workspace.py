@@ -612,10 +612,20 @@ class Workspace:
             self.manifest,
             [(s.id, s.type) for s in self.config.source],
             schedule_status(self),
-            [IndexInfo(s.name, s.type, self.index_version(s)) for s in self.index_sections],
+            [self._index_info(s) for s in self.index_sections],
             pipeline_version=self.pipeline_version,
             content_version=self.content_version,
             executor=self._executor_status(),
+        )
+
+    def _index_info(self, section: IndexSection) -> IndexInfo:
+        live = self.live_generation(section.name)
+        return IndexInfo(
+            section.name,
+            section.type,
+            self.index_version(section),
+            live_key=live.key,
+            live_version=self.pipelines.version(live),
         )
 
     def _executor_status(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from headwater import Workspace
-from headwater.indexer import rebuild as core
+from headwater.rebuilds import orchestrate as core
 from headwater.sinks.sqlite import SqliteSink
 from headwater.types import EmbeddedChunk, IndexDocument
 from workspace_helpers import filesystem_source, write_config
@@ -171,7 +171,6 @@ def _all_hits(ws: Workspace, generation: object) -> list[object]:
 def test_reconcile_checks_the_generation_it_is_given(
     tmp_path: Path, manifest_url: str, corpus: Path
 ) -> None:
-    from headwater.indexer.reconcile import reconcile
 
     with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
         ws.sync()
@@ -179,10 +178,10 @@ def test_reconcile_checks_the_generation_it_is_given(
         record = ws.manifest.document_by_object("docs", "readme.md")
         assert record is not None
         ws.manifest.index_state.forget("main@2", [record.document_id])  # drift in @2 only
-        assert reconcile(ws)["sinks"]["main"]["in_sync"]  # the live generation is fine
-        drift = reconcile(ws, generation=2, repair=True)["sinks"]["main@2"]
+        assert ws.reconcile().as_dict()["sinks"]["main"]["in_sync"]  # the live generation is fine
+        drift = ws.reconcile(generation=2, repair=True).as_dict()["sinks"]["main@2"]
         assert drift["unconfirmed"] == 1 and drift["repaired"] == 1
-        assert reconcile(ws, generation=2)["sinks"]["main@2"]["in_sync"]
+        assert ws.reconcile(generation=2).as_dict()["sinks"]["main@2"]["in_sync"]
 
 
 def test_old_generations_are_retired_after_keep_previous_for(

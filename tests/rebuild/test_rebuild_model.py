@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from headwater import Workspace
-from headwater.indexer import rebuild as core
+from headwater.rebuilds import orchestrate as core
 from workspace_helpers import filesystem_source, write_config
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
