@@ -219,3 +219,129 @@ def test_decide_keeps_order_and_wakes_at_the_earliest() -> None:
     assert [p.source_id for p in decision.due] == ["b", "e"]
     assert decision.next_wake() == later(minutes=5)
     assert decide([SourceState("d", HOUR, paused=True)], NOW, BACKOFF).next_wake() is None
+
+
+FIFTEEN = timedelta(minutes=15)
+PERMISSION_CASES = [
+    # (name, state, content reason or None, permissions due, next_due_at)
+    (
+        "no permissions_every: never a permission sync",
+        SourceState("s", HOUR, last_started_at=ago(minutes=20)),
+        None,
+        False,
+        later(minutes=40),
+    ),
+    (
+        "permissions never synced: due at once",
+        SourceState("s", HOUR, last_started_at=ago(minutes=20), permissions_every=FIFTEEN),
+        None,
+        True,
+        later(minutes=40),
+    ),
+    (
+        "permissions_every passed",
+        SourceState(
+            "s",
+            HOUR,
+            last_started_at=ago(minutes=20),
+            permissions_every=FIFTEEN,
+            last_permissions_at=ago(minutes=15),
+        ),
+        None,
+        True,
+        later(minutes=40),
+    ),
+    (
+        "permissions not yet: wake at the earlier of content and permissions",
+        SourceState(
+            "s",
+            HOUR,
+            last_started_at=ago(minutes=20),
+            permissions_every=FIFTEEN,
+            last_permissions_at=ago(minutes=5),
+        ),
+        None,
+        False,
+        later(minutes=10),
+    ),
+    (
+        "content due and permissions not yet",
+        SourceState(
+            "s",
+            HOUR,
+            last_started_at=ago(hours=2),
+            permissions_every=FIFTEEN,
+            last_permissions_at=ago(minutes=5),
+        ),
+        SYNC,
+        False,
+        NOW,
+    ),
+    (
+        "both due",
+        SourceState("s", HOUR, permissions_every=FIFTEEN),
+        FIRST,
+        True,
+        NOW,
+    ),
+    (
+        "a paused source gets no permission sync",
+        SourceState("s", HOUR, permissions_every=FIFTEEN, paused=True),
+        None,
+        False,
+        None,
+    ),
+    (
+        "held off: permissions wait for the hold too",
+        SourceState("s", HOUR, permissions_every=FIFTEEN, hold_until=later(seconds=5)),
+        None,
+        False,
+        later(seconds=5),
+    ),
+    (
+        "a failing content sync does not delay permissions",
+        SourceState(
+            "s",
+            HOUR,
+            last_started_at=ago(minutes=3),
+            consecutive_failures=3,
+            last_failure_at=ago(minutes=3),
+            permissions_every=FIFTEEN,
+            last_permissions_at=ago(minutes=20),
+        ),
+        None,
+        True,
+        later(minutes=1),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "permissions", "next_due"),
+    [c[1:] for c in PERMISSION_CASES],
+    ids=[c[0] for c in PERMISSION_CASES],
+)
+def test_plan_source_permissions(
+    state: SourceState, reason: str | None, permissions: bool, next_due: datetime | None
+) -> None:
+    plan = plan_source(state, NOW, BACKOFF)
+    assert plan.reason == reason
+    assert plan.permissions_due is permissions
+    assert plan.next_due_at == next_due
+
+
+def test_a_permission_sync_due_now_is_not_a_future_wake() -> None:
+    states = [
+        SourceState("a", HOUR, last_started_at=ago(minutes=50), permissions_every=FIFTEEN),
+        SourceState(
+            "b",
+            HOUR,
+            last_started_at=ago(minutes=50),
+            permissions_every=FIFTEEN,
+            last_permissions_at=ago(minutes=12),
+        ),
+    ]
+    decision = decide(states, NOW, BACKOFF)
+    assert [p.source_id for p in decision.permissions_due] == ["a"]
+    assert decision.due == []
+    assert decision.next_wake() == later(minutes=3)

@@ -7,8 +7,10 @@ drain at a time). The sync runner takes the source's lease: when another process
 it, the run is skipped (not failed) and the source is held off for a moment, so two
 schedulers on one PostgreSQL manifest share sources and never run one twice at once.
 A source whose newest run is still ``running`` (its process died) is due at once, and
-the runner resumes that run. Housekeeping (tombstone and run-history retention) runs at
-start and every ten minutes.
+the runner resumes that run. A source whose ``permissions_every`` is due (and no content
+run is due) gets ``ws.sync_permissions([source], index=False)`` instead, under the same
+lease; its time is remembered in memory (see ``plans``). Housekeeping (tombstone and
+run-history retention) runs at start and every ten minutes.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the workspace's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
@@ -35,7 +37,7 @@ from headwater.config import SourceSection
 from headwater.durations import parse_duration
 from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
-from headwater.scheduler.due import PRUNE, SYNC, decide
+from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
@@ -50,6 +52,7 @@ LEASE_HELD_RETRY = timedelta(seconds=5)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
 SKIPPED = "skipped"
+PERMISSIONS = "permissions"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Outcome:
     run_id: str | None = None
     prune_blocked: bool = False
     error: str | None = None
+    kind: str = SYNC
 
 
 class Scheduler:
@@ -88,7 +92,8 @@ class Scheduler:
         self._interrupted = False
         self._reload = False
         self._holds: dict[str, datetime] = {}
-        self._attempted: set[str] = set()
+        self._attempted: set[str] = set()  # source ids, and "id:permissions", in --once
+        self._permissions_done: dict[str, datetime] = {}
         self._housekept: datetime | None = None
 
     # -- signals -------------------------------------------------------------------------
@@ -168,11 +173,27 @@ class Scheduler:
         if self._reload or self._stopping:
             return utcnow() + timedelta(seconds=MIN_SLEEP_S) if inflight else None
         now = utcnow()
-        candidates = [
-            s for s in self._sections() if s.id not in inflight and s.id not in self._attempted
-        ]
-        decision = decide(source_states(self.ws, candidates, self._holds), now, backoff_of(self.ws))
-        for plan in decision.due:
+        candidates = [s for s in self._sections() if s.id not in inflight]
+        states = source_states(self.ws, candidates, self._holds, self._permissions_done)
+        decision = decide(states, now, backoff_of(self.ws))
+        for plan in decision.plans:
+            content = plan.due and plan.source_id not in self._attempted
+            permissions = plan.permissions_due and (
+                f"{plan.source_id}:{PERMISSIONS}" not in self._attempted
+            )
+            if not content and not permissions:
+                continue
+            if not content:
+                if len(inflight) >= self.max_concurrent:
+                    break
+                section = self.ws.source_section(plan.source_id)
+                log.info("starting permission sync of %s", plan.source_id)
+                future = pool.submit(self._run_permissions, self.ws, section)
+                future.add_done_callback(lambda _f: self._wake.set())
+                inflight[plan.source_id] = future
+                if self.once:
+                    self._attempted.add(f"{plan.source_id}:{PERMISSIONS}")
+                continue
             if self.ws.config.executor.type == "celery":  # workers run it; only enqueue here
                 from headwater.executor.dispatch import enqueue_sync
 
@@ -190,9 +211,16 @@ class Scheduler:
             if self.once:
                 self._attempted.add(plan.source_id)
         if self.once:
-            return utcnow() if inflight else None
+            return utcnow() if inflight or self._more_in_once(decision.plans) else None
         wake = decision.next_wake()
         return wake if wake is not None else now + timedelta(seconds=MAX_SLEEP_S)
+
+    def _more_in_once(self, plans: Sequence[SourcePlan]) -> bool:
+        """Whether ``--once`` still has a permission sync to start after a content run."""
+        return any(
+            p.permissions_due and f"{p.source_id}:{PERMISSIONS}" not in self._attempted
+            for p in plans
+        )
 
     def _prune_due(self, section: SourceSection) -> bool:
         return (
@@ -217,6 +245,9 @@ class Scheduler:
                 log.exception("run of %s crashed", source_id)
                 outcome = Outcome(source_id, FAILED, error=f"{type(exc).__name__}: {exc}")
             self.outcomes.append(outcome)
+            if outcome.status != SKIPPED and outcome.kind == PERMISSIONS:
+                self._permissions_done[source_id] = utcnow()  # failed too: next interval
+                continue
             if outcome.status == SKIPPED:
                 self._holds[source_id] = utcnow() + LEASE_HELD_RETRY
             elif outcome.status == FAILED and outcome.run_id is None:
@@ -278,6 +309,31 @@ class Scheduler:
             prune_blocked=report.prune_blocked is not None,
             error=report.error,
         )
+
+    def _run_permissions(self, ws: Workspace, section: SourceSection) -> Outcome:
+        """One permission-only sync; its indexing is drained here, like a content run's."""
+        try:
+            result = ws.sync_permissions([section.id], index=False)
+        except HeadwaterError as exc:
+            holder = ws.schedule_store().lease_holder(section.id)
+            if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
+                log.info("skipping permissions of %s: lease held by %s", section.id, holder[0])
+                return Outcome(section.id, SKIPPED, kind=PERMISSIONS)
+            log.error("permission sync of %s could not start: %s", section.id, exc)
+            return Outcome(section.id, FAILED, error=str(exc), kind=PERMISSIONS)
+        (report,) = result.sources
+        log.info(
+            "permission sync of %s %s: %d checked, %d changed%s",
+            section.id,
+            report.status,
+            report.checked,
+            report.changed,
+            f" error: {report.error}" if report.error else "",
+        )
+        if report.changed or report.groups is not None:
+            self._drain(ws)
+        status = FAILED if report.status == "failed" else report.status
+        return Outcome(section.id, status, error=report.error, kind=PERMISSIONS)
 
     def _drain(self, ws: Workspace | None = None) -> None:
         ws = ws or self.ws

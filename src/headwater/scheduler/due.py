@@ -13,11 +13,16 @@ a source whose newest runs failed waits ``failure_backoff * 2**(n-1)`` (capped a
 ``backoff_max``) after the last failure, then retries; otherwise a sync is due
 ``refresh_every`` after the last run started and a prune ``prune_every`` after the
 last prune (when the source can enumerate and has a ``prune_every`` of its own).
+
+Permission syncs are planned beside content runs: a source with ``permissions_every``
+is ``permissions_due`` that long after its last permission sync (at once when none is
+known), unless it is paused or held off; a failing content sync does not delay them.
+``next_due_at`` of a source not due is the earlier of its content and permission times.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 RESUME = "resume"
@@ -42,6 +47,8 @@ class SourceState:
     interrupted: bool = False
     paused: bool = False
     hold_until: datetime | None = None
+    permissions_every: timedelta | None = None
+    last_permissions_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,7 @@ class SourcePlan:
     next_due_at: datetime | None
     backoff_until: datetime | None
     paused: bool
+    permissions_due: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,13 +85,40 @@ class Decision:
     def due(self) -> list[SourcePlan]:
         return [p for p in self.plans if p.due]
 
+    @property
+    def permissions_due(self) -> list[SourcePlan]:
+        return [p for p in self.plans if p.permissions_due]
+
     def next_wake(self) -> datetime | None:
         """The earliest moment a source not due now becomes due (None: nothing will)."""
-        times = [p.next_due_at for p in self.plans if not p.due and p.next_due_at is not None]
+        times = [
+            p.next_due_at
+            for p in self.plans
+            if not p.due and not p.permissions_due and p.next_due_at is not None
+        ]
         return min(times) if times else None
 
 
 def plan_source(state: SourceState, now: datetime, backoff: Backoff) -> SourcePlan:
+    content = _plan_content(state, now, backoff)
+    if state.permissions_every is None or state.paused:
+        return content
+    if state.hold_until is not None and state.hold_until > now:
+        return content
+    if state.last_permissions_at is None:
+        return replace(content, permissions_due=True)
+    permissions_at = state.last_permissions_at + state.permissions_every
+    if permissions_at <= now:
+        return replace(content, permissions_due=True)
+    if content.due:
+        return content
+    when = (
+        permissions_at if content.next_due_at is None else min(content.next_due_at, permissions_at)
+    )
+    return replace(content, next_due_at=when)
+
+
+def _plan_content(state: SourceState, now: datetime, backoff: Backoff) -> SourcePlan:
     def plan(
         reason: str | None, when: datetime | None, until: datetime | None = None
     ) -> SourcePlan:

@@ -2,8 +2,14 @@
 
 ``source_states`` reads the manifest (run history, last prune, pause switches) for each
 configured source and builds the ``SourceState`` rows that ``due.decide`` plans from;
-``schedule_status`` turns the same plans into the ``paused``, ``next_due_at`` and
-``backoff_until`` fields ``headwater status --json`` shows per source.
+``schedule_status`` turns the same plans into the ``paused``, ``next_due_at``,
+``backoff_until`` and ``lease`` fields ``headwater status --json`` shows per source
+(``lease``: the process holding the source's lease and when it expires unless its
+heartbeat renews it, or null when no run holds it).
+
+The time of a source's last permission sync is not in the manifest: the scheduler keeps
+it in memory (``permissions_done``), so a freshly started scheduler runs a permission
+sync of every source with ``permissions_every`` once, then every ``permissions_every``.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ def source_states(
     ws: Workspace,
     sections: Sequence[SourceSection],
     holds: Mapping[str, datetime] | None = None,
+    permissions_done: Mapping[str, datetime] | None = None,
 ) -> list[SourceState]:
     store = ws.schedule_store()
     paused = store.paused()
@@ -65,6 +72,8 @@ def source_states(
                 interrupted=history.interrupted,
                 paused=section.id in paused,
                 hold_until=(holds or {}).get(section.id),
+                permissions_every=parse_duration(section.permissions_every),
+                last_permissions_at=(permissions_done or {}).get(section.id),
             )
         )
     return states
@@ -75,12 +84,15 @@ def plan_all(ws: Workspace, now: datetime | None = None) -> Decision:
 
 
 def schedule_status(ws: Workspace) -> dict[str, dict[str, Any]]:
-    """Per source id: ``paused``, ``next_due_at`` and ``backoff_until`` (ISO or null)."""
-    return {
-        p.source_id: {
+    """Per source id: ``paused``, ``next_due_at``, ``backoff_until`` and ``lease``."""
+    store = ws.schedule_store()
+    out: dict[str, dict[str, Any]] = {}
+    for p in plan_all(ws).plans:
+        holder = store.lease_holder(p.source_id)
+        out[p.source_id] = {
             "paused": p.paused,
             "next_due_at": iso(p.next_due_at),
             "backoff_until": iso(p.backoff_until),
+            "lease": None if holder is None else {"owner": holder[0], "expires_at": iso(holder[1])},
         }
-        for p in plan_all(ws).plans
-    }
+    return out

@@ -1,0 +1,116 @@
+"""``permissions_every`` in the scheduler: a due source gets a permission-only sync.
+
+A small connector (``perm``) holds documents with an ACL each and lists those ACLs
+through ``permissions()``; it counts the documents whose content it reads, so a test
+can tell a permission sync (no reads) from a content sync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from headwater import Workspace
+from headwater.connectors.base import (
+    ConnectorCapabilities,
+    ConnectorOptions,
+    ReadStream,
+    SourceContext,
+)
+from headwater.scheduler.daemon import PERMISSIONS, Scheduler
+from headwater.types import Access, KnownVersions, SourceDocument, Window
+from workspace_helpers import write_config
+
+
+@dataclass
+class PermState:
+    docs: dict[str, Access] = field(default_factory=dict)
+    reads: int = 0
+    listings: int = 0
+
+
+STATE: dict[str, PermState] = {}
+
+
+class PermOptions(ConnectorOptions):
+    name: str
+
+
+class PermConnector:
+    type_name: ClassVar[str] = "perm"
+    capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities()
+    Options: ClassVar[type[PermOptions]] = PermOptions
+
+    def __init__(self, options: PermOptions, context: SourceContext | None = None) -> None:
+        self.state = STATE.setdefault(options.name, PermState())
+
+    def validate(self) -> None:
+        return None
+
+    def read(self, window: Window, checkpoint: object, known: KnownVersions) -> ReadStream:
+        for object_id, access in sorted(self.state.docs.items()):
+            self.state.reads += 1
+            yield SourceDocument(
+                object_id=object_id,
+                locator=f"perm://{object_id}",
+                title=object_id,
+                version="v1",
+                content=f"budget memo {object_id}".encode(),
+                media_type="text/plain",
+                access=access,
+            )
+        return None
+
+    def permissions(self) -> Iterator[tuple[str, Access]]:
+        self.state.listings += 1
+        yield from sorted(self.state.docs.items())
+
+
+def opener(path: Path) -> Workspace:
+    return Workspace.open(path, connector_types={"perm": PermConnector})
+
+
+def config_with(tmp_path: Path, manifest_url: str | None, extra: str) -> tuple[Path, PermState]:
+    name = f"{tmp_path.name}-p"
+    STATE[name] = PermState(docs={"d1": Access(users=("a@x.com",))})
+    source = f'[[source]]\nid = "p"\ntype = "perm"\nname = "{name}"\n{extra}'
+    return write_config(tmp_path, manifest_url=manifest_url, sources=source), STATE[name]
+
+
+def test_run_once_runs_a_due_permission_sync_after_the_content_sync(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    config, state = config_with(
+        tmp_path, manifest_url, 'refresh_every = "1h"\npermissions_every = "15m"\n'
+    )
+    scheduler = Scheduler(config, once=True, open_workspace=opener)
+    assert scheduler.serve() == 0
+    assert [(o.source_id, o.kind, o.status) for o in scheduler.outcomes] == [
+        ("p", "sync", "succeeded"),
+        ("p", PERMISSIONS, "succeeded"),
+    ]
+    assert (state.reads, state.listings) == (1, 1)
+
+    state.docs["d1"] = Access(users=("b@x.com",))  # a@ loses d1, b@ gains it
+    again = Scheduler(config, once=True, open_workspace=opener)
+    assert again.serve() == 0  # content is not due for an hour; permissions are
+    assert [(o.kind, o.status) for o in again.outcomes] == [(PERMISSIONS, "succeeded")]
+    assert (state.reads, state.listings) == (1, 2)  # no content read
+    with opener(config) as ws:
+        assert [r["title"] for r in ws.search("budget", user="b@x.com", mode="keyword")] == ["d1"]
+        assert ws.search("budget", user="a@x.com", mode="keyword") == []
+        status = {s["id"]: s for s in ws.status().as_dict()["sources"]}
+        assert status["p"]["lease"] is None  # no run holds it now
+        ws.manifest.runs.leases.acquire("p", "other-host:1:x", 60)  # a run in progress
+        lease = {s["id"]: s for s in ws.status().as_dict()["sources"]}["p"]["lease"]
+        assert lease["owner"] == "other-host:1:x" and lease["expires_at"] is not None
+
+
+def test_a_source_without_permissions_every_gets_no_permission_sync(tmp_path: Path) -> None:
+    config, state = config_with(tmp_path, None, 'refresh_every = "1h"\n')
+    scheduler = Scheduler(config, once=True, open_workspace=opener)
+    assert scheduler.serve() == 0
+    assert [o.kind for o in scheduler.outcomes] == ["sync"]
+    assert state.listings == 0
