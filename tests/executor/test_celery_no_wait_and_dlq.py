@@ -60,6 +60,9 @@ def test_no_wait_prints_task_ids_that_wait_in_the_queue(deployment: Deployment) 
     again = headwater(deployment.config, "sync", "--no-wait", "files")
     assert again.returncode == 0, again.stderr
     assert queued[0]["task_id"] in again.stdout and "already queued" in again.stdout
+    for flag in ("--full", "--permissions"):
+        refused = headwater(deployment.config, "sync", "--no-wait", flag, "repo")
+        assert refused.returncode == 2 and f"does not enqueue {flag} runs" in refused.stderr
 
 
 def test_no_wait_with_the_local_executor_is_a_usage_error(deployment: Deployment) -> None:

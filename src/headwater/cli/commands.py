@@ -73,7 +73,15 @@ def sync(
     def body() -> int:
         with open_workspace() as ws, cancel_on_interrupt(ws):
             if no_wait:
-                return _enqueue_only(ws, sources or None, as_json, not no_index, force)
+                return _enqueue_only(
+                    ws,
+                    sources or None,
+                    as_json,
+                    index=not no_index,
+                    force=force,
+                    full=full,
+                    permissions=permissions,
+                )
             if permissions:
                 return _sync_permissions(ws, sources or None, as_json, not no_index)
             for warning in ws.warnings(sources or None):
@@ -98,11 +106,24 @@ def sync(
 
 
 def _enqueue_only(
-    ws: Any, sources: list[str] | None, as_json: bool, index: bool, force: bool
+    ws: Any,
+    sources: list[str] | None,
+    as_json: bool,
+    *,
+    index: bool,
+    force: bool,
+    full: bool,
+    permissions: bool,
 ) -> int:
     """``sync --no-wait``: enqueue one sync task per source and print the task ids."""
     from headwater.errors import ConfigError
 
+    if full or permissions:
+        flag = "--full" if full else "--permissions"
+        raise ConfigError(
+            f"sync --no-wait does not enqueue {flag} runs; run `headwater sync {flag}` "
+            "without --no-wait."
+        )
     if ws.config.executor.type != "celery":
         raise ConfigError(
             f"sync --no-wait needs the celery executor, but [executor] type is "
