@@ -64,11 +64,24 @@ def sync(
     permissions: bool = typer.Option(
         False, "--permissions", help="Refresh only ACLs and group memberships; read no content."
     ),
+    no_wait: bool = typer.Option(
+        False, "--no-wait", help="Celery executor: enqueue the runs, print their task ids, exit."
+    ),
 ) -> None:
     """Sync sources into the manifest and index what changed."""
 
     def body() -> int:
         with open_workspace() as ws, cancel_on_interrupt(ws):
+            if no_wait:
+                return _enqueue_only(
+                    ws,
+                    sources or None,
+                    as_json,
+                    index=not no_index,
+                    force=force,
+                    full=full,
+                    permissions=permissions,
+                )
             if permissions:
                 return _sync_permissions(ws, sources or None, as_json, not no_index)
             for warning in ws.warnings(sources or None):
@@ -90,6 +103,43 @@ def sync(
             return sync_exit(result, cancelled=ws.cancel.is_set())
 
     raise typer.Exit(run_command(body))
+
+
+def _enqueue_only(
+    ws: Any,
+    sources: list[str] | None,
+    as_json: bool,
+    *,
+    index: bool,
+    force: bool,
+    full: bool,
+    permissions: bool,
+) -> int:
+    """``sync --no-wait``: enqueue one sync task per source and print the task ids."""
+    from headwater.errors import ConfigError
+
+    if full or permissions:
+        flag = "--full" if full else "--permissions"
+        raise ConfigError(
+            f"sync --no-wait does not enqueue {flag} runs; run `headwater sync {flag}` "
+            "without --no-wait."
+        )
+    if ws.config.executor.type != "celery":
+        raise ConfigError(
+            f"sync --no-wait needs the celery executor, but [executor] type is "
+            f'"{ws.config.executor.type}"; set `[executor] type = "celery"`, or drop --no-wait.'
+        )
+    from headwater.executor.dispatch import enqueue_sync
+
+    ids = [s.id for s in ws._selected(sources)]
+    queued = enqueue_sync(ws, ids, force=force, index=index)
+    if as_json:
+        print_json({"queued": [q.as_dict() for q in queued]})
+        return 0
+    for q in queued:
+        note = " (already queued or running)" if q.already else ""
+        out.print(f"{safe(q.source_id)}: queued as task {q.task_id}{note}")
+    return 0
 
 
 def _sync_permissions(ws: Any, sources: list[str] | None, as_json: bool, index: bool) -> int:

@@ -1,9 +1,10 @@
 """Headwater's two Celery tasks: run one source, and index claimed pending documents.
 
 Each worker process opens the workspace once (after the fork) and keeps it. A task
-that raises is retried with backoff up to ``[executor] max_retries``; after that its
-failure is recorded in the manifest's failures table (stage ``task:sync`` or
-``task:index``, dead at once) and the task ends, so a poisoned task never retries
+that raises, or whose run ends ``failed`` (the connector raised, the folder is gone),
+is retried with backoff up to ``[executor] max_retries``; after that its failure
+is recorded in the manifest's failures table (stage ``task:sync`` or ``task:index``,
+dead at once) and the task ends, so a poisoned task never retries
 forever. A sync task that meets a live lease (the source is running elsewhere) waits
 for it by retrying, without counting that as a failure.
 """
@@ -82,8 +83,14 @@ def register_tasks(app: Celery) -> None:
         ws = worker_workspace(config_path)
         max_retries = ws.config.executor.max_retries
         task_id = str(self.request.id)
+        failed_run: str | None = None
         try:
             outcome = sync_one(ws, source_id, force=force)
+            if outcome.run is not None and outcome.run.status == "failed":
+                failed_run = outcome.run.run_id
+                raise FatalError(
+                    f"run {failed_run} of source {source_id!r} failed: {outcome.run.error}"
+                )
         except Exception as exc:
             if _lease_busy(exc):
                 log.info("%s is running elsewhere; task %s waits for it", source_id, task_id)
@@ -92,7 +99,12 @@ def register_tasks(app: Celery) -> None:
                 raise self.retry(exc=exc, countdown=2**self.request.retries) from exc
             dead_letter(ws, "task:sync", source_id, exc, self.request.retries + 1)
             QueueMarkers(ws.manifest.engine).clear(source_id, task_id)
-            return {"source_id": source_id, "run_id": None, "status": "dead", "index_tasks": []}
+            return {
+                "source_id": source_id,
+                "run_id": failed_run,
+                "status": "dead",
+                "index_tasks": [],
+            }
         QueueMarkers(ws.manifest.engine).clear(source_id, task_id)
         ws.manifest.failures.resolve([_key("task:sync", source_id)], ("task:sync",))
         run = outcome.run

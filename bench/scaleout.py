@@ -1,0 +1,217 @@
+"""Scale-out: wall time of web syncs and of indexing with 1, 2 and 4 Celery workers.
+
+Each row is a fresh PostgreSQL manifest (127.0.0.1:5432) and fresh Redis queues, with
+``W`` ``headwater worker --pool solo`` processes started (and answering a ping) before
+the clock starts. Measured, each from enqueue to the last task's result:
+
+- ``web, 1 source``: one web source of ``--pages`` pages behind a local HTTP server that
+  sleeps 50 ms per response (``--delay-ms``); ``headwater sync --no-index``.
+- ``web, 4 sources``: the same pages split over 4 web sources (one sync task each).
+- ``index``: ``--docs`` filesystem documents already in the manifest (synced here, not
+  timed), indexed with the fake embedder by ``headwater index`` (claimed batches).
+
+One web source is one sync task under one lease, so a single source never spreads over
+workers; its parallelism is the connector's own fetch pool (``concurrency``). Prints a
+Markdown table; ``docs/performance.md`` ("Scale-out") quotes a run.
+
+    .venv/bin/python bench/scaleout.py --pages 1000 --docs 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from headwater import Workspace  # noqa: E402
+from headwater.executor.dispatch import app_for  # noqa: E402
+
+PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
+REDIS = "redis://127.0.0.1:6379/9"
+PUBLIC = "{ public = true }"
+
+
+def serve(pages: int, sections: int, delay_s: float) -> ThreadingHTTPServer:
+    """``/s{k}/`` links to its share of ``/s{k}/p{i}``; every response sleeps ``delay_s``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(delay_s)
+            parts = self.path.strip("/").split("/")
+            if not parts[0].startswith("s"):  # robots.txt and anything else: none here
+                self.send_error(404)
+                return
+            if len(parts) == 1:
+                k = int(parts[0][1:])
+                links = "".join(
+                    f"<a href=/s{k}/p{i}>p{i}</a>" for i in range(pages) if i % sections == k
+                )
+                body = f"<html><body><main>{links}</main></body></html>"
+            else:
+                i = parts[1][1:]
+                body = (
+                    f"<html><head><title>Page {i}</title></head><body><main>"
+                    f"<p>benchword{i} is on page {i} of the bench.</p></main></body></html>"
+                )
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@contextmanager
+def database() -> Iterator[str]:
+    name = f"hw_scaleout_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(f"{PG}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{PG}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def write_config(tmp: Path, manifest: str, sources: str, prefix: str) -> Path:
+    config = tmp / "headwater.toml"
+    config.write_text(
+        f'[workspace]\ntenant = "bench"\nstate_dir = "{tmp / "state"}"\n'
+        f'[manifest]\nurl = "{manifest}"\n'
+        f'[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[embedder]\ntype = "fake"\ndimension = 32\n'
+        f'[executor]\ntype = "celery"\nbroker_url = "{REDIS}"\nindex_tasks = 4\n'
+        f'queues = {{ sync = "{prefix}.sync", index = "{prefix}.index" }}\n'
+        f"[sync]\nindex_batch_size = 50\n\n{sources}",
+        encoding="utf-8",
+    )
+    return config
+
+
+@contextmanager
+def workers(config: Path, count: int, tmp: Path) -> Iterator[None]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    procs = []
+    for i in range(count):
+        log = open(tmp / f"worker{i}.log", "wb")  # noqa: SIM115
+        argv = [sys.executable, "-m", "headwater", "-c", str(config), "worker", "--pool",
+                "solo", "--queues", "sync,index", "--hostname", f"b{i}-{uuid.uuid4().hex[:6]}@%h",
+                "--loglevel", "WARNING"]  # fmt: skip
+        procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        with Workspace.open(config) as ws:
+            app = app_for(ws)
+            deadline = time.monotonic() + 120
+            while len(app.control.ping(timeout=1.0) or []) < count:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{count} workers did not answer; see {tmp}/worker*.log")
+        yield
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def web_sources(url: str, sections: int) -> str:
+    return "".join(
+        f'[[source]]\nid = "site{k}"\ntype = "web"\nstart_urls = ["{url}/s{k}/"]\n'
+        f"requests_per_second = 1000\nbatch_size = 50\naccess = {PUBLIC}\n\n"
+        for k in range(sections)
+    )
+
+
+def file_source(tmp: Path, docs: int) -> str:
+    corpus = tmp / "corpus"
+    corpus.mkdir()
+    for i in range(docs):
+        words = " ".join(f"w{(i * 7 + j) % 997}" for j in range(300))
+        (corpus / f"doc{i:05d}.md").write_text(f"# Doc {i}\n\n{words}\n", encoding="utf-8")
+    return f'[[source]]\nid = "files"\ntype = "filesystem"\nroot = "{corpus}"\naccess = {PUBLIC}\n'
+
+
+def timed(
+    count: int, sources: Callable[[Path], str], work: Callable[[Workspace], int],
+    prepare: Callable[[Workspace], None] | None = None,
+) -> tuple[float, int]:  # fmt: skip
+    with tempfile.TemporaryDirectory() as d, database() as manifest:
+        tmp = Path(d)
+        config = write_config(tmp, manifest, sources(tmp), uuid.uuid4().hex[:10])
+        if prepare is not None:
+            with Workspace.open(config) as ws:
+                prepare(ws)
+        with workers(config, count, tmp), Workspace.open(config) as ws:
+            started = time.monotonic()
+            done = work(ws)
+            return time.monotonic() - started, done
+
+
+def web_sync(ws: Workspace) -> int:
+    result = ws.sync(index=False)
+    bad = [r for r in result.runs if r.status != "succeeded"]
+    if bad:
+        raise RuntimeError(f"web runs did not succeed: {[(r.source, r.error) for r in bad]}")
+    return sum(r.counts.new for r in result.runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--delay-ms", type=float, default=50.0)
+    parser.add_argument("--workers", default="1,2,4")
+    args = parser.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+    rows: list[tuple[str, int, float, int]] = []
+    for sections in (1, 4):
+        server = serve(args.pages, sections, args.delay_ms / 1000)
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        for count in counts:
+            s, n = timed(count, lambda _t, u=url, k=sections: web_sources(u, k), web_sync)  # type: ignore[misc]
+            rows.append((f"web, {args.pages} pages, {sections} source(s)", count, s, n))
+            print(rows[-1], file=sys.stderr, flush=True)
+        server.shutdown()
+    for count in counts:
+        s, n = timed(
+            count,
+            lambda t: file_source(t, args.docs),
+            lambda ws: ws.index().replaced,
+            prepare=lambda ws: ws.sync(index=False, executor="local") and None,
+        )
+        rows.append((f"index, {args.docs} docs, fake embedder", count, s, n))
+        print(rows[-1], file=sys.stderr, flush=True)
+    print("| workload | workers | wall s | documents | per s |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, count, s, n in rows:
+        print(f"| {name} | {count} | {s:.1f} | {n} | {n / s:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
