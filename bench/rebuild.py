@@ -91,8 +91,8 @@ def main() -> None:
     args.corpus, args.work = args.corpus.resolve(), args.work.resolve()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from headwater import Workspace
-    from headwater.rebuilds import orchestrate as core
     from headwater.pipeline.chunk import chunk_document
+    from headwater.rebuilds import orchestrate as core
 
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
