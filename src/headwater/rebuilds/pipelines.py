@@ -157,7 +157,11 @@ class Pipelines:
     def _build(self, generation: Generation) -> Pipeline:
         ws = self.ws
         model = generation.settings["model"]
-        chunker = ChunkerSettings(**generation.settings["chunker"])
+        # max_document_chars is a safety limit, not part of the index version: today's
+        # config applies to every generation (raising it lets a redrive index the document).
+        recorded = {**generation.settings["chunker"]}
+        recorded["max_document_chars"] = ws.chunker.max_document_chars
+        chunker = ChunkerSettings(**recorded)
         current = {
             "type": ws.embedder_type,
             "model": ws.model_id,
