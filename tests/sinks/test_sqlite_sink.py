@@ -159,7 +159,7 @@ def test_hybrid_is_fused_by_the_search_service_not_the_sink(sink: SqliteSink) ->
     # The vector points at "lime", the words at "orange": fused, both are in the top 2.
     found = run_search(
         [("main", sink)],
-        lambda text: unit_vector("hybrid lime"),
+        lambda name, text: unit_vector("hybrid lime"),
         "orange",
         user=None,
         groups=(),
