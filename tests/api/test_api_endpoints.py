@@ -163,7 +163,7 @@ def test_metrics_exposition(synced: Server) -> None:
     text = httpx.get(synced.url + "/metrics").text  # open on loopback
     for name in (
         'headwater_documents{source="docs",state="active"} 2.0',
-        'headwater_index_pending{index="main"}',
+        'headwater_index_pending{generation="1",index="main"} 0.0',
         "headwater_dlq_depth",
         "headwater_dlq_oldest_age_seconds",
         "headwater_failed_deletes",

@@ -16,6 +16,7 @@ import pytest
 from headwater import Workspace
 from headwater.pipeline import parse
 from headwater.rebuilds.orchestrate import rebuild
+from headwater.rebuilds.orchestrate import status as rebuild_status
 from headwater.sinks.sqlite import SqliteSink
 from workspace_helpers import filesystem_source, write_config
 
@@ -101,6 +102,11 @@ def test_a_parser_version_change_rereads_every_source_object(
         assert run.fetched == documents  # every object read and parsed again
         record = ws.document(source="docs", object_id="readme.md")
         assert record["pipeline_version"] == content
+        # The live generation follows the new parsers (no rebuild needed), and rebuild
+        # status reports the version it is kept at now, with nothing pending.
+        (live,) = rebuild_status(ws)["indexes"][0]["generations"]
+        assert live["index_version"] == index and live["pending"] == 0, live
+        assert rebuild(ws)["indexes"][0]["result"] == "up_to_date"
 
 
 def test_status_shows_the_content_version_and_each_index_version(

@@ -258,3 +258,32 @@ def test_doc_show_reports_the_live_generation(
         ws.sync()
         doc = ws.document(source="docs", object_id="readme.md")
         assert doc["indexes"]["main"]["applied_revision"] == 2  # generation 2's row, not 1's
+
+
+def _pending_metric(ws: Workspace) -> dict[tuple[str, str], float]:
+    from types import SimpleNamespace
+
+    from headwater.api.metrics import ManifestCollector
+
+    collector = ManifestCollector(SimpleNamespace(ws=ws))  # type: ignore[arg-type]
+    (family,) = [m for m in collector.collect() if m.name == "headwater_index_pending"]
+    return {(s.labels["index"], s.labels["generation"]): s.value for s in family.samples}
+
+
+def test_pending_is_reported_per_generation_against_its_own_settings(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
+        ws.sync()
+    with Workspace.open(_config(tmp_path, manifest_url, corpus, tokens=128)) as ws:
+        # The config changed and no rebuild ran: the live generation is current with its
+        # own settings, so nothing is pending (not every document).
+        assert _pending_metric(ws) == {("main", "1"): 0.0}
+        generation = core._needs(ws, "main", force=False)
+        assert generation is not None and generation.generation == 2
+        everything = float(ws.manifest.index_state.active_documents())
+        assert _pending_metric(ws) == {("main", "1"): 0.0, ("main", "2"): everything}
+        core.rebuild(ws)
+        (corpus / "notes" / "parking.md").write_text("# Parking\n\nBicycle parking is free.\n")
+        ws.sync(index=False)
+        assert _pending_metric(ws) == {("main", "2"): 1.0}

@@ -44,12 +44,17 @@ class ManifestCollector(Collector):
                 docs.add_metric([section.id, state], ws.manifest.count_documents(section.id, state))
         yield docs
         pending = GaugeMetricFamily(
-            "headwater_index_pending", "Documents waiting for an index", labels=["index"]
+            "headwater_index_pending",
+            "Documents waiting for a generation of an index (live and building ones)",
+            labels=["index", "generation"],
         )
         for s in ws.index_sections:
-            pending.add_metric(
-                [s.name], ws.manifest.index_state.pending_count(s.name, ws.index_version(s))
-            )
+            # Each generation is kept with its own recorded settings, so its pending work is
+            # counted against its own version, not the config's (a changed config that no
+            # rebuild has built in yet leaves the live generation current, not all pending).
+            for g in ws.manifest.generations.writable(s.name):
+                count = ws.manifest.index_state.pending_count(g.key, ws.pipelines.version(g))
+                pending.add_metric([s.name, str(g.generation)], count)
         yield pending
         yield from self._dlq()
         yield from self._runs()

@@ -298,13 +298,17 @@ def status(ws: Workspace) -> dict[str, Any]:
         for g in ws.manifest.generations.list(section.name):
             documents, chunks = ws.manifest.index_state.totals(g.key)
             pending = None
+            version = g.index_version
             if g.state in (LIVE, *IN_PROGRESS):
-                pending = ws.manifest.index_state.pending_count(g.key, ws.pipelines.version(g))
+                # A generation that receives writes follows today's parsers with its own
+                # chunker, model and sink: its version is the one it is kept at now.
+                version = ws.pipelines.version(g)
+                pending = ws.manifest.index_state.pending_count(g.key, version)
             rows.append(
                 {
                     "generation": g.generation,
                     "state": g.state,
-                    "index_version": g.index_version,
+                    "index_version": version,
                     "settings": g.settings,
                     "documents": documents if g.state != RETIRED else 0,
                     "documents_total": active,
