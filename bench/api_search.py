@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
-from conftest import KEYS, Server, free_port, make_workspace, server_env
+from api_support import KEYS, Server, free_port, make_workspace, server_env
 
 WORDS = [
     "river",

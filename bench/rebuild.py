@@ -14,6 +14,9 @@ process through the Python API on a generated corpus (``bench/corpus.py``):
 
     .venv/bin/python bench/rebuild.py --corpus bench/out/corpus-2k
     .venv/bin/python bench/rebuild.py --corpus bench/out/corpus-2k --docs 200   # a subset
+
+``--model-sample N`` (default 4,000) times the model alone on a fixed random sample of the
+chunks, as ``bench/run.py`` does; 0 times every chunk (doubles the run).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import threading
@@ -87,6 +91,12 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=0, help="Only the first N files (0: all).")
     parser.add_argument("--work", type=Path, default=Path("bench/out/rebuild-work"))
     parser.add_argument("--out", type=Path, default=Path("bench/out/rebuild.json"))
+    parser.add_argument(
+        "--model-sample",
+        type=int,
+        default=4000,
+        help="Time the model alone on a fixed random sample of this many chunks (0: all).",
+    )
     args = parser.parse_args()
     args.corpus, args.work = args.corpus.resolve(), args.work.resolve()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -98,7 +108,11 @@ def main() -> None:
     args.work.mkdir(parents=True)
     docs = _subset(args.corpus, args.work, args.docs)
     fake = '[embedder]\ntype = "fake"\ndimension = 384\nmax_tokens = 256\n'
-    result: dict[str, Any] = {"corpus": str(args.corpus), "docs": args.docs or "all"}
+    result: dict[str, Any] = {
+        "corpus": str(args.corpus),
+        "docs": args.docs or "all",
+        "load_before": os.getloadavg(),
+    }
     with Workspace.open(_config(args.work, docs, fake)) as ws:
         started = time.perf_counter()
         synced = ws.sync()
@@ -147,6 +161,8 @@ def main() -> None:
                             settings=ws.chunker,
                         )
                     )
+        if 0 < args.model_sample < len(texts):
+            texts = random.Random(1).sample(texts, args.model_sample)
         inner = getattr(ws.embedder, "inner", ws.embedder)
         inner.embed(texts[:32])  # warm up
         started = time.perf_counter()
@@ -157,6 +173,7 @@ def main() -> None:
         result["fraction_of_model"] = round(
             result["rebuild"]["chunks_per_s"] / result["model"]["chunks_per_s"], 3
         )
+    result["load_after"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))

@@ -10,8 +10,9 @@ filesystem sources over ``docs/``: files whose name ends in 0 are public, the re
 to group ``staff``; one ``sqlite`` index; ``[embedder] type = "local"`` or ``"fake"``):
 
 1. ``initial``: ``headwater sync --json`` on the fresh corpus;
-2. ``model``: the model alone (sentence-transformers, same batch size) on the exact chunks
-   Headwater made, rebuilt from the manifest with ``headwater.pipeline.chunk``;
+2. ``model``: the model alone on the exact chunks Headwater made (rebuilt from the
+   manifest with ``headwater.pipeline.chunk``): the configured runtime's embedder (the
+   ``÷ model`` reference) and sentence-transformers on torch (same batch size);
 3. ``noop``: ``headwater sync --json`` again, then ``headwater index --json``;
 4. ``bench/corpus.py mutate`` (1% edited by one paragraph, 1% deleted, 1% added), the
    chunks whose text changed computed with Headwater's chunker, then ``after_mutate`` and
@@ -84,8 +85,8 @@ def headwater_bin() -> str:
     return str(local) if local.exists() else "headwater"
 
 
-def write_config(work: Path, embedder: str, batch_size: int) -> None:
-    options = f"batch_size = {batch_size}\n" if embedder == "local" else ""
+def write_config(work: Path, embedder: str, batch_size: int, runtime: str = "onnx-int8") -> None:
+    options = f'batch_size = {batch_size}\nruntime = "{runtime}"\n' if embedder == "local" else ""
     (work / "headwater.toml").write_text(CONFIG.format(embedder=embedder, embedder_options=options))
 
 
@@ -142,7 +143,10 @@ def iter_chunks(ws: Any) -> Iterator[tuple[Any, Any]]:
 
 
 def model_alone(work: Path, sample: int, batch_size: int, seed: int) -> dict[str, Any]:
-    """sentence-transformers alone on (a sample of) the embed texts Headwater produced."""
+    """The model alone on (a sample of) the embed texts Headwater produced: the configured
+    runtime's own embedder (what ``÷ model`` divides by; for ``onnx-int8`` the int8 ONNX
+    session, fed the whole sample so it sorts by length as the indexer's batches do), and
+    sentence-transformers on torch as the common reference (the LangChain peer's runtime)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -150,9 +154,18 @@ def model_alone(work: Path, sample: int, batch_size: int, seed: int) -> dict[str
 
     with open_workspace(work) as ws:
         texts = [chunk.embed_text for _, chunk in iter_chunks(ws)]
-    chosen = (
-        texts if sample <= 0 or sample >= len(texts) else random.Random(seed).sample(texts, sample)
-    )
+        chosen = (
+            texts
+            if sample <= 0 or sample >= len(texts)
+            else random.Random(seed).sample(texts, sample)
+        )
+        inner = getattr(ws.embedder, "inner", ws.embedder)
+        inner.embed(chosen[:batch_size])  # warm up (and load)
+        started = time.perf_counter()
+        for offset in range(0, len(chosen), 512):
+            inner.embed(chosen[offset : offset + 512])
+        runtime_s = time.perf_counter() - started
+        runtime = ws.config.embedder.model_dump().get("runtime", "torch")
     model = SentenceTransformer(str(bundled_model_dir()), device="cpu", local_files_only=True)
     model.encode(chosen[:batch_size], batch_size=batch_size)  # warm up
     started = time.perf_counter()
@@ -164,8 +177,11 @@ def model_alone(work: Path, sample: int, batch_size: int, seed: int) -> dict[str
     return {
         "chunks_total": len(texts),
         "chunks_timed": len(chosen),
-        "encode_s": round(elapsed, 3),
-        "chunks_per_s": round(len(chosen) / elapsed, 2),
+        "runtime": runtime,
+        "encode_s": round(runtime_s, 3),
+        "chunks_per_s": round(len(chosen) / runtime_s, 2),
+        "torch_encode_s": round(elapsed, 3),
+        "torch_chunks_per_s": round(len(chosen) / elapsed, 2),
         "batch_size": batch_size,
         "torch_threads": torch.get_num_threads(),
     }
@@ -329,7 +345,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(args.corpus, work)
-    write_config(work, args.embedder, args.batch_size)
+    write_config(work, args.embedder, args.batch_size, args.runtime)
     meta = json.loads((work / "corpus.json").read_text())
     phases: dict[str, Any] = {}
     phases["initial"] = _sync_phase("initial", work)
@@ -430,6 +446,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, help="a directory from bench/corpus.py")
     parser.add_argument("--work", type=Path, help="scratch copy (default bench/out/...)")
     parser.add_argument("--embedder", choices=["local", "fake"], default="local")
+    parser.add_argument(
+        "--runtime", choices=["onnx-int8", "onnx", "torch"], default="onnx-int8",
+        help="[embedder] runtime of the local model (default: Headwater's default)",
+    )  # fmt: skip
     parser.add_argument(
         "--batch-size", type=int, default=32, help="embedder batch (Headwater's default, 32)"
     )

@@ -6,10 +6,11 @@ into the ``sqlite`` sink through its ``replace``; each query (``queries.py``) as
 sink for its vector and keyword lists once, the way hybrid search does (``DEPTH`` chunks
 each), and every method in ``headwater.search.fusion.FUSIONS`` fuses the same two lists.
 Hits collapse to documents (first chunk wins), then recall@1/@5/@10 and MRR@10 are
-computed per query kind. Embeddings are cached in ``bench/out/retrieval/embeddings.npz``
-by text hash, so a rerun embeds nothing.
+computed per query kind. Embeddings are cached in ``bench/out/retrieval/``
+by text hash (``embeddings-<runtime>.npz``), so a rerun embeds nothing.
 
-    .venv/bin/python bench/retrieval/run.py            # builds the corpus when missing
+    .venv/bin/python bench/retrieval/run.py                    # builds the corpus when missing
+    .venv/bin/python bench/retrieval/run.py --runtime torch    # the same on torch
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ PIPELINE = "bench-retrieval-1"
 
 
 class CachedEmbedder:
-    """The bundled model behind a disk cache keyed by sha256 of the text."""
+    """The bundled model on one runtime (``torch``, ``onnx``, ``onnx-int8``) behind a disk
+    cache keyed by sha256 of the text (one cache file per runtime)."""
 
-    def __init__(self, path: Path) -> None:
-        from headwater.pipeline.embed.local import LocalEmbedder
+    def __init__(self, path: Path, runtime: str = "onnx-int8") -> None:
+        from headwater.pipeline.embed.registry import LocalFactory, LocalOptions
 
-        self.model = LocalEmbedder()
+        self.model = LocalFactory().build(LocalOptions(), runtime)
         self.path = path
         self.cache: dict[str, np.ndarray] = {}
         if path.is_file():
@@ -141,6 +143,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--runtime",
+        choices=["onnx-int8", "onnx", "torch"],
+        default="onnx-int8",
+        help="the local model's runtime (default: Headwater's default, onnx-int8)",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     corpus_file = args.out / "corpus.jsonl"
@@ -156,7 +164,7 @@ def main() -> int:
     from headwater.sinks.base import SinkContext
     from headwater.sinks.sqlite import SqliteSink
 
-    embedder = CachedEmbedder(args.out / "embeddings.npz")
+    embedder = CachedEmbedder(args.out / f"embeddings-{args.runtime}.npz", args.runtime)
     state = Path(tempfile.mkdtemp(prefix="hw-retrieval-"))
     started = time.perf_counter()
     try:
@@ -185,11 +193,12 @@ def main() -> int:
         ],
     )
     summary = (
-        f"{len(pages)} pages, {chunks} chunks, {len(queries)} queries; "
+        f"{len(pages)} pages, {chunks} chunks, {len(queries)} queries, runtime {args.runtime}; "
         f"{embedder.embedded} texts embedded this run; {time.perf_counter() - started:.0f} s"
     )
-    (args.out / "results.md").write_text(table + "\n\n" + summary + "\n", encoding="utf-8")
-    (args.out / "results.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    stem = f"results-{args.runtime}"
+    (args.out / f"{stem}.md").write_text(table + "\n\n" + summary + "\n", encoding="utf-8")
+    (args.out / f"{stem}.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
     print(table)
     print("\n" + summary)
     return 0
