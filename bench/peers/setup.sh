@@ -15,7 +15,9 @@ fi
 pip=("$venv/bin/python" -m pip install --quiet)
 "${pip[@]}" --upgrade pip
 # 1. torch first, CPU build, pinned for every later step.
-"${pip[@]}" "torch==2.13.0" --extra-index-url https://download.pytorch.org/whl/cpu
+# TORCH_INDEX (e.g. https://download.pytorch.org/whl/cpu) adds an index for the CPU build;
+# where pip's configured index already serves torch==2.13.0+cpu (this machine), leave it unset.
+"${pip[@]}" "torch==2.13.0" ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"}
 echo "torch==2.13.0" > "$venv/torch-pin.txt"
 # 2. LangChain's indexing API and what the peer run needs, never another torch.
 "${pip[@]}" -c "$venv/torch-pin.txt" \

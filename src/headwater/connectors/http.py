@@ -5,14 +5,15 @@ per-host rate limit and a body size cap. Transport faults, 429 and 5xx become
 ``TransientError`` (with the server's Retry-After) and are retried through the one retry
 helper, ``headwater.retry``; every other status comes back as data, so each connector
 decides what a 304, a 404 or a redirect means for its documents. ``probe`` turns the
-first request of ``validate()`` into one line a user can act on.
+first request of ``validate()`` into one line a user can act on. ``MissingAtServer`` and
+``Params`` are shared by the JSON API clients (Atlassian, GitHub).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -26,6 +27,16 @@ from headwater.retry import RetryPolicy, call_with_retry
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 10
+
+# Query parameters of the JSON API clients (Atlassian, GitHub).
+Params = Mapping[str, str | int]
+
+
+class MissingAtServer(ItemError):
+    """The server answered 404 for something we asked for by name or id."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("not_found", message, permanent=True)
 
 
 @dataclass(frozen=True)

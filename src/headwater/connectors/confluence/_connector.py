@@ -21,7 +21,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from headwater.clock import as_utc, iso
+from headwater.clock import as_utc
+from headwater.connectors._atlassian import AtlassianClient
+from headwater.connectors._containers import container_state, needs_full_listing
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -34,7 +36,7 @@ from headwater.connectors.confluence._acl import (
     fingerprint,
     narrowed,
 )
-from headwater.connectors.confluence._client import AtlassianClient, MissingAtServer
+from headwater.connectors.http import MissingAtServer
 from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
@@ -169,10 +171,9 @@ class ConfluenceConnector:
             if resume is not None and index == resume["space"] and resume.get("next"):
                 full, path = bool(resume["full"]), resume.get("next")
             else:
-                full, path = self._full(window, checkpoint, before, mark), None
-            entry = {"acl": mark, "full_at": iso(window.end) if full else None}
-            entry["full_at"] = entry["full_at"] or (before or {}).get("full_at")
-            done[key] = {k: v for k, v in entry.items() if v is not None}
+                full = needs_full_listing(window, checkpoint, before, mark, self._refresh)
+                path = None
+            done[key] = container_state(mark, full, window, before)
             low = None if full or window.start is None else window.start - self._overlap
             params: dict[str, str | int] = {
                 "cql": self._cql(key, low),
@@ -193,22 +194,6 @@ class ConfluenceConnector:
                 if not path:
                     break
         return Checkpoint(json.dumps({"spaces": done}, sort_keys=True))
-
-    def _full(
-        self,
-        window: Window,
-        checkpoint: Checkpoint | None,
-        before: dict[str, str] | None,
-        mark: str,
-    ) -> bool:
-        if window.start is None:
-            return True
-        if checkpoint is None:
-            return False  # no history: trust the window
-        if before is None or before.get("acl") != mark or "full_at" not in before:
-            return True  # a new space, or its permissions changed
-        last = datetime.fromisoformat(before["full_at"])
-        return window.end - as_utc(last) >= self._refresh
 
     def _cql(self, key: str, low: datetime | None) -> str:
         kinds = ",".join(self.options.content_types)

@@ -18,8 +18,12 @@ from typing import Any
 
 import httpx
 
-from headwater.connectors.confluence._client import MissingAtServer, Params
-from headwater.connectors.http import describe_network_error, parse_retry_after
+from headwater.connectors.http import (
+    MissingAtServer,
+    Params,
+    describe_network_error,
+    parse_retry_after,
+)
 from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.retry import RetryPolicy, call_with_retry
 

@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater.connectors.confluence._client import AtlassianClient, MissingAtServer
+from headwater.connectors._atlassian import AtlassianClient
+from headwater.connectors.http import MissingAtServer
 from headwater.types import Access
 
 SCOPE_PROJECT = "read:jira-work"

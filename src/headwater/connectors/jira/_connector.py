@@ -20,14 +20,16 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SecretStr, field_validator
 
-from headwater.clock import as_utc, iso
+from headwater.clock import as_utc
+from headwater.connectors._atlassian import AtlassianClient
+from headwater.connectors._containers import container_state, needs_full_listing
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.confluence._client import AtlassianClient, MissingAtServer
+from headwater.connectors.http import MissingAtServer
 from headwater.connectors.jira._acl import SCOPE_ADMIN, SCOPE_PROJECT, Grant, JiraAcl
 from headwater.connectors.jira._adf import adf_to_text
 from headwater.durations import parse_duration
@@ -158,9 +160,9 @@ class JiraConnector:
             if resume is not None and index == resume["project"] and resume.get("token"):
                 full, token = bool(resume["full"]), resume.get("token")
             else:
-                full, token = self._full(window, checkpoint, before, mark), None
-            full_at = iso(window.end) if full else (before or {}).get("full_at")
-            done[key] = {"acl": mark} | ({"full_at": full_at} if full_at else {})
+                full = needs_full_listing(window, checkpoint, before, mark, self._refresh)
+                token = None
+            done[key] = container_state(mark, full, window, before)
             low = None if full or window.start is None else window.start - self._overlap
             while True:
                 params: dict[str, str | int] = {
@@ -185,21 +187,6 @@ class JiraConnector:
                 if not token:
                     break
         return Checkpoint(json.dumps({"projects": done}, sort_keys=True))
-
-    def _full(
-        self,
-        window: Window,
-        checkpoint: Checkpoint | None,
-        before: dict[str, str] | None,
-        mark: str,
-    ) -> bool:
-        if window.start is None:
-            return True
-        if checkpoint is None:
-            return False
-        if before is None or before.get("acl") != mark or "full_at" not in before:
-            return True
-        return window.end - as_utc(datetime.fromisoformat(before["full_at"])) >= self._refresh
 
     def _jql(self, key: str, low: datetime | None) -> str:
         jql = f'project = "{key}"'

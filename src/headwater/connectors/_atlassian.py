@@ -1,4 +1,4 @@
-"""A small JSON client for Atlassian Cloud REST APIs (Confluence and Jira).
+"""A small JSON client for Atlassian Cloud REST APIs, shared by Confluence and Jira.
 
 Basic auth with an account email and an API token, JSON GETs, and one place that turns
 HTTP answers into Headwater errors: 401 names the token option, 403 names the scope the
@@ -10,24 +10,20 @@ page or project means), 429 and 5xx become ``TransientError`` with the server's
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin
 
 import httpx
 
-from headwater.connectors.http import TRANSIENT_STATUSES, describe_network_error, parse_retry_after
-from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
+from headwater.connectors.http import (
+    TRANSIENT_STATUSES,
+    MissingAtServer,
+    Params,
+    describe_network_error,
+    parse_retry_after,
+)
+from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.retry import RetryPolicy, call_with_retry
-
-Params = Mapping[str, str | int]
-
-
-class MissingAtServer(ItemError):
-    """The server answered 404 for something we asked for by name or id."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("not_found", message, permanent=True)
 
 
 class AtlassianClient:
