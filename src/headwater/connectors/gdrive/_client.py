@@ -9,13 +9,14 @@ other status comes back to the caller, which decides what a 401, 403, 404 or 410
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from headwater.connectors.http import describe_network_error, parse_retry_after
-from headwater.errors import CredentialError, ItemError, TransientError
-from headwater.retry import RetryPolicy, call_with_retry
+from headwater.connectors._bearer import BearerClient
+from headwater.errors import CredentialError, ItemError
+from headwater.retry import RetryPolicy
 
 READONLY_SCOPE = "https://www.googleapis.com/auth/drive.readonly"
 RATE_LIMIT_REASONS = frozenset({"userRateLimitExceeded", "rateLimitExceeded"})
@@ -36,43 +37,23 @@ def error_reason(response: httpx.Response) -> tuple[str, str]:
     return reason, str(error.get("message", ""))
 
 
-class DriveClient:
+class DriveClient(BearerClient):
     """GETs against ``base_url`` with one access token, retried on transient faults."""
 
     def __init__(
         self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.policy = policy
-        self._client = httpx.Client(
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+        super().__init__(
+            "Drive API",
+            base_url,
+            token,
             timeout=timeout,
+            user_agent=user_agent,
+            policy=policy,
+            busy=_drive_busy,
         )
 
-    def get(
-        self, path: str, params: dict[str, str] | None = None, *, policy: RetryPolicy | None = None
-    ) -> httpx.Response:
-        url = self.base_url + path
-
-        def attempt() -> httpx.Response:
-            try:
-                response = self._client.get(url, params=params)
-            except httpx.HTTPError as exc:
-                raise TransientError(describe_network_error(exc, url)) from exc
-            status = response.status_code
-            rate_limited = status == 403 and error_reason(response)[0] in RATE_LIMIT_REASONS
-            if status == 429 or status >= 500 or rate_limited:
-                reason = error_reason(response)[0] or "busy"
-                raise TransientError(
-                    f"Drive API {path} returned HTTP {status} ({reason}); the API is rate "
-                    "limiting or failing, retry later",
-                    retry_after=parse_retry_after(response.headers.get("retry-after")),
-                )
-            return response
-
-        return call_with_retry(attempt, policy or self.policy)
-
-    def json(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+    def json(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The JSON body of a 200; CredentialError for 401/403, ItemError otherwise."""
         response = self.get(path, params)
         raise_for_status(response, path)
@@ -82,6 +63,15 @@ class DriveClient:
                 "bad_response", f"Drive API {path} answered {body!r}; expected an object"
             )
         return body
+
+
+def _drive_busy(response: httpx.Response) -> str | None:
+    """Drive throttles with 429 and with 403 rate-limit reasons; 5xx is a server fault."""
+    status = response.status_code
+    rate_limited = status == 403 and error_reason(response)[0] in RATE_LIMIT_REASONS
+    if status == 429 or status >= 500 or rate_limited:
+        return error_reason(response)[0] or "busy"
+    return None
 
 
 def raise_for_status(response: httpx.Response, path: str) -> None:

@@ -19,11 +19,11 @@ from collections.abc import Generator, Iterator
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field, SecretStr
+from pydantic import Field
 
+from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors.base import (
     ConnectorCapabilities,
-    ConnectorOptions,
     ReadStream,
     SourceContext,
 )
@@ -57,18 +57,13 @@ FILE_FIELDS = (
 COMMON = {"supportsAllDrives": "true", "includeItemsFromAllDrives": "true"}
 
 
-class GdriveOptions(ConnectorOptions):
+class GdriveOptions(BearerApiOptions):
     """The keys of a ``gdrive`` source."""
 
-    token: SecretStr
     shared_drives: list[str] = Field(default_factory=list)
     base_url: str = Field(default="https://www.googleapis.com", pattern=r"^https?://")
     page_size: int = Field(default=100, ge=1, le=1000)
     max_object_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
-    timeout: float = Field(default=30.0, gt=0)
-    retry_attempts: int = Field(default=6, ge=1)
-    retry_initial_wait: float = Field(default=1.0, ge=0)
-    retry_max_wait: float = Field(default=120.0, ge=0)
 
 
 class GdriveConnector:
@@ -83,11 +78,7 @@ class GdriveConnector:
     def __init__(self, options: GdriveOptions, context: SourceContext) -> None:
         self.options = options
         self.source_id = context.source_id
-        policy = RetryPolicy(
-            attempts=options.retry_attempts,
-            initial_wait=options.retry_initial_wait,
-            max_wait=options.retry_max_wait,
-        )
+        policy = options.retry_policy()
         self._client = DriveClient(
             options.base_url,
             options.token.get_secret_value(),

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
-from headwater.connectors.http import describe_network_error, parse_retry_after
-from headwater.errors import CredentialError, ItemError, TransientError
-from headwater.retry import RetryPolicy, call_with_retry
+from headwater.connectors._bearer import BearerClient
+from headwater.errors import CredentialError, ItemError
+from headwater.retry import RetryPolicy
 
 PERMISSION = "Sites.Read.All"
 
@@ -30,44 +30,22 @@ def graph_error(response: httpx.Response) -> tuple[str, str]:
     return str(error.get("code", "")), str(error.get("message", ""))
 
 
-class GraphClient:
+class GraphClient(BearerClient):
     """GETs of Graph URLs (relative to ``base_url`` or absolute nextLinks)."""
 
     def __init__(
         self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.policy = policy
-        self._client = httpx.Client(
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+        super().__init__(
+            "Graph",
+            base_url,
+            token,
             timeout=timeout,
+            user_agent=user_agent,
+            policy=policy,
+            busy=_graph_busy,
             follow_redirects=True,  # /content answers 302 to a pre-authenticated URL
         )
-
-    def get(
-        self,
-        url: str,
-        *,
-        headers: dict[str, str] | None = None,
-        policy: RetryPolicy | None = None,
-    ) -> httpx.Response:
-        full = url if url.startswith(("http://", "https://")) else self.base_url + url
-
-        def attempt() -> httpx.Response:
-            try:
-                response = self._client.get(full, headers=headers)
-            except httpx.HTTPError as exc:
-                raise TransientError(describe_network_error(exc, full)) from exc
-            if response.status_code == 429 or response.status_code >= 500:
-                code = graph_error(response)[0] or "busy"
-                raise TransientError(
-                    f"Graph {url} returned HTTP {response.status_code} ({code}); the API is "
-                    "throttling or failing, retry later",
-                    retry_after=parse_retry_after(response.headers.get("retry-after")),
-                )
-            return response
-
-        return call_with_retry(attempt, policy or self.policy)
 
     def json(self, url: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
         response = self.get(url, headers=headers)
@@ -76,6 +54,12 @@ class GraphClient:
         if not isinstance(body, dict):
             raise ItemError("bad_response", f"Graph {url} answered {body!r}; expected an object")
         return body
+
+
+def _graph_busy(response: httpx.Response) -> str | None:
+    if response.status_code == 429 or response.status_code >= 500:
+        return graph_error(response)[0] or "busy"
+    return None
 
 
 def raise_for_status(response: httpx.Response, url: str) -> None:

@@ -23,11 +23,11 @@ from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from pydantic import Field, SecretStr
+from pydantic import Field
 
+from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors.base import (
     ConnectorCapabilities,
-    ConnectorOptions,
     ReadStream,
     SourceContext,
 )
@@ -55,19 +55,14 @@ from headwater.types import (
 PREFER = {"Prefer": "deltashowsharingchanges, hierarchicalsharing"}
 
 
-class SharepointOptions(ConnectorOptions):
+class SharepointOptions(BearerApiOptions):
     """The keys of a ``sharepoint`` source."""
 
-    token: SecretStr
     site: str = Field(min_length=1)
     libraries: list[str] = Field(default_factory=list)
     base_url: str = Field(default="https://graph.microsoft.com/v1.0", pattern=r"^https?://")
     page_size: int = Field(default=200, ge=1, le=1000)
     max_object_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
-    timeout: float = Field(default=30.0, gt=0)
-    retry_attempts: int = Field(default=6, ge=1)
-    retry_initial_wait: float = Field(default=1.0, ge=0)
-    retry_max_wait: float = Field(default=120.0, ge=0)
 
 
 class SharepointConnector:
@@ -87,11 +82,7 @@ class SharepointConnector:
             options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
-            policy=RetryPolicy(
-                attempts=options.retry_attempts,
-                initial_wait=options.retry_initial_wait,
-                max_wait=options.retry_max_wait,
-            ),
+            policy=options.retry_policy(),
         )
         self._drives: list[tuple[str, str]] | None = None
 

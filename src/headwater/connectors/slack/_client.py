@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-
-from headwater.connectors.http import describe_network_error, parse_retry_after
+from headwater.connectors._bearer import BearerClient
+from headwater.connectors.http import parse_retry_after
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
 from headwater.retry import RetryPolicy, call_with_retry
 
@@ -31,35 +30,23 @@ class SlackApiError(ItemError):
         self.code = code
 
 
-class SlackClient:
+class SlackClient(BearerClient):
     """Calls of Web API methods, relative to ``base_url`` (``https://slack.com/api``)."""
 
     def __init__(
         self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.policy = policy
-        self._client = httpx.Client(
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
-            timeout=timeout,
+        super().__init__(
+            "Slack", base_url, token, timeout=timeout, user_agent=user_agent, policy=policy
         )
 
     def call(
         self, method: str, params: dict[str, str] | None = None, policy: RetryPolicy | None = None
     ) -> dict[str, Any]:
-        url = f"{self.base_url}/{method}"
-
         def attempt() -> dict[str, Any]:
-            try:
-                response = self._client.get(url, params=params or {})
-            except httpx.HTTPError as exc:
-                raise TransientError(describe_network_error(exc, url)) from exc
-            if response.status_code == 429 or response.status_code >= 500:
-                raise TransientError(
-                    f"Slack {method} returned HTTP {response.status_code}; the API is rate "
-                    "limiting or failing, retry later",
-                    retry_after=parse_retry_after(response.headers.get("retry-after")),
-                )
+            # One attempt of the HTTP call (429 and 5xx are waited out inside it); an
+            # ``ok: false, error: ratelimited`` body is waited out here, around it.
+            response = self.get(f"/{method}", params or {}, policy=RetryPolicy(attempts=1))
             try:
                 body = response.json()
             except ValueError:

@@ -25,11 +25,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field, SecretStr
+from pydantic import Field
 
+from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors.base import (
     ConnectorCapabilities,
-    ConnectorOptions,
     ReadStream,
     SourceContext,
 )
@@ -50,19 +50,14 @@ from headwater.types import (
 Message = dict[str, Any]
 
 
-class SlackOptions(ConnectorOptions):
+class SlackOptions(BearerApiOptions):
     """The keys of a ``slack`` source."""
 
-    token: SecretStr
     channels: list[str] = Field(default_factory=list)  # names or ids; [] = every channel
     include_private: bool = True
     history_days: int = Field(default=90, ge=1)
     base_url: str = Field(default="https://slack.com/api", pattern=r"^https?://")
     page_size: int = Field(default=200, ge=1, le=1000)
-    timeout: float = Field(default=30.0, gt=0)
-    retry_attempts: int = Field(default=6, ge=1)
-    retry_initial_wait: float = Field(default=1.0, ge=0)
-    retry_max_wait: float = Field(default=120.0, ge=0)
 
 
 def day_of(ts: str) -> str:
@@ -102,11 +97,7 @@ class SlackConnector:
             options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
-            policy=RetryPolicy(
-                attempts=options.retry_attempts,
-                initial_wait=options.retry_initial_wait,
-                max_wait=options.retry_max_wait,
-            ),
+            policy=options.retry_policy(),
         )
         self._users: dict[str, Message] = {}
         self._channels: list[Message] | None = None

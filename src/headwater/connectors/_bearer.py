@@ -1,0 +1,98 @@
+"""What the bearer-token SaaS connectors (Drive, SharePoint, Slack) share.
+
+Their options carry the same token, timeout and retry keys (``BearerApiOptions``), and
+their clients make the same retried GET: a bearer token header, transport faults as
+``TransientError``, and an API-specific test (``busy``) that turns a throttling or
+failing answer into ``TransientError`` with the server's ``Retry-After``. What an
+answer means beyond that (a 401, a 410, ``ok: false``) stays with each API's client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import httpx
+from pydantic import Field, SecretStr
+
+from headwater.connectors.base import ConnectorOptions
+from headwater.connectors.http import describe_network_error, parse_retry_after
+from headwater.errors import TransientError
+from headwater.retry import RetryPolicy, call_with_retry
+
+# The answer's reason when it is a throttle or a server fault to wait out, else None.
+BusyTest = Callable[[httpx.Response], str | None]
+
+
+class BearerApiOptions(ConnectorOptions):
+    """The token, timeout and retry keys of a bearer-token API source."""
+
+    token: SecretStr
+    timeout: float = Field(default=30.0, gt=0)
+    retry_attempts: int = Field(default=6, ge=1)
+    retry_initial_wait: float = Field(default=1.0, ge=0)
+    retry_max_wait: float = Field(default=120.0, ge=0)
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            attempts=self.retry_attempts,
+            initial_wait=self.retry_initial_wait,
+            max_wait=self.retry_max_wait,
+        )
+
+
+def busy_when_429_or_5xx(response: httpx.Response) -> str | None:
+    code = response.status_code
+    return "busy" if code == 429 or code >= 500 else None
+
+
+class BearerClient:
+    """Retried GETs with one bearer token against ``base_url`` (or absolute URLs)."""
+
+    def __init__(
+        self,
+        api: str,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float,
+        user_agent: str,
+        policy: RetryPolicy,
+        busy: BusyTest = busy_when_429_or_5xx,
+        follow_redirects: bool = False,
+    ) -> None:
+        self.api = api
+        self.base_url = base_url.rstrip("/")
+        self.policy = policy
+        self._busy = busy
+        self._client = httpx.Client(
+            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+            timeout=timeout,
+            follow_redirects=follow_redirects,
+        )
+
+    def get(
+        self,
+        path: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> httpx.Response:
+        """The answer to GET ``path``; throttling and server faults are waited out."""
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+
+        def attempt() -> httpx.Response:
+            try:
+                response = self._client.get(url, params=params, headers=headers)
+            except httpx.HTTPError as exc:
+                raise TransientError(describe_network_error(exc, url)) from exc
+            reason = self._busy(response)
+            if reason is not None:
+                raise TransientError(
+                    f"{self.api} {path} returned HTTP {response.status_code} ({reason}); the "
+                    "API is throttling or failing, retry later",
+                    retry_after=parse_retry_after(response.headers.get("retry-after")),
+                )
+            return response
+
+        return call_with_retry(attempt, policy or self.policy)
