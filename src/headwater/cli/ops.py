@@ -1,4 +1,4 @@
-"""Maintenance commands: prune, reconcile and source remove."""
+"""Maintenance commands: prune, reconcile, source remove and housekeeping."""
 
 from __future__ import annotations
 
@@ -111,5 +111,24 @@ def reconcile(
                 f"repaired {d['repaired']}"
             )
         return exits.for_reconcile(report, repair=repair)
+
+    raise typer.Exit(run_command(body))
+
+
+@app.command()
+def housekeeping(
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Purge old tombstones and run history, and delete unreferenced stored content."""
+    from headwater.scheduler.housekeeping import housekeep
+
+    def body() -> int:
+        with open_workspace() as ws:
+            report = housekeep(ws)
+        if as_json:
+            print_json(report.as_dict())
+        else:
+            out.print(f"housekeeping: {safe(report.summary())}")
+        return 0
 
     raise typer.Exit(run_command(body))

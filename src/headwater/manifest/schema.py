@@ -118,6 +118,7 @@ documents = Table(
     Column("updated_at", TZ, nullable=False),
     Index("ix_documents_source_state", "source_id", "state"),
     Index("ix_documents_source_object", "source_id", "object_id", unique=True),
+    Index("ix_documents_checksum", "checksum"),  # migration 0008: the content-store walk
 )
 
 document_indexes = Table(

@@ -10,7 +10,8 @@ A source whose newest run is still ``running`` (its process died) is due at once
 the runner resumes that run. A source whose ``permissions_every`` is due (and no content
 run is due) gets ``ws.sync_permissions([source], index=False)`` instead, under the same
 lease; its time is remembered in memory (see ``plans``). Housekeeping (tombstone and
-run-history retention) runs at start and every ten minutes.
+run-history retention, content-store garbage; see ``housekeeping``) runs at start and
+every ten minutes.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the workspace's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
@@ -34,10 +35,10 @@ from sqlalchemy.exc import IntegrityError
 
 from headwater.clock import utcnow
 from headwater.config import SourceSection
-from headwater.durations import parse_duration
 from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
+from headwater.scheduler.housekeeping import housekeep
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
@@ -354,17 +355,12 @@ class Scheduler:
         if self._housekept is not None and now - self._housekept < HOUSEKEEPING_EVERY:
             return
         self._housekept = now
-        keep = parse_duration(self.ws.config.scheduler.keep_runs_for)
-        assert keep is not None
         try:
-            tombstones = self.ws.manifest.purge_tombstones(
-                self.ws.config.sync.tombstone_retention_days
-            )
-            runs = self.ws.schedule_store().purge_runs(now - keep)
-        except HeadwaterError as exc:
+            report = housekeep(self.ws, now)
+        except (HeadwaterError, OSError) as exc:
             log.error("housekeeping failed (retried in 10 minutes): %s", exc)
             return
-        log.info("housekeeping: %d tombstones and %d old runs dropped", tombstones, runs)
+        log.info("housekeeping: %s", report.summary())
 
 
 def _summary(values: dict[str, Any]) -> str:
