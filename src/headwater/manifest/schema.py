@@ -68,6 +68,8 @@ runs = Table(
 )
 
 # The scheduler's per-source switches (migration 0002); no row means "not paused".
+# ``changed_at``/``changed_by`` describe the pause switch; ``last_permissions_at``
+# (migration 0008) is when the scheduler last ran the source's permission sync.
 source_schedule = Table(
     "source_schedule",
     metadata,
@@ -75,6 +77,7 @@ source_schedule = Table(
     Column("paused", Integer, nullable=False, default=0),
     Column("changed_at", TZ, nullable=False),
     Column("changed_by", String(200), nullable=True),
+    Column("last_permissions_at", TZ, nullable=True),
 )
 
 checkpoints = Table(

@@ -1,8 +1,10 @@
-"""Housekeeping: an index on ``documents.checksum`` for the content-store garbage walk.
+"""Housekeeping and operator state: a checksum index, the last permission sync per source.
 
-The walk asks, per prefix directory of the content store, which checksums of that
-prefix active documents still point at: a range query that this index answers without
-scanning the whole table.
+``ix_documents_checksum``: the content-store garbage walk asks, per prefix directory of
+the store, which checksums of that prefix active documents still point at: a range query
+this index answers without scanning the whole table. ``source_schedule.
+last_permissions_at``: when the scheduler last ran a source's permission sync, so a
+restarted ``headwater run`` does not run every permission sync at once.
 
 Revision ID: 0008
 Revises: 0007
@@ -10,15 +12,23 @@ Revises: 0007
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
 down_revision = "0007"
 
 
+TZ = sa.DateTime(timezone=True)
+
+
 def upgrade() -> None:
     op.create_index("ix_documents_checksum", "documents", ["checksum"])
+    with op.batch_alter_table("source_schedule") as batch:
+        batch.add_column(sa.Column("last_permissions_at", TZ, nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("source_schedule") as batch:
+        batch.drop_column("last_permissions_at")
     op.drop_index("ix_documents_checksum", table_name="documents")
