@@ -96,6 +96,9 @@ leases = Table(
     Column("owner", String(200), nullable=False),
     Column("epoch", Integer, nullable=False, default=1),
     Column("expires_at", TZ, nullable=False),
+    # Migration 0008: 1 once the holder released it; takeovers of an unreleased lease.
+    Column("released", Integer, nullable=False, server_default="1"),
+    Column("takeovers", Integer, nullable=False, server_default="0"),
 )
 
 documents = Table(
