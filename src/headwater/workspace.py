@@ -67,6 +67,7 @@ from headwater.sinks import Sink, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.redrive import RedriveReport, redrive
+from headwater.sync.removal import RemovalReport
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
@@ -492,7 +493,7 @@ class Workspace:
             self.index()
         return reports
 
-    def remove_source(self, source_id: str, *, dry_run: bool = False) -> dict[str, Any]:
+    def remove_source(self, source_id: str, *, dry_run: bool = False) -> RemovalReport:
         """Delete every document of a source from the manifest and every index, verified,
         and forget its runs and checkpoints. The source need not be configured any more."""
         from headwater.sync.removal import remove_source

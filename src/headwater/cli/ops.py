@@ -56,19 +56,19 @@ def source_remove(
     def body() -> int:
         with open_workspace() as ws:
             report = ws.remove_source(source_id, dry_run=dry_run)
-        unverified = int(report.get("unverified_deletes", 0))
+        unverified = report.unverified_deletes
         if as_json:
-            print_json(report)
+            print_json(report.as_dict())
         elif dry_run:
             out.print(
-                f"{safe(source_id)}: would delete {report['documents']} documents and forget "
-                f"{report['runs']} runs, {report['checkpoints']} checkpoints, "
-                f"{report['failures']} failure records"
+                f"{safe(source_id)}: would delete {report.documents} documents and forget "
+                f"{report.runs} runs, {report.checkpoints} checkpoints, "
+                f"{report.failures} failure records"
             )
         else:
             out.print(
-                f"{safe(source_id)}: {report['tombstoned']} documents deleted, "
-                f"{report['deleted_from_indexes']} removed from the indexes; runs and "
+                f"{safe(source_id)}: {report.tombstoned} documents deleted, "
+                f"{report.deleted_from_indexes} removed from the indexes; runs and "
                 "checkpoints forgotten"
                 + (
                     f"; {unverified} deletes not yet verified: run `headwater index`"
