@@ -71,7 +71,7 @@ from headwater.sync.removal import RemovalReport
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
-from headwater.types import Access
+from headwater.types import Access, CountProgress
 
 if TYPE_CHECKING:
     from headwater.scheduler.history import ScheduleStore
@@ -112,6 +112,7 @@ class Workspace:
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
         self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
+        self.count_progress: CountProgress | None = None  # prune enumeration, reconcile
         self._embedder: Embedder | None = embedder
         self._sinks: dict[str, Sink] = {}
         if embedder is not None:
@@ -486,7 +487,10 @@ class Workspace:
             )
             reports.append(
                 runner.prune_only(
-                    dry_run=dry_run, force=force, lease_seconds=self.config.sync.lease_seconds
+                    dry_run=dry_run,
+                    force=force,
+                    lease_seconds=self.config.sync.lease_seconds,
+                    progress=self.count_progress,
                 )
             )
         if not dry_run:
@@ -597,7 +601,7 @@ class Workspace:
                     reindex=self._reindexer(gen),
                 )
             )
-        return reconcile(self.manifest, targets, repair=repair)
+        return reconcile(self.manifest, targets, repair=repair, progress=self.count_progress)
 
     def _reindexer(self, gen: Generation) -> Callable[[list[str]], object]:
         """How repair re-applies documents to ``gen``: through every generation that

@@ -20,7 +20,7 @@ def prune(
 
     def body() -> int:
         with open_workspace() as ws, reporter(err, as_json=as_json) as bars:
-            ws.index_progress = bars.index
+            ws.index_progress, ws.count_progress = bars.index, bars.count
             with bars.phase("prune (enumerating sources)"):
                 reports = [
                     r.as_dict() for r in ws.prune(sources or None, dry_run=dry_run, force=force)
@@ -98,6 +98,7 @@ def reconcile(
             reporter(err, as_json=as_json) as bars,
             bars.phase("reconcile"),
         ):
+            ws.count_progress = bars.count
             report = ws.reconcile(sink, repair=repair, generation=generation).as_dict()
         if as_json:
             print_json(report)
