@@ -16,6 +16,7 @@ from headwater.indexer.reconcile import ReconcileReport
 from headwater.reports import DocumentReport, StatusReport, SyncResult
 from headwater.search.service import SearchResult
 from headwater.sync.redrive import RedriveReport
+from headwater.sync.removal import RemovalReport
 from headwater.sync.report import PruneResult
 from headwater.types import (
     Access,
@@ -48,6 +49,7 @@ __all__ = [
     "PruneResult",
     "ReconcileReport",
     "RedriveReport",
+    "RemovalReport",
     "SearchHit",
     "SearchMode",
     "SearchResult",

@@ -29,6 +29,7 @@ from pydantic import (
 from headwater.durations import parse_duration  # re-exported: `headwater.config.parse_duration`
 from headwater.errors import ConfigError
 from headwater.pipeline.embed.registry import available_embedder_types
+from headwater.sizes import parse_size
 from headwater.types import Access, normalize_identity
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -129,6 +130,14 @@ class EmbedderSection(BaseModel):
     type: str = "local"
     # How the local model runs; part of its model id, so a change means re-indexing.
     runtime: Literal["onnx-int8", "onnx", "torch"] = "onnx-int8"
+    # Cap of the embedding cache (bytes, or "2GB"); housekeeping evicts the least
+    # recently used vectors above it. None: no cap. Not an embedder option.
+    cache_max_bytes: int | None = Field(default=None, ge=0)
+
+    @field_validator("cache_max_bytes", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        return parse_size(value) if isinstance(value, str) else value
 
     @field_validator("type")
     @classmethod

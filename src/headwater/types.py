@@ -8,7 +8,7 @@ them into manifest rows, ``Chunk`` objects and sink writes. Everything here is p
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -225,6 +225,12 @@ class Failure:
 
 
 SourceItem = SourceDocument | Deleted | Failure | Checkpoint
+
+# A counter of long work without a known total (prune enumeration, reconcile): called
+# with a line name ("prune docs", "reconcile main"), the count so far, and True once the
+# line's work is done. The CLI shows it as a progress row or a periodic log line.
+CountProgress = Callable[[str, int, bool], None]
+COUNT_EVERY = 100  # items between two calls
 
 
 class KnownVersions(Protocol):

@@ -67,10 +67,11 @@ from headwater.sinks import Sink, load_sink_class
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.redrive import RedriveReport, redrive
+from headwater.sync.removal import RemovalReport
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
-from headwater.types import Access
+from headwater.types import Access, CountProgress
 
 if TYPE_CHECKING:
     from headwater.scheduler.history import ScheduleStore
@@ -111,6 +112,7 @@ class Workspace:
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
         self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
+        self.count_progress: CountProgress | None = None  # prune enumeration, reconcile
         self._embedder: Embedder | None = embedder
         self._sinks: dict[str, Sink] = {}
         if embedder is not None:
@@ -485,14 +487,17 @@ class Workspace:
             )
             reports.append(
                 runner.prune_only(
-                    dry_run=dry_run, force=force, lease_seconds=self.config.sync.lease_seconds
+                    dry_run=dry_run,
+                    force=force,
+                    lease_seconds=self.config.sync.lease_seconds,
+                    progress=self.count_progress,
                 )
             )
         if not dry_run:
             self.index()
         return reports
 
-    def remove_source(self, source_id: str, *, dry_run: bool = False) -> dict[str, Any]:
+    def remove_source(self, source_id: str, *, dry_run: bool = False) -> RemovalReport:
         """Delete every document of a source from the manifest and every index, verified,
         and forget its runs and checkpoints. The source need not be configured any more."""
         from headwater.sync.removal import remove_source
@@ -596,7 +601,7 @@ class Workspace:
                     reindex=self._reindexer(gen),
                 )
             )
-        return reconcile(self.manifest, targets, repair=repair)
+        return reconcile(self.manifest, targets, repair=repair, progress=self.count_progress)
 
     def _reindexer(self, gen: Generation) -> Callable[[list[str]], object]:
         """How repair re-applies documents to ``gen``: through every generation that

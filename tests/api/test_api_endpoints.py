@@ -172,6 +172,7 @@ def test_metrics_exposition(synced: Server) -> None:
         "headwater_chunks_embedded_total",
         "headwater_embedding_cache_hits_total",
         'headwater_search_latency_seconds_count{mode="vector"}',
+        'headwater_lease_takeovers_total{source="docs"} 0.0',
     ):
         assert name in text, name
     names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")}

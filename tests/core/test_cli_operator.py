@@ -301,3 +301,27 @@ def test_reported_durations_are_wall_time_including_indexing(tmp_path: Path) -> 
     assert report["duration_s"] >= 2.0, report
     assert report["index"]["duration_s"] >= 2.0, report
     assert report["duration_s"] <= wall
+
+
+def test_progress_counts_prune_enumeration_and_reconcile(tmp_path: Path) -> None:
+    """On a terminal, prune shows objects enumerated and reconcile documents compared,
+    with a rate; off a terminal (or with --json) each becomes a log line."""
+    root = write_files(tmp_path / "corpus", 300)
+    write_config(tmp_path, manifest_url=None, sources=filesystem_source(root, access=PUBLIC))
+    assert run(["sync"], tmp_path).returncode == 0
+    code, output = read_pty(["prune", "--dry-run"], tmp_path)
+    assert code == 0, output
+    assert re.search(r"prune docs.*300 objects enumerated, [\d.]+ objects/s", output), output
+    code, output = read_pty(["reconcile"], tmp_path)
+    assert code == 0, output
+    assert re.search(r"reconcile main.*300 documents compared, [\d.]+ documents/s", output), output
+
+    piped = run(["reconcile", "--json"], tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    assert re.search(
+        r"headwater.progress: reconcile main: 300 documents compared, [\d.]+ documents/s",
+        piped.stderr,
+    ), piped.stderr
+    assert json.loads(piped.stdout)["sinks"]["main"]["checked"] == 300  # stdout: pure JSON
+    pruned = run(["prune", "--dry-run"], tmp_path)
+    assert re.search(r"headwater.progress: prune docs: 300 objects enumerated", pruned.stderr)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater import Workspace
+from headwater import RemovalReport, Workspace
 from headwater.errors import ConfigError, NotFoundError
 from workspace_helpers import filesystem_source, write_config
 
@@ -49,10 +49,26 @@ def test_a_removed_source_is_not_searchable_and_source_remove_deletes_it(
 
         plan = ws.remove_source("old", dry_run=True)
         assert plan["documents"] == 5 and plan["runs"] == 1 and plan["configured"] is False
+        assert isinstance(plan, RemovalReport) and (plan.documents, plan.runs) == (5, 1)
+        assert list(plan.as_dict()) == [  # the JSON `source remove --dry-run` prints
+            "source", "configured", "dry_run", "documents", "runs", "checkpoints", "failures"
+        ]  # fmt: skip
         assert ws.manifest.count_documents("old") == 5, "a dry run changes nothing"
 
         report = ws.remove_source("old")
         assert report["tombstoned"] == 5 and report["unverified_deletes"] == 0
+        assert report == {  # the JSON `source remove --json` prints, unchanged
+            "source": "old",
+            "configured": False,
+            "dry_run": False,
+            "documents": 5,
+            "runs": 1,
+            "checkpoints": plan.checkpoints,
+            "failures": 0,
+            "tombstoned": 5,
+            "deleted_from_indexes": 5,
+            "unverified_deletes": 0,
+        }
         assert report["deleted_from_indexes"] == 5
         sink = ws.sink("main")
         assert old_ids and all(sink.count(d) == 0 for d in old_ids)

@@ -68,7 +68,9 @@ def test_public_surface_is_exactly_all() -> None:
     for name in headwater.__all__:
         assert getattr(headwater, name) is not None
     typed_results = {"StatusReport", "DocumentReport", "SearchResult", "SyncResult"}
-    assert typed_results | {"ReconcileReport", "RedriveReport"} <= set(headwater.__all__)
+    assert typed_results | {"ReconcileReport", "RedriveReport", "RemovalReport"} <= set(
+        headwater.__all__
+    )
 
 
 def test_ctrl_c_cancels_after_the_current_batch(tmp_path: Path, corpus: Path) -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import ClassVar
 
 from headwater import Workspace
+from headwater.clock import utcnow
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -94,6 +96,8 @@ def test_run_once_runs_a_due_permission_sync_after_the_content_sync(
     assert (state.reads, state.listings) == (1, 1)
 
     state.docs["d1"] = Access(users=("b@x.com",))  # a@ loses d1, b@ gains it
+    with opener(config) as ws:  # the last permission sync was 20 minutes ago
+        ws.schedule_store().set_permissions_done("p", utcnow() - timedelta(minutes=20))
     again = Scheduler(config, once=True, open_workspace=opener)
     assert again.serve() == 0  # content is not due for an hour; permissions are
     assert [(o.kind, o.status) for o in again.outcomes] == [(PERMISSIONS, "succeeded")]
@@ -114,3 +118,31 @@ def test_a_source_without_permissions_every_gets_no_permission_sync(tmp_path: Pa
     assert scheduler.serve() == 0
     assert [o.kind for o in scheduler.outcomes] == ["sync"]
     assert state.listings == 0
+
+
+def test_a_restarted_scheduler_remembers_the_last_permission_sync(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    """The time is in the manifest: a new scheduler (a restart) does not run every
+    permission sync again at once, and runs it when ``permissions_every`` has passed."""
+    config, state = config_with(
+        tmp_path, manifest_url, 'refresh_every = "1h"\npermissions_every = "15m"\n'
+    )
+    first = Scheduler(config, once=True, open_workspace=opener)
+    assert first.serve() == 0
+    assert state.listings == 1
+    with opener(config) as ws:
+        (done,) = ws.schedule_store().permissions_done().values()
+        assert abs((utcnow() - done).total_seconds()) < 60
+        status = {s["id"]: s for s in ws.status().as_dict()["sources"]}["p"]
+        assert status["paused"] is False  # the row written for the time is not a pause
+
+    restarted = Scheduler(config, once=True, open_workspace=opener)
+    assert restarted.serve() == 0
+    assert restarted.outcomes == [] and state.listings == 1  # nothing due after a restart
+
+    with opener(config) as ws:
+        ws.schedule_store().set_permissions_done("p", utcnow() - timedelta(minutes=16))
+    later = Scheduler(config, once=True, open_workspace=opener)
+    assert later.serve() == 0
+    assert [o.kind for o in later.outcomes] == [PERMISSIONS] and state.listings == 2

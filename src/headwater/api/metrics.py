@@ -1,10 +1,11 @@
 """``GET /metrics``: Prometheus text from the manifest and this process's counters.
 
 Manifest-derived values (documents, pending work, DLQ, failed deletes, runs and their
-durations) are read at scrape time by a custom collector, so every process and the
-scheduler report the same truth. Search latency and embedding counters are this
-process's own. Lease takeovers are not exported: a lease's epoch grows on every
-acquisition, so a takeover cannot be told apart from a normal claim.
+durations, lease takeovers) are read at scrape time by a custom collector, so every
+process and the scheduler report the same truth. Search latency and embedding counters
+are this process's own. A lease takeover is an acquisition of a lease its previous
+holder never released (it expired unrenewed, or the process died); a normal claim after
+a release is not one (``manifest/leases.py`` keeps the count per source).
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ class ManifestCollector(Collector):
         yield pending
         yield from self._dlq()
         yield from self._runs()
+        takeovers = CounterMetricFamily(
+            "headwater_lease_takeovers",
+            "Leases taken over after their holder let them expire unreleased (or died)",
+            labels=["source"],
+        )
+        counted = ws.manifest.runs.leases.takeovers()
+        for source in sorted({s.id for s in ws.config.source} | set(counted)):
+            takeovers.add_metric([source], float(counted.get(source, 0)))
+        yield takeovers
         ws_embedder = ws._embedder
         embedded = CounterMetricFamily(
             "headwater_chunks_embedded", "Chunks embedded by this process (cache misses)"

@@ -20,6 +20,7 @@ EXAMPLES: dict[str, str] = {
     "validate": "headwater validate docs",
     "prune": "headwater prune docs --dry-run",
     "reconcile": "headwater reconcile --sink main --repair",
+    "housekeeping": "headwater housekeeping --json   # what `headwater run` does every 10 minutes",
     "run": "headwater run --once --log-format json --log-file /var/log/headwater.jsonl",
     "runs": "headwater runs docs --status failed --limit 5",
     "source remove": "headwater source remove old-wiki --dry-run --json",

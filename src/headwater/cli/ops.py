@@ -1,4 +1,4 @@
-"""Maintenance commands: prune, reconcile and source remove."""
+"""Maintenance commands: prune, reconcile, source remove and housekeeping."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def prune(
 
     def body() -> int:
         with open_workspace() as ws, reporter(err, as_json=as_json) as bars:
-            ws.index_progress = bars.index
+            ws.index_progress, ws.count_progress = bars.index, bars.count
             with bars.phase("prune (enumerating sources)"):
                 reports = [
                     r.as_dict() for r in ws.prune(sources or None, dry_run=dry_run, force=force)
@@ -56,19 +56,19 @@ def source_remove(
     def body() -> int:
         with open_workspace() as ws:
             report = ws.remove_source(source_id, dry_run=dry_run)
-        unverified = int(report.get("unverified_deletes", 0))
+        unverified = report.unverified_deletes
         if as_json:
-            print_json(report)
+            print_json(report.as_dict())
         elif dry_run:
             out.print(
-                f"{safe(source_id)}: would delete {report['documents']} documents and forget "
-                f"{report['runs']} runs, {report['checkpoints']} checkpoints, "
-                f"{report['failures']} failure records"
+                f"{safe(source_id)}: would delete {report.documents} documents and forget "
+                f"{report.runs} runs, {report.checkpoints} checkpoints, "
+                f"{report.failures} failure records"
             )
         else:
             out.print(
-                f"{safe(source_id)}: {report['tombstoned']} documents deleted, "
-                f"{report['deleted_from_indexes']} removed from the indexes; runs and "
+                f"{safe(source_id)}: {report.tombstoned} documents deleted, "
+                f"{report.deleted_from_indexes} removed from the indexes; runs and "
                 "checkpoints forgotten"
                 + (
                     f"; {unverified} deletes not yet verified: run `headwater index`"
@@ -98,6 +98,7 @@ def reconcile(
             reporter(err, as_json=as_json) as bars,
             bars.phase("reconcile"),
         ):
+            ws.count_progress = bars.count
             report = ws.reconcile(sink, repair=repair, generation=generation).as_dict()
         if as_json:
             print_json(report)
@@ -111,5 +112,24 @@ def reconcile(
                 f"repaired {d['repaired']}"
             )
         return exits.for_reconcile(report, repair=repair)
+
+    raise typer.Exit(run_command(body))
+
+
+@app.command()
+def housekeeping(
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Purge old tombstones and run history, and delete unreferenced stored content."""
+    from headwater.scheduler.housekeeping import housekeep
+
+    def body() -> int:
+        with open_workspace() as ws:
+            report = housekeep(ws)
+        if as_json:
+            print_json(report.as_dict())
+        else:
+            out.print(f"housekeeping: {safe(report.summary())}")
+        return 0
 
     raise typer.Exit(run_command(body))

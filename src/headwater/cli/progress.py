@@ -1,8 +1,9 @@
 """Progress for long work: Rich bars on a terminal, a log line every 10 s otherwise.
 
 A ``Reporter`` is fed by the core's callbacks (the sync runner's ``Progress``, the
-indexer's ``IndexProgress``) and by ``phase`` for steps without counters (prune
-enumeration, reconcile). Each tracked line renders to one text (``indexing: 1200/3490
+indexer's ``IndexProgress``, the ``CountProgress`` of prune enumeration and reconcile:
+``prune docs: 12000 objects enumerated, 950.0 objects/s``) and by ``phase`` for steps
+without counters. Each tracked line renders to one text (``indexing: 1200/3490
 documents, 5000 chunks, 41.0 chunks/s, ETA 55 s``): on a terminal it is a Rich progress
 row that ticks every 100 ms; on a pipe, or with ``--json``, a ticker thread logs every
 line through ``headwater.progress`` every ``HEADWATER_PROGRESS_INTERVAL`` seconds
@@ -29,6 +30,8 @@ from headwater.manifest.records import RunCounts
 
 log = logging.getLogger("headwater.progress")
 
+# The first word of a counted line's name: what it counts.
+COUNT_UNITS = {"prune": ("objects", "enumerated"), "reconcile": ("documents", "compared")}
 INTERVAL_ENV = "HEADWATER_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL_S = 10.0
 
@@ -172,6 +175,23 @@ class Reporter:
             )
 
         self._update("indexing", render)
+
+    def count(self, name: str, done: int, final: bool) -> None:
+        """A ``CountProgress`` callback: items so far of work without a known total."""
+        unit, verb = COUNT_UNITS.get(name.split(" ", 1)[0], ("items", "done"))
+
+        def render(line: _Line) -> None:
+            rate = done / max(time.monotonic() - line.started, 1e-6)
+            line.done = done
+            line.text = f"{done} {unit} {verb}, {rate:.1f} {unit}/s" + (", done" if final else "")
+
+        self._update(name, render)
+        if final:
+            if self._bar is None:  # off a terminal: the total is logged once, at the end
+                with self._lock:
+                    text = self._lines[name].text
+                log.info("%s: %s", name, text)
+            self.finish(name)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from headwater.errors import FatalError
 from headwater.jsonview import JsonView
 from headwater.manifest.records import ACTIVE, DocumentRecord
 from headwater.sinks.base import InventoryRow, Sink
+from headwater.types import COUNT_EVERY, CountProgress
 
 if TYPE_CHECKING:
     from headwater.manifest.store import Manifest
@@ -92,12 +94,18 @@ def reconcile(
     targets: Sequence[ReconcileTarget],
     *,
     repair: bool = False,
+    progress: CountProgress | None = None,
 ) -> ReconcileReport:
     """Compare ``manifest`` with each target (one index generation); with ``repair``, fix
-    the drift through the target's own ``reindex``."""
+    the drift through the target's own ``reindex``. ``progress`` counts documents
+    compared, per target (``reconcile LABEL``)."""
     report: dict[str, SinkDrift] = {}
     for target in targets:
-        drift = compare(manifest, target.sink, target.key)
+        counter = None
+        if progress is not None:
+            name = f"reconcile {target.label}"
+            counter = partial(progress, name)
+        drift = compare(manifest, target.sink, target.key, counter)
         if repair and drift.drifted:
             drift.repaired = _repair(manifest, target, drift)
         report[target.label] = drift
@@ -132,8 +140,14 @@ def _sorted(rows: Iterator[InventoryRow], name: str) -> Iterator[InventoryRow]:
         yield row
 
 
-def compare(manifest: Manifest, sink: Sink, name: str) -> SinkDrift:
-    """Merge the manifest and the sink inventory by document_id (both streamed)."""
+def compare(
+    manifest: Manifest,
+    sink: Sink,
+    name: str,
+    progress: Callable[[int, bool], None] | None = None,
+) -> SinkDrift:
+    """Merge the manifest and the sink inventory by document_id (both streamed);
+    ``progress`` gets the documents compared so far."""
     drift = SinkDrift()
     held_rows = _sorted(sink.inventory(), name)
     held = next(held_rows, None)
@@ -147,9 +161,13 @@ def compare(manifest: Manifest, sink: Sink, name: str) -> SinkDrift:
             in_sink, held = held, next(held_rows, None)
         drift.checked += 1
         _classify(drift, record, expected, in_sink)
+        if progress is not None and drift.checked % COUNT_EVERY == 0:
+            progress(drift.checked, False)
     while held is not None:
         drift.orphans.append(held.document_id)
         held = next(held_rows, None)
+    if progress is not None:
+        progress(drift.checked, True)
     return drift
 
 

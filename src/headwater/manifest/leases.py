@@ -10,6 +10,11 @@ finish) calls ``fence`` in its own transaction: the UPDATE matches only while ow
 epoch are unchanged, so a stale owner that wakes up after a takeover raises
 ``LeaseLost`` and its transaction rolls back. On PostgreSQL the UPDATE also row-locks
 the lease, so a takeover waits for an in-flight fenced commit instead of racing it.
+
+An acquisition is a *takeover* when the previous holder is another process that did not
+release the lease (it expired unrenewed, or its process is gone): the row's ``released``
+flag tells a release from an expiry, and ``takeovers`` counts them per source (the
+``headwater_lease_takeovers_total`` metric). Takeovers are logged at INFO (``-v``).
 """
 
 from __future__ import annotations
@@ -103,27 +108,54 @@ class LeaseLedger:
             if row is None:
                 conn.execute(
                     insert(t.leases).values(
-                        source_id=source_id, owner=owner, epoch=1, expires_at=expires
+                        source_id=source_id,
+                        owner=owner,
+                        epoch=1,
+                        expires_at=expires,
+                        released=0,
+                        takeovers=0,
                     )
                 )
                 return Lease(source_id, owner, 1, seconds)
-            holder, until = row._mapping["owner"], as_utc(row._mapping["expires_at"])
+            m = row._mapping
+            holder, until = m["owner"], as_utc(m["expires_at"])
             if holder != owner and until > now and not _owner_is_dead(holder):
                 raise FatalError(
                     f"source {source_id!r} is being synced by {holder} until {until.isoformat()}; "
                     "wait for that run to finish, or stop that process."
                 )
-            epoch = int(row._mapping["epoch"]) + 1
-            if holder != owner:
+            epoch = int(m["epoch"]) + 1
+            takeover = holder != owner and not m["released"]
+            if takeover:
+                log.info(
+                    "lease of %s taken over from %s, which did not release it (%s; epoch %d)",
+                    source_id,
+                    holder,
+                    f"expired {until.isoformat()}" if until <= now else "its process is gone",
+                    epoch,
+                )
+            elif holder != owner:
                 log.info(
                     "lease of %s passes from %s to %s (epoch %d)", source_id, holder, owner, epoch
                 )
             conn.execute(
                 update(t.leases)
                 .where(t.leases.c.source_id == source_id)
-                .values(owner=owner, epoch=epoch, expires_at=expires)
+                .values(
+                    owner=owner,
+                    epoch=epoch,
+                    expires_at=expires,
+                    released=0,
+                    takeovers=t.leases.c.takeovers + int(takeover),
+                )
             )
         return Lease(source_id, owner, epoch, seconds)
+
+    def takeovers(self) -> dict[str, int]:
+        """Per source: how often its lease was taken over unreleased."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.leases.c.source_id, t.leases.c.takeovers))
+            return {r.source_id: int(r.takeovers) for r in rows}
 
     def renew(self, lease: Lease) -> bool:
         """Extend the lease; False when it was taken over (owner or epoch changed)."""
@@ -144,7 +176,7 @@ class LeaseLedger:
                     t.leases.c.owner == lease.owner,
                     t.leases.c.epoch == lease.epoch,
                 )
-                .values(expires_at=utcnow())
+                .values(expires_at=utcnow(), released=1)
             )
 
 

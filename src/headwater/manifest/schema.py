@@ -68,6 +68,8 @@ runs = Table(
 )
 
 # The scheduler's per-source switches (migration 0002); no row means "not paused".
+# ``changed_at``/``changed_by`` describe the pause switch; ``last_permissions_at``
+# (migration 0008) is when the scheduler last ran the source's permission sync.
 source_schedule = Table(
     "source_schedule",
     metadata,
@@ -75,6 +77,7 @@ source_schedule = Table(
     Column("paused", Integer, nullable=False, default=0),
     Column("changed_at", TZ, nullable=False),
     Column("changed_by", String(200), nullable=True),
+    Column("last_permissions_at", TZ, nullable=True),
 )
 
 checkpoints = Table(
@@ -93,6 +96,9 @@ leases = Table(
     Column("owner", String(200), nullable=False),
     Column("epoch", Integer, nullable=False, default=1),
     Column("expires_at", TZ, nullable=False),
+    # Migration 0008: 1 once the holder released it; takeovers of an unreleased lease.
+    Column("released", Integer, nullable=False, server_default="1"),
+    Column("takeovers", Integer, nullable=False, server_default="0"),
 )
 
 documents = Table(
@@ -118,6 +124,7 @@ documents = Table(
     Column("updated_at", TZ, nullable=False),
     Index("ix_documents_source_state", "source_id", "state"),
     Index("ix_documents_source_object", "source_id", "object_id", unique=True),
+    Index("ix_documents_checksum", "checksum"),  # migration 0008: the content-store walk
 )
 
 document_indexes = Table(

@@ -102,7 +102,9 @@ class Pipelines:
         embedder_section = (
             {"type": ws.embedder_type}
             if ws.injected_embedder
-            else _without_secrets(ws.config.embedder.model_dump(exclude_unset=True))
+            else _without_secrets(
+                ws.config.embedder.model_dump(exclude_unset=True, exclude={"cache_max_bytes"})
+            )
         )
         cls = ws.sink_class(section.type)
         return {

@@ -9,8 +9,9 @@ schedulers on one PostgreSQL manifest share sources and never run one twice at o
 A source whose newest run is still ``running`` (its process died) is due at once, and
 the runner resumes that run. A source whose ``permissions_every`` is due (and no content
 run is due) gets ``ws.sync_permissions([source], index=False)`` instead, under the same
-lease; its time is remembered in memory (see ``plans``). Housekeeping (tombstone and
-run-history retention) runs at start and every ten minutes.
+lease; its time is recorded in the manifest (see ``plans``), so a restart keeps it.
+Housekeeping (tombstone and run-history retention, content-store garbage, the
+embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the workspace's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
@@ -30,14 +31,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from headwater.clock import utcnow
 from headwater.config import SourceSection
-from headwater.durations import parse_duration
 from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
+from headwater.scheduler.housekeeping import housekeep
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
@@ -93,7 +94,6 @@ class Scheduler:
         self._reload = False
         self._holds: dict[str, datetime] = {}
         self._attempted: set[str] = set()  # source ids, and "id:permissions", in --once
-        self._permissions_done: dict[str, datetime] = {}
         self._housekept: datetime | None = None
 
     # -- signals -------------------------------------------------------------------------
@@ -174,7 +174,7 @@ class Scheduler:
             return utcnow() + timedelta(seconds=MIN_SLEEP_S) if inflight else None
         now = utcnow()
         candidates = [s for s in self._sections() if s.id not in inflight]
-        states = source_states(self.ws, candidates, self._holds, self._permissions_done)
+        states = source_states(self.ws, candidates, self._holds)
         decision = decide(states, now, backoff_of(self.ws))
         for plan in decision.plans:
             content = plan.due and plan.source_id not in self._attempted
@@ -246,7 +246,7 @@ class Scheduler:
                 outcome = Outcome(source_id, FAILED, error=f"{type(exc).__name__}: {exc}")
             self.outcomes.append(outcome)
             if outcome.status != SKIPPED and outcome.kind == PERMISSIONS:
-                self._permissions_done[source_id] = utcnow()  # failed too: next interval
+                self._permissions_ran(source_id)  # failed too: next interval
                 continue
             if outcome.status == SKIPPED:
                 self._holds[source_id] = utcnow() + LEASE_HELD_RETRY
@@ -255,6 +255,12 @@ class Scheduler:
                 self._holds[source_id] = utcnow() + backoff_of(self.ws).initial
             else:
                 self._holds.pop(source_id, None)
+
+    def _permissions_ran(self, source_id: str) -> None:
+        try:
+            self.ws.schedule_store().set_permissions_done(source_id, utcnow())
+        except (HeadwaterError, SQLAlchemyError) as exc:  # due again next plan: not fatal
+            log.error("could not record the permission sync of %s: %s", source_id, exc)
 
     def _reopen(self) -> None:
         self._reload = False
@@ -354,17 +360,12 @@ class Scheduler:
         if self._housekept is not None and now - self._housekept < HOUSEKEEPING_EVERY:
             return
         self._housekept = now
-        keep = parse_duration(self.ws.config.scheduler.keep_runs_for)
-        assert keep is not None
         try:
-            tombstones = self.ws.manifest.purge_tombstones(
-                self.ws.config.sync.tombstone_retention_days
-            )
-            runs = self.ws.schedule_store().purge_runs(now - keep)
-        except HeadwaterError as exc:
+            report = housekeep(self.ws, now)
+        except (HeadwaterError, OSError) as exc:
             log.error("housekeeping failed (retried in 10 minutes): %s", exc)
             return
-        log.info("housekeeping: %d tombstones and %d old runs dropped", tombstones, runs)
+        log.info("housekeeping: %s", report.summary())
 
 
 def _summary(values: dict[str, Any]) -> str:

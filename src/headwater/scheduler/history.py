@@ -2,9 +2,10 @@
 
 Nothing here changes how runs or leases work; it reads the ``runs`` and ``leases`` rows
 the sync runner writes, records who ran a run (``owner``) and how much it fetched once
-the run is back, keeps the ``source_schedule`` pause switch, and drops run history older
-than ``keep_runs_for``. ``kind`` is derived: a run whose deletes were decided by a
-complete listing or an enumeration (its ``prune`` report exists) is a ``prune`` run.
+the run is back, keeps the ``source_schedule`` pause switch and the time of each
+source's last permission sync, and drops run history older than ``keep_runs_for``.
+``kind`` is derived: a run whose deletes were decided by a complete listing or an
+enumeration (its ``prune`` report exists) is a ``prune`` run.
 """
 
 from __future__ import annotations
@@ -104,6 +105,41 @@ class ScheduleStore:
                 .values(**values)
             )
             return True
+
+    # -- permission syncs ----------------------------------------------------------------
+
+    def permissions_done(self) -> dict[str, datetime]:
+        """When the scheduler last ran each source's permission sync."""
+        c = t.source_schedule.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(c.source_id, c.last_permissions_at).where(c.last_permissions_at.is_not(None))
+            )
+            return {r.source_id: as_utc(r.last_permissions_at) for r in rows}
+
+    def set_permissions_done(self, source_id: str, moment: datetime) -> None:
+        """Record a permission sync of ``source_id`` (a row, not paused, if none yet)."""
+        c = t.source_schedule.c
+        with begin_write(self.engine) as conn:
+            found = conn.execute(
+                select(c.source_id).where(c.source_id == source_id).with_for_update()
+            ).first()
+            if found is None:
+                conn.execute(
+                    insert(t.source_schedule).values(
+                        source_id=source_id,
+                        paused=0,
+                        changed_at=moment,
+                        changed_by=None,
+                        last_permissions_at=moment,
+                    )
+                )
+            else:
+                conn.execute(
+                    update(t.source_schedule)
+                    .where(c.source_id == source_id)
+                    .values(last_permissions_at=moment)
+                )
 
     # -- run records ---------------------------------------------------------------------
 

@@ -7,9 +7,10 @@ configured source and builds the ``SourceState`` rows that ``due.decide`` plans 
 (``lease``: the process holding the source's lease and when it expires unless its
 heartbeat renews it, or null when no run holds it).
 
-The time of a source's last permission sync is not in the manifest: the scheduler keeps
-it in memory (``permissions_done``), so a freshly started scheduler runs a permission
-sync of every source with ``permissions_every`` once, then every ``permissions_every``.
+The time of a source's last permission sync comes from the manifest
+(``source_schedule.last_permissions_at``, written by the scheduler after each one), so a
+restarted scheduler keeps each source's ``permissions_every`` rhythm instead of running
+every permission sync at once; a source never permission-synced is due at once.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ def source_states(
     ws: Workspace,
     sections: Sequence[SourceSection],
     holds: Mapping[str, datetime] | None = None,
-    permissions_done: Mapping[str, datetime] | None = None,
 ) -> list[SourceState]:
     store = ws.schedule_store()
     paused = store.paused()
+    permissions_done = store.permissions_done()
     states = []
     for section in sections:
         history = store.history(section.id)
@@ -73,7 +74,7 @@ def source_states(
                 paused=section.id in paused,
                 hold_until=(holds or {}).get(section.id),
                 permissions_every=parse_duration(section.permissions_every),
-                last_permissions_at=(permissions_done or {}).get(section.id),
+                last_permissions_at=permissions_done.get(section.id),
             )
         )
     return states

@@ -23,6 +23,7 @@ from headwater.manifest.store import Manifest
 from headwater.sync.gates import BatchBuilder, SourceIdentity
 from headwater.sync.report import PruneReport, PruneResult
 from headwater.sync.settings import SourceSettings
+from headwater.types import COUNT_EVERY, CountProgress
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +48,23 @@ class _Forced:
 
 
 def enumerate_objects(
-    connector: Enumerating, check_lease: Callable[[], None] = lambda: None
+    connector: Enumerating,
+    check_lease: Callable[[], None] = lambda: None,
+    *,
+    progress: CountProgress | None = None,
+    name: str = "prune",
 ) -> Iterator[str]:
     """The connector's enumeration, checking the run's lease at every object (a lost lease
-    stops a long enumeration at once)."""
+    stops a long enumeration at once) and counting objects to ``progress``."""
+    count = 0
     for object_id in connector.enumerate():
         check_lease()
+        count += 1
+        if progress is not None and count % COUNT_EVERY == 0:
+            progress(name, count, False)
         yield object_id
+    if progress is not None:
+        progress(name, count, True)
 
 
 class Pruner:
@@ -78,7 +89,9 @@ class Pruner:
         self._lease_of = lease_of  # the run's fenced lease: every prune commit checks it
         self._check_lease = check_lease
 
-    def prune_only(self, *, dry_run: bool = False, force: bool = False) -> PruneResult:
+    def prune_only(
+        self, *, dry_run: bool = False, force: bool = False, progress: CountProgress | None = None
+    ) -> PruneResult:
         """``headwater prune``: enumerate, compare, and delete (or only report)."""
         source_id = self.source.source_id
         if not isinstance(self.connector, Enumerating):
@@ -87,7 +100,13 @@ class Pruner:
         run_id = str(uuid.uuid4())
         try:
             self.manifest.record_enumeration(
-                run_id, enumerate_objects(self.connector, self._check_lease)
+                run_id,
+                enumerate_objects(
+                    self.connector,
+                    self._check_lease,
+                    progress=progress,
+                    name=f"prune {source_id}",
+                ),
             )
             if dry_run:
                 report = self._assess(run_id, True, force)

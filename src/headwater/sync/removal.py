@@ -4,19 +4,22 @@ A source taken out of the config leaves documents in the manifest and in every i
 ``remove_source`` deletes them the one way Headwater deletes anything (invariant 8):
 tombstones with reason ``source_removed`` (streamed in keyset pages), then the indexer's
 delete and verify; the source's runs, checkpoints, lease, enumeration rows and failure
-records are forgotten, so a later source with the same id starts from nothing.
+records are forgotten, so a later source with the same id starts from nothing. The
+result is a ``RemovalReport`` whose ``as_dict()`` is what ``source remove --json``
+prints (a dry run has only the counts before; a removal adds what it did).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Table, delete, func, select
 
 from headwater.errors import NotFoundError
+from headwater.jsonview import JsonView
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.leases import Lease
@@ -25,6 +28,40 @@ from headwater.manifest.runs import lease_owner
 from headwater.manifest.store import CHUNK, Manifest
 
 REASON = "source_removed"
+
+
+@dataclass(frozen=True, eq=False)
+class RemovalReport(JsonView):
+    """What ``remove_source`` found (``documents``…``failures``: before it acted) and,
+    unless a dry run, did (``tombstoned``, ``deleted_from_indexes``,
+    ``unverified_deletes``: deletes not yet verified in every index)."""
+
+    source: str
+    configured: bool
+    dry_run: bool
+    documents: int
+    runs: int
+    checkpoints: int
+    failures: int
+    tombstoned: int | None = None
+    deleted_from_indexes: int | None = None
+    unverified_deletes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "source": self.source,
+            "configured": self.configured,
+            "dry_run": self.dry_run,
+            "documents": self.documents,
+            "runs": self.runs,
+            "checkpoints": self.checkpoints,
+            "failures": self.failures,
+        }
+        if not self.dry_run:
+            out["tombstoned"] = self.tombstoned
+            out["deleted_from_indexes"] = self.deleted_from_indexes
+            out["unverified_deletes"] = self.unverified_deletes
+        return out
 
 
 @dataclass(frozen=True)
@@ -137,7 +174,7 @@ def remove_source(
     configured: bool,
     index: Callable[[], int],
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> RemovalReport:
     """Tombstone, index (delete and verify), forget. ``index`` drains pending work into
     every sink and returns how many documents it deleted there."""
     before = source_state(manifest, source_id)
@@ -146,15 +183,15 @@ def remove_source(
             f"source {source_id!r} is neither configured nor in the manifest; "
             "check the id with `headwater status`."
         )
-    report: dict[str, Any] = {
-        "source": source_id,
-        "configured": configured,
-        "dry_run": dry_run,
-        "documents": before.documents,
-        "runs": before.runs,
-        "checkpoints": before.checkpoints,
-        "failures": before.failures,
-    }
+    report = RemovalReport(
+        source=source_id,
+        configured=configured,
+        dry_run=dry_run,
+        documents=before.documents,
+        runs=before.runs,
+        checkpoints=before.checkpoints,
+        failures=before.failures,
+    )
     if dry_run:
         return report
     # Hold the source's lease while tombstoning: a sync of it running elsewhere makes the
@@ -168,9 +205,9 @@ def remove_source(
         leases.release(lease)
     deleted = index()
     forget_source(manifest, source_id)
-    return {
-        **report,
-        "tombstoned": tombstoned,
-        "deleted_from_indexes": deleted,
-        "unverified_deletes": incomplete_deletes(manifest, source_id),
-    }
+    return replace(
+        report,
+        tombstoned=tombstoned,
+        deleted_from_indexes=deleted,
+        unverified_deletes=incomplete_deletes(manifest, source_id),
+    )

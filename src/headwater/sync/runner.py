@@ -37,7 +37,15 @@ from headwater.sync.gates import BatchBuilder, InferredDeletes, SourceIdentity
 from headwater.sync.prune import Pruner, enumerate_objects
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.settings import SourceSettings
-from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, SourceItem, Window
+from headwater.types import (
+    Checkpoint,
+    CountProgress,
+    Deleted,
+    Failure,
+    SourceDocument,
+    SourceItem,
+    Window,
+)
 
 log = logging.getLogger(__name__)
 
@@ -415,11 +423,17 @@ class SyncRunner:
         return self.pruner.apply(run_id, True, counts, options)
 
     def prune_only(
-        self, *, dry_run: bool = False, force: bool = False, lease_seconds: int = LEASE_SECONDS
+        self,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        lease_seconds: int = LEASE_SECONDS,
+        progress: CountProgress | None = None,
     ) -> PruneResult:
-        """``headwater prune``: enumerate, compare, and delete (or only report), leased."""
+        """``headwater prune``: enumerate, compare, and delete (or only report), leased;
+        ``progress`` counts the objects enumerated."""
         if not isinstance(self.connector, Enumerating):
             return self.pruner.prune_only(dry_run=dry_run, force=force)
         self.manifest.ensure_source(self.source.source_id, self.source.source_type)
         with self._holding_lease(lease_seconds):
-            return self.pruner.prune_only(dry_run=dry_run, force=force)
+            return self.pruner.prune_only(dry_run=dry_run, force=force, progress=progress)

@@ -5,6 +5,12 @@ Keys are ``sha256(model_id + "\\0" + text)``, values float32 blobs, in one SQLit
 with a few ``IN`` queries, embeds only the misses (each distinct text once), stores what
 succeeded and returns every vector through float32, so a hit and a miss give the same
 numbers. Failures are never cached.
+
+Each entry carries ``last_used`` (unix seconds), written when it is stored and refreshed
+by a hit at most once an hour (a hit costs a write only when its stamp is that old), so
+``trim`` can evict the least recently used entries until the stored bytes (key plus
+vector of each entry) are under ``[embedder] cache_max_bytes``. Freed pages are reused
+by later inserts; the file does not shrink.
 """
 
 from __future__ import annotations
@@ -12,17 +18,44 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from headwater.errors import ItemError
+from headwater.jsonview import JsonView
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.counting import count_tokens_many
 from headwater.pipeline.embed.each import EmbedOutcome, embed_each, first_error
 
 _LOOKUP_BATCH = 500  # SQLite allows 999+ parameters; stay well under
+_EVICT_BATCH = 1000
+CACHE_FILE = "embeddings.db"  # in the state directory
+TOUCH_AFTER_S = 3600  # a hit refreshes last_used when the stamp is older than this
+
+
+@dataclass(frozen=True, eq=False)
+class CacheTrim(JsonView):
+    """What one ``EmbeddingCache.trim`` did."""
+
+    max_bytes: int | None
+    entries: int  # left in the cache
+    bytes: int  # left in the cache (keys and vectors)
+    evicted: int = 0
+    evicted_bytes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_bytes": self.max_bytes,
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "evicted": self.evicted,
+            "evicted_bytes": self.evicted_bytes,
+        }
 
 
 def cache_key(model_id: str, text: str) -> bytes:
@@ -45,27 +78,48 @@ class EmbeddingCache:
             self._db.execute(
                 # A rowid table: 1.5 kB rows in a WITHOUT ROWID b-tree make inserts 5× slower.
                 "CREATE TABLE IF NOT EXISTS embeddings ("
-                " key BLOB PRIMARY KEY, dimension INTEGER NOT NULL, vector BLOB NOT NULL)"
+                " key BLOB PRIMARY KEY, dimension INTEGER NOT NULL, vector BLOB NOT NULL,"
+                " last_used INTEGER NOT NULL DEFAULT 0)"
+            )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(embeddings)")}
+            if "last_used" not in columns:  # a cache written before last_used existed
+                self._db.execute(
+                    "ALTER TABLE embeddings ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0"
+                )
+            self._db.execute(
+                "CREATE INDEX IF NOT EXISTS ix_embeddings_last_used ON embeddings (last_used)"
             )
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, list[float]]:
         """The cached vectors among ``keys``."""
         found: dict[bytes, list[float]] = {}
         unique = list(dict.fromkeys(keys))
+        now = int(time.time())
+        stale: list[bytes] = []
         with self._lock:
             for at in range(0, len(unique), _LOOKUP_BATCH):
                 batch = unique[at : at + _LOOKUP_BATCH]
                 marks = ",".join("?" * len(batch))
                 rows = self._db.execute(
-                    f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", batch
+                    f"SELECT key, vector, last_used FROM embeddings WHERE key IN ({marks})",
+                    batch,
                 )
-                for key, blob in rows:
+                for key, blob, last_used in rows:
                     found[key] = np.frombuffer(blob, dtype=np.float32).tolist()
+                    if last_used < now - TOUCH_AFTER_S:
+                        stale.append(key)
+            for at in range(0, len(stale), _LOOKUP_BATCH):
+                batch = stale[at : at + _LOOKUP_BATCH]
+                marks = ",".join("?" * len(batch))
+                self._db.execute(
+                    f"UPDATE embeddings SET last_used = ? WHERE key IN ({marks})", [now, *batch]
+                )
         return found
 
     def put_many(self, items: Iterable[tuple[bytes, Sequence[float]]]) -> None:
+        now = int(time.time())
         rows = [
-            (key, len(vector), np.asarray(vector, dtype=np.float32).tobytes())
+            (key, len(vector), np.asarray(vector, dtype=np.float32).tobytes(), now)
             for key, vector in items
         ]
         if not rows:
@@ -74,13 +128,55 @@ class EmbeddingCache:
             self._db.execute("BEGIN")
             try:
                 self._db.executemany(
-                    "INSERT OR IGNORE INTO embeddings (key, dimension, vector) VALUES (?, ?, ?)",
+                    "INSERT OR IGNORE INTO embeddings (key, dimension, vector, last_used)"
+                    " VALUES (?, ?, ?, ?)",
                     rows,
                 )
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def stored_bytes(self) -> int:
+        """The bytes of every key and vector the cache holds."""
+        with self._lock:
+            (total,) = self._db.execute(
+                "SELECT coalesce(sum(length(key) + length(vector)), 0) FROM embeddings"
+            ).fetchone()
+        return int(total)
+
+    def trim(self, max_bytes: int | None) -> CacheTrim:
+        """Evict least recently used entries until the stored bytes are ``max_bytes`` or
+        less (oldest ``last_used`` first, then oldest insert). None: no cap, evict none."""
+        total = self.stored_bytes()
+        evicted = evicted_bytes = 0
+        while max_bytes is not None and total - evicted_bytes > max_bytes:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT rowid, length(key) + length(vector) FROM embeddings"
+                    " ORDER BY last_used, rowid LIMIT ?",
+                    (_EVICT_BATCH,),
+                ).fetchall()
+                if not rows:
+                    break
+                doomed: list[int] = []
+                for rowid, size in rows:
+                    if total - evicted_bytes <= max_bytes:
+                        break
+                    doomed.append(rowid)
+                    evicted_bytes += int(size)
+                self._db.execute("BEGIN")
+                try:
+                    for at in range(0, len(doomed), _LOOKUP_BATCH):
+                        part = doomed[at : at + _LOOKUP_BATCH]
+                        marks = ",".join("?" * len(part))
+                        self._db.execute(f"DELETE FROM embeddings WHERE rowid IN ({marks})", part)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+                evicted += len(doomed)
+        return CacheTrim(max_bytes, len(self), total - evicted_bytes, evicted, evicted_bytes)
 
     def __len__(self) -> int:
         with self._lock:

@@ -174,6 +174,6 @@ def describe_embedder(spec: EmbedderSpec) -> tuple[str, int, int]:
 
 def cached_embedder(spec: EmbedderSpec, state_dir: Path) -> Embedder:
     """The configured embedder behind the embedding cache in ``state_dir``."""
-    from headwater.pipeline.embed.cache import CachedEmbedder, EmbeddingCache
+    from headwater.pipeline.embed.cache import CACHE_FILE, CachedEmbedder, EmbeddingCache
 
-    return CachedEmbedder(make_embedder(spec), EmbeddingCache(state_dir / "embeddings.db"))
+    return CachedEmbedder(make_embedder(spec), EmbeddingCache(state_dir / CACHE_FILE))
