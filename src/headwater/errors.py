@@ -51,6 +51,14 @@ class FatalError(HeadwaterError):
     """The run cannot go on (the connector raised, a sink or the manifest is unusable)."""
 
 
+class ContentMissing(FatalError):
+    """A stored normalized text is not in the content store.
+
+    Fatal when the manifest still points at it (the state dir was changed by hand); the
+    indexer skips a document whose record moved on to new content meanwhile (housekeeping
+    may collect the old object), and indexes its new revision in a later drain."""
+
+
 class LeaseLost(FatalError):
     """Another process took this source's lease over: this run must stop, committing nothing.
 

@@ -129,3 +129,40 @@ def test_the_command_and_the_scheduler_log_report_the_removal(
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("housekeeping")]
     assert len(lines) == 1
     assert "content store: 1 unreferenced objects" in lines[0], lines
+
+
+def test_an_indexer_holding_a_superseded_record_skips_it_and_the_next_drain_indexes_it(
+    tmp_path: Path, manifest_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race housekeeping opens: an indexer read a document's record, a sync then
+    # committed a new revision, and the old content (older than an hour) was collected
+    # before the indexer read it. The drain must not stop; the new revision is indexed.
+    root = write_files(tmp_path / "corpus", 2)
+    config = sources_config(tmp_path, manifest_url, {"docs": root}, source_extra="")
+    with Workspace.open(config) as ws:
+        ws.sync(index=False)
+        (stale,) = [r for r in ws.manifest.documents_after("", 10) if "doc00000" in r.object_id]
+        (root / "doc00000.txt").write_text("zebra crossings are painted white\n")
+        ws.sync(index=False)
+        assert stale.checksum is not None
+        ws.content_store.path(stale.checksum).unlink()  # collected as garbage
+        real = ws.manifest.index_state.pending
+        served: list[bool] = []
+
+        def pending_with_the_stale_record(*args: object, **kwargs: object) -> object:
+            batch = real(*args, **kwargs)  # type: ignore[arg-type]
+            if not served:
+                served.append(True)
+                for pw in batch:
+                    if pw.document.document_id == stale.document_id:
+                        object.__setattr__(pw, "document", stale)
+            return batch
+
+        monkeypatch.setattr(ws.manifest.index_state, "pending", pending_with_the_stale_record)
+        first = ws.index()
+        assert first.failed == 0, first
+        monkeypatch.setattr(ws.manifest.index_state, "pending", real)
+        ws.index()
+        hits = ws.search("zebra crossings", mode="keyword")
+        assert [h["document_id"] for h in hits] == [stale.document_id]
+        assert ws.dead_letters() == []

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from headwater import failpoints
-from headwater.errors import ItemError, TransientError, error_class_of
+from headwater.errors import ContentMissing, ItemError, TransientError, error_class_of
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.manifest.content import ContentStore
 from headwater.manifest.index_state import Applied, PendingWork
@@ -146,6 +146,16 @@ class Indexer:
             t.name: _merge(shared, failures.open_documents(f"index:{t.name}")) for t in self.targets
         }
 
+    def _superseded(self, doc: DocumentRecord) -> bool:
+        """Whether the manifest moved on from ``doc``'s content since it was read (a sync
+        committed a new revision, and housekeeping may have collected the old text)."""
+        now = self.manifest.document(doc.document_id)
+        superseded = now is None or now.state != ACTIVE or now.checksum != doc.checksum
+        if superseded:
+            log.info("%s changed while it was being indexed; its new revision is indexed "
+                     "by the next drain", doc.document_id)  # fmt: skip
+        return superseded
+
     def _needs_content(self, record: DocumentRecord, pw: PendingWork, target: IndexTarget) -> bool:
         if record.state != ACTIVE:
             return False
@@ -203,7 +213,13 @@ class Indexer:
         for doc in docs:
             try:
                 assert doc.checksum is not None
-                text = self.content_store.get(doc.checksum)
+                try:
+                    text = self.content_store.get(doc.checksum)
+                except ContentMissing:
+                    if not self._superseded(doc):
+                        raise
+                    failed.add(doc.document_id)  # no failure: its new revision is pending
+                    continue
                 chunked[doc.document_id] = chunk_document(
                     document_id=doc.document_id,
                     pipeline_version=self.pipeline_version,

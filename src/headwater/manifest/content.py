@@ -17,7 +17,7 @@ from pathlib import Path
 
 import zstandard
 
-from headwater.errors import FatalError
+from headwater.errors import ContentMissing
 
 
 class ContentStore:
@@ -75,7 +75,7 @@ class ContentStore:
         try:
             data = target.read_bytes()
         except FileNotFoundError as exc:
-            raise FatalError(
+            raise ContentMissing(
                 f"content {checksum} is missing from the content store at {self.root}; "
                 "the state dir was changed by hand. Run `headwater sync` to re-read it."
             ) from exc
