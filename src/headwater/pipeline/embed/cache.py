@@ -15,8 +15,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from headwater.errors import ItemError
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.counting import count_tokens_many
@@ -50,6 +48,8 @@ class EmbeddingCache:
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, list[float]]:
         """The cached vectors among ``keys``."""
+        import numpy as np  # here, not at import: status and no-op syncs never need it
+
         found: dict[bytes, list[float]] = {}
         unique = list(dict.fromkeys(keys))
         with self._lock:
@@ -64,6 +64,8 @@ class EmbeddingCache:
         return found
 
     def put_many(self, items: Iterable[tuple[bytes, Sequence[float]]]) -> None:
+        import numpy as np
+
         rows = [
             (key, len(vector), np.asarray(vector, dtype=np.float32).tobytes())
             for key, vector in items
@@ -143,6 +145,8 @@ class CachedEmbedder:
                 missing.setdefault(key, text)
         fresh: dict[bytes, EmbedOutcome] = {}
         if missing:
+            import numpy as np
+
             outcomes = embed_each(self.inner, list(missing.values()))
             stored: list[tuple[bytes, list[float]]] = []
             for key, outcome in zip(missing, outcomes, strict=True):
