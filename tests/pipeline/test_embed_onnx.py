@@ -7,6 +7,7 @@ once per session under a temporary directory and shared by the tests that need i
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -24,6 +25,8 @@ from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample
 from headwater.pipeline.embed.registry import describe_embedder
 from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.workspace import embedder_spec
+from import_probe import HEAVY, cli_modules, loaded
+from workspace_helpers import filesystem_source, write_config
 
 # Not the gate sample: texts the gate never saw.
 HELD_OUT = [
@@ -117,12 +120,34 @@ def test_embedding_with_a_prepared_model_never_imports_torch(int8_cache: Path) -
         "e = OnnxEmbedder()\n"
         "v = e.embed(['How do I reset my password?', 'flour and eggs'])\n"
         "assert len(v) == 2 and len(v[0]) == 384 and e.runtime == 'onnx-int8'\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'onnx')\n"
-        "         if m in sys.modules]\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     env = {**os.environ, "HEADWATER_CACHE_DIR": str(int8_cache)}
     subprocess.run([sys.executable, "-c", probe], check=True, env=env)
+
+
+@pytest.mark.model
+def test_cli_search_on_the_default_model_imports_nothing_heavy(
+    int8_cache: Path, tmp_path: Path, corpus: Path
+) -> None:
+    """``headwater search`` end to end on the default embedder (local, onnx-int8): the
+    query really runs through ONNX Runtime, and nothing of ``HEAVY`` is imported."""
+    write_config(
+        tmp_path,
+        manifest_url=None,
+        sources=filesystem_source(corpus),
+        embedder='[embedder]\ntype = "local"\n',
+    )
+    env = {"HEADWATER_CACHE_DIR": str(int8_cache)}
+    done, _ = cli_modules(["sync", "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    query = ["search", "how many vacation days", "--as", "a@x", "--group", "staff", "--json"]
+    done, modules = cli_modules(query, tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["title"] == "Vacation policy"
+    assert "onnxruntime" in modules and "tokenizers" in modules
+    assert loaded(modules, HEAVY) == []
 
 
 @pytest.mark.model
