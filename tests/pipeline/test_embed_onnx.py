@@ -20,7 +20,8 @@ import pytest
 from headwater.config import EmbedderSection
 from headwater.errors import ConfigError, FatalError
 from headwater.pipeline.embed import LOCAL_MODEL_ID, LocalEmbedder
-from headwater.pipeline.embed.onnx import OnnxEmbedder
+from headwater.pipeline.embed.local import bundled_model_dir
+from headwater.pipeline.embed.onnx import OPTIMIZED_FILE, OnnxEmbedder, OnnxSession
 from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample
 from headwater.pipeline.embed.registry import describe_embedder
 from headwater.pipeline.version import chunking_version, content_version, index_version
@@ -158,6 +159,24 @@ def test_a_second_open_reuses_the_prepared_model(int8_cache: Path) -> None:
     again.prepare()
     assert again.embed(["cached"]) and model_file.stat().st_mtime_ns == before
     assert len([p for p in (int8_cache / "models").iterdir() if p.is_dir()]) == 1
+
+
+@pytest.mark.model
+def test_the_optimized_graph_is_cached_and_gives_the_same_vectors(
+    int8_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = _prepared_dir(int8_cache)
+    (directory / OPTIMIZED_FILE).unlink(missing_ok=True)
+    plain = OnnxSession(bundled_model_dir(), directory / MODEL_FILE).embed(HELD_OUT)
+    assert OnnxEmbedder(cache_dir=int8_cache).embed(HELD_OUT[:1])  # the first load saves it
+    assert (directory / OPTIMIZED_FILE).stat().st_size > 1_000_000
+    cached = OnnxEmbedder(cache_dir=int8_cache).embed(HELD_OUT)  # loaded from the cache
+    assert np.allclose(cached, plain, atol=1e-6)
+    (directory / OPTIMIZED_FILE).write_bytes(b"not a model")  # a damaged cache file
+    with caplog.at_level(logging.WARNING):
+        damaged = OnnxEmbedder(cache_dir=int8_cache).embed(HELD_OUT)
+    assert np.allclose(damaged, plain, atol=1e-6)
+    assert "ignoring the optimized model" in caplog.text
 
 
 def test_the_runtime_is_part_of_the_model_id_and_the_index_version(tmp_path: Path) -> None:
