@@ -106,18 +106,21 @@ def main() -> None:
     )
     salt = os.urandom(3).hex()  # queries never seen by this workspace's embedding cache
     names = args.commands.split(",")
-    commands: dict[str, list[list[str]]] = {n: [] for n in names}
-    for i in range(args.runs):
-        query = QUERIES[0] if args.same_query else f"{QUERIES[i % len(QUERIES)]} {salt}{i}"
-        search = ["search", query, "--as", args.user, *(a for g in groups for a in ("--group", g))]
-        for name in names:
-            commands[name].append({"search": search, "status": ["status"], "sync": ["sync"]}[name])
+
+    def argv(name: str, i: int, t: int) -> list[str]:
+        """Run ``i`` of command ``name`` for tree ``t``: each tree asks its own queries (the
+        embedding cache is shared by the trees: a query one asked would be a hit for all)."""
+        if name != "search":
+            return [python, "-m", "headwater", name]
+        query = QUERIES[0] if args.same_query else f"{QUERIES[i % len(QUERIES)]} {salt}{t}-{i}"
+        who = ["--as", args.user, *(a for g in groups for a in ("--group", g))]
+        return [python, "-m", "headwater", "search", query, *who]
+
     measured: dict[tuple[str, str], list[Measured]] = {}
     for i in range(args.runs):  # interleaved: every tree sees the same machine load
         for name in names:
-            for tree in trees:
-                argv = [python, "-m", "headwater", *commands[name][i]]
-                run = run_measured(argv, cwd=work, env=env_of[str(tree)])
+            for t, tree in enumerate(trees):
+                run = run_measured(argv(name, i, t), cwd=work, env=env_of[str(tree)])
                 measured.setdefault((str(tree), name), []).append(run)
     results: dict[str, Any] = {
         "workspace": str(work),
@@ -130,7 +133,7 @@ def main() -> None:
     for tree in trees:
         for name in names:
             summary = summarize(measured[(str(tree), name)])
-            summary["command"] = " ".join(["python", "-m", "headwater", *commands[name][-1]])
+            summary["command"] = " ".join(["python", *argv(name, args.runs - 1, 0)[1:]])
             results["trees"].setdefault(str(tree), {})[name] = summary
             rows.append(
                 [
