@@ -7,6 +7,7 @@ once per session under a temporary directory and shared by the tests that need i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from headwater.errors import ConfigError, FatalError
 from headwater.pipeline.embed import LOCAL_MODEL_ID, LocalEmbedder
 from headwater.pipeline.embed.local import bundled_model_dir
 from headwater.pipeline.embed.onnx import OPTIMIZED_FILE, OnnxEmbedder, OnnxSession
-from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample
+from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample, weights_sha256
 from headwater.pipeline.embed.registry import describe_embedder
 from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.workspace import embedder_spec
@@ -177,6 +178,21 @@ def test_the_optimized_graph_is_cached_and_gives_the_same_vectors(
         damaged = OnnxEmbedder(cache_dir=int8_cache).embed(HELD_OUT)
     assert np.allclose(damaged, plain, atol=1e-6)
     assert "ignoring the optimized model" in caplog.text
+
+
+def test_the_weights_are_hashed_once_per_size_and_mtime(tmp_path: Path) -> None:
+    """Opening a workspace must not hash the 90 MB weights: the digest is remembered by
+    (path, size, mtime), and a change of either is hashed again."""
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"a" * 300_000)
+    first = weights_sha256(weights, tmp_path / "cache")
+    assert first == hashlib.sha256(b"a" * 300_000).hexdigest()
+    stat = weights.stat()
+    weights.write_bytes(b"b" * 300_000)  # same size; mtime put back: not read again
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert weights_sha256(weights, tmp_path / "cache") == first
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert weights_sha256(weights, tmp_path / "cache") == hashlib.sha256(b"b" * 300_000).hexdigest()
 
 
 def test_the_runtime_is_part_of_the_model_id_and_the_index_version(tmp_path: Path) -> None:
