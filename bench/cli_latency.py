@@ -75,6 +75,7 @@ def summarize(runs: list[Measured]) -> dict[str, Any]:
         "peak_rss_mb": max(r.peak_rss_mb for r in runs),
         "load_max": max(max(r.load_before, r.load_after) for r in runs),
         "walls_s": walls,
+        "cpus_s": [r.cpu_s for r in runs],
     }
 
 
