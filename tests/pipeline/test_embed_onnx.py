@@ -7,6 +7,8 @@ once per session under a temporary directory and shared by the tests that need i
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import subprocess
@@ -19,11 +21,14 @@ import pytest
 from headwater.config import EmbedderSection
 from headwater.errors import ConfigError, FatalError
 from headwater.pipeline.embed import LOCAL_MODEL_ID, LocalEmbedder
-from headwater.pipeline.embed.onnx import OnnxEmbedder
-from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample
+from headwater.pipeline.embed.local import bundled_model_dir
+from headwater.pipeline.embed.onnx import OPTIMIZED_FILE, OnnxEmbedder, OnnxSession
+from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample, weights_sha256
 from headwater.pipeline.embed.registry import describe_embedder
 from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.workspace import embedder_spec
+from import_probe import HEAVY, cli_modules, loaded
+from workspace_helpers import filesystem_source, write_config
 
 # Not the gate sample: texts the gate never saw.
 HELD_OUT = [
@@ -117,12 +122,34 @@ def test_embedding_with_a_prepared_model_never_imports_torch(int8_cache: Path) -
         "e = OnnxEmbedder()\n"
         "v = e.embed(['How do I reset my password?', 'flour and eggs'])\n"
         "assert len(v) == 2 and len(v[0]) == 384 and e.runtime == 'onnx-int8'\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'onnx')\n"
-        "         if m in sys.modules]\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     env = {**os.environ, "HEADWATER_CACHE_DIR": str(int8_cache)}
     subprocess.run([sys.executable, "-c", probe], check=True, env=env)
+
+
+@pytest.mark.model
+def test_cli_search_on_the_default_model_imports_nothing_heavy(
+    int8_cache: Path, tmp_path: Path, corpus: Path
+) -> None:
+    """``headwater search`` end to end on the default embedder (local, onnx-int8): the
+    query really runs through ONNX Runtime, and nothing of ``HEAVY`` is imported."""
+    write_config(
+        tmp_path,
+        manifest_url=None,
+        sources=filesystem_source(corpus),
+        embedder='[embedder]\ntype = "local"\n',
+    )
+    env = {"HEADWATER_CACHE_DIR": str(int8_cache)}
+    done, _ = cli_modules(["sync", "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    query = ["search", "how many vacation days", "--as", "a@x", "--group", "staff", "--json"]
+    done, modules = cli_modules(query, tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["title"] == "Vacation policy"
+    assert "onnxruntime" in modules and "tokenizers" in modules
+    assert loaded(modules, HEAVY) == []
 
 
 @pytest.mark.model
@@ -133,6 +160,39 @@ def test_a_second_open_reuses_the_prepared_model(int8_cache: Path) -> None:
     again.prepare()
     assert again.embed(["cached"]) and model_file.stat().st_mtime_ns == before
     assert len([p for p in (int8_cache / "models").iterdir() if p.is_dir()]) == 1
+
+
+@pytest.mark.model
+def test_the_optimized_graph_is_cached_and_gives_the_same_vectors(
+    int8_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = _prepared_dir(int8_cache)
+    (directory / OPTIMIZED_FILE).unlink(missing_ok=True)
+    plain = OnnxSession(bundled_model_dir(), directory / MODEL_FILE).embed(HELD_OUT)
+    assert OnnxEmbedder(cache_dir=int8_cache).embed(HELD_OUT[:1])  # the first load saves it
+    assert (directory / OPTIMIZED_FILE).stat().st_size > 1_000_000
+    cached = OnnxEmbedder(cache_dir=int8_cache).embed(HELD_OUT)  # loaded from the cache
+    assert np.allclose(cached, plain, atol=1e-6)
+    (directory / OPTIMIZED_FILE).write_bytes(b"not a model")  # a damaged cache file
+    with caplog.at_level(logging.WARNING):
+        damaged = OnnxEmbedder(cache_dir=int8_cache).embed(HELD_OUT)
+    assert np.allclose(damaged, plain, atol=1e-6)
+    assert "ignoring the optimized model" in caplog.text
+
+
+def test_the_weights_are_hashed_once_per_size_and_mtime(tmp_path: Path) -> None:
+    """Opening a workspace must not hash the 90 MB weights: the digest is remembered by
+    (path, size, mtime), and a change of either is hashed again."""
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"a" * 300_000)
+    first = weights_sha256(weights, tmp_path / "cache")
+    assert first == hashlib.sha256(b"a" * 300_000).hexdigest()
+    stat = weights.stat()
+    weights.write_bytes(b"b" * 300_000)  # same size; mtime put back: not read again
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert weights_sha256(weights, tmp_path / "cache") == first
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert weights_sha256(weights, tmp_path / "cache") == hashlib.sha256(b"b" * 300_000).hexdigest()
 
 
 def test_the_runtime_is_part_of_the_model_id_and_the_index_version(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ entry point group, so a workspace that only reads files never imports boto3.
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any
 
 from headwater.connectors.base import (
@@ -20,6 +19,7 @@ from headwater.connectors.base import (
     SourceContext,
 )
 from headwater.errors import ConfigError
+from headwater.plugins import entry_points
 
 ENTRY_POINT_GROUP = "headwater.connectors"
 

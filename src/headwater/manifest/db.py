@@ -2,17 +2,21 @@
 
 SQLite (the default) runs in WAL mode with a busy timeout, and write transactions
 begin IMMEDIATE so concurrent writers queue instead of failing; PostgreSQL is used as is.
-Alembic upgrades the schema to head on every open, in one transaction, so a workspace
-never runs on a half-migrated manifest.
+Every open brings the schema to head, in one transaction, so a workspace never runs on a
+half-migrated manifest. A manifest already at head (nearly every open) is recognized by
+one plain query of alembic's version table against the heads read from the migration
+files, and then Alembic is not even imported (it costs a CLI command ~0.3 s); anything
+else (no table, an older or unknown revision) goes to Alembic, which decides under the
+migration lock.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
@@ -22,6 +26,10 @@ from headwater.errors import ConfigError, FatalError
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 MIGRATE_LOCK = 0x48575F4D  # "HW_M": the advisory lock that serializes migrations
+VERSION_TABLE = "alembic_version"
+_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
+_DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
+_QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -74,21 +82,71 @@ def create_manifest_engine(url: str) -> Engine:
     )
 
 
+@functools.cache
+def migration_heads() -> frozenset[str]:
+    """The head revisions of the shipped migrations, read from their files' text (the
+    ``revision = "..."`` and ``down_revision = ...`` lines), without importing Alembic."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        found = _REVISION.search(source)
+        if found is None:
+            continue
+        revisions.add(found.group(1))
+        down = _DOWN_REVISION.search(source)
+        if down is not None:
+            parents.update(_QUOTED.findall(down.group(1)))
+    return frozenset(revisions - parents)
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the manifest's recorded revisions are exactly the shipped heads (two small
+    read-only queries; no version table means a new manifest)."""
+    with engine.connect() as connection:
+        if connection.dialect.name == "sqlite":
+            found = connection.execute(
+                text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
+                {"name": VERSION_TABLE},
+            ).first()
+        else:
+            found = connection.execute(
+                text("SELECT to_regclass(:name)"), {"name": VERSION_TABLE}
+            ).scalar()
+        if found is None:
+            return False
+        rows = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}"))
+        recorded = {str(row[0]) for row in rows}
+    heads = migration_heads()
+    return bool(heads) and recorded == heads
+
+
 def migrate(engine: Engine) -> None:
-    """Upgrade the manifest schema to the newest migration."""
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    """Upgrade the manifest schema to the newest migration (nothing when it is there)."""
     try:
-        with engine.begin() as connection:
-            if connection.dialect.name == "postgresql":
-                # Two processes opening a fresh manifest at once: one migrates, one waits.
-                connection.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK}
-                )
-            config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+        if at_head(engine):
+            return
+        _upgrade(engine)
     except DatabaseError as exc:
         raise _open_error(engine, exc) from exc
+
+
+def _upgrade(engine: Engine) -> None:
+    """Alembic's upgrade to head, in one transaction, under the migration lock."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    # SQLite: BEGIN IMMEDIATE, so a second process opening a new manifest waits for the
+    # first one's migration instead of failing "database is locked".
+    with begin_write(engine) as connection:
+        if connection.dialect.name == "postgresql":
+            # Two processes opening a fresh manifest at once: one migrates, one waits (and
+            # then finds nothing to do); a reader that saw "at head" saw it committed.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK})
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
 
 
 def _open_error(engine: Engine, exc: DatabaseError) -> FatalError:

@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any
 
 from headwater.errors import ConfigError
+from headwater.plugins import entry_points
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from headwater.errors import ItemError
 from headwater.jsonview import JsonView
 from headwater.pipeline.embed.base import Embedder
@@ -92,6 +90,8 @@ class EmbeddingCache:
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, list[float]]:
         """The cached vectors among ``keys``."""
+        import numpy as np  # here, not at import: status and no-op syncs never need it
+
         found: dict[bytes, list[float]] = {}
         unique = list(dict.fromkeys(keys))
         now = int(time.time())
@@ -117,6 +117,8 @@ class EmbeddingCache:
         return found
 
     def put_many(self, items: Iterable[tuple[bytes, Sequence[float]]]) -> None:
+        import numpy as np
+
         now = int(time.time())
         rows = [
             (key, len(vector), np.asarray(vector, dtype=np.float32).tobytes(), now)
@@ -239,6 +241,8 @@ class CachedEmbedder:
                 missing.setdefault(key, text)
         fresh: dict[bytes, EmbedOutcome] = {}
         if missing:
+            import numpy as np
+
             outcomes = embed_each(self.inner, list(missing.values()))
             stored: list[tuple[bytes, list[float]]] = []
             for key, outcome in zip(missing, outcomes, strict=True):

@@ -13,8 +13,6 @@ import hashlib
 import zlib
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from headwater.errors import ItemError
 from headwater.pipeline.embed.each import EmbedOutcome, first_error
 
@@ -73,6 +71,8 @@ class FakeEmbedder:
 
     def vector(self, text: str) -> list[float]:
         """The unit vector of one text."""
+        import numpy as np  # here: describing the embedder (status) needs no numpy
+
         hashes = np.fromiter(
             (zlib.crc32(word.encode()) for word in text.lower().split()), dtype=np.uint32
         )

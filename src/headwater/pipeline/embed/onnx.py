@@ -10,12 +10,20 @@ imported here: it is needed only once, to prepare the model (``onnx_prepare``).
 The runtime is part of ``model_id``, so a change of runtime is a change of the index
 version (re-indexing) and of the embedding cache key. When the int8 model was refused by
 the quality gate, the id says ``onnx``: what is actually used is what is recorded.
+
+Loading a session optimizes the graph (fusing attention, layer norms, quantized matmuls),
+which is most of its cost; the first load of a prepared model saves the optimized graph
+next to it (``model.optimized.onnx``, hardware-independent "extended" level) and later
+loads read that one, so a ``headwater search`` loads its session in ~0.1 s. It is only a
+cache: unwritable, unreadable or refused by ONNX Runtime, the prepared model is used.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +44,9 @@ from headwater.pipeline.embed.onnx_prepare import (
 )
 
 ONNX_RUNTIMES = ("onnx-int8", "onnx")
+OPTIMIZED_FILE = "model.optimized.onnx"
+
+log = logging.getLogger(__name__)
 
 
 def runtime_model_id(base: str, runtime: str) -> str:
@@ -53,6 +64,7 @@ class OnnxSession:
         *,
         batch_size: int = 32,
         threads: int | None = None,
+        optimized_file: Path | None = None,
     ) -> None:
         import numpy as np
         import onnxruntime as ort
@@ -65,14 +77,44 @@ class OnnxSession:
         tokenizer.enable_truncation(max_length=int(sbert.get("max_seq_length", 256)))
         tokenizer.no_padding()
         self._tokenizer = tokenizer
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        self._ort = ort
+        self._threads = threads or os.cpu_count() or 1
+        self._session = self._load(model_file, optimized_file)
+
+    def _options(self, level: Any) -> Any:
+        options = self._ort.SessionOptions()
+        options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.graph_optimization_level = level
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(model_file), options, providers=["CPUExecutionProvider"]
-        )
+        return options
+
+    def _load(self, model_file: Path, optimized: Path | None) -> Any:
+        """A session over ``optimized`` when it is there, else over ``model_file`` (saving
+        its optimized graph to ``optimized`` when the directory is writable)."""
+        ort = self._ort
+        providers = ["CPUExecutionProvider"]
+        every = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if optimized is not None and optimized.is_file():
+            try:
+                return ort.InferenceSession(
+                    str(optimized), self._options(every), providers=providers
+                )
+            except Exception as exc:  # a damaged cache file: the prepared model still serves
+                log.warning("ignoring the optimized model %s (%s)", optimized, exc)
+        if optimized is not None and os.access(optimized.parent, os.W_OK):
+            temp = optimized.with_name(f"{optimized.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
+            options = self._options(ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+            options.optimized_model_filepath = str(temp)
+            try:
+                session = ort.InferenceSession(str(model_file), options, providers=providers)
+                os.replace(temp, optimized)
+                return session
+            except Exception as exc:
+                log.warning("could not save the optimized model %s (%s)", optimized, exc)
+            finally:
+                temp.unlink(missing_ok=True)
+        return ort.InferenceSession(str(model_file), self._options(every), providers=providers)
 
     def embed(self, texts: Sequence[str]) -> Any:
         """A float32 array of unit vectors, one row per text, in input order."""
@@ -202,6 +244,7 @@ class OnnxEmbedder:
                         prepared.path,
                         batch_size=self._batch_size,
                         threads=self._threads,
+                        optimized_file=prepared.path.with_name(OPTIMIZED_FILE),
                     )
         return self._session
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from headwater.errors import ConfigError
 from headwater.pipeline.embed.base import Embedder
+from headwater.plugins import entry_points
 
 ENTRY_POINT_GROUP = "headwater.embedders"
 BUILTIN = {

@@ -9,6 +9,7 @@ SQLite through ``apsw`` (wheels everywhere, loads extensions) and falls back to
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,24 @@ class DriverUnavailable(Exception):
     """This binding cannot be used here (not installed, or cannot load extensions)."""
 
 
+def vec_extension_path() -> str:
+    """sqlite-vec's loadable extension (no platform suffix, as ``load_extension`` takes it).
+
+    Found next to the package without importing it when the file is there: the package's
+    ``__init__`` imports numpy (~0.1 s) for helpers the sink never uses, and a no-op sync
+    has no other use for numpy. Anything unexpected asks the package itself.
+    """
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None:
+        raise ImportError("No module named 'sqlite_vec'")
+    for location in spec.submodule_search_locations or ():
+        if any(Path(location).glob("vec0.*")):
+            return str(Path(location) / "vec0")
+    import sqlite_vec
+
+    return str(sqlite_vec.loadable_path())
+
+
 class _Raw(Protocol):
     """What ``Database`` needs from a binding's connection."""
 
@@ -41,14 +60,15 @@ class _Apsw:
     def __init__(self, path: Path) -> None:
         try:
             import apsw
-            import sqlite_vec
+
+            extension = vec_extension_path()
         except ImportError as exc:
             raise DriverUnavailable(f"apsw is not importable ({exc})") from exc
         self._apsw = apsw
         self._conn = apsw.Connection(str(path))
         try:
             self._conn.enable_load_extension(True)
-            self._conn.load_extension(sqlite_vec.loadable_path())
+            self._conn.load_extension(extension)
             self._conn.enable_load_extension(False)
         except apsw.Error as exc:
             self._conn.close()
@@ -77,8 +97,9 @@ class _Apsw:
 class _Pysqlite3:
     def __init__(self, path: Path) -> None:
         try:
-            import sqlite_vec
             from pysqlite3 import dbapi2
+
+            extension = vec_extension_path()
         except ImportError as exc:
             raise DriverUnavailable(f"pysqlite3 is not importable ({exc})") from exc
         self._dbapi = dbapi2
@@ -90,7 +111,7 @@ class _Pysqlite3:
         )
         try:
             self._conn.enable_load_extension(True)
-            self._conn.load_extension(sqlite_vec.loadable_path())
+            self._conn.load_extension(extension)
             self._conn.enable_load_extension(False)
         except (AttributeError, dbapi2.Error) as exc:
             self._conn.close()
