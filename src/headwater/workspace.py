@@ -3,7 +3,10 @@
 ``Workspace.open(path)`` validates the config, migrates the manifest and wires the
 pieces; nothing heavy (connectors' clients, sinks, the embedding model) is built until
 an operation needs it, so ``status`` or a no-op ``sync`` never loads the model. Every
-CLI command and the HTTP API are thin layers over the methods here.
+CLI command and the HTTP API are thin layers over the methods here. The class is split
+by what it does: the wiring and the write paths (sync, index, prune, redrive) here, the
+indexes' generations and sinks in ``workspace_indexes``, the read side (documents,
+failures, status, reconcile, search) in ``workspace_reads``.
 """
 
 from __future__ import annotations
@@ -12,14 +15,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from headwater.clock import utcnow
 from headwater.config import (
     EmbedderSection,
-    IndexSection,
     LoadedConfig,
     SourceSection,
     load_config,
@@ -27,15 +29,10 @@ from headwater.config import (
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.durations import parse_duration
-from headwater.errors import ConfigError, HeadwaterError, NotFoundError
-from headwater.indexer.indexer import IndexTarget
-from headwater.indexer.reconcile import ReconcileReport, ReconcileTarget, reconcile
+from headwater.errors import ConfigError, HeadwaterError
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
-from headwater.manifest.failures import DEAD
-from headwater.manifest.generations import WRITE_STATES, Generation
-from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
@@ -46,24 +43,12 @@ from headwater.pipeline.embed.registry import (
     describe_embedder,
 )
 from headwater.pipeline.parse import PARSER_VERSIONS
-from headwater.pipeline.version import chunking_version, content_version, index_version
+from headwater.pipeline.version import chunking_version, content_version
 from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
 from headwater.reports import (
-    DocumentReport,
-    IndexInfo,
-    StatusReport,
     SyncResult,
-    document_report,
-    status_report,
 )
-from headwater.search.service import (
-    CallerPrincipals,
-    SearchResult,
-    expand_principals,
-    parse_mode,
-    run_search,
-)
-from headwater.sinks import Sink, load_sink_class
+from headwater.sinks import Sink
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.redrive import RedriveReport, redrive
@@ -72,13 +57,12 @@ from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access, CountProgress
+from headwater.workspace_reads import WorkspaceReads
 
 if TYPE_CHECKING:
-    from headwater.scheduler.history import ScheduleStore
+    pass
 
 log = logging.getLogger(__name__)
-
-DEFAULT_INDEX = IndexSection(name="main", type="sqlite")
 
 
 def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
@@ -91,7 +75,7 @@ def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
     )
 
 
-class Workspace:
+class Workspace(WorkspaceReads):
     """A Headwater workspace. Use ``Workspace.open(path)``; close it when done."""
 
     def __init__(
@@ -190,72 +174,6 @@ class Workspace:
     # -- parts -------------------------------------------------------------------------
 
     @property
-    def index_sections(self) -> list[IndexSection]:
-        return list(self.config.index) or [DEFAULT_INDEX]
-
-    def sink_class(self, type_name: str) -> Any:
-        return self._sink_types.get(type_name) or load_sink_class(type_name)
-
-    def index_section(self, name: str) -> IndexSection:
-        section = next((s for s in self.index_sections if s.name == name), None)
-        if section is None:
-            known = ", ".join(s.name for s in self.index_sections)
-            raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
-        return section
-
-    def index_version(self, section: IndexSection) -> str:
-        """The config's version of the index: chunker, embedder, sink type and schema."""
-        cls = self.sink_class(section.type)
-        return index_version(self.chunking_version, section.type, cls.schema_version)
-
-    def live_generation(self, name: str) -> Generation:
-        self.index_section(name)
-        live = self.manifest.generations.live(name)
-        if live is None:
-            raise NotFoundError(
-                f"index {name!r} has no live generation; switch one in with "
-                f"`headwater rebuild switch {name}` (see `headwater rebuild status`)."
-            )
-        return live
-
-    def sink(self, name: str) -> Sink:
-        """The sink of the index's live generation (the one searches read)."""
-        return self.generation_sink(self.live_generation(name))
-
-    def query_embedder(self, name: str) -> Embedder:
-        """The embedder of the index's live generation (queries meet its vectors)."""
-        return self.pipelines.pipeline(self.live_generation(name)).embedder()
-
-    def generation_sink(self, generation: Generation) -> Sink:
-        key = generation.key
-        if key not in self._sinks:
-            sink = self.pipelines.sink(generation)
-            if sink.bind(self.manifest.manifest_id):
-                log.warning(
-                    "index %r belonged to another manifest; it was emptied and is rebuilt "
-                    "from this one",
-                    generation.label,
-                )
-                self.manifest.index_state.forget_index(key)
-            self._sinks[key] = sink
-        return self._sinks[key]
-
-    def drop_generation_sink(self, generation: Generation) -> None:
-        """Delete a generation's storage (disk freed) and forget its applied rows."""
-        sink = self._sinks.pop(generation.key, None) or self.pipelines.sink(generation)
-        sink.drop()
-        self.manifest.index_state.forget_index(generation.key)
-
-    def generation_target(self, generation: Generation) -> IndexTarget:
-        return IndexTarget(
-            generation.key, self.generation_sink(generation), self.pipelines.version(generation)
-        )
-
-    def generation_indexer(self, generations: Sequence[Generation]) -> GenerationIndexer:
-        """One indexer per distinct pipeline over ``generations``."""
-        return self.pipelines.indexer(generations)
-
-    @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = cached_embedder(embedder_spec(self.config.embedder), self.state_dir)
@@ -287,12 +205,6 @@ class Workspace:
         """The plain settings the sync layer needs from a source's config section."""
         return SourceSettings(
             batch_size=section.batch_size, prune_max_fraction=section.prune_max_fraction
-        )
-
-    def indexer(self) -> GenerationIndexer:
-        """Every generation that receives writes: each index's live one and any in progress."""
-        return self.generation_indexer(
-            [g for s in self.index_sections for g in self.manifest.generations.writable(s.name)]
         )
 
     # -- operations --------------------------------------------------------------------
@@ -514,46 +426,6 @@ class Workspace:
     def validate(self, source_id: str) -> None:
         self.connector(source_id).validate()
 
-    def document(
-        self,
-        document_id: str | None = None,
-        *,
-        source: str | None = None,
-        object_id: str | None = None,
-    ) -> DocumentReport:
-        record: DocumentRecord | None
-        if document_id:
-            record = self.manifest.document(document_id)
-        elif source and object_id is not None:
-            record = self.manifest.document_by_object(source, object_id)
-        else:
-            raise ConfigError("give a DOCUMENT_ID, or both --source and --object")
-        if record is None:
-            raise NotFoundError(
-                f"no document {document_id or f'{source}/{object_id}'} in the manifest; "
-                "check the id with `headwater search` or `headwater status`."
-            )
-        held = self.manifest.index_state.for_document(record.document_id)
-        live = {s.name: self.live_generation(s.name).key for s in self.index_sections}
-        applied = {name: held[key] for name, key in live.items() if key in held}
-        return document_report(record, applied, [s.name for s in self.index_sections])
-
-    def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
-        return self.manifest.failures.list(source_id=source, stage=stage)
-
-    def dead_letters(
-        self, source: str | None = None, stage: str | None = None
-    ) -> list[FailureRecord]:
-        """The dead-letter queue (deletes first)."""
-        return self.manifest.failures.list(source_id=source, stage=stage, statuses=(DEAD,))
-
-    def failure(self, entry_id: int) -> FailureRecord | None:
-        return self.manifest.failures.get(entry_id)
-
-    def drop_failures(self, entry_ids: Sequence[int]) -> int:
-        """Forget failure entries (the documents stay as they are)."""
-        return self.manifest.failures.drop(list(entry_ids))
-
     def redrive(
         self,
         entry_ids: Sequence[int] = (),
@@ -573,138 +445,6 @@ class Workspace:
             stage=stage,
             rate=rate,
         )
-
-    def reconcile(
-        self,
-        sink_name: str | None = None,
-        *,
-        repair: bool = False,
-        generation: int | None = None,
-    ) -> ReconcileReport:
-        """Compare the manifest with each index's ``generation`` (default: its live one),
-        or ``sink_name``'s only; ``repair`` fixes drift."""
-        if sink_name is not None:
-            self.index_section(sink_name)  # raises the ConfigError naming the indexes
-        names = [s.name for s in self.index_sections if sink_name in (None, s.name)]
-        targets = []
-        for name in names:
-            gen = (
-                self.live_generation(name)
-                if generation is None
-                else self.manifest.generations.get(name, generation)
-            )
-            targets.append(
-                ReconcileTarget(
-                    label=name if generation is None else gen.label,
-                    key=gen.key,
-                    sink=self.generation_sink(gen),
-                    reindex=self._reindexer(gen),
-                )
-            )
-        return reconcile(self.manifest, targets, repair=repair, progress=self.count_progress)
-
-    def _reindexer(self, gen: Generation) -> Callable[[list[str]], object]:
-        """How repair re-applies documents to ``gen``: through every generation that
-        receives writes (as a sync would) when it is one of them, else into it alone."""
-        if gen.state in WRITE_STATES:
-            return lambda ids: self.index(only=ids)
-        return lambda ids: self._drain(self.generation_indexer([gen]), ids)
-
-    def status(self) -> StatusReport:
-        from headwater.scheduler.plans import schedule_status
-
-        return status_report(
-            self.manifest,
-            [(s.id, s.type) for s in self.config.source],
-            schedule_status(self),
-            [self._index_info(s) for s in self.index_sections],
-            pipeline_version=self.pipeline_version,
-            content_version=self.content_version,
-            executor=self._executor_status(),
-        )
-
-    def _index_info(self, section: IndexSection) -> IndexInfo:
-        live = self.live_generation(section.name)
-        return IndexInfo(
-            section.name,
-            section.type,
-            self.index_version(section),
-            live_key=live.key,
-            live_version=self.pipelines.version(live),
-        )
-
-    def _executor_status(self) -> dict[str, Any]:
-        """``{"type": "local"}``, or the Celery queues, lease owners and index claims."""
-        if self.config.executor.type != "celery":
-            return {"type": "local"}
-        from headwater.executor.observe import executor_status
-
-        return executor_status(self)
-
-    def search(
-        self,
-        query: str,
-        *,
-        user: str | None = None,
-        groups: Sequence[str] = (),
-        k: int = 10,
-        mode: str = "hybrid",
-        sources: Sequence[str] | None = None,
-        index: str | None = None,
-        per_document: bool = True,
-    ) -> list[SearchResult]:
-        """Search as a user; one result per document (its best chunk) unless
-        ``per_document=False``, which returns the top chunks themselves. Every configured
-        index serving the mode is asked and the lists fused; ``index`` asks that one only."""
-        parse_mode(mode)  # a bad mode is refused before any index is opened
-        if k < 1:
-            raise ConfigError(f"--k {k} must be at least 1")
-        # Only configured sources are searchable: a source removed from the config stays in
-        # the indexes until `headwater source remove`, but it is never returned.
-        configured = [s.id for s in self.config.source]
-        if sources:
-            for source_id in sources:
-                self.source_section(source_id)  # a ConfigError names the configured sources
-            configured = [s for s in configured if s in set(sources)]
-        if not configured:
-            return []
-        names = [index] if index else [s.name for s in self.index_sections]
-        caller = self.principals_of(user, groups)  # the user's synced groups join in
-        return run_search(
-            [(name, self.sink(name)) for name in names],
-            lambda name, text: self.query_embedder(name).embed([text])[0],
-            query,
-            user=user,
-            groups=[*caller.given_groups, *(g.group for g in caller.synced_groups)],
-            k=k,
-            mode=mode,
-            sources=configured,
-            per_document=per_document,
-        )
-
-    def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
-        """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""
-        return expand_principals(self.manifest.groups, user, groups)
-
-    def schedule_store(self) -> ScheduleStore:
-        """The scheduler's run history and pauses, in this workspace's manifest database."""
-        from headwater.scheduler.history import ScheduleStore
-
-        return ScheduleStore(self.manifest.engine)
-
-    def last_prune_at(self, source_id: str) -> datetime | None:
-        return self.manifest.runs.last_prune_at(source_id)
-
-    def run_counts(self, source_id: str) -> RunCounts | None:
-        last = self.manifest.runs.latest(source_id)
-        return last.counts if last else None
-
-    def last_runs(self) -> dict[str, RunReport | None]:
-        out: dict[str, RunReport | None] = {}
-        for section in self.config.source:
-            record = self.manifest.runs.latest(section.id)
-            out[section.id] = RunReport.from_record(record, section.type) if record else None
-        return out
 
     def tombstone_age_limit(self) -> timedelta:
         return timedelta(days=self.config.sync.tombstone_retention_days)

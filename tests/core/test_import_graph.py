@@ -32,7 +32,17 @@ LOWER = (
     "durations",
     "jsonview",
 )
-UPPER = ("workspace", "cli", "config", "api", "scheduler", "executor", "reports")
+UPPER = (
+    "workspace",
+    "workspace_indexes",
+    "workspace_reads",
+    "cli",
+    "config",
+    "api",
+    "scheduler",
+    "executor",
+    "reports",
+)
 EXTRA = {"sinks": ("search",), "search": ("cli",)}
 
 

@@ -1,0 +1,233 @@
+"""The read side of a workspace: documents, failures, status, reconcile and search.
+
+``WorkspaceReads`` is a mixin of ``Workspace``: these operations only look at the
+manifest and the indexes (reconcile's repair goes through the workspace's own indexer),
+so they live apart from the wiring and the write paths in ``workspace.py``. Each method
+takes the ``Workspace`` it belongs to as ``self``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from headwater.config import IndexSection
+from headwater.errors import ConfigError, NotFoundError
+from headwater.indexer.reconcile import ReconcileReport, ReconcileTarget, reconcile
+from headwater.manifest.failures import DEAD
+from headwater.manifest.generations import WRITE_STATES, Generation
+from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
+from headwater.reports import (
+    DocumentReport,
+    IndexInfo,
+    StatusReport,
+    document_report,
+    status_report,
+)
+from headwater.search.service import (
+    CallerPrincipals,
+    SearchResult,
+    expand_principals,
+    parse_mode,
+    run_search,
+)
+from headwater.sync.report import RunReport
+from headwater.workspace_indexes import WorkspaceIndexes
+
+if TYPE_CHECKING:
+    from headwater.config import SourceSection
+    from headwater.indexer.report import IndexReport
+    from headwater.rebuilds.pipelines import GenerationIndexer
+    from headwater.scheduler.history import ScheduleStore
+    from headwater.types import CountProgress
+    from headwater.workspace import Workspace
+
+
+class WorkspaceReads(WorkspaceIndexes):
+    """Documents, failures, status, reconcile and search over a workspace."""
+
+    if TYPE_CHECKING:  # what these methods use of ``Workspace``
+        count_progress: CountProgress | None
+        pipeline_version: str
+        content_version: str
+
+        def source_section(self, source_id: str) -> SourceSection: ...
+        def index(
+            self, only: Sequence[str] | None = None, *, executor: str | None = None
+        ) -> IndexReport: ...
+        def _drain(
+            self, indexer: GenerationIndexer, only: Sequence[str] | None = None
+        ) -> IndexReport: ...
+
+    def document(
+        self,
+        document_id: str | None = None,
+        *,
+        source: str | None = None,
+        object_id: str | None = None,
+    ) -> DocumentReport:
+        record: DocumentRecord | None
+        if document_id:
+            record = self.manifest.document(document_id)
+        elif source and object_id is not None:
+            record = self.manifest.document_by_object(source, object_id)
+        else:
+            raise ConfigError("give a DOCUMENT_ID, or both --source and --object")
+        if record is None:
+            raise NotFoundError(
+                f"no document {document_id or f'{source}/{object_id}'} in the manifest; "
+                "check the id with `headwater search` or `headwater status`."
+            )
+        held = self.manifest.index_state.for_document(record.document_id)
+        live = {s.name: self.live_generation(s.name).key for s in self.index_sections}
+        applied = {name: held[key] for name, key in live.items() if key in held}
+        return document_report(record, applied, [s.name for s in self.index_sections])
+
+    def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
+        return self.manifest.failures.list(source_id=source, stage=stage)
+
+    def dead_letters(
+        self, source: str | None = None, stage: str | None = None
+    ) -> list[FailureRecord]:
+        """The dead-letter queue (deletes first)."""
+        return self.manifest.failures.list(source_id=source, stage=stage, statuses=(DEAD,))
+
+    def failure(self, entry_id: int) -> FailureRecord | None:
+        return self.manifest.failures.get(entry_id)
+
+    def drop_failures(self, entry_ids: Sequence[int]) -> int:
+        """Forget failure entries (the documents stay as they are)."""
+        return self.manifest.failures.drop(list(entry_ids))
+
+    def reconcile(
+        self,
+        sink_name: str | None = None,
+        *,
+        repair: bool = False,
+        generation: int | None = None,
+    ) -> ReconcileReport:
+        """Compare the manifest with each index's ``generation`` (default: its live one),
+        or ``sink_name``'s only; ``repair`` fixes drift."""
+        if sink_name is not None:
+            self.index_section(sink_name)  # raises the ConfigError naming the indexes
+        names = [s.name for s in self.index_sections if sink_name in (None, s.name)]
+        targets = []
+        for name in names:
+            gen = (
+                self.live_generation(name)
+                if generation is None
+                else self.manifest.generations.get(name, generation)
+            )
+            targets.append(
+                ReconcileTarget(
+                    label=name if generation is None else gen.label,
+                    key=gen.key,
+                    sink=self.generation_sink(gen),
+                    reindex=self._reindexer(gen),
+                )
+            )
+        return reconcile(self.manifest, targets, repair=repair, progress=self.count_progress)
+
+    def _reindexer(self, gen: Generation) -> Callable[[list[str]], object]:
+        """How repair re-applies documents to ``gen``: through every generation that
+        receives writes (as a sync would) when it is one of them, else into it alone."""
+        if gen.state in WRITE_STATES:
+            return lambda ids: self.index(only=ids)
+        return lambda ids: self._drain(self.generation_indexer([gen]), ids)
+
+    def status(self) -> StatusReport:
+        from headwater.scheduler.plans import schedule_status
+
+        return status_report(
+            self.manifest,
+            [(s.id, s.type) for s in self.config.source],
+            schedule_status(cast("Workspace", self)),
+            [self._index_info(s) for s in self.index_sections],
+            pipeline_version=self.pipeline_version,
+            content_version=self.content_version,
+            executor=self._executor_status(),
+        )
+
+    def _index_info(self, section: IndexSection) -> IndexInfo:
+        live = self.live_generation(section.name)
+        return IndexInfo(
+            section.name,
+            section.type,
+            self.index_version(section),
+            live_key=live.key,
+            live_version=self.pipelines.version(live),
+        )
+
+    def _executor_status(self) -> dict[str, Any]:
+        """``{"type": "local"}``, or the Celery queues, lease owners and index claims."""
+        if self.config.executor.type != "celery":
+            return {"type": "local"}
+        from headwater.executor.observe import executor_status
+
+        return executor_status(cast("Workspace", self))
+
+    def search(
+        self,
+        query: str,
+        *,
+        user: str | None = None,
+        groups: Sequence[str] = (),
+        k: int = 10,
+        mode: str = "hybrid",
+        sources: Sequence[str] | None = None,
+        index: str | None = None,
+        per_document: bool = True,
+    ) -> list[SearchResult]:
+        """Search as a user; one result per document (its best chunk) unless
+        ``per_document=False``, which returns the top chunks themselves. Every configured
+        index serving the mode is asked and the lists fused; ``index`` asks that one only."""
+        parse_mode(mode)  # a bad mode is refused before any index is opened
+        if k < 1:
+            raise ConfigError(f"--k {k} must be at least 1")
+        # Only configured sources are searchable: a source removed from the config stays in
+        # the indexes until `headwater source remove`, but it is never returned.
+        configured = [s.id for s in self.config.source]
+        if sources:
+            for source_id in sources:
+                self.source_section(source_id)  # a ConfigError names the configured sources
+            configured = [s for s in configured if s in set(sources)]
+        if not configured:
+            return []
+        names = [index] if index else [s.name for s in self.index_sections]
+        caller = self.principals_of(user, groups)  # the user's synced groups join in
+        return run_search(
+            [(name, self.sink(name)) for name in names],
+            lambda name, text: self.query_embedder(name).embed([text])[0],
+            query,
+            user=user,
+            groups=[*caller.given_groups, *(g.group for g in caller.synced_groups)],
+            k=k,
+            mode=mode,
+            sources=configured,
+            per_document=per_document,
+        )
+
+    def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
+        """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""
+        return expand_principals(self.manifest.groups, user, groups)
+
+    def schedule_store(self) -> ScheduleStore:
+        """The scheduler's run history and pauses, in this workspace's manifest database."""
+        from headwater.scheduler.history import ScheduleStore
+
+        return ScheduleStore(self.manifest.engine)
+
+    def last_prune_at(self, source_id: str) -> datetime | None:
+        return self.manifest.runs.last_prune_at(source_id)
+
+    def run_counts(self, source_id: str) -> RunCounts | None:
+        last = self.manifest.runs.latest(source_id)
+        return last.counts if last else None
+
+    def last_runs(self) -> dict[str, RunReport | None]:
+        out: dict[str, RunReport | None] = {}
+        for section in self.config.source:
+            record = self.manifest.runs.latest(section.id)
+            out[section.id] = RunReport.from_record(record, section.type) if record else None
+        return out
