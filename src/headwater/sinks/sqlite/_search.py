@@ -6,9 +6,11 @@ visible chunks match, however many invisible chunks rank higher (no starvation):
 - Keyword: one FTS5 query, ``{text title} : (terms) AND acl : (principals) [AND src :
   (sources)]``; FTS5 intersects posting lists, then ranks only visible rows by bm25.
   Filtering afterwards (or in a join) either starves or picks a plan ~100× slower.
-- Vector: sqlite-vec's exact KNN accepts ``rowid IN (subquery)``; the subquery is the
-  same ACL match without terms, so distances are computed for visible rows only.
-  The scan is linear: ~50–70 ms at 100k × 384 on one core.
+- Vector: the same ACL match without terms lists the visible chunk ids (one read
+  snapshot for the whole search). A caller who sees at most ``exact_below`` chunks gets
+  them all ranked by sqlite-vec's ``vec_distance_cosine`` (exact); above that, 1-bit codes
+  of the visible chunks pick ``candidates`` of them and only those are ranked exactly
+  (``_ann``). Candidates are drawn from visible chunks only, so the top-k never starves.
 
 User text never reaches MATCH as syntax: each whitespace-separated token becomes a quoted
 FTS5 string and tokens are OR-ed, so ``foo-bar "x`` is a plain query, never an error.
@@ -22,13 +24,21 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
 from headwater.sinks.base import SearchRequest
+from headwater.sinks.sqlite._ann import CodeCache, nearest, quantize, visible_ids
 from headwater.sinks.sqlite._driver import Database, Row
 from headwater.sinks.sqlite._schema import principal_token, source_token
 from headwater.types import SearchHit
 
-# sqlite-vec refuses KNN queries with k above this.
+# The most vector hits one search returns (sqlite-vec's KNN limit, kept as the contract).
 MAX_VECTOR_K = 4096
+# Defaults of the sink's `exact_below` and `candidates` options (docs/performance.md).
+EXACT_BELOW = 20_000
+CANDIDATES = 1_000
+# Candidates per requested hit, when that is more than `candidates`.
+CANDIDATES_PER_HIT = 10
 # A token made only of these characters carries no word for the FTS5 tokenizer.
 _NO_WORD = re.compile(r"^[\W_]*$", re.UNICODE)
 # A token FTS5 (unicode61) keeps as exactly one term, lowercased.
@@ -83,23 +93,44 @@ def _nothing_visible(request: SearchRequest) -> bool:
     return not request.principals or (request.sources is not None and not request.sources)
 
 
-def vector_search(db: Database, request: SearchRequest, vector: bytes, k: int) -> list[SearchHit]:
+def vector_search(
+    db: Database,
+    request: SearchRequest,
+    vector: bytes,
+    codes: CodeCache,
+    *,
+    exact_below: int,
+    candidates: int,
+) -> list[SearchHit]:
     """The ``k`` visible chunks nearest ``vector``; score is cosine similarity."""
     if _nothing_visible(request):
         return []
+    k = min(request.k, MAX_VECTOR_K)
+    match = acl_match(request.principals, request.sources)
+    with db.snapshot():
+        visible = visible_ids(db, match)
+        if len(visible) <= exact_below:
+            return _ranked_vectors(db, vector, "SELECT rowid FROM fts WHERE fts MATCH ?", match, k)
+        codes.refresh(db)
+        query = quantize(np.frombuffer(vector, np.float32).reshape(1, -1), codes.dimension)
+        picked = nearest(codes, visible, query, max(candidates, CANDIDATES_PER_HIT * k))
+        listed = "[" + ",".join(map(str, picked.tolist())) + "]"
+        return _ranked_vectors(db, vector, "SELECT value FROM json_each(?)", listed, k)
+
+
+def _ranked_vectors(db: Database, vector: bytes, among: str, arg: str, k: int) -> list[SearchHit]:
+    """Exact cosine ranking of the chunks whose ids ``among`` (a subquery on ``arg``) lists."""
     sql = f"""
-        WITH knn AS (
-            SELECT rowid AS id, distance FROM vec
-            WHERE embedding MATCH ? AND k = ?
-              AND rowid IN (SELECT rowid FROM fts WHERE fts MATCH ?)
+        WITH knn AS MATERIALIZED (
+            SELECT v.id AS id, vec_distance_cosine(v.embedding, ?) AS distance
+            FROM vectors v WHERE v.id IN ({among})
+            ORDER BY distance, v.id LIMIT ?
         )
         SELECT {_HIT_COLUMNS.format(score="1.0 - knn.distance")}
         FROM knn JOIN chunks c ON c.id = knn.id
         ORDER BY knn.distance, c.id
     """
-    match = acl_match(request.principals, request.sources)
-    rows = db.execute(sql, [vector, min(k, MAX_VECTOR_K), match])
-    return [_hit(row) for row in rows]
+    return [_hit(row) for row in db.execute(sql, [vector, arg, k])]
 
 
 def keyword_search(db: Database, request: SearchRequest, k: int) -> list[SearchHit]:
