@@ -46,6 +46,14 @@ from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, Sea
 INVENTORY_PAGE = 1000
 
 
+def _consistent_count(chunks: int, vectors: int, codes: int) -> int:
+    """``chunks`` when vectors and codes agree with it, else a count that differs from it."""
+    if chunks == vectors == codes:
+        return chunks
+    low = min(vectors, codes)
+    return low if low < chunks else max(vectors, codes)
+
+
 def generation_path(base: Path, generation: int) -> Path:
     """Generation 1 keeps ``base``; generation N lives next to it as ``{stem}@{N}{suffix}``."""
     if generation == 1:
@@ -247,19 +255,29 @@ class SqliteSink:
         return int(rows[0][0]) if rows else None
 
     def inventory(self) -> Iterator[InventoryRow]:
-        """Live documents in document_id order, read a page at a time (bounded memory)."""
+        """Live documents in document_id order, read a page at a time (bounded memory).
+
+        ``chunks`` counts chunk rows only while every one has a vector and the document's
+        code row lists exactly that many ids; otherwise it reports a count that differs
+        from the chunk rows, so reconcile sees the drift and re-applies the document.
+        """
         after = ""
         while True:
             page = self._db.execute(
                 "SELECT d.document_id, d.revision, "
-                "(SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id) "
+                "(SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id), "
+                "(SELECT count(*) FROM chunks c JOIN vectors v ON v.id = c.id "
+                " WHERE c.document_id = d.document_id), "
+                "(SELECT length(a.ids) / 8 FROM ann_codes a WHERE a.document_id = d.document_id) "
                 "FROM documents d WHERE d.deleted = 0 AND d.document_id > ? "
                 "ORDER BY d.document_id LIMIT ?",
                 [after, INVENTORY_PAGE],
             )
-            for document_id, revision, chunks in page:
+            for document_id, revision, chunks, vectors, codes in page:
                 yield InventoryRow(
-                    document_id=document_id, revision=int(revision), chunks=int(chunks)
+                    document_id=document_id,
+                    revision=int(revision),
+                    chunks=_consistent_count(int(chunks), int(vectors), int(codes or 0)),
                 )
             if len(page) < INVENTORY_PAGE:
                 return
