@@ -31,6 +31,9 @@ from headwater.sinks.sqlite._driver import Database
 Ids = npt.NDArray[np.int64]
 Codes = npt.NDArray[np.uint64]
 
+MAX_SHARES = 1_024  # remembered ACL expressions
+BLOCK = 32_768  # ids per distance block: 6 words × 8 bytes × 32k = 1.5 MB at 384 dims
+
 
 def code_words(dimension: int) -> int:
     """How many 64-bit words hold one code."""
@@ -76,14 +79,25 @@ def new_epoch() -> str:
 
 
 class CodeCache:
-    """The codes of every chunk id, kept in step with ``ann_codes`` by version number."""
+    """The codes of every chunk id, kept in step with ``ann_codes`` by version number.
+
+    Stored word-major (``columns[w, id]``), so gathering the visible ids and counting bits
+    are contiguous one-dimensional operations.
+    """
 
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
         self.words = code_words(dimension)
         self.version = 0
         self.epoch = ""
-        self.codes: Codes = np.zeros((0, self.words), np.uint64)
+        self.columns: Codes = np.zeros((self.words, 0), np.uint64)
+        # The share of the index each ACL expression matched last time (a planning hint).
+        self.shares: dict[str, float] = {}
+
+    def remember(self, match: str, share: float) -> None:
+        if len(self.shares) >= MAX_SHARES:
+            self.shares.clear()
+        self.shares[match] = share
 
     def refresh(self, db: Database) -> None:
         """Load the code rows written since the last refresh (all of them the first time)."""
@@ -93,7 +107,7 @@ class CodeCache:
         version, epoch = int(meta.get("ann_version", 0)), str(meta.get("ann_epoch", ""))
         if epoch != self.epoch or version < self.version:
             self.version, self.epoch = 0, epoch
-            self.codes = np.zeros((0, self.words), np.uint64)
+            self.columns = np.zeros((self.words, 0), np.uint64)
         if version == self.version:
             return
         rows = db.execute("SELECT ids, bits FROM ann_codes WHERE version > ?", [self.version])
@@ -101,26 +115,48 @@ class CodeCache:
             ids = np.frombuffer(b"".join(r[0] for r in rows), np.int64)
             bits = np.frombuffer(b"".join(r[1] for r in rows), np.uint64).reshape(-1, self.words)
             self._grow(int(ids.max()) + 1)
-            self.codes[ids] = bits
+            self.columns[:, ids] = bits.T
         self.version = version
 
     def _grow(self, size: int) -> None:
-        if size <= len(self.codes):
+        held = self.columns.shape[1]
+        if size <= held:
             return
-        grown = np.zeros((max(size, 2 * len(self.codes)), self.words), np.uint64)
-        grown[: len(self.codes)] = self.codes
-        self.codes = grown
+        grown = np.zeros((self.words, max(size, 2 * held)), np.uint64)
+        grown[:, :held] = self.columns
+        self.columns = grown
 
-    def distances(self, ids: Ids, query: Codes) -> npt.NDArray[np.uint16]:
-        """Hamming distance from ``query`` (one code) to the code of each id."""
-        known = ids < len(self.codes)
-        picked = self.codes[np.where(known, ids, 0)] ^ query.reshape(1, -1)
-        found: npt.NDArray[np.uint16] = np.bitwise_count(picked[:, 0]).astype(np.uint16)
-        for word in range(1, self.words):
-            found += np.bitwise_count(picked[:, word])
-        # An id without a code (never expected) is kept as a candidate, not dropped.
-        found[~known] = 0
+    def distances(self, ids: Ids | None, query: Codes) -> npt.NDArray[np.uint16]:
+        """Hamming distance from ``query`` (one code) to the code of each id (None: every id).
+
+        Computed in blocks that fit the CPU cache. An id without a code (never expected
+        after ``refresh``) reads as all zeros: it is ranked, not dropped.
+        """
+        if ids is not None and len(ids):
+            self._grow(int(ids.max()) + 1)
+        size = self.columns.shape[1] if ids is None else len(ids)
+        found = np.empty(size, np.uint16)
+        column = query.reshape(-1, 1)
+        for start in range(0, size, BLOCK):
+            end = min(start + BLOCK, size)
+            if ids is None:
+                picked = self.columns[:, start:end] ^ column
+            else:
+                picked = np.take(self.columns, ids[start:end], axis=1)
+                picked ^= column
+            np.sum(np.bitwise_count(picked), axis=0, dtype=np.uint16, out=found[start:end])
         return found
+
+
+def smallest(found: npt.NDArray[np.uint16], count: int) -> Ids:
+    """Positions of the ``count`` smallest values (ties: lower positions first), unordered."""
+    if len(found) <= count:
+        return np.arange(len(found), dtype=np.int64)
+    cumulative = np.cumsum(np.bincount(found))
+    edge = int(np.searchsorted(cumulative, count))
+    inside = np.flatnonzero(found < edge)
+    ties = np.flatnonzero(found == edge)[: count - len(inside)]
+    return np.concatenate([inside, ties]).astype(np.int64)
 
 
 def visible_ids(db: Database, match: str) -> Ids:
@@ -135,5 +171,4 @@ def nearest(cache: CodeCache, ids: Ids, query: Codes, count: int) -> Ids:
     """The ``count`` ids nearest ``query`` by Hamming distance (all of them if fewer)."""
     if len(ids) <= count:
         return ids
-    found = cache.distances(ids, query)
-    return ids[np.argpartition(found, count)[:count]]
+    return ids[smallest(cache.distances(ids, query), count)]
