@@ -44,14 +44,15 @@ BATCH_DOCS = 1000
 class Space:
     """Clustered unit vectors: topic + subtopic centre + noise, normalized."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, noise: float = NOISE) -> None:
+        self.noise = noise
         rng = np.random.default_rng(seed)
         self.topics = rng.standard_normal((TOPICS, DIMENSION), np.float32)
         self.subs = rng.standard_normal((TOPICS * SUBTOPICS, DIMENSION), np.float32)
 
     def draw(self, rng: np.random.Generator, subtopics: np.ndarray) -> np.ndarray:
         noise = rng.standard_normal((len(subtopics), DIMENSION), np.float32)
-        v = self.topics[subtopics // SUBTOPICS] + self.subs[subtopics] + NOISE * noise
+        v = self.topics[subtopics // SUBTOPICS] + self.subs[subtopics] + self.noise * noise
         out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
         return out.astype(np.float32)
 
@@ -198,6 +199,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--exact-queries", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--noise", type=float, default=NOISE, help="higher: weaker clusters (2.5: cosine ~0.24)"
+    )
     parser.add_argument("--keep", type=Path, required=True, help="index directory (reused)")
     parser.add_argument("--exact-below", type=int, help="the sink option (default: its own)")
     parser.add_argument("--candidates", type=int, help="the sink option (default: its own)")
@@ -208,7 +212,7 @@ def main() -> int:
     from headwater.sinks.sqlite import SqliteSink
 
     context = SinkContext(name="bench", state_dir=args.keep, dimension=DIMENSION)
-    space = Space(args.seed)
+    space = Space(args.seed, args.noise)
     reuse = (args.keep / "index-bench.db").exists()
     tuned = {"exact_below": args.exact_below, "candidates": args.candidates}
     ann = SqliteSink(
@@ -233,6 +237,7 @@ def main() -> int:
         "machine": {"cores": os.cpu_count(), "load_at_end": round(os.getloadavg()[0], 2)},
         "index_mb": round(size_mb, 1),
         "code_cache_cold_load_ms": round(cold_ms, 1),
+        "noise": args.noise,
         "options": {"exact_below": ann.options.exact_below, "candidates": ann.options.candidates},
         **loaded,
         "results": rows,

@@ -15,11 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from headwater import Workspace
 from headwater.sinks.base import SearchRequest
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink
 from headwater.sinks.sqlite._ann import quantize
 from headwater.sinks.testing import make_chunks, make_document, sink_context
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchMode, caller_principals
+from workspace_helpers import filesystem_source, write_config
 
 DIM = 384
 DOCS, PER_DOC = 2_000, 10
@@ -76,7 +78,7 @@ class Corpus:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
     built = Corpus(tmp_path_factory.mktemp("ann"))
     yield built
     built.close()
@@ -97,19 +99,19 @@ def visible(access: Access, principals: list[str]) -> bool:
     [GROUPS, ["g1", "g2"], ["g7"]],
     ids=["everyone", "broad", "one-group"],
 )
-def test_recall_at_10_against_exact_is_at_least_095(corpus: Corpus, groups: list[str]) -> None:
+def test_recall_at_10_against_exact_is_at_least_095(index: Corpus, groups: list[str]) -> None:
     principals = caller_principals("u1@x.example", groups)
     found = []
     for _ in range(60):
-        vector = corpus.query()
-        exact = {h.chunk_id for h in corpus.exact.search(request(vector, principals))}
-        approx = {h.chunk_id for h in corpus.ann.search(request(vector, principals))}
+        vector = index.query()
+        exact = {h.chunk_id for h in index.exact.search(request(vector, principals))}
+        approx = {h.chunk_id for h in index.ann.search(request(vector, principals))}
         assert len(exact) == len(approx) == 10
         found.append(len(exact & approx) / 10)
     assert float(np.mean(found)) >= 0.95
 
 
-def test_never_returns_an_invisible_chunk(corpus: Corpus) -> None:
+def test_never_returns_an_invisible_chunk(index: Corpus) -> None:
     pick = random.Random(11)
     for _ in range(150):
         # Up to 9 of 10 groups: wide callers take the path that checks ACLs row by row.
@@ -122,23 +124,23 @@ def test_never_returns_an_invisible_chunk(corpus: Corpus) -> None:
             pick.sample(["s0", "s1", "s2"], pick.randint(1, 2)) if pick.random() < 0.3 else None
         )
         k = pick.choice([1, 10, 50])
-        ask = request(corpus.query(), principals, k=k, sources=sources)
-        hits = corpus.ann.search(ask) + corpus.ann.search(ask)  # the second one plans by share
+        ask = request(index.query(), principals, k=k, sources=sources)
+        hits = index.ann.search(ask) + index.ann.search(ask)  # the second one plans by share
         for hit in hits:
-            assert visible(corpus.access[hit.document_id], principals), hit.document_id
+            assert visible(index.access[hit.document_id], principals), hit.document_id
             assert sources is None or hit.source in sources
 
 
-def test_a_caller_who_sees_a_handful_of_documents_still_gets_k_hits(corpus: Corpus) -> None:
+def test_a_caller_who_sees_a_handful_of_documents_still_gets_k_hits(index: Corpus) -> None:
     # u3 sees the public 10% plus a few documents; without public only those few.
     principals = [caller_principals("u3@x.example")[-1]]
-    mine = [d for d, a in corpus.access.items() if visible(a, principals)]
+    mine = [d for d, a in index.access.items() if visible(a, principals)]
     assert 1 <= len(mine) <= 60
     # Query from the densest cluster of *other* documents: every near chunk is invisible.
-    other = next(d for d, a in corpus.access.items() if not visible(a, principals))
-    near = [float(x) for x in corpus.vectors[other][0]]
+    other = next(d for d, a in index.access.items() if not visible(a, principals))
+    near = [float(x) for x in index.vectors[other][0]]
     wanted = min(10 * len(mine), 25)
-    for sink in (corpus.always, corpus.exact):  # `always` takes the approximate path
+    for sink in (index.always, index.exact):  # `always` takes the approximate path
         hits = sink.search(request(near, principals, k=wanted))
         assert len(hits) == wanted
         assert {h.document_id for h in hits} <= set(mine)
@@ -259,3 +261,19 @@ def test_a_version_1_file_is_migrated_in_place(tmp_path: Path) -> None:
         assert [(h.chunk_id, h.score) for h in after] == [(h.chunk_id, h.score) for h in before]
     finally:
         migrated.close()
+
+
+def test_reconcile_repairs_a_document_whose_code_row_was_lost(tmp_path: Path, corpus: Path) -> None:
+    config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
+    with Workspace.open(config) as ws:
+        ws.sync()
+        sink = ws.sink("main")
+        assert isinstance(sink, SqliteSink)
+        with sink._db.transaction() as db:
+            lost = db.execute("SELECT document_id FROM ann_codes LIMIT 1")[0][0]
+            db.execute("DELETE FROM ann_codes WHERE document_id = ?", [lost])
+        found = ws.reconcile()["sinks"]["main"]
+        assert not found["in_sync"] and lost in found["examples"], found
+        ws.reconcile(repair=True)
+        assert ws.reconcile()["sinks"]["main"]["in_sync"]
+        codes_in_step(sink)

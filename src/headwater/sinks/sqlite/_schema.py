@@ -31,6 +31,7 @@ from headwater.sinks.sqlite._driver import Database
 from headwater.sinks.sqlite._migrate import FILE_VERSION, MIGRATABLE, migrate
 
 SCHEMA_VERSION = "1"
+PAGE_SIZE = 8192
 
 
 def _ddl(dimension: int) -> list[str]:
@@ -79,6 +80,9 @@ def ensure_schema(db: Database, dimension: int, where: str) -> None:
     """
     if dimension <= 0:
         raise ConfigError(f"vector dimension was {dimension}; expected a positive integer")
+    # 8 KiB pages hold five 384-dimension vectors (94% full) where 4 KiB pages hold two
+    # (75%); SQLite applies it only to a file that has no tables yet.
+    db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     with db.transaction():
