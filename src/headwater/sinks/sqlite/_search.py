@@ -30,14 +30,17 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from headwater.sinks.base import SearchRequest
 from headwater.sinks.sqlite._ann import (
+    SHORTLIST,
     CodeCache,
     Codes,
     Ids,
-    nearest,
+    code_scores,
     quantize,
+    shortlist,
     smallest,
     visible_ids,
 )
@@ -124,11 +127,12 @@ def vector_search(
     wanted = max(candidates, CANDIDATES_PER_HIT * k)
     match = acl_match(request.principals, request.sources)
     with db.snapshot():
-        query = quantize(np.frombuffer(vector, np.float32).reshape(1, -1), codes.dimension)
+        floats = np.frombuffer(vector, np.float32)
+        query = quantize(floats.reshape(1, -1), codes.dimension)
         share = codes.shares.get(match, 0.0)
         if share >= WIDE_SHARE and exact_below < int(share * _chunk_count(db)):
             codes.refresh(db)
-            picked = _wide(db, request, codes, query, wanted, share)
+            picked = _wide(db, request, codes, (query, floats), wanted, share)
             if picked is not None:
                 return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
         visible = visible_ids(db, match)
@@ -136,7 +140,7 @@ def vector_search(
         if len(visible) <= exact_below:
             return _ranked_vectors(db, vector, _AMONG_VISIBLE, match, k)
         codes.refresh(db)
-        picked = nearest(codes, visible, query, wanted)
+        picked = shortlist(codes, visible, query, floats, wanted)
         return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
 
 
@@ -156,23 +160,26 @@ def _wide(
     db: Database,
     request: SearchRequest,
     codes: CodeCache,
-    query: Codes,
+    query: tuple[Codes, npt.NDArray[np.float32]],
     wanted: int,
     share: float,
 ) -> Ids | None:
     """Candidates for a caller who sees most chunks, without listing what they see.
 
-    The nearest ``1.5 × wanted / share`` chunks of the whole index by Hamming distance are
-    checked against the caller's ACL on their own rows; when at least ``wanted`` of them
-    are visible, the first ``wanted`` (by distance, then id) are exactly the candidates the
-    visible-set path would pick. Otherwise None: the caller takes that path.
+    The ``SHORTLIST × wanted / share`` chunks of the whole index nearest by Hamming
+    distance are ordered by code score; the first ``1.5 × wanted / share`` are checked
+    against the caller's ACL on their own rows, and when at least ``wanted`` are visible
+    the first ``wanted`` of them are the candidates. Otherwise None: the caller takes the
+    visible-set path.
     """
-    found = codes.distances(None, query)
-    pool = smallest(found, math.ceil(1.5 * wanted / share))
-    pool = pool[np.lexsort((pool, found[pool]))]
+    bits, floats = query
+    found = codes.distances(None, bits)
+    pool = smallest(found, math.ceil(SHORTLIST * wanted / share))
+    pool = pool[np.argsort(-code_scores(codes, pool, floats), kind="stable")]
+    head = pool[: math.ceil(1.5 * wanted / share)]
     rows = db.execute(
         "SELECT id, acl, src FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-        [_listed(pool)],
+        [_listed(head)],
     )
     allowed = {principal_token(p) for p in request.principals}
     sources = None if request.sources is None else {source_token(s) for s in request.sources}
@@ -181,7 +188,7 @@ def _wide(
         for chunk, acl, src in rows
         if not allowed.isdisjoint(str(acl).split()) and (sources is None or src in sources)
     }
-    survivors = [int(i) for i in pool.tolist() if i in seen]
+    survivors = [int(i) for i in head.tolist() if i in seen]
     if len(survivors) < wanted:
         return None
     return np.asarray(survivors[:wanted], np.int64)
