@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 from headwater import Workspace
+from headwater.errors import ConfigError
 from headwater.sinks.base import SearchRequest
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink
 from headwater.sinks.sqlite._ann import quantize
+from headwater.sinks.sqlite._driver import connect
 from headwater.sinks.testing import make_chunks, make_document, sink_context
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchMode, caller_principals
 from workspace_helpers import filesystem_source, write_config
@@ -277,3 +279,36 @@ def test_reconcile_repairs_a_document_whose_code_row_was_lost(tmp_path: Path, co
         ws.reconcile(repair=True)
         assert ws.reconcile()["sinks"]["main"]["in_sync"]
         codes_in_step(sink)
+
+
+def test_an_unknown_file_version_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    context = sink_context(tmp_path, dimension=8)
+    sink = SqliteSink(SqliteOptions(), context)
+    with sink._db.transaction() as db:
+        db.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    sink.close()
+    with pytest.raises(ConfigError, match=r"schema version '9'.*headwater rebuild"):
+        SqliteSink(SqliteOptions(), context)
+    check = connect(tmp_path / "index-test.db")
+    try:
+        tables = {r[0] for r in check.execute("SELECT name FROM sqlite_master")}
+        assert check.execute("SELECT value FROM meta WHERE key = 'schema_version'")[0][0] == "9"
+        assert "vectors" in tables  # the refused open rolled back, nothing else changed
+    finally:
+        check.close()
+
+
+def test_a_version_1_file_of_another_dimension_is_refused_before_migrating(
+    tmp_path: Path,
+) -> None:
+    sink = SqliteSink(SqliteOptions(), sink_context(tmp_path, dimension=8))
+    with sink._db.transaction() as db:
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    sink.close()
+    with pytest.raises(ConfigError, match="8-dimensional"):
+        SqliteSink(SqliteOptions(), sink_context(tmp_path, dimension=16))
+    check = connect(tmp_path / "index-test.db")
+    try:
+        assert check.execute("SELECT value FROM meta WHERE key = 'schema_version'")[0][0] == "1"
+    finally:
+        check.close()
