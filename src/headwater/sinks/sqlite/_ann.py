@@ -5,7 +5,8 @@ document in ``ann_codes`` in the same transaction as the chunk rows. A search th
 
 1. reads the ids of the chunks the caller may see (the FTS5 ACL match, a posting-list
    intersection) — candidates are only ever drawn from these, so nothing invisible can be
-   returned and a narrow caller is never starved;
+   returned and a narrow caller is never starved (a caller who sees most of the index
+   checks the ACL of its nearest chunks row by row instead: ``_search._wide``);
 2. when the caller sees at most ``exact_below`` chunks, ranks all of them exactly;
 3. otherwise keeps the ``SHORTLIST × candidates`` visible chunks nearest by Hamming
    distance between codes, narrows them to ``candidates`` by the float query's dot
