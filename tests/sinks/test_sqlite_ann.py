@@ -3,7 +3,7 @@
 One index of 20,000 chunks (2,000 documents, clustered like real embeddings: a document's
 chunks share a subtopic) serves the recall, permission and starvation checks; the sink
 is opened three times on it: approximate above 100 visible chunks with 200 candidates
-(1% of the index, as 1,000 are of 100k), approximate always (``exact_below=0``), exact.
+(1% of the index), approximate always (``exact_below=0``), exact.
 The rest check that the code rows stay in step with the chunks through every write.
 """
 
