@@ -36,3 +36,18 @@ class TestSqliteConformance(_Faults):
         sink = reopen()
         yield sink
         sink.close()
+
+
+class TestSqliteConformanceApproximate(_Faults):
+    """The same suite with the approximate path taken for every search (``exact_below=0``)."""
+
+    @pytest.fixture
+    def reopen(self, tmp_path: Path) -> Callable[[], Sink]:
+        options = SqliteOptions(exact_below=0)
+        return lambda: SqliteSink(options, sink_context(tmp_path))
+
+    @pytest.fixture
+    def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:
+        sink = reopen()
+        yield sink
+        sink.close()

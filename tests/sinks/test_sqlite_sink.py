@@ -136,7 +136,7 @@ def test_fts_and_counters_stay_consistent_through_churn(sink: SqliteSink) -> Non
                 sink.delete(doc.document_id, revision * 10 + 2)
     fts_ok(sink)
     total = sink._db.execute("SELECT count(*) FROM chunks")[0][0]
-    vectors = sink._db.execute("SELECT count(*) FROM vec")[0][0]
+    vectors = sink._db.execute("SELECT count(*) FROM vectors")[0][0]
     counted = sink._db.execute("SELECT value FROM meta WHERE key = 'chunk_count'")[0][0]
     assert int(counted) == total == vectors == sum(r.chunks for r in sink.inventory())
 

@@ -181,6 +181,17 @@ class Database:
                 raise
             self._raw.run("COMMIT", ())
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Database]:
+        """A read transaction: every statement inside sees the same committed state."""
+        with self._lock:
+            self._check_open()
+            self._raw.run("BEGIN", ())
+            try:
+                yield self
+            finally:
+                self._raw.run("COMMIT", ())
+
     def close(self) -> None:
         with self._lock:
             if not self._closed:

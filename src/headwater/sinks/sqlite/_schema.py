@@ -3,12 +3,21 @@
 - ``documents``: one row per document ever seen, live or tombstoned, with the highest
   revision applied; it is what refuses stale writes.
 - ``chunks``: a chunk's identity and what a search hit shows; ``id`` is the rowid shared
-  with ``vec`` (sqlite-vec) and ``fts`` (FTS5 over ``chunks`` as external content; its
-  rows are removed with FTS5's ``'delete'`` command fed the chunk's stored values).
+  with ``vectors`` (float32 blobs, scored with sqlite-vec's ``vec_distance_cosine``) and
+  ``fts`` (FTS5 over ``chunks`` as external content; its rows are removed with FTS5's
+  ``'delete'`` command fed the chunk's stored values).
+- ``ann_codes``: one row per document with its chunks' ids and 1-bit codes, the
+  approximate-search prefilter (``_ann``), stamped with the ``ann_version`` it was written at.
 - The ACL lives in ``fts`` too: column ``acl`` holds one opaque token per principal and
   ``src`` one token for the source, so "visible to these principals in these sources"
   is an FTS5 posting-list intersection, usable by keyword and vector search alike.
   Their bm25 weight is 0, so they never change a keyword score.
+
+Two versions: ``SCHEMA_VERSION`` is what the rows *mean* (part of the index version, so a
+change re-embeds into a new generation); ``FILE_VERSION`` is how they are laid out. File
+version 1 kept vectors in a sqlite-vec ``vec0`` table, whose KNN reads every vector and
+whose point lookups cost ~1 ms each; a version-1 file is migrated in place on open
+(``_migrate``), without re-embedding.
 """
 
 from __future__ import annotations
@@ -17,9 +26,12 @@ import hashlib
 from collections.abc import Sequence
 
 from headwater.errors import ConfigError
+from headwater.sinks.sqlite._ann import new_epoch
 from headwater.sinks.sqlite._driver import Database
+from headwater.sinks.sqlite._migrate import FILE_VERSION, MIGRATABLE, migrate
 
 SCHEMA_VERSION = "1"
+PAGE_SIZE = 8192
 
 
 def _ddl(dimension: int) -> list[str]:
@@ -49,16 +61,28 @@ def _ddl(dimension: int) -> list[str]:
         "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
         "text, title, acl, src, content='chunks', content_rowid='id', "
         "tokenize='unicode61 remove_diacritics 2')",
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS vec USING vec0("
-        f"embedding float[{dimension}] distance_metric=cosine)",
+        "CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS ann_codes (
+            document_id TEXT PRIMARY KEY,
+            version INTEGER NOT NULL,
+            ids BLOB NOT NULL,
+            bits BLOB NOT NULL
+        ) WITHOUT ROWID""",
+        "CREATE INDEX IF NOT EXISTS ann_codes_version ON ann_codes (version)",
         "CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row')",
     ]
 
 
 def ensure_schema(db: Database, dimension: int, where: str) -> None:
-    """Create the tables, or check that an existing file fits this schema and dimension."""
+    """Create the tables, or check that an existing file fits this schema and dimension.
+
+    A file of an older layout (``FILE_VERSION``) is migrated in the same transaction.
+    """
     if dimension <= 0:
         raise ConfigError(f"vector dimension was {dimension}; expected a positive integer")
+    # 8 KiB pages hold five 384-dimension vectors (94% full) where 4 KiB pages hold two
+    # (75%); SQLite applies it only to a file that has no tables yet.
+    db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     with db.transaction():
@@ -69,24 +93,30 @@ def ensure_schema(db: Database, dimension: int, where: str) -> None:
             db.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [
-                    ("schema_version", SCHEMA_VERSION),
+                    ("schema_version", FILE_VERSION),
                     ("dimension", str(dimension)),
                     ("chunk_count", "0"),
+                    ("ann_version", "0"),
+                    ("ann_epoch", new_epoch()),
                 ],
             )
             db.execute("INSERT INTO fts (fts, rank) VALUES ('rank', 'bm25(1.0, 1.0, 0.0, 0.0)')")
             return
-    if found.get("schema_version") != SCHEMA_VERSION:
-        raise ConfigError(
-            f"the sqlite index {where} has schema version {found.get('schema_version')!r}; "
-            f"expected {SCHEMA_VERSION!r}; rebuild it with `headwater rebuild`"
-        )
-    if found.get("dimension") != str(dimension):
-        raise ConfigError(
-            f"the sqlite index {where} holds {found.get('dimension')}-dimensional vectors; "
-            f"the embedder makes {dimension}; rebuild it with `headwater rebuild` "
-            "or point the index at a new `path`"
-        )
+        if found.get("schema_version") not in (*MIGRATABLE, FILE_VERSION):
+            raise ConfigError(
+                f"the sqlite index {where} has schema version "
+                f"{found.get('schema_version')!r}; expected {FILE_VERSION!r} (or one of "
+                f"{', '.join(map(repr, MIGRATABLE))}, migrated on open); "
+                "rebuild it with `headwater rebuild`"
+            )
+        if found.get("dimension") != str(dimension):
+            raise ConfigError(
+                f"the sqlite index {where} holds {found.get('dimension')}-dimensional vectors; "
+                f"the embedder makes {dimension}; rebuild it with `headwater rebuild` "
+                "or point the index at a new `path`"
+            )
+        if found.get("schema_version") != FILE_VERSION:
+            migrate(db, found["schema_version"], dimension, where)
 
 
 def _token(kind: str, value: str) -> str:

@@ -6,9 +6,15 @@ visible chunks match, however many invisible chunks rank higher (no starvation):
 - Keyword: one FTS5 query, ``{text title} : (terms) AND acl : (principals) [AND src :
   (sources)]``; FTS5 intersects posting lists, then ranks only visible rows by bm25.
   Filtering afterwards (or in a join) either starves or picks a plan ~100× slower.
-- Vector: sqlite-vec's exact KNN accepts ``rowid IN (subquery)``; the subquery is the
-  same ACL match without terms, so distances are computed for visible rows only.
-  The scan is linear: ~50–70 ms at 100k × 384 on one core.
+- Vector: the same ACL match without terms lists the visible chunk ids (one read
+  snapshot for the whole search). A caller who sees at most ``exact_below`` chunks gets
+  them all ranked by sqlite-vec's ``vec_distance_cosine`` (exact); above that, 1-bit codes
+  of the visible chunks pick ``candidates`` of them and only those are ranked exactly
+  (``_ann``). Candidates are drawn from visible chunks only, so the top-k never starves.
+  Listing the visible ids costs ~0.1 ms per 1,000, so a caller whose previous search saw
+  at least ``WIDE_SHARE`` of the index instead checks the ACL of the nearest chunks of
+  the whole index on their own rows (``_wide``), falling back to the listing when too
+  few of them are visible.
 
 User text never reaches MATCH as syntax: each whitespace-separated token becomes a quoted
 FTS5 string and tokens are OR-ed, so ``foo-bar "x`` is a plain query, never an error.
@@ -19,16 +25,38 @@ when the rest finds fewer than ``k`` visible chunks.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from headwater.sinks.base import SearchRequest
+from headwater.sinks.sqlite._ann import (
+    SHORTLIST,
+    CodeCache,
+    Codes,
+    Ids,
+    code_scores,
+    quantize,
+    shortlist,
+    smallest,
+    visible_ids,
+)
 from headwater.sinks.sqlite._driver import Database, Row
 from headwater.sinks.sqlite._schema import principal_token, source_token
 from headwater.types import SearchHit
 
-# sqlite-vec refuses KNN queries with k above this.
+# The most vector hits one search returns (sqlite-vec's KNN limit, kept as the contract).
 MAX_VECTOR_K = 4096
+# Defaults of the sink's `exact_below` and `candidates` options (docs/performance.md).
+EXACT_BELOW = 20_000
+CANDIDATES = 1_000
+# Candidates per requested hit, when that is more than `candidates`.
+CANDIDATES_PER_HIT = 10
+# A caller whose last search saw at least this share of the chunks skips listing them.
+WIDE_SHARE = 0.5
 # A token made only of these characters carries no word for the FTS5 tokenizer.
 _NO_WORD = re.compile(r"^[\W_]*$", re.UNICODE)
 # A token FTS5 (unicode61) keeps as exactly one term, lowercased.
@@ -83,23 +111,102 @@ def _nothing_visible(request: SearchRequest) -> bool:
     return not request.principals or (request.sources is not None and not request.sources)
 
 
-def vector_search(db: Database, request: SearchRequest, vector: bytes, k: int) -> list[SearchHit]:
+def vector_search(
+    db: Database,
+    request: SearchRequest,
+    vector: bytes,
+    codes: CodeCache,
+    *,
+    exact_below: int,
+    candidates: int,
+) -> list[SearchHit]:
     """The ``k`` visible chunks nearest ``vector``; score is cosine similarity."""
     if _nothing_visible(request):
         return []
+    k = min(request.k, MAX_VECTOR_K)
+    wanted = max(candidates, CANDIDATES_PER_HIT * k)
+    match = acl_match(request.principals, request.sources)
+    with db.snapshot():
+        floats = np.frombuffer(vector, np.float32)
+        query = quantize(floats.reshape(1, -1), codes.dimension)
+        share = codes.shares.get(match, 0.0)
+        if share >= WIDE_SHARE and exact_below < int(share * _chunk_count(db)):
+            codes.refresh(db)
+            picked = _wide(db, request, codes, (query, floats), wanted, share)
+            if picked is not None:
+                return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
+        visible = visible_ids(db, match)
+        codes.remember(match, len(visible) / max(_chunk_count(db), 1))
+        if len(visible) <= exact_below:
+            return _ranked_vectors(db, vector, _AMONG_VISIBLE, match, k)
+        codes.refresh(db)
+        picked = shortlist(codes, visible, query, floats, wanted)
+        return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
+
+
+_AMONG_VISIBLE = "SELECT rowid FROM fts WHERE fts MATCH ?"
+_AMONG_LISTED = "SELECT value FROM json_each(?)"
+
+
+def _listed(ids: Ids) -> str:
+    return "[" + ",".join(map(str, ids.tolist())) + "]"
+
+
+def _chunk_count(db: Database) -> int:
+    return int(db.execute("SELECT value FROM meta WHERE key = 'chunk_count'")[0][0])
+
+
+def _wide(
+    db: Database,
+    request: SearchRequest,
+    codes: CodeCache,
+    query: tuple[Codes, npt.NDArray[np.float32]],
+    wanted: int,
+    share: float,
+) -> Ids | None:
+    """Candidates for a caller who sees most chunks, without listing what they see.
+
+    The ``SHORTLIST × wanted / share`` chunks of the whole index nearest by Hamming
+    distance are ordered by code score; the first ``1.5 × wanted / share`` are checked
+    against the caller's ACL on their own rows, and when at least ``wanted`` are visible
+    the first ``wanted`` of them are the candidates. Otherwise None: the caller takes the
+    visible-set path.
+    """
+    bits, floats = query
+    found = codes.distances(None, bits)
+    pool = smallest(found, math.ceil(SHORTLIST * wanted / share))
+    pool = pool[np.argsort(-code_scores(codes, pool, floats), kind="stable")]
+    head = pool[: math.ceil(1.5 * wanted / share)]
+    rows = db.execute(
+        "SELECT id, acl, src FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+        [_listed(head)],
+    )
+    allowed = {principal_token(p) for p in request.principals}
+    sources = None if request.sources is None else {source_token(s) for s in request.sources}
+    seen = {
+        int(chunk)
+        for chunk, acl, src in rows
+        if not allowed.isdisjoint(str(acl).split()) and (sources is None or src in sources)
+    }
+    survivors = [int(i) for i in head.tolist() if i in seen]
+    if len(survivors) < wanted:
+        return None
+    return np.asarray(survivors[:wanted], np.int64)
+
+
+def _ranked_vectors(db: Database, vector: bytes, among: str, arg: str, k: int) -> list[SearchHit]:
+    """Exact cosine ranking of the chunks whose ids ``among`` (a subquery on ``arg``) lists."""
     sql = f"""
-        WITH knn AS (
-            SELECT rowid AS id, distance FROM vec
-            WHERE embedding MATCH ? AND k = ?
-              AND rowid IN (SELECT rowid FROM fts WHERE fts MATCH ?)
+        WITH knn AS MATERIALIZED (
+            SELECT v.id AS id, vec_distance_cosine(v.embedding, ?) AS distance
+            FROM vectors v WHERE v.id IN ({among})
+            ORDER BY distance, v.id LIMIT ?
         )
         SELECT {_HIT_COLUMNS.format(score="1.0 - knn.distance")}
         FROM knn JOIN chunks c ON c.id = knn.id
         ORDER BY knn.distance, c.id
     """
-    match = acl_match(request.principals, request.sources)
-    rows = db.execute(sql, [vector, min(k, MAX_VECTOR_K), match])
-    return [_hit(row) for row in rows]
+    return [_hit(row) for row in db.execute(sql, [vector, arg, k])]
 
 
 def keyword_search(db: Database, request: SearchRequest, k: int) -> list[SearchHit]:

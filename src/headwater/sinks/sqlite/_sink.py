@@ -6,9 +6,9 @@ revision/tombstone row together, so a document is always wholly at one revision 
 absent (invariants 5–7), and a crash mid-write leaves the old version searchable.
 
 A replace keeps the rowid of every chunk whose ``chunk_id`` survives (its vector is
-updated in place, which keeps sqlite-vec's storage compact), inserts the new chunks with
-``executemany`` and deletes only the chunks not in the new set. How searches filter by
-ACL without starving is explained in ``_search``.
+updated in place), inserts the new chunks with ``executemany``, deletes only the chunks not
+in the new set and rewrites the document's row of 1-bit codes (``_ann``). How searches
+filter by ACL without starving, and when they are approximate, is explained in ``_search``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from headwater.sinks.base import (
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
+from headwater.sinks.sqlite._ann import CodeCache, write_codes
 from headwater.sinks.sqlite._driver import Database, DriverName, connect
 from headwater.sinks.sqlite._schema import (
     SCHEMA_VERSION,
@@ -39,10 +40,18 @@ from headwater.sinks.sqlite._schema import (
     ensure_schema,
     source_token,
 )
-from headwater.sinks.sqlite._search import keyword_search, vector_search
+from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, keyword_search, vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
 INVENTORY_PAGE = 1000
+
+
+def _consistent_count(chunks: int, vectors: int, codes: int) -> int:
+    """``chunks`` when vectors and codes agree with it, else a count that differs from it."""
+    if chunks == vectors == codes:
+        return chunks
+    low = min(vectors, codes)
+    return low if low < chunks else max(vectors, codes)
 
 
 def generation_path(base: Path, generation: int) -> Path:
@@ -61,6 +70,17 @@ class SqliteOptions(SinkOptions):
     driver: DriverName = Field(
         default="auto",
         description="SQLite binding: `apsw`, `pysqlite3`, or `auto` (apsw, then pysqlite3).",
+    )
+    exact_below: int = Field(
+        default=EXACT_BELOW,
+        ge=0,
+        description="A caller who sees at most this many chunks gets exact vector search; "
+        "above it, 1-bit codes pick `candidates` chunks that are then ranked exactly.",
+    )
+    candidates: int = Field(
+        default=CANDIDATES,
+        ge=1,
+        description="Chunks ranked exactly per approximate vector search (at least 10 × k).",
     )
 
 
@@ -85,6 +105,7 @@ class SqliteSink:
         except BaseException:
             self._db.close()
             raise
+        self._codes = CodeCache(context.dimension)
 
     @property
     def driver(self) -> str:
@@ -113,11 +134,12 @@ class SqliteSink:
             self._drop_fts(document.document_id)
             wanted = {item.chunk.chunk_id for item in chunks}
             gone = [(rowid,) for chunk_id, rowid in old.items() if chunk_id not in wanted]
-            db.executemany("DELETE FROM vec WHERE rowid = ?", gone)
+            db.executemany("DELETE FROM vectors WHERE id = ?", gone)
             db.executemany("DELETE FROM chunks WHERE id = ?", gone)
             next_id = self._next_chunk_id()
             kept: list[tuple[Any, ...]] = []
             fresh: list[tuple[Any, ...]] = []
+            ids: list[int] = []
             for item, blob in zip(chunks, blobs, strict=True):
                 c = item.chunk
                 values = (c.ordinal, document.source, document.title, document.locator, c.text)
@@ -126,16 +148,18 @@ class SqliteSink:
                     fresh.append(
                         (next_id, c.chunk_id, document.document_id, *values, acl, src, blob)
                     )
+                    ids.append(next_id)
                     next_id += 1
                 else:
                     kept.append((*values, acl, src, rowid, blob))
+                    ids.append(rowid)
             db.executemany(
                 "UPDATE chunks SET ordinal = ?, source = ?, title = ?, locator = ?, text = ?, "
                 "acl = ?, src = ? WHERE id = ?",
                 [row[:-1] for row in kept],
             )
             db.executemany(
-                "UPDATE vec SET embedding = ? WHERE rowid = ?", [(r[-1], r[-2]) for r in kept]
+                "UPDATE vectors SET embedding = ? WHERE id = ?", [(r[-1], r[-2]) for r in kept]
             )
             db.executemany(
                 "INSERT INTO chunks (id, chunk_id, document_id, ordinal, source, title, locator, "
@@ -143,8 +167,11 @@ class SqliteSink:
                 [row[:-1] for row in fresh],
             )
             db.executemany(
-                "INSERT INTO vec (rowid, embedding) VALUES (?, ?)", [(r[0], r[-1]) for r in fresh]
+                "INSERT INTO vectors (id, embedding) VALUES (?, ?)",
+                [(r[0], r[-1]) for r in fresh],
             )
+            dim = self.context.dimension
+            write_codes(db, document.document_id, ids, b"".join(blobs), dim)
             self._add_fts(document.document_id)
             self._add_chunk_count(len(chunks) - len(old))
             self._write_document(document.document_id, revision, False, document.source, principals)
@@ -157,8 +184,9 @@ class SqliteSink:
                 return WriteOutcome.STALE
             rowids = db.execute("SELECT id FROM chunks WHERE document_id = ?", [document_id])
             self._drop_fts(document_id)
-            db.executemany("DELETE FROM vec WHERE rowid = ?", rowids)
+            db.executemany("DELETE FROM vectors WHERE id = ?", rowids)
             db.execute("DELETE FROM chunks WHERE document_id = ?", [document_id])
+            db.execute("DELETE FROM ann_codes WHERE document_id = ?", [document_id])
             self._add_chunk_count(-len(rowids))
             self._write_document(document_id, revision, True, None, [])
         return WriteOutcome.APPLIED
@@ -204,7 +232,7 @@ class SqliteSink:
                 return False
             if bound is not None:
                 db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
-                for table in ("vec", "chunks", "documents"):
+                for table in ("vectors", "ann_codes", "chunks", "documents"):
                     db.execute(f"DELETE FROM {table}")
                 db.execute("UPDATE meta SET value = '0' WHERE key = 'chunk_count'")
             db.execute(
@@ -227,19 +255,29 @@ class SqliteSink:
         return int(rows[0][0]) if rows else None
 
     def inventory(self) -> Iterator[InventoryRow]:
-        """Live documents in document_id order, read a page at a time (bounded memory)."""
+        """Live documents in document_id order, read a page at a time (bounded memory).
+
+        ``chunks`` counts chunk rows only while every one has a vector and the document's
+        code row lists exactly that many ids; otherwise it reports a count that differs
+        from the chunk rows, so reconcile sees the drift and re-applies the document.
+        """
         after = ""
         while True:
             page = self._db.execute(
                 "SELECT d.document_id, d.revision, "
-                "(SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id) "
+                "(SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id), "
+                "(SELECT count(*) FROM chunks c JOIN vectors v ON v.id = c.id "
+                " WHERE c.document_id = d.document_id), "
+                "(SELECT length(a.ids) / 8 FROM ann_codes a WHERE a.document_id = d.document_id) "
                 "FROM documents d WHERE d.deleted = 0 AND d.document_id > ? "
                 "ORDER BY d.document_id LIMIT ?",
                 [after, INVENTORY_PAGE],
             )
-            for document_id, revision, chunks in page:
+            for document_id, revision, chunks, vectors, codes in page:
                 yield InventoryRow(
-                    document_id=document_id, revision=int(revision), chunks=int(chunks)
+                    document_id=document_id,
+                    revision=int(revision),
+                    chunks=_consistent_count(int(chunks), int(vectors), int(codes or 0)),
                 )
             if len(page) < INVENTORY_PAGE:
                 return
@@ -259,7 +297,14 @@ class SqliteSink:
                 f"a sink answers vector or keyword searches, not {request.mode.value!r}; "
                 "hybrid search is fused by headwater.search.service.run_search"
             )
-        return vector_search(self._db, request, self._query_blob(request.vector), request.k)
+        return vector_search(
+            self._db,
+            request,
+            self._query_blob(request.vector),
+            self._codes,
+            exact_below=self.options.exact_below,
+            candidates=self.options.candidates,
+        )
 
     def chunk_texts(self, document_id: str) -> list[str]:
         rows = self._db.execute(
