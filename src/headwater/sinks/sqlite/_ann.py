@@ -23,7 +23,6 @@ visible set and the final scores always come from the same read snapshot.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import numpy as np
@@ -75,11 +74,6 @@ def write_codes(db: Database, document_id: str, ids: list[int], vectors: bytes, 
             quantize(matrix, dim).tobytes(),
         ],
     )
-
-
-def new_epoch() -> str:
-    """A fresh identity for a file's code rows; a cache holding another one starts over."""
-    return secrets.token_hex(8)
 
 
 class CodeCache:

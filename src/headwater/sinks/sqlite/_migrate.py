@@ -11,8 +11,8 @@ opens the file, so a crash leaves the version-1 file as it was. Reading every ve
 from __future__ import annotations
 
 import logging
+import secrets
 
-from headwater.sinks.sqlite._ann import new_epoch, write_codes
 from headwater.sinks.sqlite._driver import Database
 
 FILE_VERSION = "2"
@@ -22,7 +22,14 @@ PAGE = 500  # documents per migration step
 log = logging.getLogger(__name__)
 
 
+def new_epoch() -> str:
+    """A fresh identity for a file's code rows; a cache holding another one starts over."""
+    return secrets.token_hex(8)
+
+
 def migrate(db: Database, version: str, dimension: int, where: str) -> None:
+    from headwater.sinks.sqlite._ann import write_codes  # numpy only when migrating
+
     """Bring a file of ``version`` (one of ``MIGRATABLE``) to the current layout."""
     log.info(
         "migrating the sqlite index %s from file version %s to %s", where, version, FILE_VERSION

@@ -26,9 +26,8 @@ import hashlib
 from collections.abc import Sequence
 
 from headwater.errors import ConfigError
-from headwater.sinks.sqlite._ann import new_epoch
 from headwater.sinks.sqlite._driver import Database
-from headwater.sinks.sqlite._migrate import FILE_VERSION, MIGRATABLE, migrate
+from headwater.sinks.sqlite._migrate import FILE_VERSION, MIGRATABLE, migrate, new_epoch
 
 SCHEMA_VERSION = "1"
 PAGE_SIZE = 8192

@@ -28,25 +28,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from headwater.sinks.base import SearchRequest
-from headwater.sinks.sqlite._ann import (
-    SHORTLIST,
-    CodeCache,
-    Codes,
-    Ids,
-    code_scores,
-    quantize,
-    shortlist,
-    smallest,
-    visible_ids,
-)
 from headwater.sinks.sqlite._driver import Database, Row
 from headwater.sinks.sqlite._schema import principal_token, source_token
 from headwater.types import SearchHit
+
+if TYPE_CHECKING:  # numpy and the codes load with the first vector search, not before
+    import numpy as np
+    import numpy.typing as npt
+
+    from headwater.sinks.sqlite._ann import CodeCache, Codes, Ids
 
 # The most vector hits one search returns (sqlite-vec's KNN limit, kept as the contract).
 MAX_VECTOR_K = 4096
@@ -121,6 +114,10 @@ def vector_search(
     candidates: int,
 ) -> list[SearchHit]:
     """The ``k`` visible chunks nearest ``vector``; score is cosine similarity."""
+    import numpy as np
+
+    from headwater.sinks.sqlite._ann import quantize, shortlist, visible_ids
+
     if _nothing_visible(request):
         return []
     k = min(request.k, MAX_VECTOR_K)
@@ -172,6 +169,10 @@ def _wide(
     the first ``wanted`` of them are the candidates. Otherwise None: the caller takes the
     visible-set path.
     """
+    import numpy as np
+
+    from headwater.sinks.sqlite._ann import SHORTLIST, code_scores, smallest
+
     bits, floats = query
     found = codes.distances(None, bits)
     pool = smallest(found, math.ceil(SHORTLIST * wanted / share))

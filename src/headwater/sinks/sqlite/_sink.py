@@ -17,7 +17,7 @@ import json
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
@@ -32,7 +32,6 @@ from headwater.sinks.base import (
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
-from headwater.sinks.sqlite._ann import CodeCache, write_codes
 from headwater.sinks.sqlite._driver import Database, DriverName, connect
 from headwater.sinks.sqlite._schema import (
     SCHEMA_VERSION,
@@ -42,6 +41,9 @@ from headwater.sinks.sqlite._schema import (
 )
 from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, keyword_search, vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
+
+if TYPE_CHECKING:
+    from headwater.sinks.sqlite._ann import CodeCache
 
 INVENTORY_PAGE = 1000
 
@@ -105,7 +107,15 @@ class SqliteSink:
         except BaseException:
             self._db.close()
             raise
-        self._codes = CodeCache(context.dimension)
+        self._code_cache: CodeCache | None = None
+
+    def _codes(self) -> CodeCache:
+        """The in-memory codes of this index (numpy and the codes load on first use)."""
+        if self._code_cache is None:
+            from headwater.sinks.sqlite._ann import CodeCache
+
+            self._code_cache = CodeCache(self.context.dimension)
+        return self._code_cache
 
     @property
     def driver(self) -> str:
@@ -170,6 +180,8 @@ class SqliteSink:
                 "INSERT INTO vectors (id, embedding) VALUES (?, ?)",
                 [(r[0], r[-1]) for r in fresh],
             )
+            from headwater.sinks.sqlite._ann import write_codes
+
             dim = self.context.dimension
             write_codes(db, document.document_id, ids, b"".join(blobs), dim)
             self._add_fts(document.document_id)
@@ -301,7 +313,7 @@ class SqliteSink:
             self._db,
             request,
             self._query_blob(request.vector),
-            self._codes,
+            self._codes(),
             exact_below=self.options.exact_below,
             candidates=self.options.candidates,
         )
