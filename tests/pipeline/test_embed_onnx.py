@@ -216,3 +216,19 @@ def test_runtime_is_refused_for_a_remote_or_fake_embedder() -> None:
     section = EmbedderSection.model_validate({"type": "fake", "runtime": "onnx"})
     with pytest.raises(ConfigError, match="applies to the local model only"):
         describe_embedder(embedder_spec(section))
+
+
+def test_onnx_batches_hold_at_most_batch_tokens_padded_tokens() -> None:
+    # Long texts go a few at a time (memory and speed), short ones many at a time.
+    from headwater.pipeline.embed.onnx import BATCH_TOKENS, _batches
+
+    lengths = [256] * 9 + [16] * 100 + [300]  # one text longer than the budget alone
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = list(_batches(order, lengths, 32))
+    assert [i for b in batches for i in b] == order  # every text once, in sorted order
+    for batch in batches:
+        width = max(lengths[i] for i in batch)
+        assert len(batch) <= 32
+        assert len(batch) == 1 or len(batch) * width <= BATCH_TOKENS
+    assert [len(b) for b in batches if lengths[b[0]] == 256] == [4, 4, 2]  # 256 + 300
+    assert max(len(b) for b in batches) == 32  # short texts fill whole batches

@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,10 @@ from headwater.pipeline.embed.onnx_prepare import (
 )
 
 ONNX_RUNTIMES = ("onnx-int8", "onnx")
+# Padded tokens per ONNX Runtime call (4 texts of 256 tokens): measured on this machine's
+# 2 cores with int8, batches of 4 long chunks embed ~1.4x faster than batches of 32 and
+# peak at ~280 MB instead of ~1 GB (docs/performance.md, "Embedding batches").
+BATCH_TOKENS = 1024
 OPTIMIZED_FILE = "model.optimized.onnx"
 
 log = logging.getLogger(__name__)
@@ -122,8 +126,7 @@ class OnnxSession:
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         result: Any = None
-        for start in range(0, len(order), self._batch_size):
-            batch = order[start : start + self._batch_size]
+        for batch in _batches(order, [len(e.ids) for e in encodings], self._batch_size):
             width = max(len(encodings[i].ids) for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -141,6 +144,21 @@ class OnnxSession:
                 result = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
             result[batch] = pooled
         return result
+
+
+def _batches(order: list[int], lengths: list[int], most: int) -> Iterator[list[int]]:
+    """``order`` (ascending token length) cut into batches of at most ``most`` texts and
+    at most ``BATCH_TOKENS`` padded tokens: long texts go a few at a time (attention's
+    memory grows with batch × length², and small batches of long texts run faster on
+    CPU), short ones many at a time (the call overhead is shared)."""
+    batch: list[int] = []
+    for index in order:
+        if batch and (len(batch) >= most or (len(batch) + 1) * lengths[index] > BATCH_TOKENS):
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
 
 
 class OnnxEmbedder:
