@@ -9,80 +9,25 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
 
+from acl_connector import STATE, AclConnector, AclOptions, AclSource
 from headwater import Workspace
 from headwater.cli.app import register_commands
 from headwater.connectors.base import (
-    ConnectorCapabilities,
-    ConnectorOptions,
     GroupListing,
     PermissionListing,
-    ReadStream,
-    SourceContext,
 )
 from headwater.manifest.groups import SyncedGroup
 from headwater.pipeline.embed.fake import FakeEmbedder
-from headwater.types import Access, KnownVersions, SourceDocument, Window
+from headwater.types import Access
 from workspace_helpers import write_config
 
 USERS = [f"u{n}@x.com" for n in range(5)]
 GROUP_NAMES = ["eng", "ops", "all"]
-
-
-@dataclass
-class AclSource:
-    docs: dict[str, Access] = field(default_factory=dict)  # object id -> ACL
-    members: dict[str, list[str]] = field(default_factory=dict)  # group principal -> emails
-    reads: int = 0  # documents whose content was read
-    groups_fail: bool = False
-
-
-STATE: dict[str, AclSource] = {}
-
-
-class AclOptions(ConnectorOptions):
-    name: str
-
-
-class AclConnector:
-    type_name: ClassVar[str] = "acl"
-    capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities()
-    Options: ClassVar[type[AclOptions]] = AclOptions
-
-    def __init__(self, options: AclOptions, context: SourceContext | None = None) -> None:
-        self.state = STATE.setdefault(options.name, AclSource())
-
-    def validate(self) -> None:
-        return None
-
-    def read(self, window: Window, checkpoint: object, known: KnownVersions) -> ReadStream:
-        for object_id, access in sorted(self.state.docs.items()):
-            self.state.reads += 1
-            yield SourceDocument(
-                object_id=object_id,
-                locator=f"acl://{object_id}",
-                title=object_id,
-                version="v1",
-                content=f"quarterly report {object_id}".encode(),
-                media_type="text/plain",
-                access=access,
-            )
-        return None
-
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        if self.state.groups_fail:
-            raise RuntimeError("the directory is down")
-        yield from sorted(self.state.members.items())
-
-    def permissions(self) -> Iterator[tuple[str, Access]]:
-        yield from sorted(self.state.docs.items())
 
 
 TYPES = {"acl": AclConnector}

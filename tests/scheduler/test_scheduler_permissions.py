@@ -1,83 +1,31 @@
 """``permissions_every`` in the scheduler: a due source gets a permission-only sync.
 
-A small connector (``perm``) holds documents with an ACL each and lists those ACLs
-through ``permissions()``; it counts the documents whose content it reads, so a test
+The ``acl`` test connector (``tests/acl_connector.py``) holds documents with an ACL each
+and lists those ACLs through ``permissions()``; it counts the documents whose content it reads, so a test
 can tell a permission sync (no reads) from a content sync.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import ClassVar
 
+from acl_connector import STATE, AclConnector, AclSource
 from headwater import Workspace
 from headwater.clock import utcnow
-from headwater.connectors.base import (
-    ConnectorCapabilities,
-    ConnectorOptions,
-    ReadStream,
-    SourceContext,
-)
 from headwater.scheduler.daemon import PERMISSIONS, Scheduler
-from headwater.types import Access, KnownVersions, SourceDocument, Window
+from headwater.types import Access
 from workspace_helpers import write_config
 
 
-@dataclass
-class PermState:
-    docs: dict[str, Access] = field(default_factory=dict)
-    reads: int = 0
-    listings: int = 0
-
-
-STATE: dict[str, PermState] = {}
-
-
-class PermOptions(ConnectorOptions):
-    name: str
-
-
-class PermConnector:
-    type_name: ClassVar[str] = "perm"
-    capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities()
-    Options: ClassVar[type[PermOptions]] = PermOptions
-
-    def __init__(self, options: PermOptions, context: SourceContext | None = None) -> None:
-        self.state = STATE.setdefault(options.name, PermState())
-
-    def validate(self) -> None:
-        return None
-
-    def read(self, window: Window, checkpoint: object, known: KnownVersions) -> ReadStream:
-        for object_id, access in sorted(self.state.docs.items()):
-            self.state.reads += 1
-            yield SourceDocument(
-                object_id=object_id,
-                locator=f"perm://{object_id}",
-                title=object_id,
-                version="v1",
-                content=f"budget memo {object_id}".encode(),
-                media_type="text/plain",
-                access=access,
-            )
-        return None
-
-    def permissions(self) -> Iterator[tuple[str, Access]]:
-        self.state.listings += 1
-        yield from sorted(self.state.docs.items())
-
-
 def opener(path: Path) -> Workspace:
-    return Workspace.open(path, connector_types={"perm": PermConnector})
+    return Workspace.open(path, connector_types={"acl": AclConnector})
 
 
-def config_with(tmp_path: Path, manifest_url: str | None, extra: str) -> tuple[Path, PermState]:
+def config_with(tmp_path: Path, manifest_url: str | None, extra: str) -> tuple[Path, AclSource]:
     name = f"{tmp_path.name}-p"
-    STATE[name] = PermState(docs={"d1": Access(users=("a@x.com",))})
-    source = f'[[source]]\nid = "p"\ntype = "perm"\nname = "{name}"\n{extra}'
+    STATE[name] = AclSource(docs={"d1": Access(users=("a@x.com",))})
+    source = f'[[source]]\nid = "p"\ntype = "acl"\nname = "{name}"\n{extra}'
     return write_config(tmp_path, manifest_url=manifest_url, sources=source), STATE[name]
 
 
