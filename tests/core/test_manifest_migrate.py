@@ -6,13 +6,10 @@ Alembic's own answer, so a new migration cannot be missed by the shortcut.
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
-import pytest
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
@@ -20,7 +17,6 @@ from sqlalchemy import inspect, text
 
 from headwater.manifest.db import (
     MIGRATIONS,
-    _retry_while_busy,
     at_head,
     create_manifest_engine,
     migration_heads,
@@ -103,46 +99,3 @@ def test_concurrent_opens_of_a_new_manifest_all_succeed(manifest_url: str) -> No
     failures = [p.communicate()[1] for p in opens if p.wait() != 0]
     assert failures == []
     assert recorded_versions(manifest_url) == set(migration_heads())
-
-
-def test_connecting_waits_out_a_writer_that_is_creating_the_file(tmp_path: Path) -> None:
-    # A connection that holds the write lock of a brand-new (still rollback-journal) file,
-    # as the first of several processes opening a new manifest does while it creates the
-    # schema. Switching to WAL then fails at once with "database is locked": SQLite gives
-    # the busy timeout no say there. Connecting must wait the writer out, not fail.
-    path = tmp_path / "manifest.db"
-    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    writer.execute("BEGIN IMMEDIATE")
-    writer.execute("CREATE TABLE being_created (x)")
-    releaser = threading.Timer(0.3, lambda: writer.execute("COMMIT"))
-    releaser.start()
-    engine = create_manifest_engine(f"sqlite:///{path}")
-    try:
-        with engine.connect() as connection:
-            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-            assert connection.exec_driver_sql("SELECT count(*) FROM being_created").scalar() == 0
-    finally:
-        releaser.join()
-        engine.dispose()
-        writer.close()
-
-
-def test_busy_retry_waits_out_a_locked_database_and_reraises_other_errors() -> None:
-    attempts: list[int] = []
-
-    def locked_twice() -> None:
-        attempts.append(1)
-        if len(attempts) <= 2:
-            raise sqlite3.OperationalError("database is locked")
-
-    _retry_while_busy(locked_twice)
-    assert len(attempts) == 3
-
-    def broken() -> None:
-        attempts.append(1)
-        raise sqlite3.OperationalError("no such table: sources")
-
-    attempts.clear()
-    with pytest.raises(sqlite3.OperationalError, match="no such table"):
-        _retry_while_busy(broken)
-    assert len(attempts) == 1

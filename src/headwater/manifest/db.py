@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from headwater.errors import ConfigError, FatalError
+from headwater.retry import retry_while_sqlite_busy
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -40,36 +38,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        _retry_while_busy(lambda: cursor.execute("PRAGMA journal_mode=WAL"))
+        # The switch to WAL fails at once, busy timeout or not, while another process
+        # creates the file: it waits with a retry instead.
+        retry_while_sqlite_busy(lambda: cursor.execute("PRAGMA journal_mode=WAL"))
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
-
-
-def _retry_while_busy(statement: Callable[[], object]) -> None:
-    """Run ``statement``, retrying for up to the busy timeout while SQLite says busy.
-
-    Switching to WAL, and the first read of a WAL database, can fail at once with
-    "database is locked" without consulting the busy handler: while the last connection
-    to close holds an exclusive lock to checkpoint and delete the WAL, or while another
-    connection creates the file or recovers a WAL. Each of these lasts milliseconds, so a
-    short backoff is all a concurrent CLI command or worker needs to open the manifest.
-    """
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    pause = 0.005
-    while True:
-        try:
-            statement()
-            return
-        except sqlite3.OperationalError as exc:
-            message = str(exc).lower()
-            if ("locked" not in message and "busy" not in message) or (
-                time.monotonic() + pause > deadline
-            ):
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.2)
 
 
 def _begin(connection: Any) -> None:

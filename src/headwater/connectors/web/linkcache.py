@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from headwater.retry import retry_while_sqlite_busy
+
 
 @dataclass(frozen=True)
 class CachedPage:
@@ -33,7 +35,7 @@ class LinkCache:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            retry_while_sqlite_busy(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
             self._db.execute("PRAGMA synchronous=OFF")  # a cache: losing a row costs a GET
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, object_id TEXT NOT NULL,"

@@ -29,6 +29,7 @@ from headwater.jsonview import JsonView
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.counting import count_tokens_many
 from headwater.pipeline.embed.each import EmbedOutcome, embed_each, first_error
+from headwater.retry import retry_while_sqlite_busy
 
 _LOOKUP_BATCH = 500  # SQLite allows 999+ parameters; stay well under
 _EVICT_BATCH = 1000
@@ -70,7 +71,7 @@ class EmbeddingCache:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            retry_while_sqlite_busy(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=10000")
             self._db.execute(

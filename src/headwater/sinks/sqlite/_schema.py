@@ -26,6 +26,7 @@ import hashlib
 from collections.abc import Sequence
 
 from headwater.errors import ConfigError
+from headwater.retry import retry_while_sqlite_busy
 from headwater.sinks.sqlite._driver import Database
 from headwater.sinks.sqlite._migrate import FILE_VERSION, MIGRATABLE, migrate, new_epoch
 
@@ -82,7 +83,7 @@ def ensure_schema(db: Database, dimension: int, where: str) -> None:
     # 8 KiB pages hold five 384-dimension vectors (94% full) where 4 KiB pages hold two
     # (75%); SQLite applies it only to a file that has no tables yet.
     db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-    db.execute("PRAGMA journal_mode = WAL")
+    retry_while_sqlite_busy(lambda: db.execute("PRAGMA journal_mode = WAL"))
     db.execute("PRAGMA synchronous = NORMAL")
     with db.transaction():
         for statement in _ddl(dimension):
