@@ -230,5 +230,36 @@ def test_onnx_batches_hold_at_most_batch_tokens_padded_tokens() -> None:
         width = max(lengths[i] for i in batch)
         assert len(batch) <= 32
         assert len(batch) == 1 or len(batch) * width <= BATCH_TOKENS
-    assert [len(b) for b in batches if lengths[b[0]] == 256] == [4, 4, 2]  # 256 + 300
+    assert [len(b) for b in batches if lengths[b[0]] >= 256] == [2, 2, 2, 2, 1, 1]  # 256 + 300
     assert max(len(b) for b in batches) == 32  # short texts fill whole batches
+
+
+@pytest.mark.model
+def test_batches_run_side_by_side_give_the_vectors_of_one_at_a_time_in_input_order(
+    int8_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import headwater.pipeline.embed.onnx as onnx
+
+    model_file = _prepared_dir(int8_cache) / MODEL_FILE
+    texts = [f"{i}: " + HELD_OUT[i % len(HELD_OUT)] * (1 + i % 5) for i in range(60)]
+    monkeypatch.setattr(onnx, "PARALLEL_BATCHES", 1)
+    expected = OnnxSession(bundled_model_dir(), model_file, threads=2).embed(texts)
+    monkeypatch.setattr(onnx, "PARALLEL_BATCHES", 2)
+    side_by_side = OnnxSession(bundled_model_dir(), model_file, threads=2)
+    assert side_by_side.embed(texts[:1]).shape == (1, 384)
+    assert side_by_side._pool is None  # one batch (a search query): the caller's thread
+    assert np.allclose(side_by_side.embed(texts), expected, atol=1e-6)
+    assert side_by_side._pool is not None
+
+    calls = 0
+
+    def fails_on_the_third_batch(rows: list[list[int]]) -> np.ndarray:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("the session failed on one batch")
+        return np.zeros((len(rows), 384), dtype=np.float32)
+
+    monkeypatch.setattr(side_by_side, "_run", fails_on_the_third_batch)
+    with pytest.raises(RuntimeError, match="failed on one batch"):
+        side_by_side.embed(texts)

@@ -25,6 +25,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +45,13 @@ from headwater.pipeline.embed.onnx_prepare import (
 )
 
 ONNX_RUNTIMES = ("onnx-int8", "onnx")
-# Padded tokens per ONNX Runtime call (4 texts of 256 tokens): measured on this machine's
-# 2 cores with int8, batches of 4 long chunks embed ~1.4x faster than batches of 32 and
-# peak at ~280 MB instead of ~1 GB (docs/performance.md, "Embedding batches").
-BATCH_TOKENS = 1024
+# Padded tokens per ONNX Runtime call (2 texts of 256 tokens), and calls run at once on
+# one session, each with its share of the threads. Measured on this machine's 2 cores with
+# int8 on 6,000 bench chunks: one call of <= 1,024 tokens at a time on both threads 114
+# chunks/s, peak 280 MB; two calls of <= 512 side by side 154-158 chunks/s, 262 MB
+# (docs/pipeline.md, "OnnxEmbedder"). Batches of 32 texts peaked at ~1 GB.
+BATCH_TOKENS = 512
+PARALLEL_BATCHES = 2
 OPTIMIZED_FILE = "model.optimized.onnx"
 
 log = logging.getLogger(__name__)
@@ -59,7 +63,12 @@ def runtime_model_id(base: str, runtime: str) -> str:
 
 
 class OnnxSession:
-    """One ONNX Runtime session over a prepared model file, with the model's tokenizer."""
+    """One ONNX Runtime session over a prepared model file, with the model's tokenizer.
+
+    A call of several batches runs up to ``PARALLEL_BATCHES`` of them at once on the
+    session (``run`` is thread-safe and releases the GIL), each with its share of the
+    threads; a call of one batch (a search query) runs in the caller's thread alone.
+    """
 
     def __init__(
         self,
@@ -82,8 +91,15 @@ class OnnxSession:
         tokenizer.no_padding()
         self._tokenizer = tokenizer
         self._ort = ort
-        self._threads = threads or os.cpu_count() or 1
+        threads = threads or os.cpu_count() or 1
+        # Two small batches side by side on one session, half the threads each, keep both
+        # cores busy where one batch's small matmuls leave intra-op threads waiting on each
+        # other. One session shares weights and arena (a second cost ~90 MB, no faster).
+        self._parallel = min(PARALLEL_BATCHES, threads)
+        self._threads = max(1, threads // self._parallel)
         self._session = self._load(model_file, optimized_file)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def _options(self, level: Any) -> Any:
         options = self._ort.SessionOptions()
@@ -125,25 +141,64 @@ class OnnxSession:
         np = self._np
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        result: Any = None
-        for batch in _batches(order, [len(e.ids) for e in encodings], self._batch_size):
-            width = max(len(encodings[i].ids) for i in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, index in enumerate(batch):
-                tokens = encodings[index].ids
-                ids[row, : len(tokens)] = tokens
-                mask[row, : len(tokens)] = 1
-            feeds = dict(zip(INPUT_NAMES, (ids, mask, np.zeros_like(ids)), strict=True))
-            tokens_out = self._session.run(None, feeds)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (tokens_out * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            pooled = pooled / np.clip(norms, 1e-12, None)
-            if result is None:
-                result = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
+        lengths = [len(e.ids) for e in encodings]
+        pending = list(_batches(order, lengths, self._batch_size))
+        pending.reverse()  # popped from the end: shortest first, as sorted
+        done: list[tuple[list[int], Any]] = []
+        errors: list[BaseException] = []
+
+        def drain() -> None:
+            while not errors:
+                try:
+                    batch = pending.pop()  # atomic under the GIL
+                except IndexError:
+                    return
+                try:
+                    done.append((batch, self._run([encodings[i].ids for i in batch])))
+                except BaseException as exc:  # re-raised in the caller's thread
+                    errors.append(exc)
+
+        helpers = [
+            self._helpers().submit(drain) for _ in range(min(self._parallel, len(pending)) - 1)
+        ]
+        drain()
+        for helper in helpers:
+            helper.result()
+        if errors:
+            raise errors[0]
+        if not done:
+            return np.empty((0, 0), dtype=np.float32)
+        result = np.empty((len(texts), done[0][1].shape[1]), dtype=np.float32)
+        for batch, pooled in done:
             result[batch] = pooled
         return result
+
+    def _helpers(self) -> ThreadPoolExecutor:
+        """Long-lived threads for the second and later batches run side by side (not a
+        thread per call: each new thread gets a malloc arena of its own)."""
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=max(1, self._parallel - 1), thread_name_prefix="onnx"
+                    )
+        return self._pool
+
+    def _run(self, rows: list[list[int]]) -> Any:
+        """Mean-pooled, L2-normalized vectors of one batch of token id rows."""
+        np = self._np
+        width = max(len(tokens) for tokens in rows)
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for row, tokens in enumerate(rows):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feeds = dict(zip(INPUT_NAMES, (ids, mask, np.zeros_like(ids)), strict=True))
+        tokens_out = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (tokens_out * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
 
 
 def _batches(order: list[int], lengths: list[int], most: int) -> Iterator[list[int]]:
