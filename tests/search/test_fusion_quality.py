@@ -224,3 +224,32 @@ def test_hybrid_fusion_is_a_drop_in_for_the_rrf_signature() -> None:
     assert reciprocal_rank_fusion([vector, keyword], limit=3) == fuse(
         vector, keyword, limit=3, method="rrf"
     )
+
+
+def text_hit(chunk_id: str, score: float, text: str) -> SearchHit:
+    return SearchHit(chunk_id, f"doc-{chunk_id}", 0, score, text, chunk_id, chunk_id, "s")
+
+
+def test_a_chunk_holding_the_query_as_a_phrase_goes_first() -> None:
+    # Keyword is sure of "b" (it repeats the words), vector of "c"; only "a" holds the
+    # words in order. Case, punctuation and line breaks do not matter.
+    a = text_hit("a", 3.0, "To undo it, Run the\nfetch-pack command, then push.")
+    b = text_hit("b", 9.0, "run run the the fetch fetch pack pack command command")
+    c = text_hit("c", 0.9, "a paraphrase about fetching")
+    vector, keyword = [c, b], [b, a]
+    query = "run the fetch pack command"
+    assert fuse(vector, keyword, limit=3)[0].chunk_id != "a"
+    fused = fuse(vector, keyword, limit=3, query=query)
+    assert [h.chunk_id for h in fused] == [
+        "a",
+        *(h.chunk_id for h in fuse(vector, keyword, limit=3) if h.chunk_id != "a"),
+    ]
+    assert [h.chunk_id for h in fuse(vector, keyword, limit=1, query=query)] == ["a"]
+    # Not a phrase: words out of order, or a query under three words.
+    assert fuse(vector, keyword, limit=3, query="command pack fetch the run") == fuse(
+        vector, keyword, limit=3
+    )
+    assert fuse(vector, keyword, limit=3, query="fetch pack") == fuse(vector, keyword, limit=3)
+    # A word of the phrase inside a longer word does not count ("run" in "rerun").
+    rerun = text_hit("a", 3.0, "rerun the fetch pack command")
+    assert fuse([c, b], [b, rerun], limit=3, query=query)[0].chunk_id != "a"

@@ -16,11 +16,17 @@ chunk found in both lists into one hit carrying the fused score.
   puts that hit first. Keyword wins a tie between two confident lists, because an exact
   match that stands out is rarely wrong. Measured on man pages in
   ``bench/retrieval`` (docs/performance.md, "Retrieval quality").
+
+On top of any method, ``fuse`` given the query puts the chunks that contain it as a
+phrase (three words or more, case and punctuation aside) first: a pasted sentence or
+error message belongs to the chunk that holds it, whatever the two scores say. That rule
+reads the query and the hits' text; the methods themselves read neither.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -29,10 +35,13 @@ from headwater.types import SearchHit
 DEFAULT_RRF_K = 60
 DEFAULT_FUSION = "confident"
 # Weight of the keyword list in the score-based methods (the vector list gets 1 - this).
-KEYWORD_WEIGHT = 0.6
+KEYWORD_WEIGHT = 0.5
 # A list is confident when (top - second) / |top| is at least this.
 KEYWORD_MARGIN = 0.25
 VECTOR_MARGIN = 0.15
+# A query of at least this many words found verbatim (as a phrase) in a chunk puts it first.
+PHRASE_MIN_WORDS = 3
+_WORD = re.compile(r"\w+")
 
 Fusion = Callable[[Sequence[SearchHit], Sequence[SearchHit], int], list[SearchHit]]
 
@@ -63,15 +72,40 @@ def fuse(
     *,
     limit: int = 10,
     method: str = DEFAULT_FUSION,
+    query: str | None = None,
 ) -> list[SearchHit]:
-    """The best ``limit`` chunks of the two lists fused by ``method`` (see ``FUSIONS``)."""
+    """The best ``limit`` chunks of the two lists fused by ``method`` (see ``FUSIONS``);
+    given the ``query``, chunks that contain it as a phrase go first (``phrase_first``)."""
     try:
         fusion = FUSIONS[method]
     except KeyError:
         raise ValueError(
             f"fusion method {method!r} is unknown; expected one of {', '.join(FUSIONS)}"
         ) from None
-    return fusion(vector, keyword, limit)
+    if query is None:
+        return fusion(vector, keyword, limit)
+    fused = fusion(vector, keyword, len(_best([*vector, *keyword])))
+    return phrase_first(query, fused)[: max(limit, 0)]
+
+
+def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """``hits`` with those whose text contains ``query`` as a phrase moved to the front,
+    each group in its own order. A phrase: the query's words, case and punctuation aside,
+    in order and adjacent; queries of fewer than ``PHRASE_MIN_WORDS`` words move nothing
+    (for one or two words, containing them is what keyword search already ranks)."""
+    phrase = _words(query)
+    if phrase.count(" ") + 1 < PHRASE_MIN_WORDS:
+        return list(hits)
+    needle = f" {phrase} "
+    containing = [hit for hit in hits if needle in f" {_words(hit.text)} "]
+    if not containing:
+        return list(hits)
+    moved = {id(hit) for hit in containing}
+    return containing + [hit for hit in hits if id(hit) not in moved]
+
+
+def _words(text: str) -> str:
+    return " ".join(_WORD.findall(text.casefold()))
 
 
 def hybrid_fusion(

@@ -205,7 +205,7 @@ def run_search(
             else reciprocal_rank_fusion(ranked, k=DEFAULT_RRF_K, limit=depth)
             for ranked in (by_mode[SearchMode.VECTOR], by_mode[SearchMode.KEYWORD])
         )
-        hits = fuse(vector_hits, keyword_hits, limit=wanted_k)
+        hits = fuse(vector_hits, keyword_hits, limit=wanted_k, query=query)
     if per_document:
         hits = best_chunk_per_document(hits)
     return [SearchResult.from_hit(h, query) for h in hits[:k]]
