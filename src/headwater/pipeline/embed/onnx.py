@@ -47,9 +47,9 @@ from headwater.pipeline.embed.onnx_prepare import (
 ONNX_RUNTIMES = ("onnx-int8", "onnx")
 # Padded tokens per ONNX Runtime call (2 texts of 256 tokens), and calls run at once on
 # one session, each with its share of the threads. Measured on this machine's 2 cores with
-# int8 on 6,000 bench chunks: one call of <= 1,024 tokens at a time on both threads 114
-# chunks/s, peak 280 MB; two calls of <= 512 side by side 154-158 chunks/s, 262 MB
-# (docs/pipeline.md, "OnnxEmbedder"). Batches of 32 texts peaked at ~1 GB.
+# int8 on 6,000 bench chunks (bench/onnx_batches.py): one call of <= 1,024 tokens at a time
+# on both threads 115 chunks/s, peak 275 MB; two calls of <= 512 side by side 154 chunks/s,
+# 252 MB (docs/performance.md). Batches of 32 texts peaked at ~1 GB.
 BATCH_TOKENS = 512
 PARALLEL_BATCHES = 2
 OPTIMIZED_FILE = "model.optimized.onnx"
