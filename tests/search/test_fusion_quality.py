@@ -245,6 +245,8 @@ def test_a_chunk_holding_the_query_as_a_phrase_goes_first() -> None:
         *(h.chunk_id for h in fuse(vector, keyword, limit=3) if h.chunk_id != "a"),
     ]
     assert [h.chunk_id for h in fuse(vector, keyword, limit=1, query=query)] == ["a"]
+    scores = [h.score for h in fused]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[1]  # rank order
     # Not a phrase: words out of order, or a query under three words.
     assert fuse(vector, keyword, limit=3, query="command pack fetch the run") == fuse(
         vector, keyword, limit=3

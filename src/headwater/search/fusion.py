@@ -90,9 +90,12 @@ def fuse(
 
 def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     """``hits`` with those whose text contains ``query`` as a phrase moved to the front,
-    each group in its own order. A phrase: the query's words, case and punctuation aside,
-    in order and adjacent; queries of fewer than ``PHRASE_MIN_WORDS`` words move nothing
-    (for one or two words, containing them is what keyword search already ranks)."""
+    each group in its own order, the moved ones' scores lifted above the rest's.
+
+    A phrase: the query's words, case and punctuation aside, in order and adjacent;
+    queries of fewer than ``PHRASE_MIN_WORDS`` words move nothing (for one or two words,
+    containing them is what keyword search already ranks).
+    """
     phrase = _words(query)
     if phrase.count(" ") + 1 < PHRASE_MIN_WORDS:
         return list(hits)
@@ -101,7 +104,13 @@ def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     if not containing:
         return list(hits)
     moved = {id(hit) for hit in containing}
-    return containing + [hit for hit in hits if id(hit) not in moved]
+    rest = [hit for hit in hits if id(hit) not in moved]
+    # Scores stay in rank order: the moved hits are lifted by one shift above the rest.
+    shift = max(0.0, max((h.score for h in rest), default=0.0) - min(h.score for h in containing))
+    lifted = (
+        [replace(hit, score=hit.score + shift + 1.0) for hit in containing] if rest else containing
+    )
+    return lifted + rest
 
 
 def _words(text: str) -> str:
