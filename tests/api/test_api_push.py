@@ -70,6 +70,21 @@ def test_delete_tombstone_blocks_a_late_older_upsert(server: Server) -> None:
         assert ingest.delete(DOC + "late").status_code == 422  # version is required
 
 
+def test_a_newer_delete_of_a_deleted_document_moves_its_tombstone_up(server: Server) -> None:
+    with server.client("ingest") as ingest:
+        assert ingest.put(DOC + "twice", json={"version": 1, "text": "one"}).status_code == 200
+        assert ingest.delete(DOC + "twice", params={"version": 2}).json()["status"] == "deleted"
+        moved = ingest.delete(DOC + "twice", params={"version": 5})
+        assert moved.status_code == 200 and moved.json()["status"] == "deleted"
+        late = ingest.put(DOC + "twice", json={"version": 4, "text": "between the deletes"})
+        assert late.status_code == 409 and late.json()["current_version"] == 5
+        older = ingest.delete(DOC + "twice", params={"version": 3})
+        assert older.status_code == 409 and older.json()["current_version"] == 5
+        assert ingest.delete(DOC + "twice", params={"version": 5}).json()["status"] == "unchanged"
+        back = ingest.put(DOC + "twice", json={"version": 6, "text": "back"})
+        assert back.status_code == 200 and back.json()["status"] == "new"
+
+
 def test_batch_in_order_with_per_item_results(server: Server) -> None:
     ops = [
         {"op": "upsert", "object_id": f"batch/{i}", "version": 1, "text": f"batch document {i}"}

@@ -222,8 +222,13 @@ def _apply_part(service: Service, identity: Any, part: list[Op]) -> list[dict[st
                 result["status"] = outcome.value
                 if outcome == Outcome.FAILED and builder.commit.failures:
                     result["error"] = builder.commit.failures[-1].message
+        elif record is not None and not active and (current is None or op.version > current):
+            # Deleted already, at an older version: the tombstone moves up to this one, so
+            # an upsert between the two versions arriving late is refused too.
+            builder.tombstone(record, "deleted_in_source", op.version)
+            result["status"] = "deleted"
         elif not active:
-            result["status"] = "unchanged"  # nothing to delete, or deleted already
+            result["status"] = "unchanged"  # never held, or deleted at this version already
         else:
             outcome = builder.add_deleted(Deleted(object_id=op.object_id, sequence=op.version))
             result["status"] = outcome.value
