@@ -70,7 +70,8 @@ class CachedEmbedder:
             for (key, _), vector in zip(part, vectors, strict=True):
                 self.cache[key] = np.asarray(vector, np.float32)
             self.embedded += len(part)
-            print(f"  embedded {self.embedded}/{len(missing)}", file=sys.stderr, flush=True)
+            done = start + len(part)
+            print(f"  embedded {done}/{len(missing)}", file=sys.stderr, flush=True)
         if missing:
             self.save()
         return [self.cache[k] for k in keys]
