@@ -4,11 +4,13 @@ The idea: fill and locality pull against each other (greedy packing fills chunks
 moves every later boundary on an edit), so measure both on the same documents. Fill is
 each chunk's exact ``embed_text`` token count over the budget (254 for the bundled model),
 on the generated bench corpus (parsed the way a sync parses it, metadata ``path``) and on
-the man-page retrieval corpus. Locality: ``--edits`` random one-paragraph edits
-(replace, insert or delete one paragraph of a Markdown document, seeded), each chunked
-before and after; a chunk is re-embedded when its ``embed_text`` was not among the
-document's chunks before (the embedding cache is keyed by that text). Uses the bundled
-tokenizer only (no model, no torch).
+the man-page retrieval corpus, as plain text (``man``) and as Markdown (``man-md``, the
+way ``bench/retrieval/run.py --markdown`` loads it). Locality: ``--edits`` random
+one-paragraph edits (replace or delete one paragraph of a Markdown document, or insert
+one after any of its blocks, headings included; seeded), each chunked before and after;
+a chunk is re-embedded when its ``embed_text`` was not among the document's chunks
+before (the embedding cache is keyed by that text). Uses the bundled tokenizer only (no
+model, no torch).
 
     .venv/bin/python bench/corpus.py generate --out bench/out/corpus-2k --docs 2000 --seed 1
     .venv/bin/python bench/retrieval/corpus.py --docs 1000 --out bench/out/retrieval/corpus.jsonl
@@ -19,6 +21,7 @@ tokenizer only (no model, no torch).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import statistics
@@ -50,9 +53,24 @@ def bench_docs(corpus: Path, limit: int | None) -> list[Doc]:
     return docs
 
 
-def man_docs(corpus: Path) -> list[Doc]:
+def man_docs(corpus: Path, markdown: bool = False) -> list[Doc]:
+    """The man pages as plain text, or (``markdown``) as the retrieval benchmark's
+    ``--markdown`` loads them: ``# name`` on top, section lines as ``##`` headings."""
     pages = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
-    return [(p["name"], p["name"], p["text"], {}) for p in pages]
+    if markdown:
+        pages = [_retrieval_corpus().as_markdown(p) for p in pages]
+    suffix = ".md" if markdown else ""
+    return [(p["name"] + suffix, p["name"], p["text"], {}) for p in pages]
+
+
+def _retrieval_corpus() -> Any:
+    """bench/retrieval/corpus.py (its name clashes with bench/corpus.py on sys.path)."""
+    path = Path(__file__).resolve().parent / "retrieval" / "corpus.py"
+    spec = importlib.util.spec_from_file_location("retrieval_corpus", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class Chunker:
@@ -99,8 +117,12 @@ def edited(text: str, rng: random.Random, seed: int) -> tuple[str, str]:
     """One random one-paragraph edit of a Markdown text: (kind, new text)."""
     blocks = text.split("\n\n")
     prose = [i for i, b in enumerate(blocks) if b.strip() and not b.lstrip().startswith("#")]
-    index = rng.choice(prose)
     kind = rng.choice(["replace", "insert", "delete"])
+    # Replace or delete a paragraph; insert one after any block, a heading included (a
+    # first paragraph under a bare title heading gives its section text of its own).
+    index = rng.choice(
+        prose if kind != "insert" else [i for i, b in enumerate(blocks) if b.strip()]
+    )
     fresh = new_paragraph(seed, f"chunk-fill:{index}:{rng.random()}", blocks[index])
     if kind == "replace":
         blocks[index] = fresh
@@ -145,16 +167,23 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="bench documents to read")
     parser.add_argument("--edits", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--edit-corpus",
+        choices=["bench", "man-md"],
+        default="bench",
+        help="whose Markdown documents the edits go to (default: bench)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     chunker = Chunker()
     corpora = {"bench": bench_docs(args.corpus, args.limit)}
     if args.man.is_file():
         corpora["man"] = man_docs(args.man)
+        corpora["man-md"] = man_docs(args.man, markdown=True)
     result: dict[str, Any] = {"chunker": CHUNKER_VERSION, "budget": chunker.settings.max_tokens}
     for name, docs in corpora.items():
         result[name] = fill(chunker, docs)
-    result["edits"] = locality(chunker, corpora["bench"], args.edits, args.seed)
+    result["edits"] = locality(chunker, corpora[args.edit_corpus], args.edits, args.seed)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -170,7 +199,8 @@ def main() -> int:
         )
     e = result["edits"]
     print(
-        f"\n{e['edits']} one-paragraph edits (docs of {e['chunks_per_edited_doc']:.1f} chunks): "
+        f"\n{e['edits']} one-paragraph edits of {args.edit_corpus} documents "
+        f"(docs of {e['chunks_per_edited_doc']:.1f} chunks): "
         f"re-embedded mean {e['mean']:.2f}, max {e['max']} (by kind {e['max_by_kind']}); "
         f"histogram {e['histogram']}"
     )

@@ -105,6 +105,17 @@ def section(text: str, name: str) -> str:
     return " ".join(" ".join(out).split())
 
 
+def as_markdown(page: dict[str, str]) -> dict[str, str]:
+    """The page with its name as a ``#`` title and its section lines as ``##`` headings,
+    each heading a paragraph of its own."""
+    lines = [
+        f"\n## {ln.strip()}\n" if _HEADING.match(ln.strip()) else ln
+        for ln in page["text"].splitlines()
+    ]
+    body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return {**page, "text": f"# {page['name']}\n\n{body}"}
+
+
 def pages(limit: int) -> Iterator[dict[str, str]]:
     listed = listed_pages()
     names = sorted(listed, key=lambda n: hashlib.sha256(n.encode()).hexdigest())

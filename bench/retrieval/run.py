@@ -13,6 +13,12 @@ the shipped constants. Embeddings are cached in ``bench/out/retrieval/`` by text
 
     .venv/bin/python bench/retrieval/run.py                    # builds the corpus when missing
     .venv/bin/python bench/retrieval/run.py --runtime torch    # the same on torch
+    .venv/bin/python bench/retrieval/run.py --markdown         # pages as Markdown, see below
+
+``--markdown`` loads each page as a Markdown document instead: ``# name`` on top and every
+section line (``NAME``, ``DESCRIPTION``, …) as a ``##`` heading, so the chunker's section
+rules are measured too (the queries stay the same); results go to
+``results-<runtime>-markdown``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from corpus import as_markdown
 from measure import markdown_table
 from queries import Query, build
 
@@ -269,6 +276,9 @@ def main() -> int:
         default="onnx-int8",
         help="the local model's runtime (default: Headwater's default, onnx-int8)",
     )
+    parser.add_argument(
+        "--markdown", action="store_true", help="load each page as Markdown with headings"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     corpus_file = args.out / "corpus.jsonl"
@@ -291,7 +301,8 @@ def main() -> int:
         sink = SqliteSink(
             SqliteSink.Options(), SinkContext("bench", state, embedder.model.dimension)
         )
-        chunks = load(sink, pages, embedder)
+        loaded = [as_markdown(p) for p in pages] if args.markdown else pages
+        chunks = load(sink, loaded, embedder)
         by_kind: dict[str, list[Query]] = defaultdict(list)
         for query in queries:
             by_kind[query.kind].append(query)
@@ -314,10 +325,11 @@ def main() -> int:
         ],
     )
     summary = (
-        f"{len(pages)} pages, {chunks} chunks, {len(queries)} queries, runtime {args.runtime}; "
+        f"{len(pages)} pages{' as Markdown' if args.markdown else ''}, {chunks} chunks, "
+        f"{len(queries)} queries, runtime {args.runtime}; "
         f"{embedder.embedded} texts embedded this run; {time.perf_counter() - started:.0f} s"
     )
-    stem = f"results-{args.runtime}"
+    stem = f"results-{args.runtime}{'-markdown' if args.markdown else ''}"
     (args.out / f"{stem}.md").write_text(
         table + "\n\n" + held_out_table(split) + "\n\n" + summary + "\n", encoding="utf-8"
     )

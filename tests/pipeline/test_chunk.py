@@ -120,6 +120,39 @@ def test_sections_are_hard_boundaries_and_a_fitting_section_stays_whole(
     ]
 
 
+def test_a_section_of_headings_alone_opens_the_next_section(
+    tokenizer: TokenizerCounter,
+) -> None:
+    text = "# Guide\n\n## Setup\n\nStep one.\n\n## Use\n\n### Basics\n\n## Run\n\nRun it.\n\n## End"
+    chunks = chunks_of(text, tokenizer, budget=254)
+    # No chunk of headings alone, except a bare section with nothing after it.
+    assert [c.text for c in chunks] == [
+        "# Guide\n\n## Setup\n\nStep one.",
+        "## Use\n\n### Basics\n\n## Run\n\nRun it.",
+        "## End",
+    ]
+
+
+def test_text_under_a_bare_title_splits_it_off_again_and_moves_few_chunks(
+    tokenizer: TokenizerCounter,
+) -> None:
+    rng = random.Random(21)
+    blocks = ["# Handbook", *long_document(rng, paragraphs=40)]
+    bare = "\n\n".join(blocks)
+    intro = paragraph(rng)
+    with_intro = "\n\n".join([blocks[0], intro, *blocks[1:]])
+    before, after = chunks_of(bare, tokenizer), chunks_of(with_intro, tokenizer)
+    assert before[0].text.startswith("# Handbook\n\n## Section 0\n\n")
+    assert after[0].text == f"# Handbook\n\n{intro}"
+    assert after[1].text.startswith("## Section 0")
+    # The new chunk, the first chunk of the section below, at most one more; the rest
+    # stays byte-identical (and the same holds when the paragraph is taken out again).
+    for old, new in ((before, after), (after, before)):
+        kept = {c.embed_text for c in old}
+        assert 1 <= sum(c.embed_text not in kept for c in new) <= 3
+        assert [c.text for c in new][4:] == [c.text for c in old][len(old) - len(new) + 4 :]
+
+
 def test_minor_headings_and_paragraphs_are_preferred_cuts(tokenizer: TokenizerCounter) -> None:
     rng = random.Random(11)
     text = "\n\n".join(

@@ -1,7 +1,9 @@
 """Split a document's normalized text into chunks that fit the embedding model.
 
-Structure first: Markdown ``#``/``##`` headings are hard boundaries; inside a section the
-text is cut into blocks (paragraphs, headings, code fences), and only a block over the
+Structure first: Markdown ``#``/``##`` headings are hard boundaries, except that a section
+of headings alone (a ``# Title`` followed at once by a ``##`` heading) opens the next
+section rather than standing as a chunk of its own; inside a section the text is cut into
+blocks (paragraphs, headings, code fences), and only a block over the
 budget is cut finer: lines, then sentences, then words, then characters. A section that
 fits is one chunk. In a longer section every gap between units is a candidate cut with a
 score (gap kind first, then a hash of the text after it), and a gap is cut when its score
@@ -33,7 +35,7 @@ from headwater.types import Chunk, MetadataValue
 
 __all__ = ["CHUNKER_VERSION", "ChunkWork", "ChunkerSettings", "chunk_document"]
 
-CHUNKER_VERSION = "chunk-2"
+CHUNKER_VERSION = "chunk-3"
 
 # Gap kinds, strongest first: where a cut is preferred when one is needed.
 _HARD, _HEADING, _PARAGRAPH, _LINE, _SENTENCE, _WORD, _AFTER_HEADING, _CHAR = (
@@ -106,7 +108,7 @@ def chunk_document(
         return []
     cutter = _Cutter(text, counter, settings.max_tokens, work or ChunkWork())
     cutter.frame(title, _metadata_line(metadata))
-    units = cutter.units()
+    units = _join_bare_headings(cutter.units(), text)
     cutter.work.units += len(units)
     spans: list[tuple[int, int]] = []
     for section in _sections(units):
@@ -132,6 +134,26 @@ def _metadata_line(metadata: Mapping[str, MetadataValue]) -> str:
         if shown.strip():
             parts.append(f"{key}: {' '.join(shown.split())}")
     return "; ".join(parts)
+
+
+def _join_bare_headings(units: list[Unit], text: str) -> list[Unit]:
+    """``units`` with every section made of headings alone joined to the section after it.
+
+    A title heading followed at once by a ``##`` heading would otherwise be a chunk of a
+    few tokens: the hard gap after such a section becomes an after-heading gap, the
+    weakest cut there is. The rule looks at structure only, never at sizes, so an edit
+    changes it only by giving the bare section text of its own.
+    """
+    joined = list(units)
+    bare = True  # the section so far holds headings only
+    for i, unit in enumerate(units):
+        if i and unit.gap == _HARD:
+            if bare:
+                joined[i] = replace(unit, gap=_AFTER_HEADING)
+            bare = True
+        heading = _HEADING_LINE.match(text[unit.start : unit.end])
+        bare = bare and unit.level == _BLOCK and heading is not None
+    return joined
 
 
 def _sections(units: Sequence[Unit]) -> list[tuple[int, int]]:
