@@ -151,8 +151,9 @@ def _join_bare_headings(units: list[Unit], text: str) -> list[Unit]:
             if bare:
                 joined[i] = replace(unit, gap=_AFTER_HEADING)
             bare = True
-        heading = _HEADING_LINE.match(text[unit.start : unit.end])
-        bare = bare and unit.level == _BLOCK and heading is not None
+        if bare:  # only a section still made of headings needs its units looked at
+            heading = _HEADING_LINE.match(text[unit.start : unit.end])
+            bare = unit.level == _BLOCK and heading is not None
     return joined
 
 
