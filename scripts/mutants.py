@@ -196,6 +196,24 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_leases.py::test_a_takeover_fences_every_commit_of_the_stale_owner[sqlite]",
         ),
     ),
+    Mutant(
+        "a-model-error-on-one-document-ends-the-drain",
+        INDEXER,
+        "            except Exception:  # the model choked on some text: find whose, embed the rest",
+        "            except ItemError:  # the model choked on some text: find whose, embed the rest",
+        (
+            "tests/indexing/test_unexpected_errors.py::test_an_unexpected_error_fails_its_document_and_the_rest_is_indexed[EMBEDBOMB]",
+        ),
+    ),
+    Mutant(
+        "unstorable-text-reaches-the-manifest",
+        "src/headwater/sync/runner.py",
+        "            storable = storable_item(item)\n",
+        "            storable = item\n",
+        (
+            "tests/core/test_unstorable_text.py::test_unstorable_text_is_cleaned_and_an_unstorable_id_is_a_failure[sqlite]",
+        ),
+    ),
 ]
 
 

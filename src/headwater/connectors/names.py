@@ -1,14 +1,36 @@
-"""Safe display forms of names a source hands us (file names, keys, guids).
+"""Safe forms of the strings a source hands us (file names, keys, guids, JSON text).
 
 A file name may hold bytes that are not UTF-8 (Python keeps them as lone surrogates) or
 control characters (newlines, escapes, NUL). Neither may reach a manifest row, a failure
 message or a terminal raw: ``printable`` spells both as backslash escapes, and
 ``is_utf8`` tells a connector whether a name can be stored as an object id at all.
+JSON may hold a lone surrogate escape (``"\\ud800"``) that no database stores:
+``valid_unicode`` turns each into U+FFFD, and ``storable`` also drops NULs (PostgreSQL
+refuses them) from text that only describes an object.
 """
 
 from __future__ import annotations
 
 import os
+import re
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with every lone surrogate as U+FFFD (as a decoder treats a bad byte)."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def storable(text: str) -> str:
+    """``text`` as every manifest engine stores it: lone surrogates as U+FFFD, no NUL."""
+    return valid_unicode(text.replace("\x00", "")) if _UNSTORABLE.search(text) else text
+
+
+def is_storable(text: str | None) -> bool:
+    """Whether ``text`` (None counts) holds neither a NUL nor a lone surrogate."""
+    return text is None or not _UNSTORABLE.search(text)
 
 
 def is_utf8(name: str) -> bool:

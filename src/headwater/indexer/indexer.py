@@ -17,7 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from headwater import failpoints
-from headwater.errors import ContentMissing, ItemError, TransientError, error_class_of
+from headwater.errors import (
+    ContentMissing,
+    FatalError,
+    ItemError,
+    TransientError,
+    error_class_of,
+)
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.manifest.content import ContentStore
 from headwater.manifest.index_state import Applied, PendingWork
@@ -229,22 +235,27 @@ class Indexer:
                     counter=self.embedder,
                     settings=self.chunker,
                 )
-            except ItemError as exc:
+            except FatalError:
+                raise
+            except Exception as exc:  # ItemError, or a tokenizer choking on this text
                 self._fail(doc, "chunk", exc, report)
                 failed.add(doc.document_id)
         texts = [c.embed_text for chunks in chunked.values() for c in chunks]
         vectors: list[list[float] | ItemError | None] = [None] * len(texts)
         if need_vectors and texts:
             try:
-                vectors = list(
-                    call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)
-                )
+                vectors = list(self._embed(texts))
             except TransientError as exc:
                 for doc in docs:
                     if doc.document_id in chunked:
                         self._fail(doc, "embed", exc, report)
                         failed.add(doc.document_id)
                 return prepared, failed
+            except FatalError:
+                raise
+            except Exception:  # the model choked on some text: find whose, embed the rest
+                log.debug("embedding a batch failed; embedding document by document", exc_info=True)
+                vectors = self._embed_by_document(docs, chunked, report, failed)
         position = 0
         for doc in docs:
             chunks = chunked.get(doc.document_id)
@@ -262,6 +273,34 @@ class Indexer:
             )
             report.chunks += len(chunks)
         return prepared, failed
+
+    def _embed(self, texts: list[str]) -> list[list[float] | ItemError]:
+        return call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)
+
+    def _embed_by_document(
+        self,
+        docs: list[DocumentRecord],
+        chunked: dict[str, list[Chunk]],
+        report: IndexReport,
+        failed: set[str],
+    ) -> list[list[float] | ItemError | None]:
+        """Vectors for ``chunked`` embedded one document at a time; a document whose texts
+        still raise is a failure record and leaves ``chunked``."""
+        vectors: list[list[float] | ItemError | None] = []
+        for doc in docs:
+            chunks = chunked.get(doc.document_id)
+            if chunks is None:
+                continue
+            try:
+                vectors.extend(self._embed([c.embed_text for c in chunks]))
+            except FatalError:
+                raise
+            except Exception as exc:
+                log.debug("embedding %s failed", doc.document_id, exc_info=True)
+                self._fail(doc, "embed", exc, report)
+                failed.add(doc.document_id)
+                del chunked[doc.document_id]
+        return vectors
 
     def _apply_one(
         self,

@@ -37,6 +37,7 @@ from headwater.sync.gates import BatchBuilder, InferredDeletes, SourceIdentity
 from headwater.sync.prune import Pruner, enumerate_objects
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.settings import SourceSettings
+from headwater.sync.storable import storable_item
 from headwater.types import (
     Checkpoint,
     CountProgress,
@@ -283,7 +284,9 @@ class SyncRunner:
                     self._flush(run_id, pending, last_checkpoint, counts, options, owner)
                     pending, last_checkpoint = [], None
                 continue
-            pending.append(item)
+            storable = storable_item(item)
+            if storable is not None:
+                pending.append(storable)
             if len(pending) >= batch_size * 4:
                 # A connector that rarely checkpoints still commits in bounded batches.
                 self._flush(run_id, pending, None, counts, options, owner)

@@ -42,6 +42,28 @@ def test_json_metadata_is_an_object_on_every_server(db: Database, tmp_path: Path
         db.execute(f"DROP TABLE {name}")
 
 
+def test_a_lone_surrogate_in_json_becomes_a_replacement_character(
+    db: Database, tmp_path: Path
+) -> None:
+    """JSON may escape half of a surrogate pair (``"\\ud800"``), which decodes to a string
+    no database stores; it failed every run of the source. It becomes U+FFFD."""
+    name = unique("surrogate")
+    kind = "json" if db.kind == "postgresql" else "LONGTEXT"  # both keep the escape as sent
+    db.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, body TEXT, tags {kind})")
+    try:
+        db.execute(f"INSERT INTO {name} VALUES (1, 'text', :tags)", tags='["x\\ud800y"]')
+        query = {"query": f"SELECT k, body, tags FROM {name}", "id_columns": ["k"]}
+        connector = make_connector(
+            db.url, tmp_path, content_columns=["body", "tags"], metadata_columns=["tags"],
+            json_columns=["tags"], **query,
+        )  # fmt: skip
+        [doc] = read_docs(connector)
+        assert doc.metadata == {"tags": ["x\ufffdy"]}
+        assert doc.content == 'text\n\n["x\ufffdy"]'.encode()
+    finally:
+        db.execute(f"DROP TABLE {name}")
+
+
 def test_a_query_ending_in_a_semicolon_works(db: Database, docs: str, tmp_path: Path) -> None:
     query = f"SELECT id, title, body FROM {docs} ORDER BY id ;  \n"
     options = SqlOptions.model_validate(

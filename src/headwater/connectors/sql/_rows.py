@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from headwater.clock import as_utc, iso
+from headwater.connectors.names import valid_unicode
 from headwater.errors import ConfigError
 from headwater.types import PUBLIC_PRINCIPAL, Access, MetadataValue
 
@@ -27,7 +28,12 @@ _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def text_of(value: Any) -> str:
-    """A stable text for one column value (NULL is empty)."""
+    """A stable text for one column value (NULL is empty). A lone surrogate, which
+    decoded JSON may hold (``"\\ud800"``), becomes U+FFFD."""
+    return valid_unicode(_text_of(value))
+
+
+def _text_of(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
@@ -40,8 +46,10 @@ def text_of(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, Decimal):
         return format(value, "f")
-    if isinstance(value, dict):  # a JSON object: stable JSON text, not a Python repr
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, dict | list | tuple):  # JSON or an array: JSON text, not a repr
+        return json.dumps(
+            value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_text_of
+        )
     return str(value)
 
 
