@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SAMPLE = 50
+VERIFY_CATCH_UPS = 3
 
 
 def _needs(ws: Workspace, name: str, force: bool) -> Generation | None:
@@ -73,12 +74,12 @@ def rebuild(
             continue
         entry: dict[str, Any] = {"index": name, "generation": generation.generation}
         report = build(ws, generation)
-        entry["index_report"] = report.as_dict()
         if ws.cancel.is_set():
-            entry["result"] = "stopped"
+            entry.update(index_report=report.as_dict(), result="stopped")
             out.append(entry)
             break
-        problems = verify(ws, generation)
+        problems = verify(ws, generation, report)
+        entry["index_report"] = report.as_dict()
         if problems:
             entry.update(result="failed", problems=problems)
         elif switch:
@@ -99,14 +100,43 @@ def _live_number(ws: Workspace, name: str) -> int | None:
 def build(ws: Workspace, generation: Generation) -> IndexReport:
     """Fill ``generation`` with every pending document (resumable)."""
     ws.manifest.generations.set_state(generation.index_name, generation.generation, BUILDING)
-    return ws._drain(ws.generation_indexer([generation]))
+    return _catch_up(ws, generation)
 
 
-def verify(ws: Workspace, generation: Generation) -> list[str]:
-    """Check the generation against the manifest; record ``ready`` or ``failed``."""
+def _pending(ws: Workspace, generation: Generation) -> int:
+    return ws.manifest.index_state.pending_count(generation.key, ws.pipelines.version(generation))
+
+
+def _catch_up(ws: Workspace, generation: Generation) -> IndexReport:
+    """Drain ``generation`` until nothing is pending for it. A sync running beside commits
+    documents behind a drain's cursor (and one that started before the generation existed
+    does not write to it), so one pass is not enough; stop when a pass changes nothing
+    (what is left failed: verification reports it)."""
+    report = IndexReport()
+    indexer = ws.generation_indexer([generation])
+    while not ws.cancel.is_set():
+        done = ws._drain(indexer)
+        report.add(done)
+        if not _pending(ws, generation) or not (done.replaced + done.deleted + done.acl_updates):
+            break
+    return report
+
+
+def verify(ws: Workspace, generation: Generation, report: IndexReport | None = None) -> list[str]:
+    """Check the generation against the manifest; record ``ready`` or ``failed``. Work a
+    sync committed meanwhile is drained first (into ``report``), a few times at most."""
     gens = ws.manifest.generations
     gens.set_state(generation.index_name, generation.generation, VERIFYING)
     problems = _problems(ws, generation)
+    for _ in range(VERIFY_CATCH_UPS):
+        if not problems or not _pending(ws, generation) or ws.cancel.is_set():
+            break
+        caught = _catch_up(ws, generation)
+        if report is not None:
+            report.add(caught)
+        if not (caught.replaced + caught.deleted + caught.acl_updates):
+            break
+        problems = _problems(ws, generation)
     state = FAILED if problems else READY
     gens.set_state(generation.index_name, generation.generation, state, problems)
     if problems:
@@ -187,7 +217,7 @@ def switch(ws: Workspace, name: str) -> dict[str, Any]:
             f"`headwater rebuild {name} --no-switch` (see `headwater rebuild status`)."
         )
     report = build(ws, ready)
-    problems = verify(ws, ready)
+    problems = verify(ws, ready, report)
     if problems:
         return {
             "index": name,
