@@ -37,6 +37,7 @@ from headwater.manifest.generations import (
 from headwater.pipeline.chunk import chunk_document
 
 if TYPE_CHECKING:
+    from headwater.rebuilds.pipelines import GenerationIndexer
     from headwater.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -107,13 +108,15 @@ def _pending(ws: Workspace, generation: Generation) -> int:
     return ws.manifest.index_state.pending_count(generation.key, ws.pipelines.version(generation))
 
 
-def _catch_up(ws: Workspace, generation: Generation) -> IndexReport:
+def _catch_up(
+    ws: Workspace, generation: Generation, indexer: GenerationIndexer | None = None
+) -> IndexReport:
     """Drain ``generation`` until nothing is pending for it. A sync running beside commits
     documents behind a drain's cursor (and one that started before the generation existed
     does not write to it), so one pass is not enough; stop when a pass changes nothing
     (what is left failed: verification reports it)."""
     report = IndexReport()
-    indexer = ws.generation_indexer([generation])
+    indexer = indexer or ws.generation_indexer([generation])
     while not ws.cancel.is_set():
         done = ws._drain(indexer)
         report.add(done)
@@ -235,15 +238,31 @@ def switch(ws: Workspace, name: str) -> dict[str, Any]:
 
 
 def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> dict[str, Any]:
-    """Serve the previous generation at once; then catch it up from the manifest."""
+    """Make the previous generation live. It received no writes while it was previous, so
+    it is first caught up from the manifest (deletes, ACL changes and edits since): it must
+    never serve a document deleted or re-permissioned meanwhile. ``catch_up=False``
+    switches at once and leaves the catch-up to the next sync or ``index``."""
     gens = ws.manifest.generations
     previous = gens.previous(name)
+    report = IndexReport()
+    if catch_up:
+        indexer = ws.generation_indexer([previous])
+        report.add(_catch_up(ws, previous, indexer))
+        if indexer.problems:
+            raise ConfigError(
+                f"{previous.label} cannot be caught up with the manifest, so it is not made "
+                f"live (it would serve deleted and re-permissioned documents): "
+                f"{'; '.join(indexer.problems)}"
+            )
+        if ws.cancel.is_set():
+            return {"index": name, "live": _live_number(ws, name), "result": "stopped"}
     gens.switch(name, previous.generation)
     live = gens.get(name, previous.generation)
-    pending = ws.manifest.index_state.pending_count(live.key, ws.pipelines.version(live))
+    pending = _pending(ws, live)
     out: dict[str, Any] = {"index": name, "live": live.generation, "pending": pending}
-    if catch_up:
-        out["index_report"] = ws._drain(ws.generation_indexer([live])).as_dict()
+    if catch_up:  # what a sync committed during the catch-up (it wrote the old live one)
+        report.add(ws._drain(ws.generation_indexer([live])))
+        out["index_report"] = report.as_dict()
     return out
 
 
