@@ -70,3 +70,27 @@ def test_a_rollback_to_a_generation_that_cannot_be_caught_up_switches_nothing(
         with pytest.raises(ConfigError, match="main@1 cannot be caught up"):
             core.rollback(ws, "main")
         assert ws.live_generation("main").generation == 2
+
+
+def test_a_tombstone_is_kept_while_a_previous_generation_still_holds_its_document(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        manifest_url=manifest_url,
+        sources=filesystem_source(corpus),
+        indexes='[[index]]\nname = "main"\ntype = "sqlite"\nkeep_previous_for = "60d"\n',
+        extra="[sync]\ntombstone_retention_days = 0\n",  # purged at the end of each sync
+    )
+    with Workspace.open(config) as ws:
+        ws.sync()
+        assert core.rebuild(ws, force=True)["indexes"][0]["result"] == "switched"
+        (corpus / "guides" / "expenses.md").unlink()
+        ws.sync()  # main@2 deletes it; main@1 (previous) still holds it
+        assert _titles(ws, "meals", "staff") == set()
+        core.rollback(ws, "main")
+        assert ws.live_generation("main").generation == 1
+        assert _titles(ws, "meals", "staff") == set()  # the delete reached main@1 too
+        assert ws.reconcile().as_dict()["sinks"]["main"]["in_sync"]
+        ws.sync()  # every generation that held it confirmed the delete: now it is purged
+        assert ws.manifest.document_by_object("docs", "guides/expenses.md") is None
