@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -269,7 +270,9 @@ class Workspace(WorkspaceReads):
                     record_unstarted_run(self.manifest, section.id, section.type, error)
                 )
             return result
-        worker = IndexWorker(lambda: self._drain(indexer)).start() if indexer else None
+        problems: list[str] = []
+        drain = partial(self.drain_writable, problems)
+        worker = IndexWorker(drain).start() if indexer else None
         try:
             for section in self._selected(sources):
                 if self.cancel.is_set():
@@ -279,9 +282,8 @@ class Workspace(WorkspaceReads):
             if worker is not None:
                 result.index.add(worker.stop())
         if indexer is not None and not self.cancel.is_set():
-            result.index.add(self._drain(indexer))
-        if indexer is not None:
-            result.warnings.extend(indexer.problems)
+            result.index.add(drain())
+        result.warnings.extend(problems)
         self._purge_tombstones()
         from headwater.rebuilds.orchestrate import retire_expired
 
@@ -354,7 +356,7 @@ class Workspace(WorkspaceReads):
                 if callable(closer):
                     closer()
         if indexer is not None:
-            result.index.add(self._drain(indexer))
+            result.index.add(self.drain_writable([]))
         return result
 
     def _drain(self, indexer: GenerationIndexer, only: Sequence[str] | None = None) -> IndexReport:

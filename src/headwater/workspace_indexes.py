@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from headwater.config import IndexSection
 from headwater.errors import ConfigError, NotFoundError
 from headwater.indexer.indexer import IndexTarget
+from headwater.indexer.report import IndexReport
 from headwater.manifest.generations import Generation
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.version import index_version
@@ -40,6 +41,10 @@ class WorkspaceIndexes:
         chunking_version: str
         _sink_types: dict[str, Any]
         _sinks: dict[str, Sink]
+
+        def _drain(
+            self, indexer: GenerationIndexer, only: Sequence[str] | None = None
+        ) -> IndexReport: ...
 
     @property
     def index_sections(self) -> list[IndexSection]:
@@ -112,3 +117,13 @@ class WorkspaceIndexes:
         return self.generation_indexer(
             [g for s in self.index_sections for g in self.manifest.generations.writable(s.name)]
         )
+
+    def drain_writable(self, problems: list[str]) -> IndexReport:
+        """One pass over every generation that receives writes *now*, read again each call:
+        a generation a rebuild created (or switched in) while a sync runs gets that sync's
+        writes too, deletes and ACL changes included. New problems are added to
+        ``problems``."""
+        current = self.indexer()
+        report = self._drain(current)
+        problems.extend(p for p in current.problems if p not in problems)
+        return report

@@ -16,7 +16,7 @@ from headwater.config import IndexSection
 from headwater.errors import ConfigError, NotFoundError
 from headwater.indexer.reconcile import ReconcileReport, ReconcileTarget, reconcile
 from headwater.manifest.failures import DEAD
-from headwater.manifest.generations import WRITE_STATES, Generation
+from headwater.manifest.generations import RETIRED, WRITE_STATES, Generation
 from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
 from headwater.reports import (
     DocumentReport,
@@ -119,6 +119,11 @@ class WorkspaceReads(WorkspaceIndexes):
                 if generation is None
                 else self.manifest.generations.get(name, generation)
             )
+            if gen.state == RETIRED:  # opening it would create its dropped storage again
+                raise NotFoundError(
+                    f"{gen.label} is retired: its storage was dropped and there is nothing "
+                    "to reconcile; see `headwater rebuild status` for the generations."
+                )
             targets.append(
                 ReconcileTarget(
                     label=name if generation is None else gen.label,

@@ -11,7 +11,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from headwater import Workspace
+from headwater.errors import NotFoundError
 from headwater.rebuilds import orchestrate as core
 from headwater.sinks.sqlite import SqliteSink
 from headwater.types import EmbeddedChunk, IndexDocument
@@ -182,6 +185,19 @@ def test_reconcile_checks_the_generation_it_is_given(
         drift = ws.reconcile(generation=2, repair=True).as_dict()["sinks"]["main@2"]
         assert drift["unconfirmed"] == 1 and drift["repaired"] == 1
         assert ws.reconcile(generation=2).as_dict()["sinks"]["main@2"]["in_sync"]
+
+
+def test_reconcile_refuses_a_retired_generation_and_does_not_recreate_its_storage(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
+        ws.sync()
+        core.rebuild(ws, force=True)
+        core.rebuild(ws, force=True)
+        assert core.retire(ws, "main")["retired"] == [1]
+        with pytest.raises(NotFoundError, match="main@1 is retired"):
+            ws.reconcile(generation=1)
+        assert not (tmp_path / "state" / "index-main.db").exists()  # disk stays freed
 
 
 def test_old_generations_are_retired_after_keep_previous_for(

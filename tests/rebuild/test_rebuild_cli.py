@@ -137,3 +137,13 @@ def test_a_killed_rebuild_resumes_without_redoing_finished_documents(
     assert entry["result"] == "switched" and entry["generation"] == 2, entry
     assert entry["index_report"]["documents"]["replaced"] == 3  # only what was left
     assert generations(tmp_path)[2]["documents"] == 5
+
+
+def test_every_action_names_an_unknown_index_as_not_configured(
+    tmp_path: Path, corpus: Path
+) -> None:
+    configure(tmp_path, f"sqlite:///{tmp_path / 'state' / 'manifest.db'}", corpus, dimension=32)
+    for action in ("switch", "rollback", "cancel", "retire"):
+        done = run(["rebuild", action, "nosuch"], tmp_path)
+        assert done.returncode == 2, (action, done.stderr)
+        assert "index 'nosuch' is not configured; expected one of: main" in done.stderr, action

@@ -204,3 +204,14 @@ def test_update_access_of_an_unknown_document_is_absent(sink: SqliteSink) -> Non
     outcome = sink.update_access("unknown", Access(public=True), 3)
     assert outcome is WriteOutcome.ABSENT
     assert sink.revision("unknown") is None and list(sink.inventory()) == []
+
+
+@pytest.mark.parametrize("driver", ["apsw", "pysqlite3"])
+def test_a_damaged_index_file_is_a_fatal_error_naming_the_fix(tmp_path: Path, driver: str) -> None:
+    damaged = tmp_path / "index-main.db"
+    damaged.write_bytes(b"garbage" * 1000)
+    with pytest.raises(FatalError) as caught:
+        SqliteSink(SqliteOptions(driver=driver), sink_context(tmp_path, name="main"))  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert f"the index file {damaged} is damaged" in message
+    assert f"mv {damaged} {damaged}.damaged" in message and "reconcile --repair" in message

@@ -103,6 +103,7 @@ def _action(action: str, names: list[str], as_json: bool) -> int:
         if len(names) != 1:
             usage_error(f"`headwater rebuild {action}` takes one INDEX; got {len(names)}")
         name = names[0]
+        ws.index_section(name)  # an unknown index is named as such, for every action
         if action == "switch":
             report = core.switch(ws, name)
         elif action == "rollback":

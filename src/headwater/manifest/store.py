@@ -19,7 +19,7 @@ from headwater.errors import TransientError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
-from headwater.manifest.generations import Generations
+from headwater.manifest.generations import PREVIOUS, Generations, generation_key
 from headwater.manifest.groups import GroupLedger
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
@@ -360,21 +360,36 @@ class Manifest:
 
     # -- maintenance -------------------------------------------------------------------
 
+    @staticmethod
+    def _previous_keys(conn: Connection) -> list[str]:
+        g = t.generations
+        rows = conn.execute(select(g.c.index_name, g.c.generation).where(g.c.state == PREVIOUS))
+        return [generation_key(r[0], int(r[1])) for r in rows]
+
     def purge_tombstones(self, retention_days: int) -> list[str]:
         """Forget completed tombstones older than the retention; returns their documents.
 
         The document row goes too, but its revision stays as a floor: a document
         re-created under the same id starts above it, so every index (which may still
         hold the tombstone) accepts it. Revisions of a document_id never go backwards.
+        A tombstone is kept while a ``previous`` generation (which receives no writes)
+        still holds its document: a rollback catches it up from this tombstone.
         """
         cutoff = utcnow() - timedelta(days=retention_days)
+        tomb, di = t.tombstones, t.document_indexes
         with begin_write(self.engine) as conn:
+            held = select(di.c.document_id).where(
+                di.c.document_id == tomb.c.document_id,
+                di.c.index_name.in_(self._previous_keys(conn)),
+                di.c.applied_revision < tomb.c.revision,
+            )
             old = [
                 (r[0], int(r[1]))
                 for r in conn.execute(
-                    select(t.tombstones.c.document_id, t.tombstones.c.revision).where(
-                        t.tombstones.c.completed_at.is_not(None),
-                        t.tombstones.c.detected_at < cutoff,
+                    select(tomb.c.document_id, tomb.c.revision).where(
+                        tomb.c.completed_at.is_not(None),
+                        tomb.c.detected_at < cutoff,
+                        ~held.exists(),
                     )
                 )
             ]

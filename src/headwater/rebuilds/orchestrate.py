@@ -37,11 +37,13 @@ from headwater.manifest.generations import (
 from headwater.pipeline.chunk import chunk_document
 
 if TYPE_CHECKING:
+    from headwater.rebuilds.pipelines import GenerationIndexer
     from headwater.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 SAMPLE = 50
+VERIFY_CATCH_UPS = 3
 
 
 def _needs(ws: Workspace, name: str, force: bool) -> Generation | None:
@@ -73,12 +75,12 @@ def rebuild(
             continue
         entry: dict[str, Any] = {"index": name, "generation": generation.generation}
         report = build(ws, generation)
-        entry["index_report"] = report.as_dict()
         if ws.cancel.is_set():
-            entry["result"] = "stopped"
+            entry.update(index_report=report.as_dict(), result="stopped")
             out.append(entry)
             break
-        problems = verify(ws, generation)
+        problems = verify(ws, generation, report)
+        entry["index_report"] = report.as_dict()
         if problems:
             entry.update(result="failed", problems=problems)
         elif switch:
@@ -99,14 +101,45 @@ def _live_number(ws: Workspace, name: str) -> int | None:
 def build(ws: Workspace, generation: Generation) -> IndexReport:
     """Fill ``generation`` with every pending document (resumable)."""
     ws.manifest.generations.set_state(generation.index_name, generation.generation, BUILDING)
-    return ws._drain(ws.generation_indexer([generation]))
+    return _catch_up(ws, generation)
 
 
-def verify(ws: Workspace, generation: Generation) -> list[str]:
-    """Check the generation against the manifest; record ``ready`` or ``failed``."""
+def _pending(ws: Workspace, generation: Generation) -> int:
+    return ws.manifest.index_state.pending_count(generation.key, ws.pipelines.version(generation))
+
+
+def _catch_up(
+    ws: Workspace, generation: Generation, indexer: GenerationIndexer | None = None
+) -> IndexReport:
+    """Drain ``generation`` until nothing is pending for it. A sync running beside commits
+    documents behind a drain's cursor (and one that started before the generation existed
+    does not write to it), so one pass is not enough; stop when a pass changes nothing
+    (what is left failed: verification reports it)."""
+    report = IndexReport()
+    indexer = indexer or ws.generation_indexer([generation])
+    while not ws.cancel.is_set():
+        done = ws._drain(indexer)
+        report.add(done)
+        if not _pending(ws, generation) or not (done.replaced + done.deleted + done.acl_updates):
+            break
+    return report
+
+
+def verify(ws: Workspace, generation: Generation, report: IndexReport | None = None) -> list[str]:
+    """Check the generation against the manifest; record ``ready`` or ``failed``. Work a
+    sync committed meanwhile is drained first (into ``report``), a few times at most."""
     gens = ws.manifest.generations
     gens.set_state(generation.index_name, generation.generation, VERIFYING)
     problems = _problems(ws, generation)
+    for _ in range(VERIFY_CATCH_UPS):
+        if not problems or not _pending(ws, generation) or ws.cancel.is_set():
+            break
+        caught = _catch_up(ws, generation)
+        if report is not None:
+            report.add(caught)
+        if not (caught.replaced + caught.deleted + caught.acl_updates):
+            break
+        problems = _problems(ws, generation)
     state = FAILED if problems else READY
     gens.set_state(generation.index_name, generation.generation, state, problems)
     if problems:
@@ -187,7 +220,7 @@ def switch(ws: Workspace, name: str) -> dict[str, Any]:
             f"`headwater rebuild {name} --no-switch` (see `headwater rebuild status`)."
         )
     report = build(ws, ready)
-    problems = verify(ws, ready)
+    problems = verify(ws, ready, report)
     if problems:
         return {
             "index": name,
@@ -205,15 +238,31 @@ def switch(ws: Workspace, name: str) -> dict[str, Any]:
 
 
 def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> dict[str, Any]:
-    """Serve the previous generation at once; then catch it up from the manifest."""
+    """Make the previous generation live. It received no writes while it was previous, so
+    it is first caught up from the manifest (deletes, ACL changes and edits since): it must
+    never serve a document deleted or re-permissioned meanwhile. ``catch_up=False``
+    switches at once and leaves the catch-up to the next sync or ``index``."""
     gens = ws.manifest.generations
     previous = gens.previous(name)
+    report = IndexReport()
+    if catch_up:
+        indexer = ws.generation_indexer([previous])
+        report.add(_catch_up(ws, previous, indexer))
+        if indexer.problems:
+            raise ConfigError(
+                f"{previous.label} cannot be caught up with the manifest, so it is not made "
+                f"live (it would serve deleted and re-permissioned documents): "
+                f"{'; '.join(indexer.problems)}"
+            )
+        if ws.cancel.is_set():
+            return {"index": name, "live": _live_number(ws, name), "result": "stopped"}
     gens.switch(name, previous.generation)
     live = gens.get(name, previous.generation)
-    pending = ws.manifest.index_state.pending_count(live.key, ws.pipelines.version(live))
+    pending = _pending(ws, live)
     out: dict[str, Any] = {"index": name, "live": live.generation, "pending": pending}
-    if catch_up:
-        out["index_report"] = ws._drain(ws.generation_indexer([live])).as_dict()
+    if catch_up:  # what a sync committed during the catch-up (it wrote the old live one)
+        report.add(ws._drain(ws.generation_indexer([live])))
+        out["index_report"] = report.as_dict()
     return out
 
 

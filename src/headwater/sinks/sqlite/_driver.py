@@ -46,6 +46,21 @@ def vec_extension_path() -> str:
     return str(sqlite_vec.loadable_path())
 
 
+def damaged(path: Path, exc: Exception) -> FatalError:
+    """The error for an index file SQLite cannot read (not a database, malformed)."""
+    return FatalError(
+        f"the index file {path} is damaged ({exc}); move it away with its -wal and -shm "
+        f"files (`mv {path} {path}.damaged`), then run `headwater reconcile --repair` to "
+        "write it again from the manifest (add `--generation N` for a generation that is "
+        "not live, see `headwater rebuild status`)"
+    )
+
+
+def _is_damage(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text
+
+
 class _Raw(Protocol):
     """What ``Database`` needs from a binding's connection."""
 
@@ -65,6 +80,7 @@ class _Apsw:
         except ImportError as exc:
             raise DriverUnavailable(f"apsw is not importable ({exc})") from exc
         self._apsw = apsw
+        self._path = path
         self._conn = apsw.Connection(str(path))
         try:
             self._conn.enable_load_extension(True)
@@ -80,6 +96,8 @@ class _Apsw:
             return [tuple(row) for row in self._conn.execute(sql, tuple(args))]
         except (self._apsw.BusyError, self._apsw.LockedError) as exc:
             raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+        except (self._apsw.NotADBError, self._apsw.CorruptError) as exc:
+            raise damaged(self._path, exc) from exc
 
     def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         batch = [tuple(r) for r in rows]
@@ -89,6 +107,8 @@ class _Apsw:
             self._conn.executemany(sql, batch)
         except (self._apsw.BusyError, self._apsw.LockedError) as exc:
             raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+        except (self._apsw.NotADBError, self._apsw.CorruptError) as exc:
+            raise damaged(self._path, exc) from exc
 
     def close(self) -> None:
         self._conn.close()
@@ -103,6 +123,7 @@ class _Pysqlite3:
         except ImportError as exc:
             raise DriverUnavailable(f"pysqlite3 is not importable ({exc})") from exc
         self._dbapi = dbapi2
+        self._path = path
         self._conn = dbapi2.connect(
             str(path),
             isolation_level=None,
@@ -124,10 +145,15 @@ class _Pysqlite3:
     def run(self, sql: str, args: Sequence[Any]) -> list[Row]:
         try:
             return [tuple(row) for row in self._conn.execute(sql, tuple(args)).fetchall()]
-        except self._dbapi.OperationalError as exc:
-            if self._busy(exc):
-                raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+        except self._dbapi.DatabaseError as exc:
+            self._raise(exc)
             raise
+
+    def _raise(self, exc: Exception) -> None:
+        if isinstance(exc, self._dbapi.OperationalError) and self._busy(exc):
+            raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+        if _is_damage(exc):
+            raise damaged(self._path, exc) from exc
 
     def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         batch = [tuple(r) for r in rows]
@@ -135,9 +161,8 @@ class _Pysqlite3:
             return
         try:
             self._conn.executemany(sql, batch)
-        except self._dbapi.OperationalError as exc:
-            if self._busy(exc):
-                raise TransientError(f"the index database is busy ({exc}); retry later") from exc
+        except self._dbapi.DatabaseError as exc:
+            self._raise(exc)
             raise
 
     def close(self) -> None:
