@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from headwater.api.hygiene import CleanModel
 from headwater.api.service import Service
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.records import ACTIVE, RunCounts
@@ -28,11 +29,9 @@ from headwater.types import Access, Deleted, MetadataValue, SourceDocument
 MAX_BATCH = 500
 
 
-class AccessBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    users: list[str] = []
-    groups: list[str] = []
+class AccessBody(CleanModel):
+    users: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
     public: bool = False
 
     def to_access(self) -> Access:
@@ -43,10 +42,8 @@ class AccessBody(BaseModel):
         )
 
 
-class PushDocument(BaseModel):
+class PushDocument(CleanModel):
     """One pushed document: ``text``, or ``content_base64`` plus ``media_type``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: int = Field(ge=0, le=2**62)
     title: str = ""
@@ -54,7 +51,7 @@ class PushDocument(BaseModel):
     content_base64: str | None = None
     media_type: str | None = None
     access: AccessBody | None = None
-    metadata: dict[str, str | list[str]] = {}
+    metadata: dict[str, str | list[str]] = Field(default_factory=dict)
 
 
 class BatchOperation(PushDocument):
@@ -62,9 +59,7 @@ class BatchOperation(PushDocument):
     object_id: str = Field(min_length=1, max_length=2000)
 
 
-class BatchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BatchRequest(CleanModel):
     operations: list[BatchOperation] = Field(min_length=1, max_length=MAX_BATCH)
 
 

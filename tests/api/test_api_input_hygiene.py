@@ -1,0 +1,53 @@
+"""Text the API refuses up front (422), and push refusals that say what really happened.
+
+Found by hand against a real server: a lone surrogate (JSON ``\\ud800``) in a pushed
+document's metadata was committed and then failed every background index drain, so no
+other document was indexed again; in a title or media type it was a 500 "bug". A NUL in
+an object id, title or query was a 500 with the SQL text on PostgreSQL. A percent-encoded
+object id that is not UTF-8 was silently decoded with U+FFFD, so distinct ids collided.
+"""
+
+from __future__ import annotations
+
+from api_support import Server, wait_for
+
+SURROGATE_TITLE = b'{"version": 1, "title": "\\ud800", "text": "x"}'
+SURROGATE_META = b'{"version": 1, "text": "x", "metadata": {"k": "\\ud800"}}'
+JSON = {"content-type": "application/json"}
+
+
+def test_lone_surrogates_are_refused_and_never_block_indexing(server: Server) -> None:
+    with server.client("ingest") as ingest, server.client() as admin:
+        for name, body in (("t1", SURROGATE_TITLE), ("t2", SURROGATE_META)):
+            r = ingest.put(f"/v1/sources/inbox/documents/{name}", content=body, headers=JSON)
+            assert r.status_code == 422 and "surrogate" in r.json()["error"], r.text
+        r = admin.post("/v1/dlq/redrive", content=b'{"stage": "\\ud800"}', headers=JSON)
+        assert r.status_code == 422, r.text
+        ok = ingest.put(
+            "/v1/sources/inbox/documents/after",
+            json={"version": 1, "text": "okapi", "access": {"public": True}},
+        )
+        assert ok.status_code == 200
+        wait_for(lambda: admin.get("/v1/indexes").json()["indexes"]["main"]["pending"] == 0)
+    assert "Traceback" not in server.log.read_text()
+
+
+def test_nul_and_non_utf8_urls_are_refused(server: Server) -> None:
+    with server.client("ingest") as ingest, server.client() as admin:
+        for path in ("a%00b", "%FF", "caf%E9"):  # NUL; not UTF-8 (latin-1 é)
+            r = ingest.put(f"/v1/sources/inbox/documents/{path}", json={"version": 1, "text": "x"})
+            assert r.status_code == 422 and "path" in r.json()["error"], r.text
+        r = ingest.delete("/v1/sources/inbox/documents/a%00b", params={"version": 1})
+        assert r.status_code == 422
+        r = ingest.put(
+            "/v1/sources/inbox/documents/t3", json={"version": 1, "title": "a\x00", "text": "x"}
+        )
+        assert r.status_code == 422 and "NUL" in r.json()["error"]
+        r = admin.get("/v1/documents", params={"source": "inbox", "object": "a\x00"})
+        assert r.status_code == 422 and "NUL" in r.json()["error"]
+        assert admin.get("/v1/failures?source=%00").status_code == 422
+        # The UTF-8 spelling of the same id is accepted, and nothing else was committed.
+        ok = ingest.put("/v1/sources/inbox/documents/caf%C3%A9", json={"version": 1, "text": "x"})
+        assert ok.status_code == 200 and ok.json()["object_id"] == "café"
+        inbox = next(s for s in admin.get("/v1/sources").json()["sources"] if s["id"] == "inbox")
+        assert inbox["documents"] == 2  # "after" (above) and "café"
