@@ -51,3 +51,34 @@ def test_nul_and_non_utf8_urls_are_refused(server: Server) -> None:
         assert ok.status_code == 200 and ok.json()["object_id"] == "café"
         inbox = next(s for s in admin.get("/v1/sources").json()["sources"] if s["id"] == "inbox")
         assert inbox["documents"] == 2  # "after" (above) and "café"
+
+
+def test_a_dead_lettered_version_is_named_in_its_own_result(server: Server) -> None:
+    bad_pdf = {"content_base64": "eA==", "media_type": "application/pdf"}
+    with server.client("ingest") as ingest:
+        first = ingest.put("/v1/sources/inbox/documents/d1", json={"version": 1, **bad_pdf})
+        assert first.status_code == 400 and "failure record" in first.json()["error"]
+        again = ingest.put("/v1/sources/inbox/documents/d1", json={"version": 1, "text": "fine"})
+        assert again.status_code == 400
+        assert "dead-letter" in again.json()["error"]
+        assert "failure record was written" not in again.json()["error"]
+        ops = [
+            {"object_id": "d2", "version": 1, **bad_pdf},
+            {"object_id": "d1", "version": 1, "text": "fine"},
+        ]
+        batch = ingest.post("/v1/sources/inbox/documents:batch", json={"operations": ops})
+        results = batch.json()["results"]
+        assert [r["status"] for r in results] == ["failed", "failed"]
+        assert "pdf" in results[0]["error"]
+        assert "dead-letter" in results[1]["error"] and "pdf" not in results[1]["error"]
+        newer = ingest.put("/v1/sources/inbox/documents/d1", json={"version": 2, "text": "fine"})
+        assert newer.json()["status"] == "new"
+
+
+def test_an_upsert_at_the_delete_version_is_not_called_older(server: Server) -> None:
+    with server.client("ingest") as ingest:
+        ingest.put("/v1/sources/inbox/documents/e1", json={"version": 1, "text": "x"})
+        ingest.delete("/v1/sources/inbox/documents/e1", params={"version": 3})
+        r = ingest.put("/v1/sources/inbox/documents/e1", json={"version": 3, "text": "y"})
+        assert r.status_code == 409 and r.json()["current_version"] == 3
+        assert "not newer than the current version 3" in r.json()["error"]

@@ -213,10 +213,11 @@ def _apply_part(service: Service, identity: Any, part: list[Op]) -> list[dict[st
             if not active and current is not None and op.version == current:
                 result.update(status="stale", current_version=current)  # deleted at it
             else:
+                failures_before = len(builder.commit.failures)
                 outcome = builder.add_document(op.doc)
                 result["status"] = outcome.value
-                if outcome == Outcome.FAILED and builder.commit.failures:
-                    result["error"] = builder.commit.failures[-1].message
+                if outcome == Outcome.FAILED:
+                    result["error"] = _failure_message(builder, failures_before, op)
         elif record is not None and not active and (current is None or op.version > current):
             # Deleted already, at an older version: the tombstone moves up to this one, so
             # an upsert between the two versions arriving late is refused too.
@@ -233,18 +234,35 @@ def _apply_part(service: Service, identity: Any, part: list[Op]) -> list[dict[st
     return results
 
 
+def _failure_message(builder: BatchBuilder, before: int, op: Op) -> str:
+    """Why ``op`` failed: its own new failure record, or the dead letter of its version."""
+    if len(builder.commit.failures) > before:
+        return builder.commit.failures[-1].message
+    return dead_letter_message(op.version)
+
+
+def dead_letter_message(version: int) -> str:
+    return (
+        f"version {version} of this document failed before and is in the dead-letter "
+        "queue, so it is not read again; push a higher version, or drop the entry "
+        "(GET /v1/dlq, then DELETE /v1/dlq/{id}) and push this one again"
+    )
+
+
 def single(results: list[dict[str, Any]], what: str) -> dict[str, Any]:
     """The one result of a single-document request; 409 / 422 raised for refusals."""
     result = results[0]
     if result["status"] == "stale":
+        current = result.get("current_version")
+        relation = "is not newer than" if result["version"] == current else "is older than"
         raise PushConflict(
-            f"{what} version {result['version']} is older than the current version "
-            f"{result.get('current_version')}; send a version above it.",
-            result.get("current_version"),
+            f"{what} version {result['version']} {relation} the current version "
+            f"{current}; send a version above it.",
+            current,
         )
     if result["status"] == "failed":
-        raise ConfigError(
-            f"{what} could not be read: {result.get('error', 'bad content')}; "
-            "fix the content (a failure record was written)."
-        )
+        error = result["error"]
+        if error != dead_letter_message(result["version"]):  # a new failure record
+            error += "; fix the content and push it again (a failure record was written)"
+        raise ConfigError(f"{what} could not be read: {error}.")
     return result
