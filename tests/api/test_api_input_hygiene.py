@@ -9,7 +9,10 @@ object id that is not UTF-8 was silently decoded with U+FFFD, so distinct ids co
 
 from __future__ import annotations
 
-from api_support import Server, wait_for
+import re
+
+import httpx
+from api_support import KEYS, Server, wait_for
 
 SURROGATE_TITLE = b'{"version": 1, "title": "\\ud800", "text": "x"}'
 SURROGATE_META = b'{"version": 1, "text": "x", "metadata": {"k": "\\ud800"}}'
@@ -82,3 +85,16 @@ def test_an_upsert_at_the_delete_version_is_not_called_older(server: Server) -> 
         r = ingest.put("/v1/sources/inbox/documents/e1", json={"version": 3, "text": "y"})
         assert r.status_code == 409 and r.json()["current_version"] == 3
         assert "not newer than the current version 3" in r.json()["error"]
+
+
+def test_admin_dlq_action_on_an_out_of_range_id_is_not_a_500(server: Server) -> None:
+    with httpx.Client(base_url=server.url, follow_redirects=False) as browser:
+        form = browser.get("/admin/login").text
+        token = re.search(r'name="csrf" value="([^"]+)"', form)
+        assert token is not None
+        browser.post("/admin/login", data={"key": KEYS["admin"], "csrf": token.group(1)})
+        page = browser.get("/admin/dlq").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None
+        r = browser.post(f"/admin/dlq/{10**25}/drop", data={"csrf": csrf.group(1)})
+        assert r.status_code == 422, r.text

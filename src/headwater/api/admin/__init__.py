@@ -12,10 +12,10 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -29,7 +29,7 @@ from headwater.reports import failure_dict
 from headwater.scheduler.history import ScheduleStore
 from headwater.types import caller_principals
 
-HERE = Path(__file__).parent
+HERE = FilePath(__file__).parent
 COOKIE = "hw_session"
 LOGIN_COOKIE = "hw_login"
 SESSION_SECONDS = 8 * 3600
@@ -209,7 +209,12 @@ async def dlq(
 
 
 @router.post("/admin/dlq/{entry_id}/{action}")
-async def dlq_action(request: Request, entry_id: int, action: str, sess: Posted) -> Response:
+async def dlq_action(
+    request: Request,
+    entry_id: Annotated[int, Path(ge=0, le=2**62)],  # the manifest's integer range
+    action: str,
+    sess: Posted,
+) -> Response:
     service = service_of(request)
     if action == "redrive":
 
