@@ -185,3 +185,22 @@ def test_nul_in_search_text_is_a_422_not_a_500(synced: Server) -> None:
         for body in ({"query": "a\x00b"}, {"query": "x", "groups": ["g\x00"]}):
             r = c.post("/v1/search", json={**body, "mode": "keyword"})
             assert r.status_code == 422 and "NUL" in r.json()["error"]
+
+
+def test_openapi_documents_bearer_auth_and_the_real_error_body(server: Server) -> None:
+    # FastAPI's own 422 schema said {"detail": [...]}, and no security scheme was declared.
+    with server.client(None) as anonymous, server.client() as admin:
+        schema = anonymous.get("/openapi.json").json()
+        unknown = anonymous.post("/v1/search", json={"query": "x"})
+        invalid = admin.post("/v1/search", json={"query": ""})
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+    error = schema["components"]["schemas"]["Error"]
+    search = schema["paths"]["/v1/search"]["post"]
+    assert search["security"] == [{"HTTPBearer": []}]
+    for code in ("401", "403", "422", "default"):
+        ref = search["responses"][code]["content"]["application/json"]["schema"]["$ref"]
+        assert ref == "#/components/schemas/Error"
+    assert unknown.status_code == 401 and set(unknown.json()) <= set(error["properties"])
+    assert invalid.status_code == 422 and set(invalid.json()) <= set(error["properties"])
+    assert "security" not in schema["paths"]["/healthz"]["get"]

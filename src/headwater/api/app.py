@@ -94,7 +94,7 @@ def create_app(
 ) -> FastAPI:
     """The app over the workspace at ``workspace_path`` (opened and warmed at startup);
     ``host`` is the bind address (``/metrics`` is open only on loopback)."""
-    from headwater.api import admin, hygiene, v1, v1_admin, v1_push
+    from headwater.api import admin, hygiene, openapi, v1, v1_admin, v1_push
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -117,6 +117,7 @@ def create_app(
     app.state.loopback = is_loopback(host)
     install_error_handlers(app)
     hygiene.install(app)
+    openapi.install(app)
     app.include_router(v1.router)
     app.include_router(v1_admin.router)
     app.include_router(v1_push.router)

@@ -15,12 +15,15 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from headwater.config import ApiKeySection
 from headwater.errors import ConfigError
 
 ROLES = ("search", "ingest", "admin")
+# Declares the bearer scheme in /openapi.json; ``caller_of`` reads the header itself.
+BEARER = HTTPBearer(auto_error=False, description="A secret from [[api.keys]].")
 
 
 def digest(secret: str) -> bytes:
@@ -110,7 +113,9 @@ def caller_of(request: Request) -> Caller | None:
 def require(role: str) -> Callable[[Request], Caller]:
     """A FastAPI dependency: 401 without a valid key, 403 when its role is not enough."""
 
-    def dependency(request: Request) -> Caller:
+    def dependency(
+        request: Request, _declared: HTTPAuthorizationCredentials | None = Depends(BEARER)
+    ) -> Caller:
         caller = caller_of(request)
         if caller is None:
             raise HTTPException(
