@@ -53,7 +53,15 @@ class KeyRing:
     @classmethod
     def from_config(cls, sections: Sequence[ApiKeySection]) -> KeyRing:
         ring = cls()
+        names_of: dict[bytes, str] = {}
         for key in sections:
+            hashed = digest(key.secret.get_secret_value())
+            if hashed in names_of:
+                raise ConfigError(
+                    f"api.keys (name={names_of[hashed]}) and (name={key.name}) have the same "
+                    "secret, so a request could not tell them apart; give each key its own."
+                )
+            names_of[hashed] = key.name
             p = key.principals
             if p is not None and len(p.users) > 1:
                 raise ConfigError(
@@ -62,7 +70,7 @@ class KeyRing:
                 )
             ring.keys.append(
                 (
-                    digest(key.secret.get_secret_value()),
+                    hashed,
                     Caller(
                         name=key.name,
                         role=key.role,
