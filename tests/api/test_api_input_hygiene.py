@@ -98,3 +98,17 @@ def test_admin_dlq_action_on_an_out_of_range_id_is_not_a_500(server: Server) -> 
         assert csrf is not None
         r = browser.post(f"/admin/dlq/{10**25}/drop", data={"csrf": csrf.group(1)})
         assert r.status_code == 422, r.text
+
+
+def test_a_pushed_documents_parse_failure_is_not_redriven_into_limbo(server: Server) -> None:
+    # A redrive reopened it ("retrying"), re-synced the push source (which reads nothing)
+    # and left it open forever: gone from the DLQ, never retried, never resolved.
+    bad_pdf = {"content_base64": "eA==", "media_type": "application/pdf"}
+    with server.client("ingest") as ingest, server.client() as admin:
+        ingest.put("/v1/sources/inbox/documents/r1", json={"version": 1, **bad_pdf})
+        entry = next(e for e in admin.get("/v1/dlq").json()["entries"] if e["object_id"] == "r1")
+        named = admin.post("/v1/dlq/redrive", json={"ids": [entry["id"]]})
+        assert named.status_code == 400 and "push the document again" in named.json()["error"]
+        everything = admin.post("/v1/dlq/redrive", json={"all": True})
+        assert everything.status_code == 200
+        assert admin.get(f"/v1/dlq/{entry['id']}").json()["status"] == "dead"
