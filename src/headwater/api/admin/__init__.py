@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path as FilePath
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Path, Request
 from fastapi.concurrency import run_in_threadpool
@@ -167,7 +168,9 @@ async def source(
 async def source_sync(request: Request, source_id: str, sess: Posted) -> Response:
     job = await run_in_threadpool(service_of(request).start_sync, source_id)
     flash = f"sync started (run {job.run_id})" if job else "a sync is already running"
-    return RedirectResponse(f"/admin/sources/{source_id}?flash={flash}", status_code=303)
+    return RedirectResponse(
+        f"/admin/sources/{source_id}?{urlencode({'flash': flash})}", status_code=303
+    )
 
 
 @router.post("/admin/sources/{source_id}/{action}")
@@ -222,16 +225,19 @@ async def dlq_action(
             with service.index_lock:
                 return service.ws.redrive([entry_id]).as_dict()
 
-        report = await run_in_threadpool(work)
-        flash = (
-            f"redriven {report['redriven']}: {report['resolved']} resolved, "
-            f"{report['still_failing']} still failing"
-        )
+        try:
+            report = await run_in_threadpool(work)
+            flash = (
+                f"redriven {report['redriven']}: {report['resolved']} resolved, "
+                f"{report['still_failing']} still failing"
+            )
+        except HeadwaterError as exc:  # e.g. a pushed document's entry: say why, on the page
+            flash = str(exc)
     elif action == "drop":
         flash = f"dropped {service.ws.manifest.failures.drop([entry_id])} entry"
     else:
         raise HTTPException(404, f"no action {action!r}; expected redrive or drop.")
-    return RedirectResponse(f"/admin/dlq?flash={flash}", status_code=303)
+    return RedirectResponse(f"/admin/dlq?{urlencode({'flash': flash})}", status_code=303)
 
 
 @router.get("/admin/indexes", response_class=HTMLResponse)
