@@ -126,3 +126,23 @@ def test_a_pushed_documents_parse_failure_is_not_redriven_into_limbo(server: Ser
         everything = admin.post("/v1/dlq/redrive", json={"all": True})
         assert everything.status_code == 200
         assert admin.get(f"/v1/dlq/{entry['id']}").json()["status"] == "dead"
+
+
+def test_deleting_a_pushed_document_settles_its_dead_letter(server: Server) -> None:
+    # The object was gone but its DLQ entry stayed dead forever (push has no listing).
+    bad_pdf = {"content_base64": "eA==", "media_type": "application/pdf"}
+    with server.client("ingest") as ingest, server.client() as admin:
+
+        def dead(object_id: str) -> bool:
+            return any(e["object_id"] == object_id for e in admin.get("/v1/dlq").json()["entries"])
+
+        ingest.put("/v1/sources/inbox/documents/g1", json={"version": 4, **bad_pdf})
+        ingest.put("/v1/sources/inbox/documents/g2", json={"version": 1, "text": "fine"})
+        ingest.put("/v1/sources/inbox/documents/g2", json={"version": 2, **bad_pdf})
+        assert dead("g1") and dead("g2")
+        older = ingest.delete("/v1/sources/inbox/documents/g1", params={"version": 3})
+        assert older.json()["status"] == "unchanged" and dead("g1")  # a later version failed
+        never_held = ingest.delete("/v1/sources/inbox/documents/g1", params={"version": 4})
+        assert never_held.json()["status"] == "unchanged" and not dead("g1")
+        held = ingest.delete("/v1/sources/inbox/documents/g2", params={"version": 3})
+        assert held.json()["status"] == "deleted" and not dead("g2")

@@ -228,10 +228,22 @@ def _apply_part(service: Service, identity: Any, part: list[Op]) -> list[dict[st
         else:
             outcome = builder.add_deleted(Deleted(object_id=op.object_id, sequence=op.version))
             result["status"] = outcome.value
+        if op.doc is None and result["status"] in ("deleted", "unchanged"):
+            _resolve_dead(builder, dead, result["document_id"], op.version)
         results.append(result)
     if not builder.commit.is_empty():
         manifest.commit_batch(run_id, builder.commit)
     return results
+
+
+def _resolve_dead(
+    builder: BatchBuilder, dead: dict[str, tuple[str | None, str]], document_id: str, version: int
+) -> None:
+    """A delete at ``version`` settles the dead letter of a version at or below it: the
+    object is gone, and nothing else (no listing, no redrive) would ever resolve it."""
+    failed_at = (dead.get(document_id) or (None, ""))[0]
+    if failed_at is not None and failed_at.isdigit() and int(failed_at) <= version:
+        builder.commit.resolved.append(document_id)
 
 
 def _failure_message(builder: BatchBuilder, before: int, op: Op) -> str:
