@@ -446,6 +446,7 @@ class Workspace(WorkspaceReads):
             all_entries=all_entries,
             stage=stage,
             rate=rate,
+            rereadable=lambda s: s in configured and self.source_section(s).type != "push",
         )
 
     def tombstone_age_limit(self) -> timedelta:

@@ -10,6 +10,7 @@ from api_support import KEYS, Server, wait_for
 
 from headwater.api.auth import KeyRing
 from headwater.config import ApiKeySection
+from headwater.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,30 @@ def test_keys_are_compared_in_constant_time_against_every_key() -> None:
     assert len(calls) == 3  # no early exit on the first match
     assert all(len(a) == 32 and len(b) == 32 for a, b in calls)  # hashes, never secrets
     assert ring.identify("secret-number-9-padding") is None
+
+
+def test_two_keys_with_one_secret_are_a_config_error() -> None:
+    # The first key silently won: an "admin" and a "search" key sharing a secret.
+    sections = [
+        ApiKeySection(name="ops", secret="shared-secret-0123456789", role="admin"),
+        ApiKeySection(name="app", secret="shared-secret-0123456789", role="search"),
+    ]
+    with pytest.raises(ConfigError, match=r"\(name=ops\) and \(name=app\) have the same"):
+        KeyRing.from_config(sections)
+
+
+def test_framework_errors_say_what_to_do(server: Server) -> None:
+    with server.client() as admin:
+        missing = admin.get("/v1/nope")
+        assert missing.status_code == 404 and "/openapi.json" in missing.json()["error"]
+        wrong = admin.patch("/v1/status")
+        assert wrong.status_code == 405 and "PATCH /v1/status" in wrong.json()["error"]
+        latin1 = admin.post(
+            "/v1/search",
+            content='{"query": "café"}'.encode("latin-1"),
+            headers={"content-type": "application/json"},
+        )
+        assert latin1.status_code == 422 and "UTF-8" in latin1.json()["error"]
 
 
 def test_search_principals_fixed_asserted_or_public(synced: Server) -> None:
@@ -185,3 +210,22 @@ def test_nul_in_search_text_is_a_422_not_a_500(synced: Server) -> None:
         for body in ({"query": "a\x00b"}, {"query": "x", "groups": ["g\x00"]}):
             r = c.post("/v1/search", json={**body, "mode": "keyword"})
             assert r.status_code == 422 and "NUL" in r.json()["error"]
+
+
+def test_openapi_documents_bearer_auth_and_the_real_error_body(server: Server) -> None:
+    # FastAPI's own 422 schema said {"detail": [...]}, and no security scheme was declared.
+    with server.client(None) as anonymous, server.client() as admin:
+        schema = anonymous.get("/openapi.json").json()
+        unknown = anonymous.post("/v1/search", json={"query": "x"})
+        invalid = admin.post("/v1/search", json={"query": ""})
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+    error = schema["components"]["schemas"]["Error"]
+    search = schema["paths"]["/v1/search"]["post"]
+    assert search["security"] == [{"HTTPBearer": []}]
+    for code in ("401", "403", "422", "default"):
+        ref = search["responses"][code]["content"]["application/json"]["schema"]["$ref"]
+        assert ref == "#/components/schemas/Error"
+    assert unknown.status_code == 401 and set(unknown.json()) <= set(error["properties"])
+    assert invalid.status_code == 422 and set(invalid.json()) <= set(error["properties"])
+    assert "security" not in schema["paths"]["/healthz"]["get"]

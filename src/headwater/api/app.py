@@ -50,6 +50,22 @@ def _validation_message(exc: RequestValidationError) -> str:
     return one_line("invalid request: " + "; ".join(parts) + ". See /openapi.json.")
 
 
+def _explained(request: Request, exc: StarletteHTTPException) -> tuple[int, str]:
+    """Starlette's and FastAPI's own terse errors, said with what to do instead."""
+    where = f"{request.method} {request.url.path}"
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        return 404, f"no endpoint {where}; the endpoints are listed in /openapi.json."
+    if exc.status_code == 405 and exc.detail == "Method Not Allowed":
+        return 405, f"{where} is not allowed; the methods of each path are in /openapi.json."
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        # FastAPI's answer to a body json.loads cannot even decode (not UTF-8 text).
+        return 422, (
+            "invalid request: body: not JSON text in UTF-8; send the body as UTF-8 JSON "
+            "with Content-Type: application/json. See /openapi.json."
+        )
+    return exc.status_code, str(exc.detail)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HeadwaterError)
     async def headwater_error(_request: Request, exc: HeadwaterError) -> JSONResponse:
@@ -69,10 +85,11 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": _validation_message(exc)}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        status, message = _explained(request, exc)
         return JSONResponse(
-            {"error": one_line(str(exc.detail))},
-            status_code=exc.status_code,
+            {"error": one_line(message)},
+            status_code=status,
             headers=getattr(exc, "headers", None),
         )
 
@@ -94,7 +111,7 @@ def create_app(
 ) -> FastAPI:
     """The app over the workspace at ``workspace_path`` (opened and warmed at startup);
     ``host`` is the bind address (``/metrics`` is open only on loopback)."""
-    from headwater.api import admin, v1, v1_admin, v1_push
+    from headwater.api import admin, hygiene, openapi, v1, v1_admin, v1_push
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -116,6 +133,8 @@ def create_app(
     )
     app.state.loopback = is_loopback(host)
     install_error_handlers(app)
+    hygiene.install(app)
+    openapi.install(app)
     app.include_router(v1.router)
     app.include_router(v1_admin.router)
     app.include_router(v1_push.router)

@@ -15,12 +15,15 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from headwater.config import ApiKeySection
 from headwater.errors import ConfigError
 
 ROLES = ("search", "ingest", "admin")
+# Declares the bearer scheme in /openapi.json; ``caller_of`` reads the header itself.
+BEARER = HTTPBearer(auto_error=False, description="A secret from [[api.keys]].")
 
 
 def digest(secret: str) -> bytes:
@@ -50,7 +53,15 @@ class KeyRing:
     @classmethod
     def from_config(cls, sections: Sequence[ApiKeySection]) -> KeyRing:
         ring = cls()
+        names_of: dict[bytes, str] = {}
         for key in sections:
+            hashed = digest(key.secret.get_secret_value())
+            if hashed in names_of:
+                raise ConfigError(
+                    f"api.keys (name={names_of[hashed]}) and (name={key.name}) have the same "
+                    "secret, so a request could not tell them apart; give each key its own."
+                )
+            names_of[hashed] = key.name
             p = key.principals
             if p is not None and len(p.users) > 1:
                 raise ConfigError(
@@ -59,7 +70,7 @@ class KeyRing:
                 )
             ring.keys.append(
                 (
-                    digest(key.secret.get_secret_value()),
+                    hashed,
                     Caller(
                         name=key.name,
                         role=key.role,
@@ -110,7 +121,9 @@ def caller_of(request: Request) -> Caller | None:
 def require(role: str) -> Callable[[Request], Caller]:
     """A FastAPI dependency: 401 without a valid key, 403 when its role is not enough."""
 
-    def dependency(request: Request) -> Caller:
+    def dependency(
+        request: Request, _declared: HTTPAuthorizationCredentials | None = Depends(BEARER)
+    ) -> Caller:
         caller = caller_of(request)
         if caller is None:
             raise HTTPException(

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from headwater.api.hygiene import CleanModel
 from headwater.api.service import Service
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.records import ACTIVE, RunCounts
@@ -28,11 +29,9 @@ from headwater.types import Access, Deleted, MetadataValue, SourceDocument
 MAX_BATCH = 500
 
 
-class AccessBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    users: list[str] = []
-    groups: list[str] = []
+class AccessBody(CleanModel):
+    users: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
     public: bool = False
 
     def to_access(self) -> Access:
@@ -43,10 +42,8 @@ class AccessBody(BaseModel):
         )
 
 
-class PushDocument(BaseModel):
+class PushDocument(CleanModel):
     """One pushed document: ``text``, or ``content_base64`` plus ``media_type``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     version: int = Field(ge=0, le=2**62)
     title: str = ""
@@ -54,7 +51,7 @@ class PushDocument(BaseModel):
     content_base64: str | None = None
     media_type: str | None = None
     access: AccessBody | None = None
-    metadata: dict[str, str | list[str]] = {}
+    metadata: dict[str, str | list[str]] = Field(default_factory=dict)
 
 
 class BatchOperation(PushDocument):
@@ -62,9 +59,7 @@ class BatchOperation(PushDocument):
     object_id: str = Field(min_length=1, max_length=2000)
 
 
-class BatchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BatchRequest(CleanModel):
     operations: list[BatchOperation] = Field(min_length=1, max_length=MAX_BATCH)
 
 
@@ -218,10 +213,11 @@ def _apply_part(service: Service, identity: Any, part: list[Op]) -> list[dict[st
             if not active and current is not None and op.version == current:
                 result.update(status="stale", current_version=current)  # deleted at it
             else:
+                failures_before = len(builder.commit.failures)
                 outcome = builder.add_document(op.doc)
                 result["status"] = outcome.value
-                if outcome == Outcome.FAILED and builder.commit.failures:
-                    result["error"] = builder.commit.failures[-1].message
+                if outcome == Outcome.FAILED:
+                    result["error"] = _failure_message(builder, failures_before, op)
         elif record is not None and not active and (current is None or op.version > current):
             # Deleted already, at an older version: the tombstone moves up to this one, so
             # an upsert between the two versions arriving late is refused too.
@@ -232,24 +228,53 @@ def _apply_part(service: Service, identity: Any, part: list[Op]) -> list[dict[st
         else:
             outcome = builder.add_deleted(Deleted(object_id=op.object_id, sequence=op.version))
             result["status"] = outcome.value
+        if op.doc is None and result["status"] in ("deleted", "unchanged"):
+            _resolve_dead(builder, dead, result["document_id"], op.version)
         results.append(result)
     if not builder.commit.is_empty():
         manifest.commit_batch(run_id, builder.commit)
     return results
 
 
+def _resolve_dead(
+    builder: BatchBuilder, dead: dict[str, tuple[str | None, str]], document_id: str, version: int
+) -> None:
+    """A delete at ``version`` settles the dead letter of a version at or below it: the
+    object is gone, and nothing else (no listing, no redrive) would ever resolve it."""
+    failed_at = (dead.get(document_id) or (None, ""))[0]
+    if failed_at is not None and failed_at.isdigit() and int(failed_at) <= version:
+        builder.commit.resolved.append(document_id)
+
+
+def _failure_message(builder: BatchBuilder, before: int, op: Op) -> str:
+    """Why ``op`` failed: its own new failure record, or the dead letter of its version."""
+    if len(builder.commit.failures) > before:
+        return builder.commit.failures[-1].message
+    return dead_letter_message(op.version)
+
+
+def dead_letter_message(version: int) -> str:
+    return (
+        f"version {version} of this document failed before and is in the dead-letter "
+        "queue, so it is not read again; push a higher version, or drop the entry "
+        "(GET /v1/dlq, then DELETE /v1/dlq/{id}) and push this one again"
+    )
+
+
 def single(results: list[dict[str, Any]], what: str) -> dict[str, Any]:
     """The one result of a single-document request; 409 / 422 raised for refusals."""
     result = results[0]
     if result["status"] == "stale":
+        current = result.get("current_version")
+        relation = "is not newer than" if result["version"] == current else "is older than"
         raise PushConflict(
-            f"{what} version {result['version']} is older than the current version "
-            f"{result.get('current_version')}; send a version above it.",
-            result.get("current_version"),
+            f"{what} version {result['version']} {relation} the current version "
+            f"{current}; send a version above it.",
+            current,
         )
     if result["status"] == "failed":
-        raise ConfigError(
-            f"{what} could not be read: {result.get('error', 'bad content')}; "
-            "fix the content (a failure record was written)."
-        )
+        error = result["error"]
+        if error != dead_letter_message(result["version"]):  # a new failure record
+            error += "; fix the content and push it again (a failure record was written)"
+        raise ConfigError(f"{what} could not be read: {error}.")
     return result

@@ -72,7 +72,10 @@ class Service:
         return cls(open_workspace(path))
 
     def start(self) -> Service:
-        """Open every sink and load the model now, once, then start the drain thread."""
+        """Open every sink and load the model now, once, then start the drain thread
+        (a second call does nothing: ``serve`` starts it before the app's lifespan)."""
+        if self._drainer.is_alive() or self._stop.is_set():
+            return self
         for section in self.ws.index_sections:
             self.ws.sink(section.name)
         _ = self.ws.embedder
@@ -81,6 +84,8 @@ class Service:
         return self
 
     def close(self) -> None:
+        if self._stop.is_set():
+            return  # closed already
         self._stop.set()
         self._wake.set()
         self.ws.cancel.set()

@@ -12,11 +12,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 from sqlalchemy import text
 
 from headwater.api.auth import Caller, require
 from headwater.api.deps import service_of
+from headwater.api.hygiene import CleanModel
 from headwater.errors import NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.history import ScheduleStore
@@ -26,9 +27,7 @@ Json = dict[str, Any]
 RunStatus = Literal["running", "succeeded", "completed_with_errors", "failed", "cancelled"]
 
 
-class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SearchRequest(CleanModel):
     query: str = Field(min_length=1, max_length=4000)
     user: str | None = Field(default=None, max_length=320)
     groups: list[str] = Field(default=[], max_length=1000)
@@ -36,14 +35,6 @@ class SearchRequest(BaseModel):
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     sources: list[str] | None = None
     chunks: bool = False
-
-    @field_validator("query", "user", "groups")
-    @classmethod
-    def _no_nul(cls, value: Any) -> Any:
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(t, str) and "\x00" in t for t in texts):
-            raise ValueError("must not contain NUL characters (\\x00); remove them")
-        return value
 
 
 def principals_of(caller: Caller, body: SearchRequest) -> tuple[str | None, list[str]]:

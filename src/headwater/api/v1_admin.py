@@ -11,10 +11,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from headwater.api.auth import Caller, require
 from headwater.api.deps import service_of
+from headwater.api.hygiene import CleanModel
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.failures import DEAD
 from headwater.reports import failure_dict
@@ -77,9 +78,7 @@ async def dlq_entry(entry_id: EntryId, request: Request, _c: Admin) -> Json:
     return failure_dict(entry)
 
 
-class RedriveRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RedriveRequest(CleanModel):
     ids: list[Annotated[int, Field(ge=0, le=2**62)]] = Field(default=[], max_length=10_000)
     all: bool = False
     stage: str | None = None
@@ -108,9 +107,7 @@ async def dlq_drop(entry_id: EntryId, request: Request, _c: Admin) -> Json:
     return {"dropped": dropped}
 
 
-class ReconcileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReconcileRequest(CleanModel):
     sink: str | None = None
     repair: bool = False
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 
 import typer
 
 from headwater.cli.app import app, run_command, state
+from headwater.errors import ConfigError
+
+STARTUP_FAILURE = 3  # uvicorn's exit code when it could not start (bind, lifespan)
 
 
 @app.command()
@@ -32,7 +36,7 @@ def serve(
 
         from headwater.api.app import CONFIG_ENV, HOST_ENV, create_app
         from headwater.api.auth import KeyRing, check_bind
-        from headwater.api.service import open_workspace
+        from headwater.api.service import Service, open_workspace
         from headwater.config import load_config
         from headwater.scheduler.daemon import Scheduler
 
@@ -41,6 +45,19 @@ def serve(
             connector_types={"push": _push_type()},
         )
         check_bind(host, KeyRing.from_config(loaded.config.api.keys))
+        check_listen(host, port)
+        # Open the workspace here, so a manifest or index that cannot be opened is the
+        # usual one-line error and exit code, not a traceback from the ASGI lifespan.
+        service: Service | None = None
+        if workers > 1:
+            open_workspace(loaded.path).close()  # each worker opens its own
+        else:
+            service = Service.open(loaded.path)
+            try:
+                service.start()
+            except BaseException:
+                service.close()
+                raise
         logging.getLogger("headwater").setLevel(logging.INFO)
         scheduler = None
         thread = None
@@ -64,14 +81,46 @@ def serve(
                 )
             else:
                 uvicorn.run(
-                    create_app(loaded.path, host=host), host=host, port=port, log_level="info"
+                    create_app(loaded.path, host=host, service=service),
+                    host=host,
+                    port=port,
+                    log_level="info",
                 )
+        except SystemExit as exc:
+            if exc.code != STARTUP_FAILURE:
+                raise
+            raise ConfigError(
+                f"headwater serve could not start on {host}:{port} (the reason is logged "
+                "above); fix it, or pick another --host/--port."
+            ) from None
         finally:
+            if service is not None:
+                service.close()  # idempotent: the lifespan closes it on a normal stop
             if scheduler is not None and thread is not None:
                 scheduler.stop()
                 thread.join(timeout=60)
 
     run_command(body)
+
+
+def check_listen(host: str, port: int) -> None:
+    """Refuse, as a configuration error, an address this process cannot listen on."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(
+            f"--host {host}: {exc.strerror}; give an IP address or a name this machine resolves."
+        ) from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop what holds "
+                "the port or pick another --port (or --host)."
+            ) from None
 
 
 def _push_type() -> type:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.errors import NotFoundError
+from headwater.errors import ConfigError, NotFoundError
 from headwater.jsonview import JsonView
 from headwater.manifest.failures import DEAD, RESOLVED, FailureLedger
 from headwater.manifest.records import SOURCE_STAGES
@@ -40,11 +40,18 @@ def redrive(
     all_entries: bool = False,
     stage: str | None = None,
     rate: float = 0.0,
+    rereadable: Callable[[str], bool] = lambda _source: True,
 ) -> RedriveReport:
     """Reopen the entries, then ``resync(source_ids)`` for source-stage ones and
-    ``reindex(document_ids)`` for index-stage ones."""
+    ``reindex(document_ids)`` for index-stage ones.
+
+    A source-stage entry of a source a sync cannot read again (``rereadable`` false: a
+    push source, or one no longer configured) stays dead: reopened, nothing would ever
+    retry it. Named by id it is a ConfigError; ``all_entries``/``stage`` leave it out.
+    """
     if all_entries or stage:
         entries = failures.list(stage=stage, statuses=(DEAD,), limit=100_000)
+        entries = [e for e in entries if e.stage not in SOURCE_STAGES or rereadable(e.source_id)]
     else:
         entries = []
         for entry_id in entry_ids:
@@ -52,6 +59,13 @@ def redrive(
             if entry is None:
                 raise NotFoundError(
                     f"no DLQ entry #{entry_id}; list them with `headwater dlq list`."
+                )
+            if entry.stage in SOURCE_STAGES and not rereadable(entry.source_id):
+                raise ConfigError(
+                    f"DLQ entry #{entry_id} ({entry.stage} of {entry.object_id!r}) is from "
+                    f"source {entry.source_id!r}, which a sync cannot read again (a push "
+                    "source, or one no longer configured); push the document again at a "
+                    "higher version, or drop the entry."
                 )
             entries.append(entry)
     failures.reopen([e.entry_id for e in entries])

@@ -12,10 +12,11 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -29,7 +30,7 @@ from headwater.reports import failure_dict
 from headwater.scheduler.history import ScheduleStore
 from headwater.types import caller_principals
 
-HERE = Path(__file__).parent
+HERE = FilePath(__file__).parent
 COOKIE = "hw_session"
 LOGIN_COOKIE = "hw_login"
 SESSION_SECONDS = 8 * 3600
@@ -167,7 +168,9 @@ async def source(
 async def source_sync(request: Request, source_id: str, sess: Posted) -> Response:
     job = await run_in_threadpool(service_of(request).start_sync, source_id)
     flash = f"sync started (run {job.run_id})" if job else "a sync is already running"
-    return RedirectResponse(f"/admin/sources/{source_id}?flash={flash}", status_code=303)
+    return RedirectResponse(
+        f"/admin/sources/{source_id}?{urlencode({'flash': flash})}", status_code=303
+    )
 
 
 @router.post("/admin/sources/{source_id}/{action}")
@@ -209,7 +212,12 @@ async def dlq(
 
 
 @router.post("/admin/dlq/{entry_id}/{action}")
-async def dlq_action(request: Request, entry_id: int, action: str, sess: Posted) -> Response:
+async def dlq_action(
+    request: Request,
+    entry_id: Annotated[int, Path(ge=0, le=2**62)],  # the manifest's integer range
+    action: str,
+    sess: Posted,
+) -> Response:
     service = service_of(request)
     if action == "redrive":
 
@@ -217,16 +225,19 @@ async def dlq_action(request: Request, entry_id: int, action: str, sess: Posted)
             with service.index_lock:
                 return service.ws.redrive([entry_id]).as_dict()
 
-        report = await run_in_threadpool(work)
-        flash = (
-            f"redriven {report['redriven']}: {report['resolved']} resolved, "
-            f"{report['still_failing']} still failing"
-        )
+        try:
+            report = await run_in_threadpool(work)
+            flash = (
+                f"redriven {report['redriven']}: {report['resolved']} resolved, "
+                f"{report['still_failing']} still failing"
+            )
+        except HeadwaterError as exc:  # e.g. a pushed document's entry: say why, on the page
+            flash = str(exc)
     elif action == "drop":
         flash = f"dropped {service.ws.manifest.failures.drop([entry_id])} entry"
     else:
         raise HTTPException(404, f"no action {action!r}; expected redrive or drop.")
-    return RedirectResponse(f"/admin/dlq?flash={flash}", status_code=303)
+    return RedirectResponse(f"/admin/dlq?{urlencode({'flash': flash})}", status_code=303)
 
 
 @router.get("/admin/indexes", response_class=HTMLResponse)
