@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from headwater import failpoints
 from headwater.errors import (
     ContentMissing,
-    FatalError,
+    HeadwaterError,
     ItemError,
     TransientError,
     error_class_of,
@@ -235,9 +235,13 @@ class Indexer:
                     counter=self.embedder,
                     settings=self.chunker,
                 )
-            except FatalError:
+            except ItemError as exc:
+                self._fail(doc, "chunk", exc, report)
+                failed.add(doc.document_id)
+            except HeadwaterError:  # fatal or a config error: not this document's
                 raise
-            except Exception as exc:  # ItemError, or a tokenizer choking on this text
+            except Exception as exc:  # a tokenizer choking on this text
+                log.debug("chunking %s failed", doc.document_id, exc_info=True)
                 self._fail(doc, "chunk", exc, report)
                 failed.add(doc.document_id)
         texts = [c.embed_text for chunks in chunked.values() for c in chunks]
@@ -251,7 +255,7 @@ class Indexer:
                         self._fail(doc, "embed", exc, report)
                         failed.add(doc.document_id)
                 return prepared, failed
-            except FatalError:
+            except HeadwaterError:
                 raise
             except Exception:  # the model choked on some text: find whose, embed the rest
                 log.debug("embedding a batch failed; embedding document by document", exc_info=True)
@@ -293,8 +297,12 @@ class Indexer:
                 continue
             try:
                 vectors.extend(self._embed([c.embed_text for c in chunks]))
-            except FatalError:
-                raise
+            except HeadwaterError as exc:
+                if not isinstance(exc, ItemError | TransientError):
+                    raise
+                self._fail(doc, "embed", exc, report)
+                failed.add(doc.document_id)
+                del chunked[doc.document_id]
             except Exception as exc:
                 log.debug("embedding %s failed", doc.document_id, exc_info=True)
                 self._fail(doc, "embed", exc, report)
