@@ -21,6 +21,7 @@ from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.version import index_version
 from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
 from headwater.sinks import Sink, load_sink_class
+from headwater.sinks.base import Binding
 
 if TYPE_CHECKING:
     from headwater.config import HeadwaterConfig
@@ -87,13 +88,23 @@ class WorkspaceIndexes:
         key = generation.key
         if key not in self._sinks:
             sink = self.pipelines.sink(generation)
-            if sink.bind(self.manifest.manifest_id):
+            binding = sink.bind(self.manifest.manifest_id)
+            if binding is Binding.RESET:
                 log.warning(
                     "index %r belonged to another manifest; it was emptied and is rebuilt "
                     "from this one",
                     generation.label,
                 )
                 self.manifest.index_state.forget_index(key)
+            elif binding is Binding.NEW and (held := self.manifest.index_state.totals(key)[0]):
+                log.warning(
+                    "index %r was created just now, but the manifest records %d documents "
+                    "in it: its storage was deleted or moved (a new path, url or collection); "
+                    "run `headwater reconcile --repair` to write them again from stored "
+                    "content (no source is read)",
+                    generation.label,
+                    held,
+                )
             self._sinks[key] = sink
         return self._sinks[key]
 

@@ -4,12 +4,14 @@ streaming in bounded batches; and 4, 6 and 8 pinned with failing sinks injected 
 
 from __future__ import annotations
 
+import logging
 import shutil
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from sqlalchemy import select
 
 from headwater import Workspace
@@ -37,6 +39,25 @@ def test_an_index_is_rebuilt_from_the_manifest_without_touching_the_source(
         ws.reconcile(repair=True)
         after = ws.search("vacation days", groups=["staff"], mode="keyword")
         assert [h["chunk_id"] for h in after] == [h["chunk_id"] for h in before]
+
+
+def test_an_index_whose_storage_was_lost_is_named_with_the_fix(
+    tmp_path: Path, corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
+    with Workspace.open(config) as ws:
+        ws.sync()
+    (tmp_path / "state" / "index-main.db").unlink()
+    with caplog.at_level(logging.WARNING), Workspace.open(config) as ws:
+        ws.sync()
+    [warning] = [r.getMessage() for r in caplog.records if "created just now" in r.getMessage()]
+    assert "'main@1'" in warning and "records 5 documents" in warning
+    assert "headwater reconcile --repair" in warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), Workspace.open(config) as ws:
+        ws.reconcile(repair=True)
+        assert ws.search("vacation days", groups=["staff"], mode="keyword")
+    assert not [r for r in caplog.records if "created just now" in r.getMessage()]
 
 
 def test_a_document_without_acl_is_visible_to_no_one(tmp_path: Path, corpus: Path) -> None:

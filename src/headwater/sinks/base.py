@@ -62,6 +62,16 @@ class WriteOutcome(StrEnum):
     ABSENT = "absent"  # update_access: the sink holds no live chunks of the document
 
 
+class Binding(StrEnum):
+    """What ``Sink.bind`` found: the index already bound to this manifest (``KEPT``), bound
+    to none (``NEW``: storage created just now, or lost and created again) or bound to
+    another manifest and therefore emptied (``RESET``)."""
+
+    KEPT = "kept"
+    NEW = "new"
+    RESET = "reset"
+
+
 @dataclass(frozen=True)
 class SearchRequest:
     """One search. ``vector`` is the embedded query (None for keyword-only searches).
@@ -115,11 +125,13 @@ class Sink(Protocol):
         a re-created document starts above the old revision). Live documents stay."""
         ...
 
-    def bind(self, manifest_id: str) -> bool:
+    def bind(self, manifest_id: str) -> Binding:
         """Tie the index to the manifest ``manifest_id`` (called at open).
 
         An index bound to another manifest holds state no manifest here vouches for: it is
-        emptied first (everything is then pending and rebuilt), and True is returned.
+        emptied first (everything is then pending and rebuilt), and ``RESET`` is returned.
+        An index bound to none is ``NEW``: the core then checks whether the manifest
+        believes it holds documents (its storage was lost or moved).
         """
         ...
 

@@ -32,6 +32,7 @@ from qdrant_client import models as qm
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
 from headwater.sinks.base import (
+    Binding,
     InventoryRow,
     SearchRequest,
     SinkCapabilities,
@@ -242,13 +243,13 @@ class QdrantSink:
                         wait=True,
                     )
 
-    def bind(self, manifest_id: str) -> bool:
+    def bind(self, manifest_id: str) -> Binding:
         """Bind the index to ``manifest_id``; an index bound to another one is emptied."""
         with guard(self.where):
             found = self._client.retrieve(self.revisions, ids=[_BINDING_ID], with_payload=True)
             bound = found[0].payload.get("manifest_id") if found and found[0].payload else None
             if bound == manifest_id:
-                return False
+                return Binding.KEPT
             reset = bound is not None
             if reset:
                 self._client.delete_collection(self.collection)
@@ -256,7 +257,7 @@ class QdrantSink:
                 self._ensure_collections()
             point = qm.PointStruct(id=_BINDING_ID, vector={}, payload={"manifest_id": manifest_id})
             self._client.upsert(self.revisions, points=[point], wait=True)
-        return reset
+        return Binding.RESET if reset else Binding.NEW
 
     # ---- reads --------------------------------------------------------------------
 

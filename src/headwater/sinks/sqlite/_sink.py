@@ -24,6 +24,7 @@ from pydantic import Field
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
 from headwater.sinks.base import (
+    Binding,
     InventoryRow,
     SearchRequest,
     SinkCapabilities,
@@ -235,13 +236,13 @@ class SqliteSink:
                 [(d,) for d in document_ids],
             )
 
-    def bind(self, manifest_id: str) -> bool:
+    def bind(self, manifest_id: str) -> Binding:
         """Bind the index to ``manifest_id``; an index bound to another one is emptied."""
         with self._db.transaction() as db:
             rows = db.execute("SELECT value FROM meta WHERE key = 'manifest_id'")
             bound = str(rows[0][0]) if rows else None
             if bound == manifest_id:
-                return False
+                return Binding.KEPT
             if bound is not None:
                 db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
                 for table in ("vectors", "ann_codes", "chunks", "documents"):
@@ -252,7 +253,7 @@ class SqliteSink:
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 [manifest_id],
             )
-        return bound is not None
+        return Binding.NEW if bound is None else Binding.RESET
 
     # ---- reads --------------------------------------------------------------------
 
