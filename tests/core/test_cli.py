@@ -33,6 +33,7 @@ def workspace(tmp_path: Path, corpus: Path) -> Path:
 def test_init_writes_a_config_and_gitignore(tmp_path: Path) -> None:
     result = run(["init", "new"], tmp_path)
     assert result.returncode == 0, result.stderr
+    assert "edit the [[source]] table" in result.stdout  # not eaten as Rich markup
     assert "[[source]]" in (tmp_path / "new" / "headwater.toml").read_text()
     assert ".headwater/" in (tmp_path / "new" / ".gitignore").read_text()
     again = run(["init", "new"], tmp_path)

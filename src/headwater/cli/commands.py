@@ -47,7 +47,12 @@ def init(
         lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
         if ".headwater/" not in lines:
             ignore.write_text("\n".join([*lines, ".headwater/"]) + "\n", encoding="utf-8")
-        out.print(f"wrote {config} and {ignore}; edit the [[source]] table, then `headwater sync`.")
+        out.print(
+            f"wrote {safe(config, markup=False)} and {safe(ignore, markup=False)}; "
+            "edit the [[source]] table, "
+            "then `headwater sync`.",
+            markup=False,
+        )
 
     run_command(body)
 
