@@ -229,7 +229,11 @@ class FilesystemConnector:
                 return handle.read(self.options.max_file_bytes + 1)
         except FileNotFoundError as exc:
             raise ItemError(
-                "vanished", f"{ref} disappeared while syncing", permanent=False
+                "vanished", f"{printable(ref)} disappeared while syncing", permanent=False
             ) from exc
         except PermissionError as exc:
-            raise ItemError("permission_denied", f"{ref}: permission denied") from exc
+            raise ItemError(
+                "permission_denied",
+                f"{printable(ref)}: permission denied; grant read access to this user, then "
+                "`headwater sync --full` (or `headwater dlq redrive ID`) reads it again.",
+            ) from exc
