@@ -91,7 +91,14 @@ class Workspace(WorkspaceReads):
         self._sink_types = dict(sink_types or {})
         self.config = loaded.config
         self.state_dir = loaded.state_dir
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # not writable, or a file in the way: not a bug
+            raise ConfigError(
+                f"cannot create the state directory {self.state_dir} ({exc.strerror or exc}); "
+                "make it a writable directory, or point workspace.state_dir in "
+                "headwater.toml at one."
+            ) from exc
         self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
