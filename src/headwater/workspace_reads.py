@@ -185,6 +185,8 @@ class WorkspaceReads(WorkspaceIndexes):
         parse_mode(mode)  # a bad mode is refused before any index is opened
         if k < 1:
             raise ConfigError(f"--k {k} must be at least 1")
+        if not query.strip():  # vectors would still rank something: arbitrary results
+            raise ConfigError("the query is empty; give the words to search for")
         # Only configured sources are searchable: a source removed from the config stays in
         # the indexes until `headwater source remove`, but it is never returned.
         configured = [s.id for s in self.config.source]

@@ -134,3 +134,17 @@ def test_killed_run_resumes_from_its_checkpoint_with_the_same_window(
     assert report["window"]["end"] == as_utc(interrupted.window_end).isoformat()
     assert report["counts"]["new"] == 15
     assert report["fetched"] == 15 - committed  # nothing committed before the kill is re-read
+
+
+def test_search_usage_errors_exit_2_with_one_line(workspace: Path) -> None:
+    assert run(["sync", "--json"], workspace).returncode == 0
+    for args, said in (
+        (["", "--as", "a@x.com"], "the query is empty"),
+        (["   ", "--as", "a@x.com", "--mode", "vector"], "the query is empty"),
+        (["vacation", "--k", "0"], "--k 0 must be at least 1"),
+        (["vacation", "--mode", "fuzzy"], "not a search mode"),
+        (["vacation", "--source", "nope"], "'nope' is not configured"),
+    ):
+        result = run(["search", *args, "--json"], workspace)
+        assert result.returncode == 2, (args, result.stderr)
+        assert said in result.stderr and result.stdout == "", args
