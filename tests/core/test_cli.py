@@ -148,3 +148,19 @@ def test_search_usage_errors_exit_2_with_one_line(workspace: Path) -> None:
         result = run(["search", *args, "--json"], workspace)
         assert result.returncode == 2, (args, result.stderr)
         assert said in result.stderr and result.stdout == "", args
+
+
+def test_failures_and_dlq_of_an_unknown_source_exit_2(workspace: Path, corpus: Path) -> None:
+    (corpus / "bad.pdf").write_bytes(b"%PDF-1.7 garbage")
+    assert run(["sync", "--no-index"], workspace).returncode == 0
+    for command in (["failures"], ["dlq", "list"]):
+        known = run([*command, "--source", "docs", "--json"], workspace)
+        assert known.returncode == 0 and len(next(iter(json.loads(known.stdout).values()))) == 1
+        typo = run([*command, "--source", "dcos", "--json"], workspace)
+        assert typo.returncode == 2 and typo.stdout == "", command
+        assert "'dcos' is neither configured nor in the manifest" in typo.stderr
+    # A source taken out of the config is still known to the manifest: its entries list.
+    config = workspace / "headwater.toml"
+    config.write_text(config.read_text().split("[[source]]")[0])
+    gone = run(["failures", "--source", "docs", "--json"], workspace)
+    assert gone.returncode == 0 and len(json.loads(gone.stdout)["failures"]) == 1

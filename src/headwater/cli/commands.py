@@ -355,6 +355,8 @@ def failures(
 
     def body() -> None:
         with open_workspace() as ws:
+            if source is not None:
+                ws.require_known_source(source)
             rows = [failure_dict(f) for f in ws.failures(source)]
         if as_json:
             print_json({"failures": rows})

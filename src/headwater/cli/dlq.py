@@ -26,6 +26,8 @@ def dlq_list(
 
     def body() -> None:
         with open_workspace() as ws:
+            if source is not None:
+                ws.require_known_source(source)
             rows = [failure_dict(f) for f in ws.dead_letters(source, stage)]
         if as_json:
             print_json({"entries": rows})
