@@ -195,3 +195,15 @@ def test_failure_messages_escape_control_characters_in_names(corpus: Path) -> No
     [unlisted] = [i for i in read_all(folder) if isinstance(i, Failure) and i.prefix]
     assert unlisted.object_id == "gui\rdes" and unlisted.covers("gui\rdes/vacation.md")
     assert "'gui\\rdes'" in unlisted.message and "\r" not in unlisted.message
+
+
+def test_a_link_that_cannot_be_followed_is_named_a_link_not_a_folder(corpus: Path) -> None:
+    os.symlink("missing.md", corpus / "dangling.md")
+    os.symlink("loop-b", corpus / "loop-a")
+    os.symlink("loop-a", corpus / "loop-b")
+    found = [i for i in read_all(make(corpus, follow_symlinks=True)) if isinstance(i, Failure)]
+    assert [f.object_id for f in found] == ["dangling.md", "loop-a", "loop-b"]
+    for failure in found:
+        assert failure.message.startswith(f"link '{failure.object_id}' could not be followed")
+        assert "folder" not in failure.message and "Fix or remove the link" in failure.message
+        assert failure.prefix and failure.stage == "enumerate"

@@ -86,8 +86,9 @@ class FilesystemConnector:
         with os.scandir(directory) as entries:
             return sorted(entries, key=lambda e: e.name)
 
-    def _unlistable(self, parts: tuple[str, ...], exc: OSError) -> Failure:
-        """A folder (or an entry that might be one) that could not be listed or stat'ed.
+    def _unlistable(self, parts: tuple[str, ...], exc: OSError, what: str = "folder") -> Failure:
+        """A folder (or an entry that might be one: a ``link`` that cannot be followed, an
+        ``entry`` that vanished while listed) that could not be listed or stat'ed.
 
         A prefix failure: every known document under the folder counts as present, so an
         unreadable folder never deletes its files.
@@ -95,14 +96,19 @@ class FilesystemConnector:
         rel = "/".join(parts)
         shown = printable(rel)  # the id stays the real path, so it covers what is under it
         reason = printable(exc.strerror or type(exc).__name__)
+        problem, fix = {
+            "folder": ("folder '{}' could not be listed", "Fix its permissions or link"),
+            "link": ("link '{}' could not be followed", "Fix or remove the link"),
+            "entry": ("'{}' could not be read while listed", "Sync again"),
+        }[what]
         return Failure(
             object_id=rel if is_utf8(rel) else shown,
             locator=printable(str(self.root.joinpath(*parts))),
             stage=Stage.ENUMERATE.value,
             error_class="unlistable",
             message=(
-                f"folder '{shown}' could not be listed ({reason}); nothing under it was read or "
-                "deleted. Fix its permissions or link, or exclude it."
+                f"{problem.format(shown)} ({reason}); nothing under it was read or deleted. "
+                f"{fix}, or exclude it."
             ),
             prefix=True,
         )
@@ -134,8 +140,11 @@ class FilesystemConnector:
             try:
                 st = entry.stat(follow_symlinks=True)
             except OSError as exc:
-                if after is None or here > after:
-                    yield self._unlistable(here, exc)  # may be a folder: keep what it held
+                if after is None or here > after:  # may be a folder: keep what it held
+                    what = "link" if is_link else "entry"
+                    if not is_link and entry.is_dir(follow_symlinks=False):
+                        what = "folder"
+                    yield self._unlistable(here, exc, what)
                 continue
             if is_link:
                 real = Path(os.path.realpath(entry.path))
