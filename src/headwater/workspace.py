@@ -225,10 +225,11 @@ class Workspace(WorkspaceReads):
         from headwater.rebuilds.orchestrate import rebuild_warnings
 
         return rebuild_warnings(self) + [
-            f"source {s.id!r} has no `access`: its documents are visible to no one. "
+            f"source {s.id!r} has {'no `access`' if s.access is None else 'an empty `access`'}: "
+            "its documents are visible to no one. "
             "Add access = { groups = [...] }, { users = [...] } or { public = true }."
             for s in self._selected(sources)
-            if s.access is None
+            if s.access is None or not s.access.to_access().principals()
         ]
 
     def _prune_due(self, section: SourceSection) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from headwater import Workspace
 from workspace_helpers import filesystem_source, write_config
 
 HEADWATER = [sys.executable, "-m", "headwater.cli"]
@@ -93,6 +94,22 @@ def test_source_without_access_warns_once(tmp_path: Path, corpus: Path) -> None:
     assert result.returncode == 0
     assert result.stderr.count("visible to no one") == 1
     json.loads(result.stdout)  # the warning never pollutes the JSON
+
+
+def test_a_source_whose_access_names_no_one_warns_too(tmp_path: Path, corpus: Path) -> None:
+    sources = "".join(
+        filesystem_source(corpus, source_id, access)
+        for source_id, access in (
+            ("empty", "{ groups = [] }"),
+            ("private", "{ public = false }"),
+            ("staff", '{ groups = ["staff"] }'),
+        )
+    )
+    config = write_config(tmp_path, manifest_url=None, sources=sources)
+    with Workspace.open(config) as ws:
+        warned = [w for w in ws.warnings() if "visible to no one" in w]
+    assert [w.split("'")[1] for w in warned] == ["empty", "private"]
+    assert all("an empty `access`" in w for w in warned)
 
 
 def test_failures_json_lists_corrupt_files(workspace: Path, corpus: Path) -> None:
