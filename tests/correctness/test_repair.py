@@ -145,7 +145,9 @@ def test_prune_and_dlq_commands(tmp_path: Path, corpus: Path) -> None:
     done = json.loads(cli(tmp_path, "prune", "--json").stdout)["prunes"][0]
     assert done["deleted"] == 1
     assert json.loads(cli(tmp_path, "status", "--json").stdout)["sources"][0]["documents"] == 4
-    dropped = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]))
+    unknown = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]), "99999")
+    assert unknown.returncode == 2 and "no DLQ entry #99999" in unknown.stderr
+    dropped = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]))  # the unknown id dropped none
     assert dropped.returncode == 0 and "dropped 1" in dropped.stdout
     assert cli(tmp_path, "dlq", "show", str(entries[0]["id"])).returncode == 2
     assert cli(tmp_path, "dlq", "redrive").returncode == 2
