@@ -181,3 +181,15 @@ def test_failures_and_dlq_of_an_unknown_source_exit_2(workspace: Path, corpus: P
     config.write_text(config.read_text().split("[[source]]")[0])
     gone = run(["failures", "--source", "docs", "--json"], workspace)
     assert gone.returncode == 0 and len(json.loads(gone.stdout)["failures"]) == 1
+
+
+def test_usage_errors_are_one_line_with_exit_2(workspace: Path) -> None:
+    for args, said in (
+        (["sync", "--bogus"], "error: No such option: --bogus; see `headwater sync --help`."),
+        (["search"], "error: Missing argument 'query'; see `headwater search --help`."),
+        (["nosuchcmd"], "error: No such command 'nosuchcmd'; see `headwater --help`."),
+    ):
+        result = run(args, workspace)
+        assert result.returncode == 2, args
+        assert result.stderr.strip() == said, result.stderr
+    assert run(["dlq"], workspace).returncode == 2  # no arguments: the help, as before
