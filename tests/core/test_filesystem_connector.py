@@ -207,3 +207,19 @@ def test_a_link_that_cannot_be_followed_is_named_a_link_not_a_folder(corpus: Pat
         assert failure.message.startswith(f"link '{failure.object_id}' could not be followed")
         assert "folder" not in failure.message and "Fix or remove the link" in failure.message
         assert failure.prefix and failure.stage == "enumerate"
+
+
+def test_the_workspace_state_dir_under_the_root_is_never_read(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    """`root = "."` beside headwater.toml: the manifest, indexes and content store under
+    it are not documents (they were read as dead `unsupported_type` failures, each run)."""
+    (tmp_path / "notes.md").write_text("# Notes\n\nSomething worth finding.\n")
+    source = filesystem_source(tmp_path, extra='exclude = ["headwater.toml"]')
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=source)
+    with Workspace.open(config) as ws:
+        for _ in range(2):  # the second run sees the state the first one wrote
+            run = ws.sync().runs[0]
+            assert run.status == "succeeded", ws.failures()
+            assert run.counts.seen == 1
+        assert ws.failures() == []

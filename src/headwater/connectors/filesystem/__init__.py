@@ -4,7 +4,8 @@ Object ids are POSIX paths relative to the root; the version hint is ``mtime_ns:
 so an unchanged tree is re-synced without opening a file (content is fetched lazily).
 The walk visits each directory's entries in name order, which makes the whole listing
 ordered by path parts: a checkpoint is simply the last path yielded. Symlinks are skipped
-unless ``follow_symlinks``, and even then nothing outside the root is ever read.
+unless ``follow_symlinks``, and even then nothing outside the root is ever read. The
+workspace's ``state_dir``, when it lies under the root, is never listed.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ class FilesystemConnector:
         self.root = root.resolve()
         self.files_read = 0
         self._selects = KeyFilter(options.include, options.exclude)
+        # The workspace's own state (manifest, indexes, content store) when it lies under
+        # the root, e.g. `root = "."` beside headwater.toml: never read as documents.
+        self._state_dir: tuple[int, int] | None = None
+        if context is not None:
+            try:
+                st = context.state_dir.stat()
+                self._state_dir = (st.st_dev, st.st_ino)
+            except OSError:
+                pass
 
     def validate(self) -> None:
         if not self.root.exists():
@@ -152,8 +162,8 @@ class FilesystemConnector:
                     continue  # never read outside the root
             if entry.is_dir(follow_symlinks=self.options.follow_symlinks):
                 key = (st.st_dev, st.st_ino)
-                if key in seen_dirs:
-                    continue  # a symlink cycle
+                if key in seen_dirs or key == self._state_dir:
+                    continue  # a symlink cycle, or Headwater's own state_dir
                 yield from self._walk(Path(entry.path), here, after, seen_dirs | {key})
             elif entry.is_file(follow_symlinks=self.options.follow_symlinks):
                 if after is not None and here <= after:
