@@ -219,7 +219,7 @@ class Workspace(WorkspaceReads):
     def _selected(self, sources: Sequence[str] | None) -> list[SourceSection]:
         if not sources:
             return list(self.config.source)
-        return [self.source_section(s) for s in sources]
+        return [self.source_section(s) for s in dict.fromkeys(sources)]  # each once, in order
 
     def warnings(self, sources: Sequence[str] | None = None) -> list[str]:
         from headwater.rebuilds.orchestrate import rebuild_warnings

@@ -193,3 +193,9 @@ def test_usage_errors_are_one_line_with_exit_2(workspace: Path) -> None:
         assert result.returncode == 2, args
         assert result.stderr.strip() == said, result.stderr
     assert run(["dlq"], workspace).returncode == 2  # no arguments: the help, as before
+
+
+def test_a_source_named_twice_syncs_once(workspace: Path) -> None:
+    result = run(["sync", "docs", "docs", "--json", "--no-index"], workspace)
+    assert result.returncode == 0, result.stderr
+    assert [r["source"] for r in json.loads(result.stdout)["runs"]] == ["docs"]
