@@ -150,6 +150,8 @@ class FilesystemConnector:
             try:
                 st = entry.stat(follow_symlinks=True)
             except OSError as exc:
+                if self._selects.excludes_folder("/".join(here)):
+                    continue  # nothing under it is wanted: no failure to keep it
                 if after is None or here > after:  # may be a folder: keep what it held
                     what = "link" if is_link else "entry"
                     if not is_link and entry.is_dir(follow_symlinks=False):
@@ -161,6 +163,8 @@ class FilesystemConnector:
                 if real != self.root and self.root not in real.parents:
                     continue  # never read outside the root
             if entry.is_dir(follow_symlinks=self.options.follow_symlinks):
+                if self._selects.excludes_folder("/".join(here)):
+                    continue  # excluded whole: never listed, so never an unlistable failure
                 key = (st.st_dev, st.st_ino)
                 if key in seen_dirs or key == self._state_dir:
                     continue  # a symlink cycle, or Headwater's own state_dir
