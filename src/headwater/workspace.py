@@ -92,7 +92,14 @@ class Workspace(WorkspaceReads):
         self._sink_types = dict(sink_types or {})
         self.config = loaded.config
         self.state_dir = loaded.state_dir
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # not writable, or a file in the way: not a bug
+            raise ConfigError(
+                f"cannot create the state directory {self.state_dir} ({exc.strerror or exc}); "
+                "make it a writable directory, or point workspace.state_dir in "
+                "headwater.toml at one."
+            ) from exc
         self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
@@ -213,16 +220,17 @@ class Workspace(WorkspaceReads):
     def _selected(self, sources: Sequence[str] | None) -> list[SourceSection]:
         if not sources:
             return list(self.config.source)
-        return [self.source_section(s) for s in sources]
+        return [self.source_section(s) for s in dict.fromkeys(sources)]  # each once, in order
 
     def warnings(self, sources: Sequence[str] | None = None) -> list[str]:
         from headwater.rebuilds.orchestrate import rebuild_warnings
 
         return rebuild_warnings(self) + [
-            f"source {s.id!r} has no `access`: its documents are visible to no one. "
+            f"source {s.id!r} has {'no `access`' if s.access is None else 'an empty `access`'}: "
+            "its documents are visible to no one. "
             "Add access = { groups = [...] }, { users = [...] } or { public = true }."
             for s in self._selected(sources)
-            if s.access is None
+            if s.access is None or not s.access.to_access().principals()
         ]
 
     def _prune_due(self, section: SourceSection) -> bool:

@@ -84,6 +84,19 @@ class WorkspaceReads(WorkspaceIndexes):
         applied = {name: held[key] for name, key in live.items() if key in held}
         return document_report(record, applied, [s.name for s in self.index_sections])
 
+    def require_known_source(self, source_id: str) -> None:
+        """A NotFoundError (exit code 2) for an id neither configured nor in the manifest,
+        so a mistyped ``--source`` is not answered with an empty list."""
+        from headwater.sync.removal import known_source_ids
+
+        configured = [s.id for s in self.config.source]
+        if source_id in configured or source_id in known_source_ids(self.manifest):
+            return
+        raise NotFoundError(
+            f"source {source_id!r} is neither configured nor in the manifest; expected one "
+            f"of: {', '.join(configured) or '(none)'}. Check the id with `headwater status`."
+        )
+
     def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
         return self.manifest.failures.list(source_id=source, stage=stage)
 
@@ -190,6 +203,8 @@ class WorkspaceReads(WorkspaceIndexes):
         parse_mode(mode)  # a bad mode is refused before any index is opened
         if k < 1:
             raise ConfigError(f"--k {k} must be at least 1")
+        if not query.strip():  # vectors would still rank something: arbitrary results
+            raise ConfigError("the query is empty; give the words to search for")
         # Only configured sources are searchable: a source removed from the config stays in
         # the indexes until `headwater source remove`, but it is never returned.
         configured = [s.id for s in self.config.source]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from headwater import Workspace
 from workspace_helpers import filesystem_source, write_config
 
 HEADWATER = [sys.executable, "-m", "headwater.cli"]
@@ -33,6 +34,7 @@ def workspace(tmp_path: Path, corpus: Path) -> Path:
 def test_init_writes_a_config_and_gitignore(tmp_path: Path) -> None:
     result = run(["init", "new"], tmp_path)
     assert result.returncode == 0, result.stderr
+    assert "edit the [[source]] table" in result.stdout  # not eaten as Rich markup
     assert "[[source]]" in (tmp_path / "new" / "headwater.toml").read_text()
     assert ".headwater/" in (tmp_path / "new" / ".gitignore").read_text()
     again = run(["init", "new"], tmp_path)
@@ -94,6 +96,22 @@ def test_source_without_access_warns_once(tmp_path: Path, corpus: Path) -> None:
     json.loads(result.stdout)  # the warning never pollutes the JSON
 
 
+def test_a_source_whose_access_names_no_one_warns_too(tmp_path: Path, corpus: Path) -> None:
+    sources = "".join(
+        filesystem_source(corpus, source_id, access)
+        for source_id, access in (
+            ("empty", "{ groups = [] }"),
+            ("private", "{ public = false }"),
+            ("staff", '{ groups = ["staff"] }'),
+        )
+    )
+    config = write_config(tmp_path, manifest_url=None, sources=sources)
+    with Workspace.open(config) as ws:
+        warned = [w for w in ws.warnings() if "visible to no one" in w]
+    assert [w.split("'")[1] for w in warned] == ["empty", "private"]
+    assert all("an empty `access`" in w for w in warned)
+
+
 def test_failures_json_lists_corrupt_files(workspace: Path, corpus: Path) -> None:
     (corpus / "bad.pdf").write_bytes(b"%PDF-1.7 garbage")
     assert run(["sync", "--no-index"], workspace).returncode == 0
@@ -133,3 +151,51 @@ def test_killed_run_resumes_from_its_checkpoint_with_the_same_window(
     assert report["window"]["end"] == as_utc(interrupted.window_end).isoformat()
     assert report["counts"]["new"] == 15
     assert report["fetched"] == 15 - committed  # nothing committed before the kill is re-read
+
+
+def test_search_usage_errors_exit_2_with_one_line(workspace: Path) -> None:
+    assert run(["sync", "--json"], workspace).returncode == 0
+    for args, said in (
+        (["", "--as", "a@x.com"], "the query is empty"),
+        (["   ", "--as", "a@x.com", "--mode", "vector"], "the query is empty"),
+        (["vacation", "--k", "0"], "--k 0 must be at least 1"),
+        (["vacation", "--mode", "fuzzy"], "not a search mode"),
+        (["vacation", "--source", "nope"], "'nope' is not configured"),
+    ):
+        result = run(["search", *args, "--json"], workspace)
+        assert result.returncode == 2, (args, result.stderr)
+        assert said in result.stderr and result.stdout == "", args
+
+
+def test_failures_and_dlq_of_an_unknown_source_exit_2(workspace: Path, corpus: Path) -> None:
+    (corpus / "bad.pdf").write_bytes(b"%PDF-1.7 garbage")
+    assert run(["sync", "--no-index"], workspace).returncode == 0
+    for command in (["failures"], ["dlq", "list"]):
+        known = run([*command, "--source", "docs", "--json"], workspace)
+        assert known.returncode == 0 and len(next(iter(json.loads(known.stdout).values()))) == 1
+        typo = run([*command, "--source", "dcos", "--json"], workspace)
+        assert typo.returncode == 2 and typo.stdout == "", command
+        assert "'dcos' is neither configured nor in the manifest" in typo.stderr
+    # A source taken out of the config is still known to the manifest: its entries list.
+    config = workspace / "headwater.toml"
+    config.write_text(config.read_text().split("[[source]]")[0])
+    gone = run(["failures", "--source", "docs", "--json"], workspace)
+    assert gone.returncode == 0 and len(json.loads(gone.stdout)["failures"]) == 1
+
+
+def test_usage_errors_are_one_line_with_exit_2(workspace: Path) -> None:
+    for args, said in (
+        (["sync", "--bogus"], "error: No such option: --bogus; see `headwater sync --help`."),
+        (["search"], "error: Missing argument 'query'; see `headwater search --help`."),
+        (["nosuchcmd"], "error: No such command 'nosuchcmd'; see `headwater --help`."),
+    ):
+        result = run(args, workspace)
+        assert result.returncode == 2, args
+        assert result.stderr.strip() == said, result.stderr
+    assert run(["dlq"], workspace).returncode == 2  # no arguments: the help, as before
+
+
+def test_a_source_named_twice_syncs_once(workspace: Path) -> None:
+    result = run(["sync", "docs", "docs", "--json", "--no-index"], workspace)
+    assert result.returncode == 0, result.stderr
+    assert [r["source"] for r in json.loads(result.stdout)["runs"]] == ["docs"]

@@ -76,6 +76,18 @@ def test_an_unopenable_sqlite_manifest_hint_is_about_the_file_not_a_server(
     assert "writable" in message and str(target) in message
 
 
+def test_a_state_dir_that_cannot_be_created_is_a_config_error_not_a_bug(
+    tmp_path: Path, corpus: Path
+) -> None:
+    config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
+    (tmp_path / "state").write_text("a file where the state directory should be")
+    done = cli(config, "status")
+    assert done.returncode == 2, done.stderr
+    message = " ".join(done.stderr.split())
+    assert "bug in Headwater" not in message
+    assert "state directory" in message and "workspace.state_dir" in message
+
+
 def test_control_characters_from_sources_are_escaped_in_human_output(
     tmp_path: Path, corpus: Path
 ) -> None:

@@ -7,6 +7,7 @@ the safety fraction; prune candidates are counted and streamed in keyset pages.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -155,3 +156,31 @@ def test_prune_candidate_pages_cover_every_candidate_once(
         assert [len(p) for p in pages] == [7, 7, 7, 7, 2]
         ids = [r.document_id for p in pages for r in p]
         assert ids == sorted(ids) and len(set(ids)) == 30
+
+
+def test_full_sync_reads_dead_lettered_objects_again(tmp_path: Path, manifest_url: str) -> None:
+    """A dead entry at an unchanged version hint is skipped by a plain sync, but `--full`
+    trusts no hint: the object is read again (e.g. its permissions were fixed, which
+    keeps its mtime and size) and indexed when it now parses."""
+    root = tmp_path / "files"
+    root.mkdir()
+    path = root / "note.txt"
+    path.write_bytes(b"broken \x00 text.")
+    stat = path.stat()
+    sources = (
+        f'[[source]]\nid = "fs"\ntype = "filesystem"\nroot = "{root}"\n'
+        "access = { public = true }\n"
+    )
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=sources)
+    with Workspace.open(config) as ws:
+        assert ws.sync(index=False).runs[0].counts.failed == 1
+        [dead] = ws.dead_letters("fs")
+        assert dead.error_class == "unsupported_type"
+        path.write_bytes(b"mended - text.")  # same size
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime
+        plain = ws.sync(index=False).runs[0]
+        assert (plain.counts.failed, plain.fetched) == (1, 0), "a plain sync trusts the hint"
+        full = ws.sync(index=False, full=True).runs[0]
+        assert (full.counts.new, full.counts.failed, full.fetched) == (1, 0, 1)
+        assert full.status == "succeeded" and ws.dead_letters("fs") == []
+        assert ws.document(source="fs", object_id="note.txt")["state"] == "active"

@@ -10,6 +10,7 @@ import pytest
 
 from headwater import Workspace
 from headwater.connectors.filesystem import FilesystemConnector, FilesystemOptions, matches_any
+from headwater.connectors.globs import KeyFilter
 from headwater.connectors.names import is_utf8, printable
 from headwater.connectors.testing import (
     FAR_FUTURE,
@@ -100,8 +101,8 @@ class UnlistableFolder(FilesystemConnector):
     """Lists like the real connector except one folder, whose listing raises EACCES
     (root ignores permission bits, so a chmod cannot make a listing fail here)."""
 
-    def __init__(self, root: Path, folder: str) -> None:
-        super().__init__(FilesystemOptions(root=str(root)))
+    def __init__(self, root: Path, folder: str, **options: object) -> None:
+        super().__init__(FilesystemOptions(root=str(root), **options))  # type: ignore[arg-type]
         self.folder = self.root / folder
 
     def _scandir(self, directory: Path) -> list[os.DirEntry[str]]:
@@ -195,3 +196,71 @@ def test_failure_messages_escape_control_characters_in_names(corpus: Path) -> No
     [unlisted] = [i for i in read_all(folder) if isinstance(i, Failure) and i.prefix]
     assert unlisted.object_id == "gui\rdes" and unlisted.covers("gui\rdes/vacation.md")
     assert "'gui\\rdes'" in unlisted.message and "\r" not in unlisted.message
+
+
+def test_a_link_that_cannot_be_followed_is_named_a_link_not_a_folder(corpus: Path) -> None:
+    os.symlink("missing.md", corpus / "dangling.md")
+    os.symlink("loop-b", corpus / "loop-a")
+    os.symlink("loop-a", corpus / "loop-b")
+    found = [i for i in read_all(make(corpus, follow_symlinks=True)) if isinstance(i, Failure)]
+    assert [f.object_id for f in found] == ["dangling.md", "loop-a", "loop-b"]
+    for failure in found:
+        assert failure.message.startswith(f"link '{failure.object_id}' could not be followed")
+        assert "folder" not in failure.message and "Fix or remove the link" in failure.message
+        assert failure.prefix and failure.stage == "enumerate"
+
+
+def test_the_workspace_state_dir_under_the_root_is_never_read(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    """`root = "."` beside headwater.toml: the manifest, indexes and content store under
+    it are not documents (they were read as dead `unsupported_type` failures, each run)."""
+    (tmp_path / "notes.md").write_text("# Notes\n\nSomething worth finding.\n")
+    source = filesystem_source(tmp_path, extra='exclude = ["headwater.toml"]')
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=source)
+    with Workspace.open(config) as ws:
+        for _ in range(2):  # the second run sees the state the first one wrote
+            run = ws.sync().runs[0]
+            assert run.status == "succeeded", ws.failures()
+            assert run.counts.seen == 1
+        assert ws.failures() == []
+
+
+def test_an_exclude_naming_a_folder_excludes_all_under_it_as_in_gitignore() -> None:
+    for pattern in ("drafts", "drafts/", "drafts/**", "**/drafts/**"):
+        selects = KeyFilter(["**/*"], [pattern])
+        assert not selects("drafts/a.md") and not selects("drafts/old/b.md"), pattern
+        assert selects("drafts.md") and selects("draftsx/a.md"), pattern
+        assert selects.excludes_folder("drafts"), pattern
+    selects = KeyFilter(["**/*"], ["drafts/*.md", "*.tmp"])
+    assert not selects("drafts/a.md") and selects("drafts/a.txt") and selects("drafts/x/a.md")
+    assert not selects.excludes_folder("drafts")
+    assert not selects("cache.tmp/page.md")  # a folder matching `*.tmp`, as git does
+    assert KeyFilter(["**/*"], ["drafts/"])("drafts")  # a file: `drafts/` names folders only
+
+
+@pytest.mark.parametrize("pattern", ["guides", "guides/", "guides/**"])
+def test_an_excluded_folder_is_never_listed_so_never_a_failure(corpus: Path, pattern: str) -> None:
+    """The unlistable-folder failure says "or exclude it": excluding it must end it."""
+    connector = UnlistableFolder(corpus, "guides", exclude=[pattern])
+    items = read_all(connector)
+    assert not [i for i in items if isinstance(i, Failure)]
+    assert {i.object_id for i in items if isinstance(i, SourceDocument)} == {
+        "notes/deploy.txt",
+        "notes/welcome.html",
+        "readme.md",
+    }
+    assert sorted(connector.enumerate()) == ["notes/deploy.txt", "notes/welcome.html", "readme.md"]
+
+
+def test_excluding_a_folder_by_name_deletes_its_documents(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=filesystem_source(corpus))
+    with Workspace.open(config) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 5
+    config.write_text(config.read_text().replace("access = ", 'exclude = ["guides"]\naccess = '))
+    with Workspace.open(config) as ws:
+        run = ws.sync(index=False).runs[0]  # 2 of 5: excluded_by_config is never blocked
+        assert (run.status, run.counts.deleted, run.prune_blocked) == ("succeeded", 2, None)
+        assert ws.document(source="docs", object_id="guides/vacation.md")["state"] == "deleted"

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from headwater import Workspace
@@ -145,7 +148,9 @@ def test_prune_and_dlq_commands(tmp_path: Path, corpus: Path) -> None:
     done = json.loads(cli(tmp_path, "prune", "--json").stdout)["prunes"][0]
     assert done["deleted"] == 1
     assert json.loads(cli(tmp_path, "status", "--json").stdout)["sources"][0]["documents"] == 4
-    dropped = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]))
+    unknown = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]), "99999")
+    assert unknown.returncode == 2 and "no DLQ entry #99999" in unknown.stderr
+    dropped = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]))  # the unknown id dropped none
     assert dropped.returncode == 0 and "dropped 1" in dropped.stdout
     assert cli(tmp_path, "dlq", "show", str(entries[0]["id"])).returncode == 2
     assert cli(tmp_path, "dlq", "redrive").returncode == 2
@@ -323,3 +328,52 @@ def test_an_index_of_a_lost_manifest_never_serves_its_old_permissions(
             assert not docs_in(ws, "vacation days", ["staff"], name), name
             assert expenses not in docs_in(ws, "reimbursement limit", ["hr", "staff"], name)
         assert all(s["in_sync"] for s in ws.reconcile()["sinks"].values())
+
+
+def finds(ws: Workspace, word: str, index: str) -> bool:
+    """Whether a search of ``index`` returns a chunk holding ``word``."""
+    mode = "keyword" if index == "lite" else "vector"  # the qdrant one has no keywords
+    hits = ws.search(word, groups=["staff"], index=index, mode=mode, k=50, per_document=False)
+    return any(word in h["chunk"] for h in hits)
+
+
+def test_repair_after_restoring_an_older_manifest_brings_later_edits_back(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """The documented recovery (restore the manifest from a backup, reconcile --repair)
+    when the indexes hold newer revisions than the backup: repair raises the manifest's
+    revisions above them, so the current text is indexed, now and after later edits,
+    instead of every write being refused as stale and the old text served for good."""
+    config = write_config(
+        tmp_path,
+        manifest_url=None,
+        embedder=FAKE,
+        indexes=two_sinks(tmp_path),
+        sources=filesystem_source(corpus),
+    )
+    note = corpus / "notes" / "restore.txt"
+    note.write_text("first words\n")
+    assert cli(tmp_path, "sync").returncode == 0
+    manifest = tmp_path / "state" / "manifest.db"
+    backup = tmp_path / "backup.db"
+    with closing(sqlite3.connect(manifest)) as source, closing(sqlite3.connect(backup)) as copy:
+        source.backup(copy)
+    for n in range(2):  # the indexes move on to revision 3
+        note.write_text(f"edited words number{n}\n")
+        assert cli(tmp_path, "sync").returncode == 0
+    shutil.copyfile(backup, manifest)  # the restore: revision 1 again
+    note.write_text("current words quokka\n")
+    stale = cli(tmp_path, "sync", "--json")  # revision 2 < 3: refused as stale
+    assert stale.returncode == 0, stale.stderr
+    documents = json.loads(stale.stdout)["index"]["documents"]
+    assert documents["replaced"] == 0 and documents["failed"] > 0, documents  # not both
+    with Workspace.open(config) as ws:
+        assert not finds(ws, "quokka", "lite") and finds(ws, "number1", "lite")
+        ws.reconcile(repair=True)
+        assert all(s["in_sync"] for s in ws.reconcile()["sinks"].values())
+        for name in ("lite", "vectors"):
+            assert finds(ws, "quokka", name) and not finds(ws, "number1", name), name
+        note.write_text("later words wombat\n")
+        assert ws.sync().index.failed == 0 and ws.failures() == []
+        for name in ("lite", "vectors"):
+            assert finds(ws, "wombat", name), name

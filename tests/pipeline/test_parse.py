@@ -146,6 +146,7 @@ def test_pdf_without_text_is_an_empty_document() -> None:
     with pytest.raises(ItemError) as caught:
         parse(make_pdf([""]), name="scan.pdf", media_type=None)
     assert caught.value.error_class == "empty_document"
+    assert "a scanned PDF without a text layer?" in str(caught.value)
 
 
 def test_docx_headings_lists_and_tables() -> None:
@@ -178,6 +179,8 @@ def test_empty_text_is_an_empty_document() -> None:
     with pytest.raises(ItemError) as caught:
         parse(b"  \n\n \t\n", name="blank.txt", media_type=None)
     assert caught.value.error_class == "empty_document"
+    message = str(caught.value)  # a blank text file is no scanned PDF
+    assert "PDF" not in message and "read again when it changes" in message
 
 
 def test_media_type_wins_over_extension_unless_generic() -> None:
@@ -222,6 +225,7 @@ def test_binary_content_in_a_text_format_is_unsupported(
     message = str(caught.value)
     assert name in message and "binary" in message and why in message
     assert f"{len(content):,} bytes" in message and "Exclude it" in message
+    assert "text text" not in message  # the text parser's files are "plain text"
 
 
 @pytest.mark.parametrize(

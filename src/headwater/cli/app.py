@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -196,8 +196,25 @@ def register_commands() -> typer.Typer:
     return app
 
 
+def usage_error_line(exc: Exception) -> None:
+    """Click's usage errors (an unknown option, a missing argument) as one error line
+    naming the help to read, like every other error, instead of Rich's boxed panel."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        return  # the help was printed; nothing went wrong
+    ctx: Any = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "headwater"
+    message = str(getattr(exc, "format_message", lambda: str(exc))()).rstrip(".")
+    err.print("[bold red]error:[/] ", end="", markup=True)
+    err.print(
+        f"{safe(message, markup=False)}; see `{command} --help`.", markup=False, highlight=False
+    )
+
+
 def main() -> None:
     register_commands()
+    from typer import rich_utils
+
+    rich_utils.rich_format_error = cast(Any, usage_error_line)  # typer prints usage errors so
     sys.argv[1:] = hoist_global_options(sys.argv[1:])
     try:
         app(prog_name="headwater")

@@ -47,7 +47,12 @@ def init(
         lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
         if ".headwater/" not in lines:
             ignore.write_text("\n".join([*lines, ".headwater/"]) + "\n", encoding="utf-8")
-        out.print(f"wrote {config} and {ignore}; edit the [[source]] table, then `headwater sync`.")
+        out.print(
+            f"wrote {safe(config, markup=False)} and {safe(ignore, markup=False)}; "
+            "edit the [[source]] table, "
+            "then `headwater sync`.",
+            markup=False,
+        )
 
     run_command(body)
 
@@ -350,6 +355,8 @@ def failures(
 
     def body() -> None:
         with open_workspace() as ws:
+            if source is not None:
+                ws.require_known_source(source)
             rows = [failure_dict(f) for f in ws.failures(source)]
         if as_json:
             print_json({"failures": rows})

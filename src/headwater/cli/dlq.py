@@ -26,6 +26,8 @@ def dlq_list(
 
     def body() -> None:
         with open_workspace() as ws:
+            if source is not None:
+                ws.require_known_source(source)
             rows = [failure_dict(f) for f in ws.dead_letters(source, stage)]
         if as_json:
             print_json({"entries": rows})
@@ -98,6 +100,12 @@ def dlq_drop(entry_ids: list[int] = typer.Argument(..., help="Entry ids to forge
 
     def body() -> None:
         with open_workspace() as ws:
+            missing = sorted({n for n in entry_ids if ws.failure(n) is None})
+            if missing:  # as `dlq show` and `redrive`: nothing is dropped then
+                raise NotFoundError(
+                    f"no DLQ entry {', '.join(f'#{n}' for n in missing)}; nothing was dropped. "
+                    "List them with `headwater dlq list`."
+                )
             dropped = ws.drop_failures(entry_ids)
         out.print(f"dropped {dropped} entries")
 

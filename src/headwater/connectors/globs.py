@@ -36,14 +36,31 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
+# No key holds a NUL: a pattern matching "FOLDER/" + this matches whatever is in FOLDER.
+_ANY_CHILD = "/\x00"
+
+
 class KeyFilter:
-    """Selects keys matching any ``include`` (all when empty) and no ``exclude`` glob."""
+    """Selects keys matching any ``include`` (all when empty) and no ``exclude`` glob.
+
+    As in ``.gitignore``, an exclude that names a folder excludes everything under it:
+    ``drafts``, ``drafts/`` (folders only) and ``drafts/**`` all leave out ``drafts/a.md``
+    and ``drafts/old/b.md``; ``excludes_folder`` lets a walk skip such a folder unread.
+    """
 
     def __init__(self, include: Sequence[str], exclude: Sequence[str]) -> None:
         self._include = [compile_glob(p) for p in include]
-        self._exclude = [compile_glob(p) for p in exclude]
+        self._exclude = [compile_glob(p) for p in exclude if not p.endswith("/")]
+        self._folders = [compile_glob(p.rstrip("/")) for p in exclude if p.rstrip("/")]
+
+    def excludes_folder(self, folder: str) -> bool:
+        """Whether every key under ``folder`` (a path without a trailing slash) is excluded."""
+        return any(p.fullmatch(folder) or p.fullmatch(folder + _ANY_CHILD) for p in self._folders)
 
     def __call__(self, key: str) -> bool:
         if self._include and not any(p.fullmatch(key) for p in self._include):
             return False
-        return not any(p.fullmatch(key) for p in self._exclude)
+        if any(p.fullmatch(key) for p in self._exclude):
+            return False
+        parts = key.split("/")[:-1]
+        return not any(self.excludes_folder("/".join(parts[: n + 1])) for n in range(len(parts)))

@@ -365,12 +365,13 @@ class Indexer:
                     lambda: sink.replace(document, chunk_list, record.revision), self.retry
                 )
                 chunks = len(chunk_list)
-                report.replaced += 1
+                report.replaced += outcome is not WriteOutcome.STALE  # else it counts as failed
             if outcome is WriteOutcome.STALE:
                 raise ItemError(
                     "stale_in_sink",
                     f"{target.name} holds a newer revision of {record.document_id} than the "
-                    f"manifest ({record.revision}); run `headwater reconcile --sink {target.name}`",
+                    f"manifest ({record.revision}), e.g. a manifest restored from a backup; run "
+                    f"`headwater reconcile --sink {target.name} --repair`",
                 )
             return Applied(
                 record.document_id, record.revision, record.signature, target.version, chunks

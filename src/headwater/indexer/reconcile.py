@@ -20,8 +20,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import update
+
+from headwater.clock import utcnow
 from headwater.errors import FatalError
 from headwater.jsonview import JsonView
+from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
 from headwater.manifest.records import ACTIVE, DocumentRecord
 from headwater.sinks.base import InventoryRow, Sink
 from headwater.types import COUNT_EVERY, CountProgress
@@ -206,6 +211,24 @@ def _repair(manifest: Manifest, target: ReconcileTarget, drift: SinkDrift) -> in
         sink.forget_tombstones(unknown)
     redo = drift.redo
     if redo:
+        _raise_below_sink(manifest, sink, redo)
         manifest.index_state.forget(target.key, redo)
         target.reindex(redo)
     return len(drift.orphans) + len(redo)
+
+
+def _raise_below_sink(manifest: Manifest, sink: Sink, document_ids: list[str]) -> None:
+    """Give each active document the sink holds at a newer revision than the manifest (a
+    manifest restored from a backup) a revision above the sink's: else its re-apply, and
+    every later edit, would be refused as stale for good. Revisions never go backwards."""
+    docs = t.documents.c
+    for doc_id in document_ids:
+        held = sink.revision(doc_id)
+        if held is None:
+            continue
+        with begin_write(manifest.engine) as conn:
+            conn.execute(
+                update(t.documents)
+                .where(docs.document_id == doc_id, docs.state == ACTIVE, docs.revision <= held)
+                .values(revision=held + 1, updated_at=utcnow())
+            )

@@ -238,7 +238,9 @@ class BatchBuilder:
                 self.counts.stale += 1
                 return Outcome.STALE
         dead = self.dead_versions.get(doc_id)
-        if dead is not None and dead == (doc.version, src.pipeline_version):
+        # A dead entry at this very version is a hint skip too: `sync --full` reads it again
+        # (a file whose permissions were fixed keeps its mtime and size).
+        if self.trust_hints and dead is not None and dead == (doc.version, src.pipeline_version):
             self._mark_seen(doc.object_id)
             self.commit.still_failing.append(doc_id)
             self.counts.failed += 1

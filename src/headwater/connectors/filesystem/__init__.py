@@ -4,7 +4,8 @@ Object ids are POSIX paths relative to the root; the version hint is ``mtime_ns:
 so an unchanged tree is re-synced without opening a file (content is fetched lazily).
 The walk visits each directory's entries in name order, which makes the whole listing
 ordered by path parts: a checkpoint is simply the last path yielded. Symlinks are skipped
-unless ``follow_symlinks``, and even then nothing outside the root is ever read.
+unless ``follow_symlinks``, and even then nothing outside the root is ever read. The
+workspace's ``state_dir``, when it lies under the root, is never listed.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ class FilesystemConnector:
         self.root = root.resolve()
         self.files_read = 0
         self._selects = KeyFilter(options.include, options.exclude)
+        # The workspace's own state (manifest, indexes, content store) when it lies under
+        # the root, e.g. `root = "."` beside headwater.toml: never read as documents.
+        self._state_dir: tuple[int, int] | None = None
+        if context is not None:
+            try:
+                st = context.state_dir.stat()
+                self._state_dir = (st.st_dev, st.st_ino)
+            except OSError:
+                pass
 
     def validate(self) -> None:
         if not self.root.exists():
@@ -86,8 +96,9 @@ class FilesystemConnector:
         with os.scandir(directory) as entries:
             return sorted(entries, key=lambda e: e.name)
 
-    def _unlistable(self, parts: tuple[str, ...], exc: OSError) -> Failure:
-        """A folder (or an entry that might be one) that could not be listed or stat'ed.
+    def _unlistable(self, parts: tuple[str, ...], exc: OSError, what: str = "folder") -> Failure:
+        """A folder (or an entry that might be one: a ``link`` that cannot be followed, an
+        ``entry`` that vanished while listed) that could not be listed or stat'ed.
 
         A prefix failure: every known document under the folder counts as present, so an
         unreadable folder never deletes its files.
@@ -95,14 +106,19 @@ class FilesystemConnector:
         rel = "/".join(parts)
         shown = printable(rel)  # the id stays the real path, so it covers what is under it
         reason = printable(exc.strerror or type(exc).__name__)
+        problem, fix = {
+            "folder": ("folder '{}' could not be listed", "Fix its permissions or link"),
+            "link": ("link '{}' could not be followed", "Fix or remove the link"),
+            "entry": ("'{}' could not be read while listed", "Sync again"),
+        }[what]
         return Failure(
             object_id=rel if is_utf8(rel) else shown,
             locator=printable(str(self.root.joinpath(*parts))),
             stage=Stage.ENUMERATE.value,
             error_class="unlistable",
             message=(
-                f"folder '{shown}' could not be listed ({reason}); nothing under it was read or "
-                "deleted. Fix its permissions or link, or exclude it."
+                f"{problem.format(shown)} ({reason}); nothing under it was read or deleted. "
+                f"{fix}, or exclude it."
             ),
             prefix=True,
         )
@@ -134,17 +150,24 @@ class FilesystemConnector:
             try:
                 st = entry.stat(follow_symlinks=True)
             except OSError as exc:
-                if after is None or here > after:
-                    yield self._unlistable(here, exc)  # may be a folder: keep what it held
+                if self._selects.excludes_folder("/".join(here)):
+                    continue  # nothing under it is wanted: no failure to keep it
+                if after is None or here > after:  # may be a folder: keep what it held
+                    what = "link" if is_link else "entry"
+                    if not is_link and entry.is_dir(follow_symlinks=False):
+                        what = "folder"
+                    yield self._unlistable(here, exc, what)
                 continue
             if is_link:
                 real = Path(os.path.realpath(entry.path))
                 if real != self.root and self.root not in real.parents:
                     continue  # never read outside the root
             if entry.is_dir(follow_symlinks=self.options.follow_symlinks):
+                if self._selects.excludes_folder("/".join(here)):
+                    continue  # excluded whole: never listed, so never an unlistable failure
                 key = (st.st_dev, st.st_ino)
-                if key in seen_dirs:
-                    continue  # a symlink cycle
+                if key in seen_dirs or key == self._state_dir:
+                    continue  # a symlink cycle, or Headwater's own state_dir
                 yield from self._walk(Path(entry.path), here, after, seen_dirs | {key})
             elif entry.is_file(follow_symlinks=self.options.follow_symlinks):
                 if after is not None and here <= after:
@@ -229,7 +252,11 @@ class FilesystemConnector:
                 return handle.read(self.options.max_file_bytes + 1)
         except FileNotFoundError as exc:
             raise ItemError(
-                "vanished", f"{ref} disappeared while syncing", permanent=False
+                "vanished", f"{printable(ref)} disappeared while syncing", permanent=False
             ) from exc
         except PermissionError as exc:
-            raise ItemError("permission_denied", f"{ref}: permission denied") from exc
+            raise ItemError(
+                "permission_denied",
+                f"{printable(ref)}: permission denied; grant read access to this user, then "
+                "`headwater sync --full` (or `headwater dlq redrive ID`) reads it again.",
+            ) from exc

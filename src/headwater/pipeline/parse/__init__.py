@@ -118,7 +118,8 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
     if parser in _TEXT_PARSERS and (why := binary_reason(content, charset)):
         raise ItemError(
             "unsupported_type",
-            f"{name!r} ({len(content):,} bytes) is binary, not {parser} text: {why}. "
+            f"{name!r} ({len(content):,} bytes) is binary, not "
+            f"{'plain' if parser == 'text' else parser} text: {why}. "
             "Exclude it in the source's configuration, or give it the extension of its "
             "real format.",
         )
@@ -129,8 +130,9 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
     if not text.strip():
         raise ItemError(
             "empty_document",
-            f"{name!r} has no text after parsing with the {parser} parser "
-            "(a scanned PDF without a text layer, or an empty file).",
+            f"{name!r} has no text after parsing with the {parser} parser ("
+            + ("a scanned PDF without a text layer?" if parser == "pdf" else "an empty file?")
+            + "); it is read again when it changes, or exclude it.",
         )
     return ParsedDocument(text=text, title=title, parser=parser)
 
