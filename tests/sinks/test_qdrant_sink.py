@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,6 +40,22 @@ def test_default_collection_and_folder(tmp_path: Path) -> None:
         assert (tmp_path / "qdrant-main").is_dir()
     finally:
         sink.close()
+
+
+def test_generation_folders_sit_next_to_the_default_or_the_configured_path(
+    tmp_path: Path,
+) -> None:
+    """docs/sinks.md: generation N in local mode is `qdrant-<name>@N`, or `<path>@N`."""
+    for options, folder in (
+        (QdrantOptions(), tmp_path / "qdrant-main@2"),
+        (QdrantOptions(path=tmp_path / "vectors"), tmp_path / "vectors@2"),
+    ):
+        context = dataclasses.replace(sink_context(tmp_path, name="main"), generation=2)
+        sink = QdrantSink(options, context)
+        try:
+            assert sink.collection == "headwater_main__g2" and folder.is_dir()
+        finally:
+            sink.close()
 
 
 def test_keyword_mode_is_refused_and_hybrid_is_vector(sink: QdrantSink) -> None:
