@@ -8,6 +8,7 @@ takes the ``Workspace`` it belongs to as ``self``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -34,6 +35,8 @@ from headwater.search.service import (
 )
 from headwater.sync.report import RunReport
 from headwater.workspace_indexes import WorkspaceIndexes
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from headwater.config import SourceSection
@@ -121,31 +124,57 @@ class WorkspaceReads(WorkspaceIndexes):
         generation: int | None = None,
     ) -> ReconcileReport:
         """Compare the manifest with each index's ``generation`` (default: its live one),
-        or ``sink_name``'s only; ``repair`` fixes drift."""
+        or ``sink_name``'s only; ``repair`` fixes drift. Without ``sink_name``, a
+        ``generation`` checks every index that has it (not retired); none having it is an
+        error, as is a named index without it."""
         if sink_name is not None:
             self.index_section(sink_name)  # raises the ConfigError naming the indexes
         names = [s.name for s in self.index_sections if sink_name in (None, s.name)]
-        targets = []
-        for name in names:
-            gen = (
-                self.live_generation(name)
-                if generation is None
-                else self.manifest.generations.get(name, generation)
-            )
-            if gen.state == RETIRED:  # opening it would create its dropped storage again
+        gens: Sequence[Generation | NotFoundError] = [
+            self._reconcile_generation(n, generation) for n in names
+        ]
+        if sink_name is None and generation is not None and len(names) > 1:
+            found = [g for g in gens if not isinstance(g, NotFoundError)]
+            if not found:
                 raise NotFoundError(
-                    f"{gen.label} is retired: its storage was dropped and there is nothing "
-                    "to reconcile; see `headwater rebuild status` for the generations."
+                    f"no index has generation {generation} to reconcile ("
+                    + "; ".join(str(g).split(";")[0] for g in gens)
+                    + "); see `headwater rebuild status` for the generations."
                 )
+            for skipped in gens:
+                if isinstance(skipped, NotFoundError):
+                    log.warning("reconcile: %s; not checked", str(skipped).split(";")[0])
+            gens = found
+        targets = []
+        for gen in gens:
+            if isinstance(gen, NotFoundError):
+                raise gen
             targets.append(
                 ReconcileTarget(
-                    label=name if generation is None else gen.label,
+                    label=gen.index_name if generation is None else gen.label,
                     key=gen.key,
                     sink=self.generation_sink(gen),
                     reindex=self._reindexer(gen),
                 )
             )
         return reconcile(self.manifest, targets, repair=repair, progress=self.count_progress)
+
+    def _reconcile_generation(
+        self, name: str, generation: int | None
+    ) -> Generation | NotFoundError:
+        """The generation of index ``name`` to reconcile, or why there is none."""
+        if generation is None:
+            return self.live_generation(name)
+        try:
+            gen = self.manifest.generations.get(name, generation)
+        except NotFoundError as exc:
+            return exc
+        if gen.state == RETIRED:  # opening it would create its dropped storage again
+            return NotFoundError(
+                f"{gen.label} is retired: its storage was dropped and there is nothing "
+                "to reconcile; see `headwater rebuild status` for the generations."
+            )
+        return gen
 
     def _reindexer(self, gen: Generation) -> Callable[[list[str]], object]:
         """How repair re-applies documents to ``gen``: through every generation that

@@ -200,6 +200,22 @@ def test_reconcile_refuses_a_retired_generation_and_does_not_recreate_its_storag
         assert not (tmp_path / "state" / "index-main.db").exists()  # disk stays freed
 
 
+def test_reconcile_a_generation_checks_every_index_that_has_it(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    two = SQLITE + '[[index]]\nname = "other"\ntype = "sqlite"\n'
+    with Workspace.open(_config(tmp_path, manifest_url, corpus, indexes=two)) as ws:
+        ws.sync()
+        assert core.rebuild(ws, ["main"], force=True)["indexes"][0]["result"] == "switched"
+        report = ws.reconcile(generation=2).as_dict()["sinks"]
+        assert list(report) == ["main@2"] and report["main@2"]["in_sync"]  # other has no @2
+        assert list(ws.reconcile(generation=1).as_dict()["sinks"]) == ["main@1", "other@1"]
+        with pytest.raises(NotFoundError, match="index 'other' has no generation 2"):
+            ws.reconcile("other", generation=2)  # a named index without it is an error
+        with pytest.raises(NotFoundError, match="no index has generation 3"):
+            ws.reconcile(generation=3)
+
+
 def test_old_generations_are_retired_after_keep_previous_for(
     tmp_path: Path, manifest_url: str, corpus: Path
 ) -> None:

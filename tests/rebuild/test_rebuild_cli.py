@@ -147,3 +147,29 @@ def test_every_action_names_an_unknown_index_as_not_configured(
         done = run(["rebuild", action, "nosuch"], tmp_path)
         assert done.returncode == 2, (action, done.stderr)
         assert "index 'nosuch' is not configured; expected one of: main" in done.stderr, action
+
+
+def test_actions_print_one_readable_line_and_status_times_carry_their_offset(
+    tmp_path: Path, corpus: Path
+) -> None:
+    configure(tmp_path, f"sqlite:///{tmp_path / 'state' / 'manifest.db'}", corpus, dimension=32)
+    ok(["sync", "--json"], tmp_path)
+    ok(["rebuild", "--force", "--no-switch", "--json"], tmp_path)
+    gens = generations(tmp_path)
+    assert gens[1]["created_at"].endswith("+00:00") and gens[1]["switched_at"].endswith("+00:00")
+    assert gens[2]["created_at"].endswith("+00:00") and gens[2]["switched_at"] is None
+    human = ok(["rebuild", "status"], tmp_path)
+    assert f"created {gens[2]['created_at']}" in human, human  # the same instant as --json
+    assert f"switched {gens[1]['switched_at']}" in human, human
+    extra = run(["rebuild", "status", "extra"], tmp_path)
+    assert extra.returncode == 2 and "takes no INDEX; got extra" in extra.stderr, extra.stderr
+    lines = [
+        (["switch", "main"], "switched main to generation 2: main@2 is live"),
+        (["rollback", "main"], "rolled main back: main@1 is live (0 documents pending)"),
+        (["retire", "main"], "nothing to retire for main: main@1 is live"),
+    ]
+    for args, line in lines:
+        assert ok(["rebuild", *args], tmp_path).strip() == line, args
+    ok(["rebuild", "--force", "--no-switch", "--json"], tmp_path)
+    cancelled = ok(["rebuild", "cancel", "main"], tmp_path).strip()
+    assert cancelled == "cancelled main@3 (its storage is deleted): main@1 is live"

@@ -83,17 +83,42 @@ def _print_status(report: dict[str, Any]) -> None:
         out.print(f"[bold]{index['name']}[/] (live: {index['live']})")
         for g in index["generations"]:
             pending = "" if g["pending"] is None else f", {g['pending']} pending"
+            switched = "" if g["switched_at"] is None else f", switched {g['switched_at']}"
             out.print(
                 f"  @{g['generation']} {g['state']:<9} {g['documents']}/{g['documents_total']} "
-                f"documents, {g['chunks']} chunks{pending}"
+                f"documents, {g['chunks']} chunks{pending}; created {g['created_at']}{switched}"
             )
             for problem in g["problems"]:
                 out.print(f"    [red]{problem}[/]")
 
 
+def _summary(action: str, name: str, report: dict[str, Any], live: int | None) -> str:
+    """One readable line: what the action did and which generation is live now."""
+    now = f"{name}@{live} is live" if live is not None else f"{name} has no live generation"
+    if action == "switch":
+        if report["result"] == "switched":
+            return f"switched {name} to generation {report['generation']}: {now}"
+        return f"{name}@{report['generation']} failed verification, nothing switched: {now}"
+    if action == "rollback":
+        if report.get("result") == "stopped":
+            return f"rollback of {name} stopped before the switch: {now}"
+        pending = report.get("pending") or 0
+        return f"rolled {name} back: {now} ({pending} documents pending)"
+    if action == "cancel":
+        return f"cancelled {name}@{report['cancelled']} (its storage is deleted): {now}"
+    if not report["retired"]:
+        return f"nothing to retire for {name}: {now}"
+    return f"retired {', '.join(f'{name}@{n}' for n in report['retired'])}: {now}"
+
+
 def _action(action: str, names: list[str], as_json: bool) -> int:
     with open_workspace() as ws:
         if action == "status":
+            if names:
+                usage_error(
+                    f"`headwater rebuild status` takes no INDEX; got {' '.join(names)} "
+                    "(it lists every index)"
+                )
             report: dict[str, Any] = core.status(ws)
             if as_json:
                 print_json(report)
@@ -112,10 +137,13 @@ def _action(action: str, names: list[str], as_json: bool) -> int:
             report = core.cancel(ws, name)
         else:
             report = core.retire(ws, name)
+        live = ws.manifest.generations.live(name)
     if as_json:
         print_json(report)
     else:
-        out.print(f"{action} {name}: {report}")
+        out.print(_summary(action, name, report, None if live is None else live.generation))
+        for problem in report.get("problems", []):
+            out.print(f"  [red]{problem}[/]")
     return 1 if report.get("result") == "failed" else 0
 
 

@@ -18,7 +18,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from headwater.clock import as_utc, utcnow
+from headwater.clock import as_utc, iso, utcnow
 from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError
 from headwater.indexer.reconcile import compare
@@ -363,8 +363,8 @@ def status(ws: Workspace) -> dict[str, Any]:
                     "documents_total": active,
                     "chunks": chunks if g.state != RETIRED else 0,
                     "pending": pending,
-                    "created_at": g.created_at.isoformat(),
-                    "switched_at": g.switched_at.isoformat() if g.switched_at else None,
+                    "created_at": iso(g.created_at),
+                    "switched_at": iso(g.switched_at),
                     "problems": g.problems,
                 }
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.sinks.qdrant._sink import QdrantOptions, QdrantSink
+from headwater.sinks.qdrant._options import QdrantOptions
+from headwater.sinks.qdrant._sink import QdrantSink
 
 __all__ = ["QdrantOptions", "QdrantSink"]

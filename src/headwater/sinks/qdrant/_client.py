@@ -18,7 +18,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from headwater.errors import CredentialError, FatalError, TransientError
 
 if TYPE_CHECKING:
-    from headwater.sinks.qdrant._sink import QdrantOptions
+    from headwater.sinks.qdrant._options import QdrantOptions
 
 
 def open_client(options: QdrantOptions, path: Path | None, where: str) -> QdrantClient:

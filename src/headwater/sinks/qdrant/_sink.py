@@ -18,14 +18,11 @@ write are deleted by the next write of the document.
 
 from __future__ import annotations
 
-import re
 import shutil
 import uuid
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field, SecretStr, model_validator
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
@@ -37,69 +34,25 @@ from headwater.sinks.base import (
     SearchRequest,
     SinkCapabilities,
     SinkContext,
-    SinkOptions,
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
 from headwater.sinks.qdrant._client import guard, open_client
+from headwater.sinks.qdrant._options import (
+    BINDING_ID,
+    QdrantOptions,
+    facet_value,
+    of_document,
+    of_write,
+    point_id,
+    revision_point_id,
+)
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
 SCHEMA_VERSION = "2"
 UPSERT_BATCH = 256
-SCROLL_PAGE = 256
-_REVISION_NAMESPACE = uuid.UUID("6f1c2a52-3b0e-4a8e-9d47-0c5b9f1e7a10")
-_POINT_NAMESPACE = uuid.UUID("0b6e3f6c-7a43-4f0c-8f3e-5d2a9c1b4e77")
-_BINDING_ID = "00000000-0000-0000-0000-00000000b1d0"
+INVENTORY_PAGE = 1024  # records per inventory page; one facet counts their points
 OVERFETCH = 4
-_HEX64 = re.compile("[0-9a-f]{64}")
-
-
-class QdrantOptions(SinkOptions):
-    """Options of the ``qdrant`` index; set at most one of ``url``, ``path``, ``location``."""
-
-    url: str | None = Field(
-        default=None, description="A Qdrant server, e.g. http://localhost:6333."
-    )
-    path: Path | None = Field(
-        default=None, description="A local-mode folder; default `{state_dir}/qdrant-{name}`."
-    )
-    location: str | None = Field(default=None, description='`":memory:"` for a throwaway index.')
-    collection: str | None = Field(default=None, description="Default `headwater_{name}`.")
-    api_key: SecretStr | None = Field(default=None, description="The server's API key.")
-    timeout: float = Field(default=30.0, gt=0, description="Seconds per server request.")
-
-    @model_validator(mode="after")
-    def _one_place(self) -> QdrantOptions:
-        given = [k for k in ("url", "path", "location") if getattr(self, k) is not None]
-        if len(given) > 1:
-            raise ValueError(
-                f"{' and '.join(given)} were all set; expected at most one of url, path, location"
-            )
-        if self.location is not None and self.location != ":memory:":
-            raise ValueError(
-                f"location was {self.location!r}; expected ':memory:' (use `url` for a server)"
-            )
-        return self
-
-
-def _revision_point_id(document_id: str) -> str:
-    """The record's point id: the document_id's first 128 bits, so that scrolling the
-    records (ordered by point id) lists documents in document_id order."""
-    if _HEX64.fullmatch(document_id):
-        return str(uuid.UUID(document_id[:32]))
-    return str(uuid.uuid5(_REVISION_NAMESPACE, document_id))
-
-
-def _point_id(chunk_id: str, write: str) -> str:
-    return str(uuid.uuid5(_POINT_NAMESPACE, f"{chunk_id}:{write}"))
-
-
-def _of_document(document_id: str) -> qm.FieldCondition:
-    return qm.FieldCondition(key="document_id", match=qm.MatchValue(value=document_id))
-
-
-def _of_write(write: str) -> qm.FieldCondition:
-    return qm.FieldCondition(key="write", match=qm.MatchValue(value=write))
 
 
 class QdrantSink:
@@ -124,6 +77,7 @@ class QdrantSink:
             if gen != 1:
                 path = path.with_name(f"{path.name}@{gen}")
         self._path = path
+        self._indexed = options.url is not None  # a server: payload indexes, filters are cheap
         self.where = options.url or options.location or str(path)
         self._client: QdrantClient = open_client(options, path, self.where)
         self._closed = False
@@ -144,7 +98,7 @@ class QdrantSink:
                         size=self.context.dimension, distance=qm.Distance.COSINE
                     ),
                 )
-                if self.options.url is not None:  # payload indexes only matter on a server
+                if self._indexed:  # payload indexes only matter on a server
                     for key in ("document_id", "principals", "source", "write"):
                         self._client.create_payload_index(
                             self.collection, key, qm.PayloadSchemaType.KEYWORD
@@ -186,7 +140,7 @@ class QdrantSink:
                 batch = points[start : start + UPSERT_BATCH]
                 self._client.upsert(self.collection, points=batch, wait=True)
             self._record(doc_id, revision, False, document.source, principals, write, revision)
-            others = qm.Filter(must=[_of_document(doc_id)], must_not=[_of_write(write)])
+            others = qm.Filter(must=[of_document(doc_id)], must_not=[of_write(write)])
             self._client.delete(
                 self.collection, points_selector=qm.FilterSelector(filter=others), wait=True
             )
@@ -198,7 +152,7 @@ class QdrantSink:
             if held is not None and held[0] > revision:
                 return WriteOutcome.STALE
             self._record(document_id, revision, True, None, [], None, None)
-            everything = qm.Filter(must=[_of_document(document_id)])
+            everything = qm.Filter(must=[of_document(document_id)])
             self._client.delete(
                 self.collection, points_selector=qm.FilterSelector(filter=everything), wait=True
             )
@@ -226,7 +180,7 @@ class QdrantSink:
             self._client.set_payload(
                 self.collection,
                 payload={"principals": principals, "revision": revision},
-                points=qm.FilterSelector(filter=qm.Filter(must=[_of_document(document_id)])),
+                points=qm.FilterSelector(filter=qm.Filter(must=[of_document(document_id)])),
                 wait=True,
             )
         return WriteOutcome.APPLIED
@@ -239,14 +193,14 @@ class QdrantSink:
                 if held is not None and held[1]:
                     self._client.delete(
                         self.revisions,
-                        points_selector=qm.PointIdsList(points=[_revision_point_id(document_id)]),
+                        points_selector=qm.PointIdsList(points=[revision_point_id(document_id)]),
                         wait=True,
                     )
 
     def bind(self, manifest_id: str) -> Binding:
         """Bind the index to ``manifest_id``; an index bound to another one is emptied."""
         with guard(self.where):
-            found = self._client.retrieve(self.revisions, ids=[_BINDING_ID], with_payload=True)
+            found = self._client.retrieve(self.revisions, ids=[BINDING_ID], with_payload=True)
             bound = found[0].payload.get("manifest_id") if found and found[0].payload else None
             if bound == manifest_id:
                 return Binding.KEPT
@@ -255,7 +209,7 @@ class QdrantSink:
                 self._client.delete_collection(self.collection)
                 self._client.delete_collection(self.revisions)
                 self._ensure_collections()
-            point = qm.PointStruct(id=_BINDING_ID, vector={}, payload={"manifest_id": manifest_id})
+            point = qm.PointStruct(id=BINDING_ID, vector={}, payload={"manifest_id": manifest_id})
             self._client.upsert(self.revisions, points=[point], wait=True)
         return Binding.RESET if reset else Binding.NEW
 
@@ -276,25 +230,25 @@ class QdrantSink:
         return int(payload["live_revision"])
 
     def inventory(self) -> Iterator[InventoryRow]:
-        """Live documents a page at a time in document_id order, with their live chunks."""
+        """Live documents in document_id order, with their live chunks: a page of records
+        and one facet count of their live points per page, so the calls grow with the
+        pages, not the documents (a count per document is a full scan in local mode)."""
         live = qm.Filter(must=[qm.FieldCondition(key="deleted", match=qm.MatchValue(value=False))])
         offset: qm.ExtendedPointId | None = None
         while True:
             with guard(self.where):
                 records, offset = self._client.scroll(
-                    self.revisions, scroll_filter=live, limit=SCROLL_PAGE, offset=offset
+                    self.revisions, scroll_filter=live, limit=INVENTORY_PAGE, offset=offset
                 )
-            for record in records:
-                payload = record.payload or {}
-                if payload.get("live") is None:
-                    continue  # a first write that never completed: nothing is visible
+                # a first write that never completed has no live token: nothing is visible
+                page = [r.payload for r in records if r.payload and r.payload.get("live")]
+                chunks = self._live_chunks({str(p["document_id"]): str(p["live"]) for p in page})
+            for payload in page:
                 document_id = str(payload["document_id"])
-                with guard(self.where):
-                    chunks = self._count_live(document_id, str(payload["live"]))
                 yield InventoryRow(
                     document_id=document_id,
                     revision=int(payload["live_revision"]),
-                    chunks=chunks,
+                    chunks=chunks.get(document_id, 0),
                 )
             if offset is None:
                 return
@@ -342,7 +296,7 @@ class QdrantSink:
                 return []
             points, _ = self._client.scroll(
                 self.collection,
-                scroll_filter=qm.Filter(must=[_of_document(document_id), _of_write(str(live))]),
+                scroll_filter=qm.Filter(must=[of_document(document_id), of_write(str(live))]),
                 limit=100_000,
                 with_payload=True,
             )
@@ -369,16 +323,41 @@ class QdrantSink:
     def _count_live(self, document_id: str, live: str) -> int:
         found = self._client.count(
             self.collection,
-            count_filter=qm.Filter(must=[_of_document(document_id), _of_write(live)]),
+            count_filter=qm.Filter(must=[of_document(document_id), of_write(live)]),
             exact=True,
         )
         return found.count
+
+    def _live_chunks(self, live: dict[str, str]) -> dict[str, int]:
+        """The live points of these documents (document_id -> its live write token),
+        counted by one exact facet over ``write``. A server filters on the tokens through
+        its payload index. Local mode has no index and tests a list filter against every
+        point (points x tokens), so there the facet counts every write in one pass."""
+        if not live:
+            return {}
+        if not self._indexed:
+            every = self._client.count(self.collection, exact=True).count
+            found = self._client.facet(
+                self.collection, key="write", limit=max(1, every), exact=True
+            )
+        else:
+            tokens = qm.MatchAny(any=list(live.values()))
+            found = self._client.facet(
+                self.collection,
+                key="write",
+                facet_filter=qm.Filter(must=[qm.FieldCondition(key="write", match=tokens)]),
+                limit=len(live),
+                exact=True,
+            )
+        # local mode reports a UUID-like value (a write token is one) in canonical form
+        by_write = {facet_value(str(hit.value)): hit.count for hit in found.hits}
+        return {doc: by_write.get(facet_value(token), 0) for doc, token in live.items()}
 
     def _live_only(self, points: Sequence[qm.ScoredPoint]) -> list[qm.ScoredPoint]:
         """The points of each document's live write; leftovers of other writes are hidden."""
         doc_ids = list({str((p.payload or {})["document_id"]) for p in points})
         records = self._client.retrieve(
-            self.revisions, ids=[_revision_point_id(d) for d in doc_ids], with_payload=True
+            self.revisions, ids=[revision_point_id(d) for d in doc_ids], with_payload=True
         )
         live = {str(r.payload["document_id"]): r.payload.get("live") for r in records if r.payload}
         return [
@@ -390,7 +369,7 @@ class QdrantSink:
 
     def _held_payload(self, document_id: str) -> dict[str, Any] | None:
         found = self._client.retrieve(
-            self.revisions, ids=[_revision_point_id(document_id)], with_payload=True
+            self.revisions, ids=[revision_point_id(document_id)], with_payload=True
         )
         return dict(found[0].payload) if found and found[0].payload else None
 
@@ -422,7 +401,7 @@ class QdrantSink:
             "live_revision": live_revision,
             "changed_at": iso(utcnow()),
         }
-        point = qm.PointStruct(id=_revision_point_id(document_id), vector={}, payload=payload)
+        point = qm.PointStruct(id=revision_point_id(document_id), vector={}, payload=payload)
         self._client.upsert(self.revisions, points=[point], wait=True)
 
     def _point(
@@ -456,8 +435,8 @@ class QdrantSink:
             "chunk_id": item.chunk.chunk_id,
             "write": write,
         }
-        point_id = _point_id(item.chunk.chunk_id, write)
-        return qm.PointStruct(id=point_id, vector=list(item.vector), payload=payload)
+        chunk_point = point_id(item.chunk.chunk_id, write)
+        return qm.PointStruct(id=chunk_point, vector=list(item.vector), payload=payload)
 
     def _hit(self, point: qm.ScoredPoint) -> SearchHit:
         payload = point.payload or {}
