@@ -123,6 +123,7 @@ Lists = list[tuple[Any, Any]]  # per query: (vector hits, keyword hits), DEPTH e
 
 def search_lists(sink: Any, queries: list[Query], embedder: CachedEmbedder) -> Lists:
     """Each query's vector and keyword lists, asked of the sink once."""
+    from headwater.search.terms import answering
     from headwater.sinks.base import SearchRequest
     from headwater.types import SearchMode, caller_principals
 
@@ -133,7 +134,8 @@ def search_lists(sink: Any, queries: list[Query], embedder: CachedEmbedder) -> L
         pair = []
         for mode in (SearchMode.VECTOR, SearchMode.KEYWORD):
             request = SearchRequest(query.text, vector.tolist(), principals, DEPTH, mode)
-            pair.append(sink.search(request))
+            hits = sink.search(request)
+            pair.append(hits if mode is SearchMode.VECTOR else answering(query.text, hits))
         found.append((pair[0], pair[1]))
     return found
 

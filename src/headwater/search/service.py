@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from headwater.errors import ConfigError
 from headwater.jsonview import JsonView
 from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
+from headwater.search.terms import answering
 from headwater.sinks.base import SearchRequest, Sink
 from headwater.types import SearchHit, SearchMode, caller_principals
 
@@ -189,6 +190,12 @@ def run_search(
             )
         )
         for name, sink, plan_mode in plans
+    ]
+    # A keyword hit that shares no informative word with the query (a question's "how",
+    # "do" and "get" only) answers nothing; see search/terms.py.
+    lists = [
+        hits if plan_mode is SearchMode.VECTOR else answering(query, hits)
+        for (*_, plan_mode), hits in zip(plans, lists, strict=True)
     ]
     if len(lists) == 1:
         hits = lists[0]
