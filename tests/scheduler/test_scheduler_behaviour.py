@@ -145,3 +145,27 @@ def test_run_once_exits_3_when_a_prune_is_blocked(tmp_path: Path) -> None:
     blocked = cli(config, "run", "--once")
     assert blocked.returncode == 3, blocked.stderr
     assert run_rows(sqlite_url(tmp_path))[-1]["status"] == "succeeded"
+
+
+def test_the_scheduler_drains_work_left_pending_before_it_started(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    """Documents synced without indexing (`sync --no-index`, or a scheduler stopped before
+    its drain) are indexed by the next `headwater run`, though no run of it changes
+    anything: they must not wait for the source's next change."""
+    roots = {"a": write_files(tmp_path / "a", 3)}
+    config = sources_config(tmp_path, None, roots, source_extra='refresh_every = "1h"\n')
+    assert cli(config, "sync", "--no-index").returncode == 0
+
+    def pending() -> int:
+        status = json.loads(cli(config, "status", "--json").stdout)
+        return int(status["indexes"]["main"]["pending"])
+
+    assert pending() == 3
+    daemon = daemons(config)
+    wait_for(lambda: pending() == 0, 30, "the pending documents indexed")
+    code, stderr = daemon.stop()
+    assert code == 0, stderr
+    assert len(run_rows(sqlite_url(tmp_path))) == 1  # no run was due: the drain did it
+    found = json.loads(cli(config, "search", "document", "--as", "x@y.z", "--json").stdout)
+    assert len(found["results"]) == 3

@@ -11,7 +11,10 @@ the runner resumes that run. A source whose ``permissions_every`` is due (and no
 run is due) gets ``ws.sync_permissions([source], index=False)`` instead, under the same
 lease; its time is recorded in the manifest (see ``plans``), so a restart keeps it.
 Housekeeping (tombstone and run-history retention, content-store garbage, the
-embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes.
+embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes. Work left
+pending before the start (a killed or stopped scheduler, ``sync --no-index``) is drained
+once at start in the background, and a failed drain is retried a minute later, even
+when no run changes anything.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the workspace's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
@@ -49,6 +52,7 @@ EXIT_RUN_FAILED = 1
 EXIT_NEEDS_PERSON = 3
 EXIT_INTERRUPTED = 130
 HOUSEKEEPING_EVERY = timedelta(minutes=10)
+DRAIN_RETRY = timedelta(minutes=1)
 LEASE_HELD_RETRY = timedelta(seconds=5)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
@@ -95,6 +99,10 @@ class Scheduler:
         self._holds: dict[str, datetime] = {}
         self._attempted: set[str] = set()  # source ids, and "id:permissions", in --once
         self._housekept: datetime | None = None
+        # --once drains at exit; with Celery, index tasks follow each run on the workers
+        local = self.ws.config.executor.type != "celery"
+        self._drain_at: datetime | None = utcnow() if local and not once else None
+        self._drainer: threading.Thread | None = None
 
     # -- signals -------------------------------------------------------------------------
 
@@ -133,15 +141,18 @@ class Scheduler:
         try:
             while not self._stopping:
                 self._reap(inflight)
-                if self._reload and not inflight:
+                if self._reload and not inflight and not self._draining():
                     self._reopen()
                 self._housekeeping()
+                self._catch_up()
                 wake_at = self._dispatch(pool, inflight)
                 if self.once and not inflight and wake_at is None:
                     break
                 self._sleep_until(wake_at)
         finally:
             pool.shutdown(wait=True)
+            if self._drainer is not None:
+                self._drainer.join()
             self._reap(inflight)
             if not self._stopping and self.once:
                 self._drain()
@@ -341,6 +352,18 @@ class Scheduler:
         status = FAILED if report.status == "failed" else report.status
         return Outcome(section.id, status, error=report.error, kind=PERMISSIONS)
 
+    def _draining(self) -> bool:
+        return self._drainer is not None and self._drainer.is_alive()
+
+    def _catch_up(self) -> None:
+        """Drain in the background what no run of this process left pending: at start,
+        then a minute after a failed drain (a run that changes nothing drains nothing)."""
+        if self._drain_at is None or utcnow() < self._drain_at or self._draining():
+            return
+        self._drain_at = None
+        self._drainer = threading.Thread(target=self._drain, name="headwater-drain")
+        self._drainer.start()
+
     def _drain(self, ws: Workspace | None = None) -> None:
         ws = ws or self.ws
         if ws.cancel.is_set():
@@ -349,7 +372,8 @@ class Scheduler:
             try:
                 report = ws.index()
             except HeadwaterError as exc:
-                log.error("indexing failed (pending work stays for the next drain): %s", exc)
+                log.error("indexing failed (pending work is retried in a minute): %s", exc)
+                self._drain_at = None if self.once else utcnow() + DRAIN_RETRY
                 return
         log.info("indexed: %s", _summary(report.__dict__))
 
