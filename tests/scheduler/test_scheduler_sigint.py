@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 from sched_helpers import Daemon, cli, lease_rows, run_rows, sources_config, wait_for, write_files
 
 from headwater.clock import as_utc, utcnow
+from workspace_helpers import write_config
 
 
 def test_run_once_interrupted_by_sigint_exits_130_with_leases_released(
@@ -67,3 +70,34 @@ def test_a_cancelled_run_is_due_again_at_once_not_a_refresh_later(
     assert "starting sync of slow (resume)" in again.stderr
     latest = run_rows(url)[-1]
     assert latest["status"] == "succeeded" and latest["seen"] == 1500
+
+
+def test_sigint_stops_a_run_waiting_to_retry_a_transient_error(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    """A source that refuses connections is retried from its checkpoint (`run_attempts`)
+    after a growing wait; Ctrl-C during that wait stops the run at once as `cancelled`
+    instead of sitting out every remaining attempt and recording it `failed`."""
+    with socket.socket() as probe:  # a local port nothing listens on: connection refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    source = (
+        '[[source]]\nid = "down"\ntype = "web"\n'
+        f'start_urls = ["http://127.0.0.1:{port}/"]\nmax_attempts = 1\n'
+        "access = { public = true }\n"
+    )
+    config = write_config(
+        tmp_path, manifest_url=None, sources=source, extra="[sync]\nrun_attempts = 6\n"
+    )
+    url = f"sqlite:///{tmp_path / 'state' / 'manifest.db'}"
+    daemon = daemons(config, "--once")
+    wait_for(lambda: run_rows(url), 60, "the run to start")
+    time.sleep(2.5)  # past the first attempts: waiting 4, 8 and 16 s for the next ones
+    daemon.signal(signal.SIGINT)
+    started = time.monotonic()
+    _, stderr = daemon.proc.communicate(timeout=60)
+    assert daemon.proc.returncode == 130, stderr
+    assert time.monotonic() - started < 3, stderr
+    (run,) = run_rows(url)
+    assert run["status"] == "cancelled", run
+    assert lease_rows(url) == []

@@ -223,7 +223,9 @@ class SyncRunner:
                 log.warning(
                     "run %s hit a transient error (%s); retrying from checkpoint", run_id, exc
                 )
-                time.sleep(min(30.0, options.fetch_policy.initial_wait * 2**attempt))
+                if options.cancel.wait(min(30.0, options.fetch_policy.initial_wait * 2**attempt)):
+                    status = CANCELLED  # stopped while waiting: no further attempt
+                    break
             except HeadwaterError as exc:
                 status, error = FAILED, f"{type(exc).__name__}: {exc}"
                 break
