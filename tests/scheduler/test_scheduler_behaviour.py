@@ -169,3 +169,17 @@ def test_the_scheduler_drains_work_left_pending_before_it_started(
     assert len(run_rows(sqlite_url(tmp_path))) == 1  # no run was due: the drain did it
     found = json.loads(cli(config, "search", "document", "--as", "x@y.z", "--json").stdout)
     assert len(found["results"]) == 3
+
+
+def test_json_log_lines_of_the_scheduler_carry_run_id_source_and_status(tmp_path: Path) -> None:
+    """operations.md: `--log-format json` lines carry `run_id`, `source`, `status` fields,
+    so a log shipper can filter the scheduler's lines by source without parsing `msg`."""
+    config = sources_config(tmp_path, None, {"a": write_files(tmp_path / "a", 2)})
+    once = cli(config, "run", "--once", "--log-format", "json")
+    assert once.returncode == 0, once.stderr
+    lines = [json.loads(line) for line in once.stderr.splitlines() if line.startswith("{")]
+    (started,) = [x for x in lines if x["msg"].startswith("starting sync of a")]
+    assert started["source"] == "a"
+    (ended,) = [x for x in lines if x["msg"].startswith("run ") and " of a " in x["msg"]]
+    (run,) = run_rows(sqlite_url(tmp_path))
+    assert (ended["run_id"], ended["source"], ended["status"]) == (run["run_id"], "a", "succeeded")

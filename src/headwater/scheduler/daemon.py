@@ -29,10 +29,8 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
@@ -42,6 +40,7 @@ from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.housekeeping import housekeep
+from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Outcome, ids, summary
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
@@ -56,18 +55,6 @@ DRAIN_RETRY = timedelta(minutes=1)
 LEASE_HELD_RETRY = timedelta(seconds=5)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
-SKIPPED = "skipped"
-PERMISSIONS = "permissions"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    source_id: str
-    status: str  # a run status, or SKIPPED (the lease is held elsewhere)
-    run_id: str | None = None
-    prune_blocked: bool = False
-    error: str | None = None
-    kind: str = SYNC
 
 
 class Scheduler:
@@ -215,7 +202,13 @@ class Scheduler:
                 break
             section = self.ws.source_section(plan.source_id)
             kind = PRUNE if plan.reason == PRUNE or self._prune_due(section) else SYNC
-            log.info("starting %s of %s (%s)", kind, plan.source_id, plan.reason)
+            log.info(
+                "starting %s of %s (%s)",
+                kind,
+                plan.source_id,
+                plan.reason,
+                extra=ids(plan.source_id),
+            )
             future = pool.submit(self._run_one, self.ws, section, kind)
             future.add_done_callback(lambda _f: self._wake.set())
             inflight[plan.source_id] = future
@@ -295,14 +288,23 @@ class Scheduler:
             result = ws.sync([section.id], index=False)
         except IntegrityError:
             # Two processes created the source's (or its lease's) first row at once.
-            log.info("skipping %s: another process claimed it at the same moment", section.id)
+            log.info(
+                "skipping %s: another process claimed it at the same moment",
+                section.id,
+                extra=ids(section.id),
+            )
             return Outcome(section.id, SKIPPED)
         except HeadwaterError as exc:
             holder = store.lease_holder(section.id)
             if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
-                log.info("skipping %s: its lease is held by %s", section.id, holder[0])
+                log.info(
+                    "skipping %s: its lease is held by %s",
+                    section.id,
+                    holder[0],
+                    extra=ids(section.id),
+                )
                 return Outcome(section.id, SKIPPED)
-            log.error("run of %s could not start: %s", section.id, exc)
+            log.error("run of %s could not start: %s", section.id, exc, extra=ids(section.id))
             return Outcome(section.id, FAILED, error=str(exc))
         if not result.runs:
             return Outcome(section.id, CANCELLED)
@@ -316,6 +318,7 @@ class Scheduler:
             report.duration_s,
             report.counts.as_dict(),
             f" error: {report.error}" if report.error else "",
+            extra=ids(section.id, report.run_id, report.status),
         )
         if report.counts.new + report.counts.changed + report.counts.deleted:
             self._drain(ws)
@@ -375,7 +378,7 @@ class Scheduler:
                 log.error("indexing failed (pending work is retried in a minute): %s", exc)
                 self._drain_at = None if self.once else utcnow() + DRAIN_RETRY
                 return
-        log.info("indexed: %s", _summary(report.__dict__))
+        log.info("indexed: %s", summary(report.__dict__))
 
     # -- housekeeping --------------------------------------------------------------------
 
@@ -390,7 +393,3 @@ class Scheduler:
             log.error("housekeeping failed (retried in 10 minutes): %s", exc)
             return
         log.info("housekeeping: %s", report.summary())
-
-
-def _summary(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items() if isinstance(v, int | float) and v)
