@@ -183,3 +183,16 @@ def test_json_log_lines_of_the_scheduler_carry_run_id_source_and_status(tmp_path
     (ended,) = [x for x in lines if x["msg"].startswith("run ") and " of a " in x["msg"]]
     (run,) = run_rows(sqlite_url(tmp_path))
     assert (ended["run_id"], ended["source"], ended["status"]) == (run["run_id"], "a", "succeeded")
+
+
+def test_runs_of_a_source_taken_out_of_the_config_can_still_be_listed(tmp_path: Path) -> None:
+    """`status` and `runs` show a source removed from the config; `runs ID` lists its
+    history too (only an id neither configured nor in the manifest is a usage error)."""
+    roots = {"a": write_files(tmp_path / "a", 1), "old": write_files(tmp_path / "old", 1)}
+    config = sources_config(tmp_path, None, roots)
+    assert cli(config, "sync", "--no-index").returncode == 0
+    sources_config(tmp_path, None, {"a": roots["a"]})
+    listed = cli(config, "runs", "old", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["source"] for r in json.loads(listed.stdout)["runs"]] == ["old"]
+    assert cli(config, "runs", "never-was").returncode == 2

@@ -20,6 +20,7 @@ from headwater.cli.ops import source_app  # one `source` group: remove, pause, r
 from headwater.errors import NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.daemon import Scheduler
+from headwater.workspace import Workspace
 
 RUN_STATUSES = ("running", "succeeded", "completed_with_errors", "failed", "cancelled")
 
@@ -95,8 +96,8 @@ def runs(
 
     def body() -> None:
         with open_workspace() as ws:
-            if args:
-                ws.source_section(args[0])
+            if args and not _known(ws, args[0]):
+                ws.source_section(args[0])  # neither configured nor in the manifest: exit 2
             rows = ws.schedule_store().list_runs(args[0] if args else None, status, limit)
         if as_json:
             print_json({"runs": rows})
@@ -106,6 +107,14 @@ def runs(
             out.print("no runs yet; start one with `headwater sync` or `headwater run`")
 
     run_command(body)
+
+
+def _known(ws: Workspace, source_id: str) -> bool:
+    """Configured, or a source removed from the config whose runs the manifest still has."""
+    from headwater.sync.removal import known_source_ids
+
+    configured = any(s.id == source_id for s in ws.config.source)
+    return configured or source_id in known_source_ids(ws.manifest)
 
 
 def _show(run_id: str, as_json: bool) -> None:
