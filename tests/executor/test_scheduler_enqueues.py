@@ -3,9 +3,11 @@ itself, and never enqueues a source that is already queued (real Redis, no worke
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 
+import pytest
 import redis
 
 from headwater import Workspace
@@ -15,7 +17,7 @@ from workspace_helpers import filesystem_source, write_config
 
 
 def test_the_scheduler_only_enqueues_and_never_twice(
-    tmp_path: Path, pg_database: str, corpus: Path
+    tmp_path: Path, pg_database: str, corpus: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     prefix = uuid.uuid4().hex[:10]
     executor = (
@@ -26,8 +28,15 @@ def test_the_scheduler_only_enqueues_and_never_twice(
     config = write_config(tmp_path, manifest_url=pg_database, sources=sources, extra=executor)
     client = redis.Redis.from_url("redis://127.0.0.1:6379/7")
     try:
+        caplog.set_level(logging.INFO, logger="headwater.scheduler")
         for _ in range(2):
             assert Scheduler(config, once=True).serve() == 0
+        # the operator's log says what was enqueued, once per message actually sent
+        enqueued = [r.getMessage() for r in caplog.records if r.msg.startswith("enqueued")]
+        assert sorted(m.split(" (")[0] for m in enqueued) == [
+            "enqueued sync of docs",
+            "enqueued sync of more",
+        ]
         with Workspace.open(config) as ws:
             status = executor_status(ws)
             assert ws.status()["executor"]["queued"] == status["queued"]

@@ -195,7 +195,10 @@ class Scheduler:
             if self.ws.config.executor.type == "celery":  # workers run it; only enqueue here
                 from headwater.executor.dispatch import enqueue_sync
 
-                enqueue_sync(self.ws, [plan.source_id])
+                for q in enqueue_sync(self.ws, [plan.source_id]):
+                    if not q.already:
+                        log.info("enqueued sync of %s (%s): task %s", q.source_id, plan.reason,
+                                 q.task_id, extra=ids(q.source_id))  # fmt: skip
                 self._attempted.update([plan.source_id] if self.once else [])
                 continue
             if len(inflight) >= self.max_concurrent:
