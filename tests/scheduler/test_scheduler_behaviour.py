@@ -15,6 +15,7 @@ from sqlalchemy import create_engine
 
 from headwater.clock import as_utc, utcnow
 from headwater.scheduler.history import ScheduleStore
+from workspace_helpers import filesystem_source, write_config
 
 
 def sqlite_url(directory: Path) -> str:
@@ -196,3 +197,16 @@ def test_runs_of_a_source_taken_out_of_the_config_can_still_be_listed(tmp_path: 
     assert listed.returncode == 0, listed.stderr
     assert [r["source"] for r in json.loads(listed.stdout)["runs"]] == ["old"]
     assert cli(config, "runs", "never-was").returncode == 2
+
+
+def test_run_once_exits_1_when_nothing_could_be_indexed(tmp_path: Path) -> None:
+    """`run --once` syncs with index=False and then drains: an index that cannot be
+    reached leaves every document pending, and cron must see it (exit 1, like `sync`
+    and `index` do), not a clean 0."""
+    down = '[[index]]\nname = "main"\ntype = "qdrant"\nurl = "http://127.0.0.1:1"\n'
+    sources = filesystem_source(write_files(tmp_path / "a", 2), "a", access="{ public = true }")
+    config = write_config(tmp_path, manifest_url=None, sources=sources, indexes=down)
+    once = cli(config, "run", "--once")
+    assert once.returncode == 1, once.stderr
+    assert "indexing failed" in once.stderr and "127.0.0.1:1" in once.stderr
+    assert run_rows(sqlite_url(tmp_path))[-1]["status"] == "succeeded"

@@ -40,16 +40,12 @@ from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.housekeeping import housekeep
-from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Outcome, ids, summary
+from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Outcome, exit_code, ids, summary
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
 log = logging.getLogger("headwater.scheduler")
 
-EXIT_OK = 0
-EXIT_RUN_FAILED = 1
-EXIT_NEEDS_PERSON = 3
-EXIT_INTERRUPTED = 130
 HOUSEKEEPING_EVERY = timedelta(minutes=10)
 DRAIN_RETRY = timedelta(minutes=1)
 LEASE_HELD_RETRY = timedelta(seconds=5)
@@ -90,6 +86,7 @@ class Scheduler:
         local = self.ws.config.executor.type != "celery"
         self._drain_at: datetime | None = utcnow() if local and not once else None
         self._drainer: threading.Thread | None = None
+        self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
 
     # -- signals -------------------------------------------------------------------------
 
@@ -148,15 +145,9 @@ class Scheduler:
         return self.exit_code()
 
     def exit_code(self) -> int:
-        if self.once and self._interrupted:
-            return EXIT_INTERRUPTED
-        if not self.once:
-            return EXIT_OK
-        if any(o.status == FAILED for o in self.outcomes):
-            return EXIT_RUN_FAILED
-        if any(o.prune_blocked for o in self.outcomes):
-            return EXIT_NEEDS_PERSON
-        return EXIT_OK
+        return exit_code(
+            self.outcomes, once=self.once, interrupted=self._interrupted, drain=self._drain_ok
+        )
 
     def _sections(self) -> list[SourceSection]:
         sections = list(self.ws.config.source)
@@ -378,9 +369,11 @@ class Scheduler:
             try:
                 report = ws.index()
             except HeadwaterError as exc:
-                log.error("indexing failed (pending work is retried in a minute): %s", exc)
+                log.error("indexing failed (the pending work stays pending): %s", exc)
                 self._drain_at = None if self.once else utcnow() + DRAIN_RETRY
+                self._drain_ok = False
                 return
+        self._drain_ok = True
         log.info("indexed: %s", summary(report.__dict__))
 
     # -- housekeeping --------------------------------------------------------------------

@@ -1,10 +1,13 @@
-"""What one scheduled run came back as, and the fields of the scheduler's log lines."""
+"""What one scheduled run came back as, the exit code of ``run --once``, and the fields
+of the scheduler's log lines."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.errors import EXIT_CANCELLED, EXIT_NEEDS_PERSON, EXIT_OK, EXIT_RUN_FAILED
+from headwater.manifest.runs import FAILED
 from headwater.scheduler.due import SYNC
 
 SKIPPED = "skipped"
@@ -19,6 +22,20 @@ class Outcome:
     prune_blocked: bool = False
     error: str | None = None
     kind: str = SYNC
+
+
+def exit_code(outcomes: list[Outcome], *, once: bool, interrupted: bool, drain: bool) -> int:
+    """``run --once``: 130 Ctrl-C, 1 a run (or the drain into the indexes) failed, 3 a
+    prune was blocked, else 0. The long-running scheduler stopped by a signal: 0."""
+    if once and interrupted:
+        return EXIT_CANCELLED
+    if not once:
+        return EXIT_OK
+    if not drain or any(o.status == FAILED for o in outcomes):
+        return EXIT_RUN_FAILED
+    if any(o.prune_blocked for o in outcomes):
+        return EXIT_NEEDS_PERSON
+    return EXIT_OK
 
 
 def ids(source: str, run_id: str | None = None, status: str | None = None) -> dict[str, str]:
