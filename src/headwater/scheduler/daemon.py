@@ -45,6 +45,7 @@ from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
 log = logging.getLogger("headwater.scheduler")
+Inflight = dict[str, Future[Outcome]]  # source id -> its run in the thread pool
 
 HOUSEKEEPING_EVERY = timedelta(minutes=10)
 DRAIN_RETRY = timedelta(minutes=1)
@@ -114,7 +115,7 @@ class Scheduler:
     # -- the loop ------------------------------------------------------------------------
 
     def serve(self) -> int:
-        inflight: dict[str, Future[Outcome]] = {}
+        inflight: Inflight = {}
         pool = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="headwater-run")
         log.info(
             "scheduler %s started: %d sources, at most %d at once",
@@ -124,12 +125,14 @@ class Scheduler:
         )
         try:
             while not self._stopping:
-                self._reap(inflight)
-                if self._reload and not inflight and not self._draining():
-                    self._reopen()
-                self._housekeeping()
-                self._catch_up()
-                wake_at = self._dispatch(pool, inflight)
+                try:
+                    wake_at = self._cycle(pool, inflight)
+                except SQLAlchemyError as exc:  # the manifest server restarts: wait, go on
+                    if self.once:
+                        raise
+                    reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+                    log.error("manifest unreachable; retrying in %.0f s: %s", MAX_SLEEP_S, reason)
+                    wake_at = None
                 if self.once and not inflight and wake_at is None:
                     break
                 self._sleep_until(wake_at)
@@ -144,6 +147,14 @@ class Scheduler:
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
 
+    def _cycle(self, pool: ThreadPoolExecutor, inflight: Inflight) -> datetime | None:
+        self._reap(inflight)
+        if self._reload and not inflight and not self._draining():
+            self._reopen()
+        self._housekeeping()
+        self._catch_up()
+        return self._dispatch(pool, inflight)
+
     def exit_code(self) -> int:
         return exit_code(
             self.outcomes, once=self.once, interrupted=self._interrupted, drain=self._drain_ok
@@ -155,9 +166,7 @@ class Scheduler:
             sections = [s for s in sections if s.id in self.only]
         return sections
 
-    def _dispatch(
-        self, pool: ThreadPoolExecutor, inflight: dict[str, Future[Outcome]]
-    ) -> datetime | None:
+    def _dispatch(self, pool: ThreadPoolExecutor, inflight: Inflight) -> datetime | None:
         """Start what is due; return when to look again (None: nothing more, in --once)."""
         if self._reload or self._stopping:
             return utcnow() + timedelta(seconds=MIN_SLEEP_S) if inflight else None
@@ -232,7 +241,7 @@ class Scheduler:
         self._wake.wait(min(MAX_SLEEP_S, max(MIN_SLEEP_S, seconds)))
         self._wake.clear()
 
-    def _reap(self, inflight: dict[str, Future[Outcome]]) -> None:
+    def _reap(self, inflight: Inflight) -> None:
         for source_id, future in list(inflight.items()):
             if not future.done():
                 continue
