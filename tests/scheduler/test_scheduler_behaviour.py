@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sched_helpers import Daemon, cli, run_rows, sources_config, wait_for, write_files
+from sched_helpers import HEADWATER, Daemon, cli, run_rows, sources_config, wait_for, write_files
 from sqlalchemy import create_engine
 
 from headwater.clock import as_utc, utcnow
@@ -210,3 +212,22 @@ def test_run_once_exits_1_when_nothing_could_be_indexed(tmp_path: Path) -> None:
     assert once.returncode == 1, once.stderr
     assert "indexing failed" in once.stderr and "127.0.0.1:1" in once.stderr
     assert run_rows(sqlite_url(tmp_path))[-1]["status"] == "succeeded"
+
+
+def test_the_scheduler_logs_progress_of_a_long_run(tmp_path: Path) -> None:
+    """operations.md: off a terminal, long work logs a progress line every interval even
+    without -v (`headwater.progress: sync SOURCE: N items seen …`); a finished run's line
+    is no longer repeated."""
+    roots = {"slow": write_files(tmp_path / "slow", 600)}
+    config = sources_config(tmp_path, None, roots, source_extra="batch_size = 1\n")
+    done = subprocess.run(
+        [HEADWATER, "-c", str(config), "run", "--once"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HEADWATER_PROGRESS_INTERVAL": "0.3"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    progress = [i for i, x in enumerate(lines) if "headwater.progress: sync slow:" in x]
+    assert any("items seen" in lines[i] for i in progress), done.stderr
+    (ended,) = [i for i, x in enumerate(lines) if " of slow succeeded" in x]
+    assert max(progress) < ended, done.stderr

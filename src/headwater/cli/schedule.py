@@ -15,8 +15,18 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from headwater.cli.app import app, open_workspace, out, print_json, run_command, state, usage_error
+from headwater.cli.app import (
+    app,
+    err,
+    open_workspace,
+    out,
+    print_json,
+    run_command,
+    state,
+    usage_error,
+)
 from headwater.cli.ops import source_app  # one `source` group: remove, pause, resume
+from headwater.cli.progress import log_reporter
 from headwater.errors import NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.daemon import Scheduler
@@ -38,11 +48,16 @@ def run(
     def body() -> int:
         if state.verbose == 0:
             logging.getLogger("headwater.scheduler").setLevel(logging.INFO)
-        scheduler = Scheduler(
-            state.config, sources=sources or (), once=once, max_concurrent=max_concurrent
-        )
-        scheduler.install_signal_handlers()
-        return scheduler.serve()
+        with log_reporter(err) as feed:  # a line every 10 s per run and drain in progress
+            scheduler = Scheduler(
+                state.config,
+                sources=sources or (),
+                once=once,
+                max_concurrent=max_concurrent,
+                progress=feed,
+            )
+            scheduler.install_signal_handlers()
+            return scheduler.serve()
 
     code = run_command(body)
     raise typer.Exit(code)

@@ -39,8 +39,8 @@ from headwater.config import SourceSection
 from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
-from headwater.scheduler.housekeeping import housekeep
-from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Outcome, exit_code, ids, summary
+from headwater.scheduler.housekeeping import housekeep_logged
+from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Feed, Outcome, exit_code, ids, summary
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
@@ -65,8 +65,10 @@ class Scheduler:
         once: bool = False,
         max_concurrent: int | None = None,
         open_workspace: Callable[[Path], Workspace] = Workspace.open,
+        progress: Feed | None = None,
     ) -> None:
         self.config = config
+        self.progress = progress  # progress lines of runs and drains (the CLI's reporter)
         self.only = list(sources)
         self.once = once
         self._open = open_workspace
@@ -89,8 +91,6 @@ class Scheduler:
         self._drainer: threading.Thread | None = None
         self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
 
-    # -- signals -------------------------------------------------------------------------
-
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGINT, self._on_stop)
@@ -111,8 +111,6 @@ class Scheduler:
         self._stopping = True
         self.ws.cancel.set()
         self._wake.set()
-
-    # -- the loop ------------------------------------------------------------------------
 
     def serve(self) -> int:
         inflight: Inflight = {}
@@ -283,12 +281,12 @@ class Scheduler:
             log.warning("sources no longer configured, no longer scheduled: %s", ", ".join(gone))
         log.info("config reloaded: %d sources", len(self._sections()))
 
-    # -- one run -------------------------------------------------------------------------
-
     def _run_one(self, ws: Workspace, section: SourceSection, kind: str) -> Outcome:
-        store = ws.schedule_store()
+        store, feed, line = ws.schedule_store(), self.progress, f"sync {section.id}"
+        if feed is not None:
+            feed.start(line)
         try:
-            result = ws.sync([section.id], index=False)
+            result = ws.sync([section.id], index=False, progress=feed.sync if feed else None)
         except IntegrityError:
             # Two processes created the source's (or its lease's) first row at once.
             log.info(
@@ -309,6 +307,9 @@ class Scheduler:
                 return Outcome(section.id, SKIPPED)
             log.error("run of %s could not start: %s", section.id, exc, extra=ids(section.id))
             return Outcome(section.id, FAILED, error=str(exc))
+        finally:
+            if feed is not None:
+                feed.finish(line)
         if not result.runs:
             return Outcome(section.id, CANCELLED)
         report = result.runs[0]
@@ -375,6 +376,7 @@ class Scheduler:
         if ws.cancel.is_set():
             return
         with self._index_lock:
+            ws.index_progress = self.progress.index if self.progress else None
             try:
                 report = ws.index()
             except HeadwaterError as exc:
@@ -382,19 +384,14 @@ class Scheduler:
                 self._drain_at = None if self.once else utcnow() + DRAIN_RETRY
                 self._drain_ok = False
                 return
+            finally:
+                if self.progress is not None:
+                    self.progress.finish("indexing")
         self._drain_ok = True
         log.info("indexed: %s", summary(report.__dict__))
 
-    # -- housekeeping --------------------------------------------------------------------
-
     def _housekeeping(self) -> None:
         now = utcnow()
-        if self._housekept is not None and now - self._housekept < HOUSEKEEPING_EVERY:
-            return
-        self._housekept = now
-        try:
-            report = housekeep(self.ws, now)
-        except (HeadwaterError, OSError) as exc:
-            log.error("housekeeping failed (retried in 10 minutes): %s", exc)
-            return
-        log.info("housekeeping: %s", report.summary())
+        if self._housekept is None or now - self._housekept >= HOUSEKEEPING_EVERY:
+            self._housekept = now
+            housekeep_logged(self.ws, now, log)

@@ -4,9 +4,11 @@ of the scheduler's log lines."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from headwater.errors import EXIT_CANCELLED, EXIT_NEEDS_PERSON, EXIT_OK, EXIT_RUN_FAILED
+from headwater.indexer.report import IndexProgress
+from headwater.manifest.records import RunCounts
 from headwater.manifest.runs import FAILED
 from headwater.scheduler.due import SYNC
 
@@ -22,6 +24,16 @@ class Outcome:
     prune_blocked: bool = False
     error: str | None = None
     kind: str = SYNC
+
+
+class Feed(Protocol):
+    """Where the scheduler reports progress (``cli/progress.Reporter``): a line per run
+    (``sync SOURCE``, fed the runner's counts) and ``indexing``, each ended by ``finish``."""
+
+    def start(self, name: str) -> None: ...
+    def sync(self, source: str, counts: RunCounts) -> None: ...
+    def index(self, progress: IndexProgress) -> None: ...
+    def finish(self, name: str) -> None: ...
 
 
 def exit_code(outcomes: list[Outcome], *, once: bool, interrupted: bool, drain: bool) -> int:
