@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -101,3 +103,52 @@ def test_sigint_stops_a_run_waiting_to_retry_a_transient_error(
     (run,) = run_rows(url)
     assert run["status"] == "cancelled", run
     assert lease_rows(url) == []
+
+
+def test_sigterm_while_enumerating_for_deletes_stops_the_run_at_once(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    """After a web crawl the runner enumerates the site again for deletes (every page a
+    conditional request, answered 304); SIGTERM then stops that enumeration at once: the run ends `cancelled`
+    (due again at once), nothing is deleted, instead of the process sitting out the
+    whole enumeration (and systemd's stop timeout)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    links = "".join(f'<a href="/p{i}.html">{i}</a> ' for i in range(80))
+    (site / "index.html").write_text(f"<html><body>{links}</body></html>")
+    for i in range(80):
+        (site / f"p{i}.html").write_text(f"<html><body><h1>Page {i}</h1></body></html>")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    access_log = (tmp_path / "access.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=site, stdout=subprocess.DEVNULL, stderr=access_log,
+    )  # fmt: skip
+    try:
+        source = (
+            '[[source]]\nid = "site"\ntype = "web"\n'
+            f'start_urls = ["http://127.0.0.1:{port}/"]\nrespect_robots = false\n'
+            "requests_per_second = 10.0\naccess = { public = true }\n"
+        )
+        config = write_config(tmp_path, manifest_url=None, sources=source)
+        url = f"sqlite:///{tmp_path / 'state' / 'manifest.db'}"
+        daemon = daemons(config)
+        wait_for(  # the enumeration asks again for pages it read: 304 Not Modified
+            lambda: " 304 " in (tmp_path / "access.log").read_text(),
+            60,
+            "the enumeration for deletes under way",
+        )
+        time.sleep(1.0)
+        started = time.monotonic()
+        code, stderr = daemon.stop()
+        assert code == 0, stderr
+        assert time.monotonic() - started < 4, stderr
+        (run,) = run_rows(url)
+        assert run["status"] == "cancelled" and run["deleted"] == 0, run
+        assert lease_rows(url) == []
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        access_log.close()
