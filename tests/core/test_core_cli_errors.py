@@ -137,3 +137,14 @@ def test_cli_sync_with_an_unreachable_qdrant_exits_1(tmp_path: Path, corpus: Pat
     assert run["status"] == "failed" and "could not be opened" in run["error"]
     status = json.loads(cli(config, "status", "--json").stdout)
     assert status["sources"][0]["last_run"]["status"] == "failed"
+
+
+def test_an_unreachable_manifest_server_is_one_error_line(tmp_path: Path, corpus: Path) -> None:
+    """libpq's 'connection refused' carries a hint on a second line; the error stays one
+    line (docs/cli.md: errors are one line), still naming the server and what to do."""
+    url = "postgresql+psycopg://headwater@127.0.0.1:1/headwater"
+    config = write_config(tmp_path, manifest_url=url, sources=filesystem_source(corpus))
+    done = cli(config, "status")
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "127.0.0.1:1" in done.stderr and "database server runs" in done.stderr

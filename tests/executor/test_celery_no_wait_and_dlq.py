@@ -65,6 +65,16 @@ def test_no_wait_prints_task_ids_that_wait_in_the_queue(deployment: Deployment) 
         assert refused.returncode == 2 and f"does not enqueue {flag} runs" in refused.stderr
 
 
+def test_no_wait_full_points_to_where_a_full_sync_runs(deployment: Deployment) -> None:
+    """`sync --full` is not dispatched to workers, so the advice for `--no-wait --full`
+    must not be plain `sync --full` under Celery, which is refused too."""
+    refused = headwater(deployment.config, "sync", "--no-wait", "--full", "repo")
+    assert refused.returncode == 2
+    assert 'type = "local"' in refused.stderr
+    plain = headwater(deployment.config, "sync", "--full", "repo")
+    assert plain.returncode == 2 and 'type = "local"' in plain.stderr
+
+
 def test_no_wait_with_the_local_executor_is_a_usage_error(deployment: Deployment) -> None:
     done = headwater(deployment.local_config, "sync", "--no-wait")
     assert done.returncode == 2

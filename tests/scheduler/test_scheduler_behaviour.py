@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sched_helpers import Daemon, cli, run_rows, sources_config, wait_for, write_files
+from sched_helpers import HEADWATER, Daemon, cli, run_rows, sources_config, wait_for, write_files
 from sqlalchemy import create_engine
 
 from headwater.clock import as_utc, utcnow
 from headwater.scheduler.history import ScheduleStore
+from workspace_helpers import filesystem_source, write_config
 
 
 def sqlite_url(directory: Path) -> str:
@@ -145,3 +148,86 @@ def test_run_once_exits_3_when_a_prune_is_blocked(tmp_path: Path) -> None:
     blocked = cli(config, "run", "--once")
     assert blocked.returncode == 3, blocked.stderr
     assert run_rows(sqlite_url(tmp_path))[-1]["status"] == "succeeded"
+
+
+def test_the_scheduler_drains_work_left_pending_before_it_started(
+    tmp_path: Path, daemons: Callable[..., Daemon]
+) -> None:
+    """Documents synced without indexing (`sync --no-index`, or a scheduler stopped before
+    its drain) are indexed by the next `headwater run`, though no run of it changes
+    anything: they must not wait for the source's next change."""
+    roots = {"a": write_files(tmp_path / "a", 3)}
+    config = sources_config(tmp_path, None, roots, source_extra='refresh_every = "1h"\n')
+    assert cli(config, "sync", "--no-index").returncode == 0
+
+    def pending() -> int:
+        status = json.loads(cli(config, "status", "--json").stdout)
+        return int(status["indexes"]["main"]["pending"])
+
+    assert pending() == 3
+    daemon = daemons(config)
+    wait_for(lambda: pending() == 0, 30, "the pending documents indexed")
+    code, stderr = daemon.stop()
+    assert code == 0, stderr
+    assert len(run_rows(sqlite_url(tmp_path))) == 1  # no run was due: the drain did it
+    found = json.loads(cli(config, "search", "document", "--as", "x@y.z", "--json").stdout)
+    assert len(found["results"]) == 3
+
+
+def test_json_log_lines_of_the_scheduler_carry_run_id_source_and_status(tmp_path: Path) -> None:
+    """operations.md: `--log-format json` lines carry `run_id`, `source`, `status` fields,
+    so a log shipper can filter the scheduler's lines by source without parsing `msg`."""
+    config = sources_config(tmp_path, None, {"a": write_files(tmp_path / "a", 2)})
+    once = cli(config, "run", "--once", "--log-format", "json")
+    assert once.returncode == 0, once.stderr
+    lines = [json.loads(line) for line in once.stderr.splitlines() if line.startswith("{")]
+    (started,) = [x for x in lines if x["msg"].startswith("starting sync of a")]
+    assert started["source"] == "a"
+    (ended,) = [x for x in lines if x["msg"].startswith("run ") and " of a " in x["msg"]]
+    (run,) = run_rows(sqlite_url(tmp_path))
+    assert (ended["run_id"], ended["source"], ended["status"]) == (run["run_id"], "a", "succeeded")
+
+
+def test_runs_of_a_source_taken_out_of_the_config_can_still_be_listed(tmp_path: Path) -> None:
+    """`status` and `runs` show a source removed from the config; `runs ID` lists its
+    history too (only an id neither configured nor in the manifest is a usage error)."""
+    roots = {"a": write_files(tmp_path / "a", 1), "old": write_files(tmp_path / "old", 1)}
+    config = sources_config(tmp_path, None, roots)
+    assert cli(config, "sync", "--no-index").returncode == 0
+    sources_config(tmp_path, None, {"a": roots["a"]})
+    listed = cli(config, "runs", "old", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["source"] for r in json.loads(listed.stdout)["runs"]] == ["old"]
+    assert cli(config, "runs", "never-was").returncode == 2
+
+
+def test_run_once_exits_1_when_nothing_could_be_indexed(tmp_path: Path) -> None:
+    """`run --once` syncs with index=False and then drains: an index that cannot be
+    reached leaves every document pending, and cron must see it (exit 1, like `sync`
+    and `index` do), not a clean 0."""
+    down = '[[index]]\nname = "main"\ntype = "qdrant"\nurl = "http://127.0.0.1:1"\n'
+    sources = filesystem_source(write_files(tmp_path / "a", 2), "a", access="{ public = true }")
+    config = write_config(tmp_path, manifest_url=None, sources=sources, indexes=down)
+    once = cli(config, "run", "--once")
+    assert once.returncode == 1, once.stderr
+    assert "indexing failed" in once.stderr and "127.0.0.1:1" in once.stderr
+    assert run_rows(sqlite_url(tmp_path))[-1]["status"] == "succeeded"
+
+
+def test_the_scheduler_logs_progress_of_a_long_run(tmp_path: Path) -> None:
+    """operations.md: off a terminal, long work logs a progress line every interval even
+    without -v (`headwater.progress: sync SOURCE: N items seen …`); a finished run's line
+    is no longer repeated."""
+    roots = {"slow": write_files(tmp_path / "slow", 600)}
+    config = sources_config(tmp_path, None, roots, source_extra="batch_size = 1\n")
+    done = subprocess.run(
+        [HEADWATER, "-c", str(config), "run", "--once"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HEADWATER_PROGRESS_INTERVAL": "0.3"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    progress = [i for i, x in enumerate(lines) if "headwater.progress: sync slow:" in x]
+    assert any("items seen" in lines[i] for i in progress), done.stderr
+    (ended,) = [i for i, x in enumerate(lines) if " of slow succeeded" in x]
+    assert max(progress) < ended, done.stderr

@@ -133,7 +133,8 @@ def run_command(body: Callable[[], T]) -> T:
         if state.verbose:
             _traceback()
         fail(
-            f"the manifest database failed: {exc.orig}. If it is a damaged SQLite file, "
+            f"the manifest database failed: {' '.join(str(exc.orig).split())}. "
+            "If it is a damaged SQLite file, "
             "restore it from a backup, or move it away, run `headwater sync` to rebuild "
             "it and `headwater reconcile --repair`; a database server: check that it runs.",
             1,

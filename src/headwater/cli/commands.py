@@ -123,11 +123,16 @@ def _enqueue_only(
     """``sync --no-wait``: enqueue one sync task per source and print the task ids."""
     from headwater.errors import ConfigError
 
-    if full or permissions:
-        flag = "--full" if full else "--permissions"
+    if permissions:
         raise ConfigError(
-            f"sync --no-wait does not enqueue {flag} runs; run `headwater sync {flag}` "
-            "without --no-wait."
+            "sync --no-wait does not enqueue --permissions runs; run `headwater sync "
+            "--permissions` without --no-wait."
+        )
+    if full:  # `sync --full` is not dispatched to workers either: say where it runs
+        raise ConfigError(
+            "sync --no-wait does not enqueue --full runs; run `headwater sync --full` "
+            'without --no-wait, with the local executor (`[executor] type = "local"`, on '
+            "one worker host)."
         )
     if ws.config.executor.type != "celery":
         raise ConfigError(

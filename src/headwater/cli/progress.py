@@ -127,10 +127,17 @@ class Reporter:
                 task = self._tasks[name] = self._bar.add_task(name, total=total, detail="")
             self._bar.update(task, completed=done, total=total, detail=text)
 
+    def start(self, name: str) -> None:
+        """A line's work begins now (the scheduler's runs: its rate counts from here)."""
+        self._update(name, lambda line: setattr(line, "text", "starting"))
+
     def finish(self, name: str) -> None:
-        """The line's work is done: stop logging it (its last row stays on a terminal)."""
+        """The line's work is done: stop logging it (its last row stays on a terminal).
+        A finished ``indexing`` line starts its next drain's counts from zero."""
         with self._lock:
             self._lines.pop(name, None)
+            if name == "indexing":
+                self._index_base, self._index_last = (0, 0), IndexProgress(0, 0, 0)
 
     # -- feeds ---------------------------------------------------------------------------
 
@@ -221,6 +228,11 @@ class Reporter:
             thread.join()
             self._update(name, lambda ln: setattr(ln, "text", "done"))
             self.finish(name)
+
+
+def log_reporter(console: Console) -> Reporter:
+    """Progress as log lines only (``headwater run``: a daemon's runs overlap)."""
+    return Reporter(console, terminal=False, interval=interval_s())
 
 
 def reporter(console: Console, *, as_json: bool) -> Reporter:

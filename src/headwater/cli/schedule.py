@@ -15,11 +15,22 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from headwater.cli.app import app, open_workspace, out, print_json, run_command, state, usage_error
+from headwater.cli.app import (
+    app,
+    err,
+    open_workspace,
+    out,
+    print_json,
+    run_command,
+    state,
+    usage_error,
+)
 from headwater.cli.ops import source_app  # one `source` group: remove, pause, resume
+from headwater.cli.progress import log_reporter
 from headwater.errors import NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.daemon import Scheduler
+from headwater.workspace import Workspace
 
 RUN_STATUSES = ("running", "succeeded", "completed_with_errors", "failed", "cancelled")
 
@@ -37,11 +48,16 @@ def run(
     def body() -> int:
         if state.verbose == 0:
             logging.getLogger("headwater.scheduler").setLevel(logging.INFO)
-        scheduler = Scheduler(
-            state.config, sources=sources or (), once=once, max_concurrent=max_concurrent
-        )
-        scheduler.install_signal_handlers()
-        return scheduler.serve()
+        with log_reporter(err) as feed:  # a line every 10 s per run and drain in progress
+            scheduler = Scheduler(
+                state.config,
+                sources=sources or (),
+                once=once,
+                max_concurrent=max_concurrent,
+                progress=feed,
+            )
+            scheduler.install_signal_handlers()
+            return scheduler.serve()
 
     code = run_command(body)
     raise typer.Exit(code)
@@ -95,8 +111,8 @@ def runs(
 
     def body() -> None:
         with open_workspace() as ws:
-            if args:
-                ws.source_section(args[0])
+            if args and not _known(ws, args[0]):
+                ws.source_section(args[0])  # neither configured nor in the manifest: exit 2
             rows = ws.schedule_store().list_runs(args[0] if args else None, status, limit)
         if as_json:
             print_json({"runs": rows})
@@ -106,6 +122,14 @@ def runs(
             out.print("no runs yet; start one with `headwater sync` or `headwater run`")
 
     run_command(body)
+
+
+def _known(ws: Workspace, source_id: str) -> bool:
+    """Configured, or a source removed from the config whose runs the manifest still has."""
+    from headwater.sync.removal import known_source_ids
+
+    configured = any(s.id == source_id for s in ws.config.source)
+    return configured or source_id in known_source_ids(ws.manifest)
 
 
 def _show(run_id: str, as_json: bool) -> None:

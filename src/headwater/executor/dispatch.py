@@ -9,6 +9,7 @@ result backend and run reports from the manifest, so the reports equal a local s
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from headwater.workspace import Workspace
 
 _apps: dict[str, Celery] = {}
+log = logging.getLogger("headwater.executor")
+PATIENCE_S = 15.0  # a wait longer than this is logged once, so a client never hangs mute
 
 
 def app_for(ws: Workspace) -> Celery:
@@ -72,14 +75,23 @@ def enqueue_sync(
 
 
 def wait_for(ws: Workspace, task_id: str, poll_s: float = 1.0) -> dict[str, Any]:
-    """Block until the task ends; its result (a dict), or FatalError if it raised."""
+    """Block until the task ends; its result (a dict), or FatalError if it raised.
+    A task still not done after ``PATIENCE_S`` is said once (no worker may be running)."""
     result = AsyncResult(task_id, app=app_for(ws))
+    said = time.monotonic() + PATIENCE_S
     while True:
         if ws.cancel.is_set():
             raise Cancelled(f"stopped waiting for task {task_id}; it goes on in its worker")
         try:
             value = result.get(timeout=poll_s, propagate=False)
         except CeleryTimeout:
+            if time.monotonic() > said:
+                said = float("inf")
+                log.warning(
+                    "still waiting for task %s (%s) after %.0f s: is a `headwater worker` "
+                    "consuming its queue? `headwater workers` lists the live ones",
+                    task_id, result.state, PATIENCE_S,
+                )  # fmt: skip
             continue
         if result.failed():
             raise FatalError(f"task {task_id} failed on its worker: {value!r}; see `headwater dlq`")

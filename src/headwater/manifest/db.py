@@ -157,20 +157,21 @@ def _upgrade(engine: Engine) -> None:
 def _open_error(engine: Engine, exc: DatabaseError) -> FatalError:
     """Why the manifest cannot be opened, and the fix for this engine."""
     where = engine.url.render_as_string(hide_password=True)
+    reason = " ".join(str(exc.orig).split()).rstrip(".")  # libpq's hint is a second line
     if engine.url.get_backend_name() != "sqlite":
         return FatalError(
-            f"cannot open the manifest at {where}: {exc.orig}. "
+            f"cannot open the manifest at {where}: {reason}. "
             "Check that the database server runs and the URL is right."
         )
     path = engine.url.database or ""
     if not isinstance(exc, OperationalError):  # garbage bytes: "file is not a database"
         return FatalError(
-            f"the manifest {path} is damaged ({exc.orig}). Restore it from a backup, or move "
+            f"the manifest {path} is damaged ({reason}). Restore it from a backup, or move "
             f"it away (`mv {path} {path}.damaged`), run `headwater sync` to rebuild it from "
             "the sources, then `headwater reconcile --repair` to bring the indexes in line."
         )
     return FatalError(
-        f"cannot open the SQLite manifest {path}: {exc.orig}. Check that its directory "
+        f"cannot open the SQLite manifest {path}: {reason}. Check that its directory "
         "exists and is writable by this user (workspace.state_dir or manifest.url in "
         "headwater.toml), and that the path is a file, not a directory."
     )

@@ -11,7 +11,10 @@ the runner resumes that run. A source whose ``permissions_every`` is due (and no
 run is due) gets ``ws.sync_permissions([source], index=False)`` instead, under the same
 lease; its time is recorded in the manifest (see ``plans``), so a restart keeps it.
 Housekeeping (tombstone and run-history retention, content-store garbage, the
-embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes.
+embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes. Work left
+pending before the start (a killed or stopped scheduler, ``sync --no-index``) is drained
+once at start in the background, and a failed drain is retried a minute later, even
+when no run changes anything.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the workspace's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
@@ -26,10 +29,8 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
@@ -38,32 +39,19 @@ from headwater.config import SourceSection
 from headwater.errors import FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
-from headwater.scheduler.housekeeping import housekeep
+from headwater.scheduler.housekeeping import housekeep_logged
+from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Feed, Outcome, exit_code, ids, summary
 from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
 from headwater.workspace import Workspace
 
 log = logging.getLogger("headwater.scheduler")
+Inflight = dict[str, Future[Outcome]]  # source id -> its run in the thread pool
 
-EXIT_OK = 0
-EXIT_RUN_FAILED = 1
-EXIT_NEEDS_PERSON = 3
-EXIT_INTERRUPTED = 130
 HOUSEKEEPING_EVERY = timedelta(minutes=10)
+DRAIN_RETRY = timedelta(minutes=1)
 LEASE_HELD_RETRY = timedelta(seconds=5)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
-SKIPPED = "skipped"
-PERMISSIONS = "permissions"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    source_id: str
-    status: str  # a run status, or SKIPPED (the lease is held elsewhere)
-    run_id: str | None = None
-    prune_blocked: bool = False
-    error: str | None = None
-    kind: str = SYNC
 
 
 class Scheduler:
@@ -77,8 +65,10 @@ class Scheduler:
         once: bool = False,
         max_concurrent: int | None = None,
         open_workspace: Callable[[Path], Workspace] = Workspace.open,
+        progress: Feed | None = None,
     ) -> None:
         self.config = config
+        self.progress = progress  # progress lines of runs and drains (the CLI's reporter)
         self.only = list(sources)
         self.once = once
         self._open = open_workspace
@@ -95,8 +85,11 @@ class Scheduler:
         self._holds: dict[str, datetime] = {}
         self._attempted: set[str] = set()  # source ids, and "id:permissions", in --once
         self._housekept: datetime | None = None
-
-    # -- signals -------------------------------------------------------------------------
+        # --once drains at exit; with Celery, index tasks follow each run on the workers
+        local = self.ws.config.executor.type != "celery"
+        self._drain_at: datetime | None = utcnow() if local and not once else None
+        self._drainer: threading.Thread | None = None
+        self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
 
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGTERM, self._on_stop)
@@ -119,10 +112,8 @@ class Scheduler:
         self.ws.cancel.set()
         self._wake.set()
 
-    # -- the loop ------------------------------------------------------------------------
-
     def serve(self) -> int:
-        inflight: dict[str, Future[Outcome]] = {}
+        inflight: Inflight = {}
         pool = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="headwater-run")
         log.info(
             "scheduler %s started: %d sources, at most %d at once",
@@ -132,16 +123,21 @@ class Scheduler:
         )
         try:
             while not self._stopping:
-                self._reap(inflight)
-                if self._reload and not inflight:
-                    self._reopen()
-                self._housekeeping()
-                wake_at = self._dispatch(pool, inflight)
+                try:
+                    wake_at = self._cycle(pool, inflight)
+                except SQLAlchemyError as exc:  # the manifest server restarts: wait, go on
+                    if self.once:
+                        raise
+                    reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+                    log.error("manifest unreachable; retrying in %.0f s: %s", MAX_SLEEP_S, reason)
+                    wake_at = None
                 if self.once and not inflight and wake_at is None:
                     break
                 self._sleep_until(wake_at)
         finally:
             pool.shutdown(wait=True)
+            if self._drainer is not None:
+                self._drainer.join()
             self._reap(inflight)
             if not self._stopping and self.once:
                 self._drain()
@@ -149,16 +145,18 @@ class Scheduler:
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
 
+    def _cycle(self, pool: ThreadPoolExecutor, inflight: Inflight) -> datetime | None:
+        self._reap(inflight)
+        if self._reload and not inflight and not self._draining():
+            self._reopen()
+        self._housekeeping()
+        self._catch_up()
+        return self._dispatch(pool, inflight)
+
     def exit_code(self) -> int:
-        if self.once and self._interrupted:
-            return EXIT_INTERRUPTED
-        if not self.once:
-            return EXIT_OK
-        if any(o.status == FAILED for o in self.outcomes):
-            return EXIT_RUN_FAILED
-        if any(o.prune_blocked for o in self.outcomes):
-            return EXIT_NEEDS_PERSON
-        return EXIT_OK
+        return exit_code(
+            self.outcomes, once=self.once, interrupted=self._interrupted, drain=self._drain_ok
+        )
 
     def _sections(self) -> list[SourceSection]:
         sections = list(self.ws.config.source)
@@ -166,9 +164,7 @@ class Scheduler:
             sections = [s for s in sections if s.id in self.only]
         return sections
 
-    def _dispatch(
-        self, pool: ThreadPoolExecutor, inflight: dict[str, Future[Outcome]]
-    ) -> datetime | None:
+    def _dispatch(self, pool: ThreadPoolExecutor, inflight: Inflight) -> datetime | None:
         """Start what is due; return when to look again (None: nothing more, in --once)."""
         if self._reload or self._stopping:
             return utcnow() + timedelta(seconds=MIN_SLEEP_S) if inflight else None
@@ -197,14 +193,23 @@ class Scheduler:
             if self.ws.config.executor.type == "celery":  # workers run it; only enqueue here
                 from headwater.executor.dispatch import enqueue_sync
 
-                enqueue_sync(self.ws, [plan.source_id])
+                for q in enqueue_sync(self.ws, [plan.source_id]):
+                    if not q.already:
+                        log.info("enqueued sync of %s (%s): task %s", q.source_id, plan.reason,
+                                 q.task_id, extra=ids(q.source_id))  # fmt: skip
                 self._attempted.update([plan.source_id] if self.once else [])
                 continue
             if len(inflight) >= self.max_concurrent:
                 break
             section = self.ws.source_section(plan.source_id)
             kind = PRUNE if plan.reason == PRUNE or self._prune_due(section) else SYNC
-            log.info("starting %s of %s (%s)", kind, plan.source_id, plan.reason)
+            log.info(
+                "starting %s of %s (%s)",
+                kind,
+                plan.source_id,
+                plan.reason,
+                extra=ids(plan.source_id),
+            )
             future = pool.submit(self._run_one, self.ws, section, kind)
             future.add_done_callback(lambda _f: self._wake.set())
             inflight[plan.source_id] = future
@@ -234,7 +239,7 @@ class Scheduler:
         self._wake.wait(min(MAX_SLEEP_S, max(MIN_SLEEP_S, seconds)))
         self._wake.clear()
 
-    def _reap(self, inflight: dict[str, Future[Outcome]]) -> None:
+    def _reap(self, inflight: Inflight) -> None:
         for source_id, future in list(inflight.items()):
             if not future.done():
                 continue
@@ -276,23 +281,35 @@ class Scheduler:
             log.warning("sources no longer configured, no longer scheduled: %s", ", ".join(gone))
         log.info("config reloaded: %d sources", len(self._sections()))
 
-    # -- one run -------------------------------------------------------------------------
-
     def _run_one(self, ws: Workspace, section: SourceSection, kind: str) -> Outcome:
-        store = ws.schedule_store()
+        store, feed, line = ws.schedule_store(), self.progress, f"sync {section.id}"
+        if feed is not None:
+            feed.start(line)
         try:
-            result = ws.sync([section.id], index=False)
+            result = ws.sync([section.id], index=False, progress=feed.sync if feed else None)
         except IntegrityError:
             # Two processes created the source's (or its lease's) first row at once.
-            log.info("skipping %s: another process claimed it at the same moment", section.id)
+            log.info(
+                "skipping %s: another process claimed it at the same moment",
+                section.id,
+                extra=ids(section.id),
+            )
             return Outcome(section.id, SKIPPED)
         except HeadwaterError as exc:
             holder = store.lease_holder(section.id)
             if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
-                log.info("skipping %s: its lease is held by %s", section.id, holder[0])
+                log.info(
+                    "skipping %s: its lease is held by %s",
+                    section.id,
+                    holder[0],
+                    extra=ids(section.id),
+                )
                 return Outcome(section.id, SKIPPED)
-            log.error("run of %s could not start: %s", section.id, exc)
+            log.error("run of %s could not start: %s", section.id, exc, extra=ids(section.id))
             return Outcome(section.id, FAILED, error=str(exc))
+        finally:
+            if feed is not None:
+                feed.finish(line)
         if not result.runs:
             return Outcome(section.id, CANCELLED)
         report = result.runs[0]
@@ -305,6 +322,7 @@ class Scheduler:
             report.duration_s,
             report.counts.as_dict(),
             f" error: {report.error}" if report.error else "",
+            extra=ids(section.id, report.run_id, report.status),
         )
         if report.counts.new + report.counts.changed + report.counts.deleted:
             self._drain(ws)
@@ -341,32 +359,39 @@ class Scheduler:
         status = FAILED if report.status == "failed" else report.status
         return Outcome(section.id, status, error=report.error, kind=PERMISSIONS)
 
+    def _draining(self) -> bool:
+        return self._drainer is not None and self._drainer.is_alive()
+
+    def _catch_up(self) -> None:
+        """Drain in the background what no run of this process left pending: at start,
+        then a minute after a failed drain (a run that changes nothing drains nothing)."""
+        if self._drain_at is None or utcnow() < self._drain_at or self._draining():
+            return
+        self._drain_at = None
+        self._drainer = threading.Thread(target=self._drain, name="headwater-drain")
+        self._drainer.start()
+
     def _drain(self, ws: Workspace | None = None) -> None:
         ws = ws or self.ws
         if ws.cancel.is_set():
             return
         with self._index_lock:
+            ws.index_progress = self.progress.index if self.progress else None
             try:
                 report = ws.index()
             except HeadwaterError as exc:
-                log.error("indexing failed (pending work stays for the next drain): %s", exc)
+                log.error("indexing failed (the pending work stays pending): %s", exc)
+                self._drain_at = None if self.once else utcnow() + DRAIN_RETRY
+                self._drain_ok = False
                 return
-        log.info("indexed: %s", _summary(report.__dict__))
-
-    # -- housekeeping --------------------------------------------------------------------
+            finally:
+                if self.progress is not None:
+                    self.progress.finish("indexing")
+        self._drain_ok = True
+        log.info("indexed: %s", summary(report.__dict__))
 
     def _housekeeping(self) -> None:
         now = utcnow()
-        if self._housekept is not None and now - self._housekept < HOUSEKEEPING_EVERY:
-            return
-        self._housekept = now
-        try:
-            report = housekeep(self.ws, now)
-        except (HeadwaterError, OSError) as exc:
-            log.error("housekeeping failed (retried in 10 minutes): %s", exc)
-            return
-        log.info("housekeeping: %s", report.summary())
-
-
-def _summary(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items() if isinstance(v, int | float) and v)
+        if self._housekept is None or now - self._housekept >= HOUSEKEEPING_EVERY:
+            self._housekept = now
+            housekeep_logged(self.ws, now, log)

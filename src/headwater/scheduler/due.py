@@ -8,7 +8,9 @@ every rule is a row in a table-driven test.
 
 Rules, in order: a paused source never starts; a source the scheduler is holding off
 (its lease was held elsewhere) waits for the hold; a source whose newest run is still
-``running`` is due at once (the runner resumes it, or the lease shows a live owner);
+``running`` is due at once (the runner resumes it, or the lease shows a live owner), and
+so is one whose newest run was ``cancelled`` (stopped by SIGTERM or Ctrl-C: the next run
+covers the same window again);
 a source whose newest runs failed waits ``failure_backoff * 2**(n-1)`` (capped at
 ``backoff_max``) after the last failure, then retries; otherwise a sync is due
 ``refresh_every`` after the last run started and a prune ``prune_every`` after the

@@ -20,7 +20,7 @@ from headwater.clock import as_utc, iso, utcnow
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.records import RunRecord
-from headwater.manifest.runs import FAILED, RUNNING
+from headwater.manifest.runs import CANCELLED, FAILED, RUNNING
 
 BACKOFF_LOOKBACK = 30  # consecutive failures counted at most (the wait is capped anyway)
 
@@ -60,7 +60,9 @@ class ScheduleStore:
             last_failure = as_utc(newest.finished_at or newest.started_at)
         return SourceHistory(
             last_started_at=as_utc(newest.started_at),
-            interrupted=newest.status == RUNNING,
+            # A run left running (its process died) or stopped by SIGTERM/Ctrl-C did not
+            # finish its window: due at once, not a whole refresh_every later.
+            interrupted=newest.status in (RUNNING, CANCELLED),
             consecutive_failures=failures,
             last_failure_at=last_failure,
         )

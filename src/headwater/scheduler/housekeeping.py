@@ -11,12 +11,14 @@ cache_max_bytes`` by evicting its least recently used vectors (see
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from headwater.clock import utcnow
 from headwater.durations import parse_duration
+from headwater.errors import HeadwaterError
 from headwater.jsonview import JsonView
 from headwater.manifest.garbage import GarbageReport, collect_garbage
 from headwater.pipeline.embed.cache import CACHE_FILE, CacheTrim, EmbeddingCache
@@ -60,6 +62,16 @@ def housekeep(ws: Workspace, now: datetime | None = None) -> HousekeepingReport:
     runs = ws.schedule_store().purge_runs(now - keep)
     content = collect_garbage(ws.manifest.engine, ws.content_store, now=now)
     return HousekeepingReport(len(tombstones), runs, content, trim_cache(ws))
+
+
+def housekeep_logged(ws: Workspace, now: datetime, log: logging.Logger) -> None:
+    """The scheduler's round: one log line; a failed step is logged and retried next time."""
+    try:
+        report = housekeep(ws, now)
+    except (HeadwaterError, OSError) as exc:
+        log.error("housekeeping failed (retried in 10 minutes): %s", exc)
+        return
+    log.info("housekeeping: %s", report.summary())
 
 
 def trim_cache(ws: Workspace) -> CacheTrim | None:

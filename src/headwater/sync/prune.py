@@ -9,6 +9,7 @@ transaction per page. A dry run lists only the first ``DRY_RUN_LISTED`` object i
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -16,6 +17,7 @@ from typing import Protocol
 
 from headwater.clock import utcnow
 from headwater.connectors.base import Connector, Enumerating
+from headwater.errors import Cancelled
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import Lease
 from headwater.manifest.records import BatchCommit, RunCounts
@@ -53,12 +55,17 @@ def enumerate_objects(
     *,
     progress: CountProgress | None = None,
     name: str = "prune",
+    cancel: threading.Event | None = None,
 ) -> Iterator[str]:
     """The connector's enumeration, checking the run's lease at every object (a lost lease
-    stops a long enumeration at once) and counting objects to ``progress``."""
+    stops a long enumeration at once) and counting objects to ``progress``; a set
+    ``cancel`` (SIGTERM, Ctrl-C) stops it with ``Cancelled``: a partial listing deletes
+    nothing."""
     count = 0
     for object_id in connector.enumerate():
         check_lease()
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("cancelled while enumerating for deletes; nothing was deleted")
         count += 1
         if progress is not None and count % COUNT_EVERY == 0:
             progress(name, count, False)

@@ -224,7 +224,9 @@ class SyncRunner:
                 log.warning(
                     "run %s hit a transient error (%s); retrying from checkpoint", run_id, exc
                 )
-                time.sleep(min(30.0, options.fetch_policy.initial_wait * 2**attempt))
+                if options.cancel.wait(min(30.0, options.fetch_policy.initial_wait * 2**attempt)):
+                    status = CANCELLED  # stopped while waiting: no further attempt
+                    break
             except HeadwaterError as exc:
                 status, error = FAILED, f"{type(exc).__name__}: {exc}"
                 break
@@ -234,8 +236,12 @@ class SyncRunner:
                 break
         prune: PruneReport | None = None
         if completed:
+            try:
+                prune = self._prune_after_read(run_id, counts, options)
+            except Cancelled:  # stopped while enumerating for deletes: none decided, redo
+                completed, status = False, CANCELLED
+        if completed:
             error = None
-            prune = self._prune_after_read(run_id, counts, options)
             if self._inferred.blocked:
                 prune = self._inferred_blocked_report()
             if counts.failed or self._inferred.blocked:
@@ -402,7 +408,7 @@ class SyncRunner:
         if options.prune:
             try:
                 return self.prune_by_enumeration(run_id, counts, options)
-            except LeaseLost:
+            except (LeaseLost, Cancelled):
                 raise
             except Exception as exc:  # a partial enumeration deletes nothing
                 log.warning(
@@ -420,7 +426,7 @@ class SyncRunner:
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")
         listed = self.manifest.record_enumeration(
-            run_id, enumerate_objects(self.connector, self._check_lease)
+            run_id, enumerate_objects(self.connector, self._check_lease, cancel=options.cancel)
         )
         log.info("enumerated %d objects of %s", listed, self.source.source_id)
         return self.pruner.apply(run_id, True, counts, options)

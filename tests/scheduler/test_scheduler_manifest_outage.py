@@ -1,0 +1,82 @@
+"""The long-running scheduler outlives a short outage of its PostgreSQL manifest.
+
+A real ``headwater run`` reaches the real PostgreSQL server through a TCP relay; the
+relay is shut (every connection cut, new ones refused) for a few seconds, as when the
+database server restarts. The scheduler logs that the manifest is unreachable, retries,
+and goes on syncing once the server answers again, instead of exiting with status 1
+and scheduling nothing more until someone restarts it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sched_helpers import Daemon, run_rows, sources_config, wait_for, write_files
+from sqlalchemy.engine import make_url
+
+
+class Relay:
+    """A TCP relay from a local port to ``target``; ``stop`` cuts every connection."""
+
+    def __init__(self, target: tuple[str, int], port: int = 0) -> None:
+        self.target = target
+        self.server = socket.create_server(("127.0.0.1", port))
+        self.port = self.server.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        self.server.close()
+        for s in self.sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def test_the_scheduler_survives_a_manifest_outage(
+    tmp_path: Path, pg_url: str, daemons: Callable[..., Daemon]
+) -> None:
+    real = make_url(pg_url)
+    relay = Relay((real.host or "127.0.0.1", real.port or 5432))
+    through = real.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False)
+    roots = {"a": write_files(tmp_path / "a", 2)}
+    config = sources_config(tmp_path, through, roots, source_extra='refresh_every = "1s"\n')
+    daemon = daemons(config)
+    wait_for(lambda: len(run_rows(pg_url)) >= 2, 60, "two runs")
+    relay.stop()
+    time.sleep(4)  # the scheduler's next plans meet a refused connection
+    assert daemon.proc.poll() is None, "the scheduler exited during the outage"
+    before = len(run_rows(pg_url))
+    relay = Relay(relay.target, relay.port)
+    try:
+        wait_for(lambda: len(run_rows(pg_url)) >= before + 2, 60, "runs after the outage")
+        code, stderr = daemon.stop()
+    finally:
+        relay.stop()
+    assert code == 0, stderr
+    assert "manifest unreachable" in stderr
+    assert run_rows(pg_url)[-1]["status"] == "succeeded"
