@@ -45,6 +45,7 @@ HEAVY = (
     "pypdf",
     "docx",
     "reportlab",
+    "markdown_it",  # typer.rich_utils (help pages, usage errors) loads lazily
 )
 # What only embedding needs: a status or a sync with nothing to embed loads none of it.
 MODEL_RUNTIME = ("onnxruntime", "tokenizers", "numpy")
