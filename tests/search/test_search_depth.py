@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from headwater import Workspace
+from headwater.errors import ConfigError
 from headwater.pipeline.embed.fake import FakeEmbedder
 from workspace_helpers import filesystem_source, write_config
 
@@ -68,3 +69,23 @@ def test_top_chunks_are_k_chunks_when_k_match(ws: Workspace) -> None:
         every = chunks + len(SHORT)
         found = ws.search("vacation", groups=["staff"], k=500, mode="keyword", per_document=False)
         assert len(found) == every and {r.source for r in found} == {"staff"}
+
+
+def test_an_unknown_index_is_an_error_even_with_no_source(tmp_path: Path) -> None:
+    config = write_config(tmp_path, manifest_url=None, sources="")
+    with (
+        Workspace.open(config, embedder=FakeEmbedder(32)) as ws,
+        pytest.raises(ConfigError, match="index 'nope' is not configured"),
+    ):
+        ws.search("vacation", groups=["staff"], index="nope")
+
+
+def test_the_caller_is_shown_normalized_and_an_empty_one_is_refused(ws: Workspace) -> None:
+    with ws:
+        used = ws.principals_of("Kim@X.com", ["staff"])
+        assert used.as_dict()["user"] == "kim@x.com"
+        assert "user:kim@x.com" in used.principals
+        with pytest.raises(ConfigError, match="empty"):
+            ws.principals_of("", [])
+        with pytest.raises(ConfigError, match="empty"):
+            ws.search("vacation", user="", groups=["staff"])

@@ -26,7 +26,7 @@ from headwater.jsonview import JsonView
 from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
 from headwater.search.terms import answering
 from headwater.sinks.base import SearchRequest, Sink
-from headwater.types import SearchHit, SearchMode, caller_principals
+from headwater.types import SearchHit, SearchMode, caller_principals, normalize_identity
 
 if TYPE_CHECKING:
     from headwater.manifest.groups import GroupLedger, SyncedGroup
@@ -133,9 +133,15 @@ class CallerPrincipals:
 def expand_principals(
     groups_ledger: GroupLedger, user: str | None, groups: Sequence[str]
 ) -> CallerPrincipals:
-    """The caller's principals, with the groups Headwater synced for ``user``."""
-    synced = tuple(groups_ledger.groups_of(user)) if user else ()
-    return CallerPrincipals(user, tuple(groups), synced)
+    """The caller's principals, with the groups Headwater synced for ``user``.
+
+    ``user`` is normalized here (``Kim@X.com`` is ``kim@x.com``, as in every ACL), so
+    ``--explain`` shows the identity the search runs as; an empty or ambiguous one is a
+    ``ConfigError`` (exit code 2), never a silent search as nobody.
+    """
+    member = normalize_identity(user, "user") if user is not None else None
+    synced = tuple(groups_ledger.groups_of(member)) if member else ()
+    return CallerPrincipals(member, tuple(groups), synced)
 
 
 def run_search(
