@@ -89,3 +89,12 @@ def test_the_caller_is_shown_normalized_and_an_empty_one_is_refused(ws: Workspac
             ws.principals_of("", [])
         with pytest.raises(ConfigError, match="empty"):
             ws.search("vacation", user="", groups=["staff"])
+
+
+@pytest.mark.parametrize("per_document", [True, False])
+def test_a_huge_k_is_every_visible_result_not_a_crash(ws: Workspace, per_document: bool) -> None:
+    with ws:
+        found = ws.search(
+            "vacation", groups=["staff"], k=10**20, mode="hybrid", per_document=per_document
+        )
+        assert found and {r.source for r in found} == {"staff"}

@@ -36,6 +36,8 @@ SNIPPET_CHARS = 240
 OVERFETCH = 4  # chunks asked of the sink per document result wanted
 # The deepest list a search asks for when too few results came back (see run_search).
 MAX_WANTED = 16_384
+# The most chunks one index is asked for, whatever --k says (SQLite's LIMIT is 64-bit).
+MAX_DEPTH = 2**31 - 1
 
 
 def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
@@ -187,7 +189,7 @@ def run_search(
     while True:
         # Fused lists are asked twice as deep, so a chunk ranked low in one list can still
         # reach the top by its rank in another.
-        depth = wanted_k if len(plans) == 1 else 2 * wanted_k
+        depth = min(wanted_k if len(plans) == 1 else 2 * wanted_k, MAX_DEPTH)
         lists = [
             sink.search(
                 SearchRequest(
