@@ -234,6 +234,8 @@ class WorkspaceReads(WorkspaceIndexes):
             raise ConfigError(f"--k {k} must be at least 1")
         if not query.strip():  # vectors would still rank something: arbitrary results
             raise ConfigError("the query is empty; give the words to search for")
+        if index is not None:
+            self.index_section(index)  # an unknown --index is an error, even with no source
         # Only configured sources are searchable: a source removed from the config stays in
         # the indexes until `headwater source remove`, but it is never returned.
         configured = [s.id for s in self.config.source]
@@ -249,7 +251,7 @@ class WorkspaceReads(WorkspaceIndexes):
             [(name, self.sink(name)) for name in names],
             lambda name, text: self.query_embedder(name).embed([text])[0],
             query,
-            user=user,
+            user=caller.user,
             groups=[*caller.given_groups, *(g.group for g in caller.synced_groups)],
             k=k,
             mode=mode,

@@ -161,6 +161,8 @@ def test_search_usage_errors_exit_2_with_one_line(workspace: Path) -> None:
         (["vacation", "--k", "0"], "--k 0 must be at least 1"),
         (["vacation", "--mode", "fuzzy"], "not a search mode"),
         (["vacation", "--source", "nope"], "'nope' is not configured"),
+        (["vacation", "--index", "nope"], "index 'nope' is not configured"),
+        (["vacation", "--as", ""], "user '' is empty"),
     ):
         result = run(["search", *args, "--json"], workspace)
         assert result.returncode == 2, (args, result.stderr)

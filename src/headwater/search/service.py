@@ -26,7 +26,7 @@ from headwater.jsonview import JsonView
 from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
 from headwater.search.terms import answering
 from headwater.sinks.base import SearchRequest, Sink
-from headwater.types import SearchHit, SearchMode, caller_principals
+from headwater.types import SearchHit, SearchMode, caller_principals, normalize_identity
 
 if TYPE_CHECKING:
     from headwater.manifest.groups import GroupLedger, SyncedGroup
@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 240
 OVERFETCH = 4  # chunks asked of the sink per document result wanted
+# The deepest list a search asks for when too few results came back (see run_search).
+MAX_WANTED = 16_384
+# The most chunks one index is asked for, whatever --k says (SQLite's LIMIT is 64-bit).
+MAX_DEPTH = 2**31 - 1
 
 
 def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
@@ -131,9 +135,15 @@ class CallerPrincipals:
 def expand_principals(
     groups_ledger: GroupLedger, user: str | None, groups: Sequence[str]
 ) -> CallerPrincipals:
-    """The caller's principals, with the groups Headwater synced for ``user``."""
-    synced = tuple(groups_ledger.groups_of(user)) if user else ()
-    return CallerPrincipals(user, tuple(groups), synced)
+    """The caller's principals, with the groups Headwater synced for ``user``.
+
+    ``user`` is normalized here (``Kim@X.com`` is ``kim@x.com``, as in every ACL), so
+    ``--explain`` shows the identity the search runs as; an empty or ambiguous one is a
+    ``ConfigError`` (exit code 2), never a silent search as nobody.
+    """
+    member = normalize_identity(user, "user") if user is not None else None
+    synced = tuple(groups_ledger.groups_of(member)) if member else ()
+    return CallerPrincipals(member, tuple(groups), synced)
 
 
 def run_search(
@@ -174,23 +184,45 @@ def run_search(
         plans += [(n, sink, SearchMode.VECTOR) for n, sink in vector_sinks]
     if search_mode is not SearchMode.VECTOR:
         plans += [(n, sink, SearchMode.KEYWORD) for n, sink in keyword_sinks]
-    # Fused lists are asked twice as deep, so a chunk ranked low in one list can still
-    # reach the top by its rank in another.
-    depth = wanted_k if len(plans) == 1 else 2 * wanted_k
     principals = caller_principals(user, groups)
-    lists = [
-        sink.search(
-            SearchRequest(
-                text=query,
-                vector=embed(name, query) if plan_mode is SearchMode.VECTOR else None,
-                principals=principals,
-                k=depth,
-                mode=plan_mode,
-                sources=list(sources),
+    vectors = {n: embed(n, query) for n, _, m in plans if m is SearchMode.VECTOR}
+    while True:
+        # Fused lists are asked twice as deep, so a chunk ranked low in one list can still
+        # reach the top by its rank in another.
+        depth = min(wanted_k if len(plans) == 1 else 2 * wanted_k, MAX_DEPTH)
+        lists = [
+            sink.search(
+                SearchRequest(
+                    text=query,
+                    vector=vectors.get(name) if plan_mode is SearchMode.VECTOR else None,
+                    principals=principals,
+                    k=depth,
+                    mode=plan_mode,
+                    sources=list(sources),
+                )
             )
-        )
-        for name, sink, plan_mode in plans
-    ]
+            for name, sink, plan_mode in plans
+        ]
+        hits = _fused(plans, lists, query, depth)
+        if per_document:
+            hits = best_chunk_per_document(hits)
+        # Too few results while some list may hold more (a few long documents took every
+        # place, or function-word-only keyword hits were left out): ask deeper, so the
+        # caller gets ``k`` whenever ``k`` visible results match.
+        exhausted = all(len(found) < depth for found in lists)
+        if len(hits) >= k or exhausted or wanted_k >= MAX_WANTED:
+            return [SearchResult.from_hit(h, query) for h in hits[:k]]
+        wanted_k = min(wanted_k * OVERFETCH, MAX_WANTED)
+
+
+def _fused(
+    plans: Sequence[tuple[str, Sink, SearchMode]],
+    lists: Sequence[list[SearchHit]],
+    query: str,
+    depth: int,
+) -> list[SearchHit]:
+    """The indexes' ``lists`` (one per plan, each at most ``depth`` long), fused; every
+    chunk found is kept, so picking each document's best one can still reach ``k``."""
     # A keyword hit that shares no informative word with the query (a question's "how",
     # "do" and "get" only) answers nothing; see search/terms.py.
     lists = [
@@ -198,24 +230,20 @@ def run_search(
         for (*_, plan_mode), hits in zip(plans, lists, strict=True)
     ]
     if len(lists) == 1:
-        hits = lists[0]
-    else:
-        by_mode = {
-            m: [hits for (*_, plan_mode), hits in zip(plans, lists, strict=True) if plan_mode is m]
-            for m in (SearchMode.VECTOR, SearchMode.KEYWORD)
-        }
-        # Several indexes answering one mode are merged by rank first; the two modes are
-        # then fused by the default method (which never ranks below either part).
-        vector_hits, keyword_hits = (
-            ranked[0]
-            if len(ranked) == 1
-            else reciprocal_rank_fusion(ranked, k=DEFAULT_RRF_K, limit=depth)
-            for ranked in (by_mode[SearchMode.VECTOR], by_mode[SearchMode.KEYWORD])
-        )
-        hits = fuse(vector_hits, keyword_hits, limit=wanted_k, query=query)
-    if per_document:
-        hits = best_chunk_per_document(hits)
-    return [SearchResult.from_hit(h, query) for h in hits[:k]]
+        return lists[0]
+    by_mode = {
+        m: [hits for (*_, plan_mode), hits in zip(plans, lists, strict=True) if plan_mode is m]
+        for m in (SearchMode.VECTOR, SearchMode.KEYWORD)
+    }
+    # Several indexes answering one mode are merged by rank first; the two modes are
+    # then fused by the default method (which never ranks below either part).
+    vector_hits, keyword_hits = (
+        ranked[0]
+        if len(ranked) == 1
+        else reciprocal_rank_fusion(ranked, k=DEFAULT_RRF_K, limit=depth)
+        for ranked in (by_mode[SearchMode.VECTOR], by_mode[SearchMode.KEYWORD])
+    )
+    return fuse(vector_hits, keyword_hits, limit=len(vector_hits) + len(keyword_hits), query=query)
 
 
 def best_chunk_per_document(hits: Sequence[SearchHit]) -> list[SearchHit]:
