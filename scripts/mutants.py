@@ -214,6 +214,15 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_unstorable_text.py::test_unstorable_text_is_cleaned_and_an_unstorable_id_is_a_failure[sqlite]",
         ),
     ),
+    Mutant(
+        "search-trusts-a-stale-index",
+        "src/headwater/workspace_reads.py",
+        "            admitted=self.manifest.visible_to,\n",
+        "",
+        (
+            "tests/search/test_manifest_gate.py::test_a_revoked_document_is_not_returned_before_the_index_applies_it[keyword]",
+        ),
+    ),
 ]
 
 

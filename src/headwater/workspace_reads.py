@@ -257,6 +257,7 @@ class WorkspaceReads(WorkspaceIndexes):
             mode=mode,
             sources=configured,
             per_document=per_document,
+            admitted=self.manifest.visible_to,
         )
 
     def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:

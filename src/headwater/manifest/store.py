@@ -7,6 +7,7 @@ tombstones, failures, resolutions, last-seen marks) lands in one transaction or 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
@@ -117,6 +118,24 @@ class Manifest:
                     record = DocumentRecord.from_row(row)
                     found[record.document_id] = record
         return found
+
+    def visible_to(self, document_ids: Sequence[str], principals: Sequence[str]) -> set[str]:
+        """Those of ``document_ids`` that are active here with an ACL meeting ``principals``.
+
+        Search checks its results against this, so a revoked or deleted document is never
+        returned while an index still holds its old ACL (``sync --no-index``, an ACL update
+        pending or dead-lettered, an index restored from an old copy)."""
+        wanted = set(principals)
+        visible: set[str] = set()
+        with self.engine.connect() as conn:
+            for part in chunked(list(dict.fromkeys(document_ids))):
+                rows = conn.execute(
+                    select(t.documents.c.document_id, t.documents.c.acl).where(
+                        t.documents.c.document_id.in_(part), t.documents.c.state == ACTIVE
+                    )
+                )
+                visible.update(row[0] for row in rows if wanted & set(json.loads(row[1])))
+        return visible
 
     def documents_after(self, after: str, limit: int) -> list[DocumentRecord]:
         """Documents in id order after ``after`` (keyset pagination, bounded memory)."""

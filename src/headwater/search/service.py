@@ -3,7 +3,9 @@
 The caller's principals are their email, their groups and PUBLIC (invariant 12); a
 user's email alone is expanded, in one place (``expand_principals``), into the groups the
 sources' group listings say they belong to. Each sink filters by them, and by the
-configured source ids, inside the search, never after the top-k. Sinks answer only plain
+configured source ids, inside the search, never after the top-k; the results are then
+checked against the manifest, the truth (``admitted``), so a document revoked or deleted
+there is never returned while an index still holds its old ACL. Sinks answer only plain
 requests (``SearchMode.VECTOR`` or ``SearchMode.KEYWORD``); this module asks every index
 that serves the wanted mode (vectors from one, keywords from another, or both from one
 sqlite index) and fuses the
@@ -38,6 +40,9 @@ OVERFETCH = 4  # chunks asked of the sink per document result wanted
 MAX_WANTED = 16_384
 # The most chunks one index is asked for, whatever --k says (SQLite's LIMIT is 64-bit).
 MAX_DEPTH = 2**31 - 1
+
+# ``admitted(document_ids, principals)``: those the manifest lets these principals see.
+Admitted = Callable[[Sequence[str], Sequence[str]], set[str]]
 
 
 def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
@@ -157,12 +162,15 @@ def run_search(
     mode: str,
     sources: Sequence[str],
     per_document: bool = True,
+    admitted: Admitted | None = None,
 ) -> list[SearchResult]:
     """Search ``sinks`` (name, sink) for ``query`` as the caller, within ``sources``.
 
     ``embed(index_name, text)`` turns the query into that index's vector (each index's live
     generation has its own embedder); it is called only for indexes asked for vectors, so
-    a keyword search never loads a model.
+    a keyword search never loads a model. ``admitted(document_ids, principals)`` names
+    those the manifest lets the caller see now; a hit outside it is dropped before the
+    top-k is taken (and the indexes are asked deeper, as for any short list).
     """
     search_mode = parse_mode(mode)
     if k < 1:
@@ -186,6 +194,8 @@ def run_search(
         plans += [(n, sink, SearchMode.KEYWORD) for n, sink in keyword_sinks]
     principals = caller_principals(user, groups)
     vectors = {n: embed(n, query) for n, _, m in plans if m is SearchMode.VECTOR}
+    checked: set[str] = set()  # document ids already put to ``admitted``
+    visible: set[str] = set()  # those of them the caller may see
     while True:
         # Fused lists are asked twice as deep, so a chunk ranked low in one list can still
         # reach the top by its rank in another.
@@ -204,6 +214,12 @@ def run_search(
             for name, sink, plan_mode in plans
         ]
         hits = _fused(plans, lists, query, depth)
+        if admitted is not None:
+            unknown = [h.document_id for h in hits if h.document_id not in checked]
+            if unknown:
+                visible |= admitted(unknown, principals)
+                checked.update(unknown)
+            hits = [h for h in hits if h.document_id in visible]
         if per_document:
             hits = best_chunk_per_document(hits)
         # Too few results while some list may hold more (a few long documents took every
