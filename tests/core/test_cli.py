@@ -69,6 +69,22 @@ def test_sync_json_shape_and_status_and_doc_show(workspace: Path) -> None:
     assert by_id["indexes"]["main"] == {"applied_revision": None, "chunks": 0}
 
 
+def test_human_status_says_when_the_scheduler_will_not_start_a_source(workspace: Path) -> None:
+    from headwater.cli.commands import schedule_state
+
+    assert run(["source", "pause", "docs"], workspace).returncode == 0
+    paused = run(["status"], workspace)
+    assert paused.returncode == 0, paused.stderr
+    assert "schedule" in paused.stdout and "paused" in paused.stdout
+    assert run(["source", "resume", "docs"], workspace).returncode == 0
+    assert "paused" not in run(["status"], workspace).stdout
+    lease = {"owner": "host:1:ab", "expires_at": "2026-12-02T03:00:00+00:00"}
+    assert schedule_state({"paused": False, "lease": lease}) == "running (host:1:ab)"
+    backoff = {"paused": False, "lease": None, "backoff_until": "2026-12-02T03:00:00+00:00"}
+    assert schedule_state(backoff) == "backoff until 2026-12-02T03:00:00+00:00"
+    assert schedule_state({"paused": False, "lease": None, "backoff_until": None}) == ""
+
+
 def test_config_errors_exit_2_with_every_problem(tmp_path: Path) -> None:
     (tmp_path / "headwater.toml").write_text(
         '[workspace]\nbogus = 1\n[[source]]\nid = "x"\ntype = "filesystem"\n'

@@ -250,7 +250,8 @@ def status(
             print_json(report)
             return
         table = Table(box=None)
-        for column in ("source", "type", "documents", "deleted", "failures", "last run", "at"):
+        columns = ("source", "type", "documents", "deleted", "failures", "last run", "at")
+        for column in (*columns, "schedule"):
             table.add_column(column)
         for s in report["sources"]:
             last = s["last_run"]
@@ -262,6 +263,7 @@ def status(
                 str(s["failures_open"]),
                 last["status"] if last else "never",
                 (last["window"]["end"] or "") if last else "",
+                schedule_state(s),
             )
         out.print(table)
         for name, info in report["indexes"].items():
@@ -274,6 +276,17 @@ def status(
         )
 
     run_command(body)
+
+
+def schedule_state(source: dict[str, Any]) -> str:
+    """The scheduler's view of one source in a word or two (``status --json`` has it all)."""
+    if source.get("paused"):
+        return "paused"
+    if source.get("lease"):
+        return f"running ({safe(source['lease']['owner'])})"
+    if source.get("backoff_until"):
+        return f"backoff until {source['backoff_until']}"
+    return ""
 
 
 @app.command()
