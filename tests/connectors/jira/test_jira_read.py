@@ -103,6 +103,15 @@ def test_the_jql_filter_narrows_the_issues(site: FakeJira, tmp_path: Path) -> No
         make(site, tmp_path, jql="issuetype = Bug ORDER BY created")
 
 
+def test_search_pages_without_is_last_are_all_read(site: FakeJira, tmp_path: Path) -> None:
+    ids = populate(site)
+    site.omit_is_last = True  # only `nextPageToken` says another page follows
+    connector = make(site, tmp_path)  # page_size 2: ENG's three issues take two pages
+    docs = collect(connector.read(ALL, None, no_known)).documents
+    assert sorted(d.object_id for d in docs) == sorted(ids.values())
+    assert sorted(connector.enumerate()) == sorted(ids.values())
+
+
 def test_a_429_with_retry_after_is_waited_out(site: FakeJira, tmp_path: Path) -> None:
     populate(site)
     site.throttle["/rest/api/3/search/jql"] = 1
