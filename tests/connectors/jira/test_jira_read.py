@@ -45,6 +45,16 @@ def test_access_from_permission_scheme_roles_and_security_level(
     assert docs[ids["eng1"]].metadata["issue_type"] == "Bug"
 
 
+def test_a_group_holder_named_only_by_id_is_resolved(site: FakeJira, tmp_path: Path) -> None:
+    """PermissionHolder: "As a group's name can change, use of value is recommended"."""
+    ids = populate(site)
+    site.projects["OPS"]["browse"] = [{"type": "group", "value": "g1"}]  # no `parameter`
+    docs = {
+        d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
+    }
+    assert docs[ids["ops1"]].access == Access(groups=("tickets:group:jira-devs",))
+
+
 def test_fetch_renders_description_and_comments(site: FakeJira, tmp_path: Path) -> None:
     ids = populate(site)
     site.comment(ids["eng2"], "Bob", "Reviewed")

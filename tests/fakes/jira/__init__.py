@@ -162,7 +162,8 @@ class FakeJira(FakeApi):
             return Answer(body={"comments": rows[start : start + size], "startAt": start,
                                 "maxResults": size, "total": len(rows)})  # fmt: skip
         if path == "/rest/api/3/group/bulk":
-            rows = [{"groupId": i, "name": g[0]} for i, g in sorted(self.groups.items())]
+            rows = [{"groupId": i, "name": g[0]} for i, g in sorted(self.groups.items())
+                    if q.get("groupId") in (None, i)]  # fmt: skip
             return self._paged(rows, q)
         if path == "/rest/api/3/group/member":
             members = self.groups.get(q.get("groupId", ""), ("", []))[1]
