@@ -82,6 +82,18 @@ def test_a_space_whose_permissions_changed_is_read_in_full(
     assert state["spaces"]["OPS"]["full_at"].startswith("2024-05-01T09:50")
 
 
+@pytest.mark.parametrize("links", ["no_base", "site_relative"])
+def test_search_next_links_without_base_or_with_the_context_are_followed(
+    site: FakeConfluence, tmp_path: Path, links: str
+) -> None:
+    ids = populate(site)
+    site.search_links = links  # ENG's four pages and posts take two search pages
+    connector = make(site, tmp_path)
+    docs = collect(connector.read(ALL, None, no_known)).documents
+    assert sorted(d.object_id for d in docs) == sorted(ids.values())
+    assert sorted(connector.enumerate()) == sorted(ids.values())
+
+
 def test_a_429_with_retry_after_is_waited_out(site: FakeConfluence, tmp_path: Path) -> None:
     populate(site)
     site.throttle["/wiki/rest/api/content/search"] = 1

@@ -63,6 +63,12 @@ class FakeConfluence(FakeApi):
         self.groups: dict[str, tuple[str, list[str]]] = {}  # id -> (name, accountIds)
         self._next_id = 1000
         self.fail_paged_search = False  # a search page after the first answers 500
+        # How the search writes `_links` (GenericLinks: base, context, next are each
+        # optional): "full" (next relative to base, as Cloud answers), "no_base" (next
+        # relative to the /wiki context, no base or context), "site_relative" (next from
+        # the site root, /wiki included, like the v2 links):
+        # https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-search/#api-wiki-rest-api-content-search-get
+        self.search_links = "full"
 
     # -- state the test mutates --------------------------------------------------------
 
@@ -187,6 +193,10 @@ class FakeConfluence(FakeApi):
                 "cursor": _cursor(start + limit)
             }
             links["next"] = f"/rest/api/content/search?{urlencode(query)}"
+            if self.search_links == "no_base":  # GenericLinks: every key is optional
+                del links["base"], links["context"]
+            elif self.search_links == "site_relative":  # as the v2 API writes its links
+                links["next"] = "/wiki" + links["next"]
         return Answer(body={"results": rows, "start": start, "limit": limit,
                             "size": len(rows), "_links": links})  # fmt: skip
 
