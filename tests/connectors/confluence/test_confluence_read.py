@@ -111,6 +111,16 @@ def test_groups_lists_members_by_email(site: FakeConfluence, tmp_path: Path) -> 
     ]
 
 
+def test_groups_reads_every_page_when_the_server_caps_limit(
+    site: FakeConfluence, tmp_path: Path
+) -> None:
+    populate(site)
+    site.page_cap = 1  # one member per page, whatever `limit` asks for
+    assert list(make(site, tmp_path).groups()) == [
+        ("wiki:group:eng-team", ["ann@example.com", "bob@example.com"])
+    ]
+
+
 def test_validate_names_token_scope_and_space(site: FakeConfluence, tmp_path: Path) -> None:
     populate(site)
     make(site, tmp_path).validate()

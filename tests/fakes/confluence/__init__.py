@@ -69,6 +69,10 @@ class FakeConfluence(FakeApi):
         # the site root, /wiki included, like the v2 links):
         # https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-search/#api-wiki-rest-api-content-search-get
         self.search_links = "full"
+        # The most rows a start/limit list (groups, members) answers, whatever `limit` asks:
+        # "Note, this may be restricted by fixed system limits" (the answer's `limit` is the
+        # one applied): https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-group/
+        self.page_cap: int | None = None
 
     # -- state the test mutates --------------------------------------------------------
 
@@ -138,17 +142,23 @@ class FakeConfluence(FakeApi):
             rows = [
                 {"type": "group", "id": i, "name": g[0]} for i, g in sorted(self.groups.items())
             ]
-            return self._offset_page(rows, q)
+            return self._offset_page(path, rows, q)
         if m := re.fullmatch(r"/wiki/rest/api/group/([^/]+)/membersByGroupId", path):
             members = self.groups.get(m.group(1), ("", []))[1]
             rows = [{"accountId": a, "email": self.users.get(a, "")} for a in members]
-            return self._offset_page(rows, q)
+            return self._offset_page(path, rows, q)
         return Answer(404, {"message": f"no route {path}"})
 
-    def _offset_page(self, rows: list[dict[str, Any]], q: dict[str, str]) -> Answer:
+    def _offset_page(self, path: str, rows: list[dict[str, Any]], q: dict[str, str]) -> Answer:
         start, limit = int(q.get("start", 0)), int(q.get("limit", 25))
+        limit = min(limit, self.page_cap) if self.page_cap else limit
         page = rows[start : start + limit]
-        return Answer(body={"results": page, "start": start, "limit": limit, "size": len(page)})
+        body: dict[str, Any] = {"results": page, "start": start, "limit": limit,
+                                "size": len(page), "_links": {}}  # fmt: skip
+        if start + limit < len(rows):
+            following = f"{path.removeprefix('/wiki')}?start={start + limit}&limit={limit}"
+            body["_links"]["next"] = following
+        return Answer(body=body)
 
     def _permissions(self, space_id: str, q: dict[str, str]) -> Answer:
         space = next((s for s in self.spaces.values() if s["id"] == space_id), None)

@@ -160,12 +160,17 @@ class ConfluenceAcl:
         return member.get("email") or self.email_of(str(member.get("accountId", "")))
 
     def _offset_paged(self, path: str, limit: int = 200) -> list[dict[str, Any]]:
+        """Every row of a ``start``/``limit`` list. The server may cap ``limit`` ("restricted
+        by fixed system limits"): the answer's ``limit`` and ``_links.next`` say whether
+        a short page is the last one."""
         rows: list[dict[str, Any]] = []
         start = 0
         while True:
             data = self._client.get(path, {"start": start, "limit": limit}, scope=SCOPE_GROUPS)
             page = data.get("results", [])
             rows.extend(page)
-            if len(page) < limit:
+            applied = int(data.get("limit") or limit)
+            more = bool((data.get("_links") or {}).get("next"))
+            if not page or (len(page) < applied and not more):
                 return rows
             start += len(page)
