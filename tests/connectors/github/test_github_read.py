@@ -9,8 +9,10 @@ import pytest
 from github_support import PUBLIC, SECRET, T0, make, populate
 
 from fakes.github import FakeGithub
+from headwater.connectors.github._client import GithubClient
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, TransientError
+from headwater.retry import RetryPolicy
 from headwater.types import Access, Window
 
 ALL = Window(None, FAR_FUTURE)
@@ -82,6 +84,18 @@ def test_rate_limits_are_waited_out(gh: FakeGithub, tmp_path: Path) -> None:
     assert len(list(make(gh, tmp_path).enumerate())) == 4
     statuses = [c.status for c in gh.log if c.path == f"/repos/{PUBLIC}/issues"]
     assert statuses[statuses.index(403) + 1] == 200, statuses
+
+
+def test_a_secondary_limit_without_headers_waits_a_minute(gh: FakeGithub) -> None:
+    """A 403 naming a secondary rate limit, with no retry-after: wait, not a credential error."""
+    gh.add_repo(PUBLIC)
+    client = GithubClient(gh.url, token=gh.token, timeout=5.0, user_agent="test",
+                          policy=RetryPolicy(attempts=1))  # fmt: skip
+    gh.secondary_limited = 1
+    with pytest.raises(TransientError, match="secondary rate limit") as caught:
+        client.page(f"/repos/{PUBLIC}/issues", permission="Issues: read")
+    assert caught.value.retry_after == 60.0
+    assert client.page(f"/repos/{PUBLIC}/issues", permission="Issues: read").status == 200
 
 
 def test_groups_lists_team_members(gh: FakeGithub, tmp_path: Path) -> None:

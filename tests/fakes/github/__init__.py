@@ -59,6 +59,11 @@ class FakeGithub(FakeApi):
         self.users: dict[str, str | None] = {}
         self.teams: dict[str, list[str]] = {}  # "org/slug" -> logins
         self.primary_limited = 0  # the next n requests hit the primary rate limit
+        # The next n requests hit a secondary limit that sends neither `retry-after` nor
+        # `x-ratelimit-remaining: 0`, only its message (the docs: "Otherwise, wait for at
+        # least one minute before retrying"):
+        # https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
+        self.secondary_limited = 0
 
     def authorized(self, headers: dict[str, str]) -> bool:
         return headers.get("authorization") == f"Bearer {self.token}"
@@ -111,6 +116,14 @@ class FakeGithub(FakeApi):
                     {"message": "API rate limit exceeded"},
                     {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset},
                 )
+            if self.secondary_limited > 0:
+                self.secondary_limited -= 1
+                self.log.append(Call(method, raw.split("?", 1)[0], {}, headers, 403))
+                message = (
+                    "You have exceeded a secondary rate limit. Please wait a few minutes "
+                    "before you try again."
+                )
+                return Answer(403, {"message": message}, {"x-ratelimit-remaining": "4999"})
         return super()._dispatch(method, raw, headers)
 
     def answer(self, call: Call) -> Answer:
