@@ -11,7 +11,7 @@ from github_support import PUBLIC, SECRET, T0, make, populate
 from fakes.github import FakeGithub
 from headwater.connectors.github._client import GithubClient
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
-from headwater.errors import ConfigError, CredentialError, TransientError
+from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import Access, Window
 
@@ -96,6 +96,15 @@ def test_a_secondary_limit_without_headers_waits_a_minute(gh: FakeGithub) -> Non
         client.page(f"/repos/{PUBLIC}/issues", permission="Issues: read")
     assert caught.value.retry_after == 60.0
     assert client.page(f"/repos/{PUBLIC}/issues", permission="Issues: read").status == 200
+
+
+def test_an_issue_deleted_before_its_fetch_is_an_item_error(gh: FakeGithub, tmp_path: Path) -> None:
+    """GitHub answers 410 Gone for an issue deleted from a repo the token reads."""
+    populate(gh)
+    gh.gone.add((SECRET, 2))
+    with pytest.raises(ItemError, match="gone") as caught:
+        make(gh, tmp_path).fetch(f"{SECRET}/issues/2")
+    assert caught.value.error_class == "not_found"
 
 
 def test_groups_lists_team_members(gh: FakeGithub, tmp_path: Path) -> None:

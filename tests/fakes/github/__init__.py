@@ -64,6 +64,9 @@ class FakeGithub(FakeApi):
         # least one minute before retrying"):
         # https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
         self.secondary_limited = 0
+        # Issue numbers deleted from a repo the token reads: "Get an issue" answers 410
+        # Gone for them: https://docs.github.com/en/rest/issues/issues#get-an-issue
+        self.gone: set[tuple[str, int]] = set()
 
     def authorized(self, headers: dict[str, str]) -> bool:
         return headers.get("authorization") == f"Bearer {self.token}"
@@ -171,6 +174,8 @@ class FakeGithub(FakeApi):
         if rest == "/issues":
             return self._issues(m.group(1), repo, q)
         if n := re.fullmatch(r"/issues/(\d+)", rest):
+            if (m.group(1), int(n.group(1))) in self.gone:
+                return Answer(410, {"message": "This issue was deleted"})
             item = repo["items"].get(int(n.group(1)))
             if item is None:
                 return Answer(404, {"message": "Not Found"})

@@ -6,8 +6,8 @@ costs no rate limit and downloads nothing). Rate limits become ``TransientError`
 (403/429 with ``x-ratelimit-remaining: 0``) waits until ``x-ratelimit-reset``, then a
 secondary limit without either header (a 429, or a 403 whose message names a rate limit)
 waits a minute, as GitHub asks; they are retried through ``headwater.retry``. 401 names
-the `token` option, another 403 the permission the call needs, 404 becomes
-``MissingAtServer``.
+the `token` option, another 403 the permission the call needs, 404 and 410 (an issue
+deleted from a repository the token reads) become ``MissingAtServer``.
 See https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api and
 https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api.
 """
@@ -135,8 +135,8 @@ class GithubClient:
                 f"GitHub GET {shown} returned HTTP 403; the token lacks the permission "
                 f"`{permission}`; grant `{permission}` to the token"
             )
-        if status == 404:
-            raise MissingAtServer(f"GitHub GET {shown} returned HTTP 404")
+        if status in (404, 410):  # 410 Gone: an issue deleted from a repo the token reads
+            raise MissingAtServer(f"GitHub GET {shown} returned HTTP {status}")
         if status == 304:
             return Page(304, None, headers.get("etag"), None)
         if status != 200:
