@@ -142,6 +142,19 @@ def test_a_429_with_retry_after_is_waited_out(slack: FakeSlack, tmp_path: Path) 
         assert statuses[statuses.index(429) + 1] == 200, statuses  # the retry succeeded
 
 
+def test_a_passing_ok_false_error_with_http_200_is_retried(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    """internal_error: "likely due to a transient issue on our end" (HTTP 200, ok: false)."""
+    with _workspace(slack.url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 5
+        slack.post("C1", "U2", "Posted while Slack hiccuped.", day=2)
+        slack.fail("/api/conversations.history", 200, {"ok": False, "error": "internal_error"})
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new) == ("succeeded", 1), run
+        assert run.error is None, run
+
+
 def test_documents_older_than_the_horizon_are_reported_present(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
