@@ -115,6 +115,22 @@ def test_a_private_channel_membership_change_changes_the_acl(
         assert _acl(ws, f"C2/{_day(secret)}") == ("user:bob@acme.com", "user:cy@acme.com")
 
 
+def test_a_user_users_info_does_not_know_is_named_by_id(slack: FakeSlack, tmp_path: Path) -> None:
+    """users.info answers ``user_not_found`` for a user gone from the workspace (or of
+    another one, in a shared channel): the message is kept, the member grants nothing."""
+    ts = slack.post("C1", "UGONE", "A note from someone who has left.", day=2)
+    slack.channels["C2"].members.append("UGONE")
+    with _workspace(slack.url, tmp_path) as ws:
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new) == ("succeeded", 6), run
+        record = ws.manifest.document_by_object("sl", f"C1/{_day(ts)}")
+        assert record is not None and record.checksum is not None
+        assert "UGONE: A note from someone who has left." in ws.content_store.get(record.checksum)
+        assert _acl(ws, f"C2/{_day(_root(slack, 'C2'))}") == (
+            "user:ann@acme.com", "user:bob@acme.com",
+        )  # fmt: skip
+
+
 def test_a_history_listing_that_breaks_half_way_deletes_nothing(
     slack: FakeSlack, tmp_path: Path
 ) -> None:

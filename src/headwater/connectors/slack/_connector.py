@@ -48,6 +48,9 @@ from headwater.types import (
 )
 
 Message = dict[str, Any]
+# users.info's documented errors for a user it cannot show:
+# https://api.slack.com/methods/users.info#errors
+UNKNOWN_USER = frozenset({"user_not_found", "user_not_visible"})
 
 
 class SlackOptions(BearerApiOptions):
@@ -283,8 +286,15 @@ class SlackConnector:
         return Access(users=tuple(sorted(str(e).lower() for e in emails if e)))
 
     def _user(self, user_id: str) -> Message:
+        """The user's record; empty for one users.info does not know or show (a user of
+        another workspace in a shared channel, one removed since): named by id, no email."""
         if user_id not in self._users:
-            body = self._client.call("users.info", {"user": user_id})
+            try:
+                body = self._client.call("users.info", {"user": user_id})
+            except SlackApiError as exc:
+                if exc.code not in UNKNOWN_USER:
+                    raise
+                body = {}
             self._users[user_id] = dict(body.get("user") or {})
         return self._users[user_id]
 
