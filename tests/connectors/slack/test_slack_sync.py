@@ -115,6 +115,20 @@ def test_a_private_channel_membership_change_changes_the_acl(
         assert _acl(ws, f"C2/{_day(secret)}") == ("user:bob@acme.com", "user:cy@acme.com")
 
 
+def test_every_channel_means_those_the_app_is_in(slack: FakeSlack, tmp_path: Path) -> None:
+    """conversations.list shows every public channel; history of one the app was not
+    invited to answers ``not_in_channel``: with ``channels = []`` it is left out."""
+    slack.channel("C3", "random", ["U1", "U2", "U3"])
+    slack.channels["C3"].app_member = False
+    slack.post("C3", "U1", "Nobody invited the app here.")
+    with _workspace(slack.url, tmp_path) as ws:
+        ws.validate("sl")
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new) == ("succeeded", 5), run
+        assert not any(r.query.get("channel") == "C3" for r in slack.log
+                       if r.path == "/api/conversations.history")  # fmt: skip
+
+
 def test_a_user_users_info_does_not_know_is_named_by_id(slack: FakeSlack, tmp_path: Path) -> None:
     """users.info answers ``user_not_found`` for a user gone from the workspace (or of
     another one, in a shared channel): the message is kept, the member grants nothing."""

@@ -140,7 +140,8 @@ class SlackConnector:
                 )
 
     def _list_channels(self, policy: RetryPolicy | None = None) -> list[Message]:
-        """The channels to read, by id; names in ``channels`` that do not exist raise."""
+        """The channels to read, by id; names in ``channels`` that do not exist raise. With
+        no ``channels``, the public channels the app is not a member of are left out."""
         if self._channels is not None:
             return self._channels
         private = ",private_channel" if self.options.include_private else ""
@@ -158,6 +159,9 @@ class SlackConnector:
                     f"expected one of {names}; invite the app to it or fix `channels`"
                 )
             found = [by_key[n.lstrip("#")] for n in self.options.channels]
+        else:  # every channel: conversations.list shows every public channel, `is_member`
+            # says whether the app is in it; one it is not in cannot be read (not_in_channel)
+            found = [c for c in found if c.get("is_member", True) is not False]
         self._channels = sorted({c["id"]: c for c in found}.values(), key=lambda c: c["id"])
         return self._channels
 
