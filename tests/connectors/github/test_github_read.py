@@ -31,6 +31,19 @@ def test_access_from_visibility_collaborators_and_teams(gh: FakeGithub, tmp_path
     assert docs[f"{PUBLIC}/pulls/2"].metadata["kind"] == "pull_request"
 
 
+def test_a_private_repo_of_a_user_is_read_by_its_collaborators(
+    gh: FakeGithub, tmp_path: Path
+) -> None:
+    """A user's repository has no teams: its teams listing answers 404."""
+    gh.users.update({"ann": "Ann@Example.com"})
+    gh.add_repo("ann/notes", private=True, collaborators=["ann"], user_owned=True)
+    gh.add("ann/notes", "Todo", "Buy milk")
+    connector = make(gh, tmp_path, repos=["ann/notes"])
+    (doc,) = collect(connector.read(ALL, None, no_known)).documents
+    assert doc.access == Access(users=("ann@example.com",))
+    assert list(connector.groups()) == []
+
+
 def test_fetch_has_comments_and_review_comments(gh: FakeGithub, tmp_path: Path) -> None:
     populate(gh)
     text = make(gh, tmp_path).fetch(f"{PUBLIC}/pulls/2").decode()

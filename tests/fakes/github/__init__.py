@@ -16,7 +16,9 @@ It follows the documented behaviour the connector uses:
   when private), team members; 404 for a repo the token may not see; 401 Bad credentials:
   https://docs.github.com/en/rest/issues/comments https://docs.github.com/en/rest/pulls/comments
   https://docs.github.com/en/rest/collaborators/collaborators https://docs.github.com/en/rest/repos/repos#list-repository-teams
-  https://docs.github.com/en/rest/teams/members
+  https://docs.github.com/en/rest/teams/members; a repository owned by a user (``owner.type``
+  ``User``) has no teams, and its teams listing answers 404, one of that endpoint's
+  documented statuses
 """
 
 from __future__ import annotations
@@ -78,12 +80,14 @@ class FakeGithub(FakeApi):
         private: bool = False,
         collaborators: list[str] | None = None,
         teams: list[str] | None = None,
+        user_owned: bool = False,
     ) -> None:
         self.repos[name] = {
             "private": private,
             "collaborators": collaborators or [],
             "teams": teams or [],
             "items": {},
+            "user_owned": user_owned,
         }
 
     def add(self, repo: str, title: str, body: str, **kw: Any) -> int:
@@ -159,6 +163,10 @@ class FakeGithub(FakeApi):
                     "full_name": m.group(1),
                     "private": private,
                     "visibility": "private" if private else "public",
+                    "owner": {
+                        "login": m.group(1).split("/")[0],
+                        "type": "User" if repo["user_owned"] else "Organization",
+                    },
                 }
             )
         if rest == "/collaborators":
@@ -170,6 +178,8 @@ class FakeGithub(FakeApi):
                 q,
             )
         if rest == "/teams":
+            if repo["user_owned"]:  # no teams: "List repository teams" answers 404
+                return Answer(404, {"message": "Not Found"})
             return self._paged(path, [{"slug": t, "name": t} for t in repo["teams"]], q)
         if rest == "/issues":
             return self._issues(m.group(1), repo, q)
