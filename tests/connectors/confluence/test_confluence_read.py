@@ -111,6 +111,18 @@ def test_groups_lists_members_by_email(site: FakeConfluence, tmp_path: Path) -> 
     ]
 
 
+@pytest.mark.timeout(30)  # before the fix: the first page again and again, forever
+def test_every_page_of_space_permissions_is_read(site: FakeConfluence, tmp_path: Path) -> None:
+    ids = populate(site)
+    site.page_cap = 1  # ENG's three permission entries take three pages
+    docs = {
+        d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
+    }
+    assert docs[ids["home"]].access == Access(
+        users=("ann@example.com",), groups=("wiki:group:eng-team",)
+    )
+
+
 def test_groups_reads_every_page_when_the_server_caps_limit(
     site: FakeConfluence, tmp_path: Path
 ) -> None:

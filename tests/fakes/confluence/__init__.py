@@ -69,9 +69,9 @@ class FakeConfluence(FakeApi):
         # the site root, /wiki included, like the v2 links):
         # https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-search/#api-wiki-rest-api-content-search-get
         self.search_links = "full"
-        # The most rows a start/limit list (groups, members) answers, whatever `limit` asks:
-        # "Note, this may be restricted by fixed system limits" (the answer's `limit` is the
-        # one applied): https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-group/
+        # The most rows a list (groups, members, space permissions) answers, whatever `limit`
+        # asks: "Note, this may be restricted by fixed system limits" (the answer's `limit`
+        # is the one applied): https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-group/
         self.page_cap: int | None = None
 
     # -- state the test mutates --------------------------------------------------------
@@ -170,6 +170,7 @@ class FakeConfluence(FakeApi):
         rows.append({"id": "x", "principal": {"type": "user", "id": "admin-only"},
                      "operation": {"key": "delete", "targetType": "space"}})  # fmt: skip
         start, limit = _offset(q.get("cursor")), int(q.get("limit", 25))
+        limit = min(limit, self.page_cap) if self.page_cap else limit
         links = {}
         if start + limit < len(rows):
             query = urlencode({"limit": limit, "cursor": _cursor(start + limit)})

@@ -70,8 +70,11 @@ class ConfluenceAcl:
         groups: set[str] = set()
         public = False
         path: str | None = f"/wiki/api/v2/spaces/{space_id}/permissions"
+        params: dict[str, str | int] | None = {"limit": 250}
         while path:
-            data = self._client.get(path, {"limit": 250}, scope=SCOPE_PERMISSIONS)
+            # a next link carries its own query (cursor, limit): params would replace it
+            data = self._client.get(path, params, scope=SCOPE_PERMISSIONS)
+            params = None
             for entry in data.get("results", []):
                 if entry.get("operation", {}).get("key") != "read":
                     continue
