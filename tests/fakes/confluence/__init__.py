@@ -73,6 +73,10 @@ class FakeConfluence(FakeApi):
         # asks: "Note, this may be restricted by fixed system limits" (the answer's `limit`
         # is the one applied): https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-group/
         self.page_cap: int | None = None
+        # True: v2 lists write `_links.next` relative to `_links.base` (the /wiki base), as
+        # v1 does, instead of from the site root (the docs say only "the relative URL"):
+        # https://developer.atlassian.com/cloud/confluence/rest/v2/api-group-space-permissions/
+        self.v2_links_from_base = False
 
     # -- state the test mutates --------------------------------------------------------
 
@@ -175,6 +179,9 @@ class FakeConfluence(FakeApi):
         if start + limit < len(rows):
             query = urlencode({"limit": limit, "cursor": _cursor(start + limit)})
             links["next"] = f"/wiki/api/v2/spaces/{space_id}/permissions?{query}"
+            if self.v2_links_from_base:
+                links["base"] = f"{self.url}/wiki"
+                links["next"] = links["next"].removeprefix("/wiki")
         return Answer(body={"results": rows[start : start + limit], "_links": links})
 
     def _search(self, q: dict[str, str]) -> Answer:

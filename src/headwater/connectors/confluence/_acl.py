@@ -54,6 +54,25 @@ def narrowed(space: Access, levels: list[Level]) -> Access:
     return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
 
 
+def next_link(data: dict[str, Any], site: str) -> str | None:
+    """The absolute next-page link of an answer (v1 search, v2 lists).
+
+    v1 writes ``_links.next`` relative to ``_links.base`` (the site plus its ``/wiki``
+    context), v2 from the site root (``/wiki/api/v2/...``). Without ``base`` a link is
+    resolved against the site and ``_links.context`` (``/wiki``); a link that already
+    starts with the context is not given it twice.
+    """
+    links = data.get("_links") or {}
+    following = str(links.get("next") or "")
+    if not following or following.startswith(("http://", "https://")):
+        return following or None
+    context = str(links.get("context", "/wiki")).rstrip("/")
+    base = str(links.get("base") or site.rstrip("/") + context).rstrip("/")
+    if context and following.startswith(context + "/") and base.endswith(context):
+        base = base[: -len(context)]
+    return base + following
+
+
 class ConfluenceAcl:
     """Space permissions, page restrictions and group members, read through the API."""
 
@@ -88,7 +107,7 @@ class ConfluenceAcl:
                     groups.add(principal_for_group(self._source_id, self.group_name(ident)))
                 elif kind == "anonymous":
                     public = True
-            path = data.get("_links", {}).get("next")
+            path = next_link(data, self._client.base_url)
         return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)
 
     def levels(self, content: Mapping[str, Any]) -> list[Level]:

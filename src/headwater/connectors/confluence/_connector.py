@@ -35,6 +35,7 @@ from headwater.connectors.confluence._acl import (
     ConfluenceAcl,
     fingerprint,
     narrowed,
+    next_link,
 )
 from headwater.connectors.http import MissingAtServer
 from headwater.durations import parse_duration
@@ -188,7 +189,7 @@ class ConfluenceConnector:
                     doc = self._document(row, access)
                     if full or low is None or _inside(doc.updated_at, low, window.end):
                         yield doc
-                path = _next_link(data, self.options.base_url)
+                path = next_link(data, self.options.base_url)
                 at = {"space": index if path else index + 1, "full": full, "next": path}
                 yield Checkpoint(json.dumps({"prev": prev, "done": done, "at": at}))
                 if not path:
@@ -253,31 +254,13 @@ class ConfluenceConnector:
                 )
                 for row in data.get("results", []):
                     yield str(row["id"])
-                path = _next_link(data, self.options.base_url)
+                path = next_link(data, self.options.base_url)
                 if not path:
                     break
 
     def groups(self) -> Iterator[tuple[str, list[str]]]:
         """(group principal, member emails) for every group of the site."""
         return self._acl.groups()
-
-
-def _next_link(data: dict[str, Any], site: str) -> str | None:
-    """The absolute next-page link of a v1 answer.
-
-    ``_links.next`` is relative to ``_links.base`` (the site plus its ``/wiki`` context).
-    Without ``base`` the link is resolved against the site and ``_links.context``; a link
-    that already starts with the context is not given it twice.
-    """
-    links = data.get("_links") or {}
-    following = str(links.get("next") or "")
-    if not following or following.startswith(("http://", "https://")):
-        return following or None
-    context = str(links.get("context", "/wiki")).rstrip("/")
-    base = str(links.get("base") or site.rstrip("/") + context).rstrip("/")
-    if context and following.startswith(context + "/") and base.endswith(context):
-        base = base[: -len(context)]
-    return base + following
 
 
 def _inside(moment: datetime | None, low: datetime, high: datetime) -> bool:
