@@ -82,6 +82,18 @@ def test_a_space_whose_permissions_changed_is_read_in_full(
     assert state["spaces"]["OPS"]["full_at"].startswith("2024-05-01T09:50")
 
 
+@pytest.mark.parametrize("links", ["no_base", "site_relative"])
+def test_search_next_links_without_base_or_with_the_context_are_followed(
+    site: FakeConfluence, tmp_path: Path, links: str
+) -> None:
+    ids = populate(site)
+    site.search_links = links  # ENG's four pages and posts take two search pages
+    connector = make(site, tmp_path)
+    docs = collect(connector.read(ALL, None, no_known)).documents
+    assert sorted(d.object_id for d in docs) == sorted(ids.values())
+    assert sorted(connector.enumerate()) == sorted(ids.values())
+
+
 def test_a_429_with_retry_after_is_waited_out(site: FakeConfluence, tmp_path: Path) -> None:
     populate(site)
     site.throttle["/wiki/rest/api/content/search"] = 1
@@ -94,6 +106,31 @@ def test_a_429_with_retry_after_is_waited_out(site: FakeConfluence, tmp_path: Pa
 
 def test_groups_lists_members_by_email(site: FakeConfluence, tmp_path: Path) -> None:
     populate(site)
+    assert list(make(site, tmp_path).groups()) == [
+        ("wiki:group:eng-team", ["ann@example.com", "bob@example.com"])
+    ]
+
+
+@pytest.mark.timeout(30)  # a next link followed without its cursor loops forever
+@pytest.mark.parametrize("from_base", [False, True])
+def test_space_permission_pages_are_followed_from_the_site_root_or_the_base(
+    site: FakeConfluence, tmp_path: Path, from_base: bool
+) -> None:
+    ids = populate(site)
+    site.page_cap, site.v2_links_from_base = 1, from_base  # ENG's readers: three pages
+    docs = {
+        d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
+    }
+    assert docs[ids["home"]].access == Access(
+        users=("ann@example.com",), groups=("wiki:group:eng-team",)
+    )
+
+
+def test_groups_reads_every_page_when_the_server_caps_limit(
+    site: FakeConfluence, tmp_path: Path
+) -> None:
+    populate(site)
+    site.page_cap = 1  # one member per page, whatever `limit` asks for
     assert list(make(site, tmp_path).groups()) == [
         ("wiki:group:eng-team", ["ann@example.com", "bob@example.com"])
     ]

@@ -87,6 +87,23 @@ def test_an_expired_changes_token_recovers_by_full_enumeration(
         assert (calm.counts.new, calm.fetched) == (1, 1), calm
 
 
+def test_a_changes_token_refused_as_invalid_recovers_by_full_enumeration(
+    drive: FakeDrive, tmp_path: Path
+) -> None:
+    """Drive refuses a stale token with 400 invalid at ``pageToken``, not only 410."""
+    drive.token_refusal = 400
+    with _workspace(drive.url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 4
+        drive.put("h", "h.txt", "Added while the token expired.\n")
+        drive.remove("a")
+        drive.expire_tokens()
+        run = ws.sync(index=False).runs[0]
+        assert run.status == "succeeded", run
+        assert (run.counts.new, run.counts.deleted) == (1, 1), run.counts
+        assert any(r.path == "/drive/v3/changes" and r.status == 400 for r in drive.log)
+        assert ws.manifest.count_documents("gd", "active") == 4
+
+
 def test_a_listing_that_breaks_half_way_deletes_nothing(drive: FakeDrive, tmp_path: Path) -> None:
     with _workspace(drive.url, tmp_path) as ws:
         assert ws.sync(index=False).runs[0].counts.new == 4

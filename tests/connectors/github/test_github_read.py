@@ -9,8 +9,10 @@ import pytest
 from github_support import PUBLIC, SECRET, T0, make, populate
 
 from fakes.github import FakeGithub
+from headwater.connectors.github._client import GithubClient
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
-from headwater.errors import ConfigError, CredentialError, TransientError
+from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
+from headwater.retry import RetryPolicy
 from headwater.types import Access, Window
 
 ALL = Window(None, FAR_FUTURE)
@@ -27,6 +29,19 @@ def test_access_from_visibility_collaborators_and_teams(gh: FakeGithub, tmp_path
         users=("ann@example.com",), groups=("gh:group:octo/core",)
     )
     assert docs[f"{PUBLIC}/pulls/2"].metadata["kind"] == "pull_request"
+
+
+def test_a_private_repo_of_a_user_is_read_by_its_collaborators(
+    gh: FakeGithub, tmp_path: Path
+) -> None:
+    """A user's repository has no teams: its teams listing answers 404."""
+    gh.users.update({"ann": "Ann@Example.com"})
+    gh.add_repo("ann/notes", private=True, collaborators=["ann"], user_owned=True)
+    gh.add("ann/notes", "Todo", "Buy milk")
+    connector = make(gh, tmp_path, repos=["ann/notes"])
+    (doc,) = collect(connector.read(ALL, None, no_known)).documents
+    assert doc.access == Access(users=("ann@example.com",))
+    assert list(connector.groups()) == []
 
 
 def test_fetch_has_comments_and_review_comments(gh: FakeGithub, tmp_path: Path) -> None:
@@ -82,6 +97,27 @@ def test_rate_limits_are_waited_out(gh: FakeGithub, tmp_path: Path) -> None:
     assert len(list(make(gh, tmp_path).enumerate())) == 4
     statuses = [c.status for c in gh.log if c.path == f"/repos/{PUBLIC}/issues"]
     assert statuses[statuses.index(403) + 1] == 200, statuses
+
+
+def test_a_secondary_limit_without_headers_waits_a_minute(gh: FakeGithub) -> None:
+    """A 403 naming a secondary rate limit, with no retry-after: wait, not a credential error."""
+    gh.add_repo(PUBLIC)
+    client = GithubClient(gh.url, token=gh.token, timeout=5.0, user_agent="test",
+                          policy=RetryPolicy(attempts=1))  # fmt: skip
+    gh.secondary_limited = 1
+    with pytest.raises(TransientError, match="secondary rate limit") as caught:
+        client.page(f"/repos/{PUBLIC}/issues", permission="Issues: read")
+    assert caught.value.retry_after == 60.0
+    assert client.page(f"/repos/{PUBLIC}/issues", permission="Issues: read").status == 200
+
+
+def test_an_issue_deleted_before_its_fetch_is_an_item_error(gh: FakeGithub, tmp_path: Path) -> None:
+    """GitHub answers 410 Gone for an issue deleted from a repo the token reads."""
+    populate(gh)
+    gh.gone.add((SECRET, 2))
+    with pytest.raises(ItemError, match="gone") as caught:
+        make(gh, tmp_path).fetch(f"{SECRET}/issues/2")
+    assert caught.value.error_class == "not_found"
 
 
 def test_groups_lists_team_members(gh: FakeGithub, tmp_path: Path) -> None:

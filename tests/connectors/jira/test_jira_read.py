@@ -45,6 +45,16 @@ def test_access_from_permission_scheme_roles_and_security_level(
     assert docs[ids["eng1"]].metadata["issue_type"] == "Bug"
 
 
+def test_a_group_holder_named_only_by_id_is_resolved(site: FakeJira, tmp_path: Path) -> None:
+    """PermissionHolder: "As a group's name can change, use of value is recommended"."""
+    ids = populate(site)
+    site.projects["OPS"]["browse"] = [{"type": "group", "value": "g1"}]  # no `parameter`
+    docs = {
+        d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
+    }
+    assert docs[ids["ops1"]].access == Access(groups=("tickets:group:jira-devs",))
+
+
 def test_fetch_renders_description_and_comments(site: FakeJira, tmp_path: Path) -> None:
     ids = populate(site)
     site.comment(ids["eng2"], "Bob", "Reviewed")
@@ -101,6 +111,15 @@ def test_the_jql_filter_narrows_the_issues(site: FakeJira, tmp_path: Path) -> No
     assert [d.object_id for d in got.documents] == [ids["eng1"], ids["eng3"]]
     with pytest.raises(ValueError, match="ORDER BY"):
         make(site, tmp_path, jql="issuetype = Bug ORDER BY created")
+
+
+def test_search_pages_without_is_last_are_all_read(site: FakeJira, tmp_path: Path) -> None:
+    ids = populate(site)
+    site.omit_is_last = True  # only `nextPageToken` says another page follows
+    connector = make(site, tmp_path)  # page_size 2: ENG's three issues take two pages
+    docs = collect(connector.read(ALL, None, no_known)).documents
+    assert sorted(d.object_id for d in docs) == sorted(ids.values())
+    assert sorted(connector.enumerate()) == sorted(ids.values())
 
 
 def test_a_429_with_retry_after_is_waited_out(site: FakeJira, tmp_path: Path) -> None:

@@ -87,6 +87,26 @@ def test_an_expired_delta_link_recovers_by_full_resync(graph: FakeGraph, tmp_pat
         assert (calm.counts.new, calm.fetched) == (1, 1), calm
 
 
+def test_permissions_in_the_deprecated_shape_and_claims_login_names_are_read(
+    graph: FakeGraph, tmp_path: Path
+) -> None:
+    """Permissions that carry only ``grantedTo``/``grantedToIdentities`` (the deprecated
+    identitySet shape), and a site user named only by its claims ``loginName``."""
+    graph.share("lib1", "i1", [
+        {"id": "p1", "roles": ["read"], "grantedTo": {"user": {"id": "u1",
+         "displayName": "Ann", "email": "Ann@contoso.com"}}},
+        {"id": "p2", "roles": ["read"], "link": {"scope": "users", "type": "view"},
+         "grantedToIdentities": [{"user": {"id": "u3", "email": "cy@contoso.com"}}]},
+        {"id": "p3", "roles": ["write"], "grantedToV2": {"siteUser": {"id": "7",
+         "displayName": "Dee", "loginName": "i:0#.f|membership|Dee@contoso.com"}}},
+    ])  # fmt: skip
+    with _workspace(graph.url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 4
+        assert _acl(ws, "lib1/i1") == (
+            "user:ann@contoso.com", "user:cy@contoso.com", "user:dee@contoso.com",
+        )  # fmt: skip
+
+
 def test_a_delta_that_breaks_half_way_deletes_nothing(graph: FakeGraph, tmp_path: Path) -> None:
     with _workspace(graph.url, tmp_path) as ws:
         assert ws.sync(index=False).runs[0].counts.new == 4

@@ -115,6 +115,36 @@ def test_a_private_channel_membership_change_changes_the_acl(
         assert _acl(ws, f"C2/{_day(secret)}") == ("user:bob@acme.com", "user:cy@acme.com")
 
 
+def test_every_channel_means_those_the_app_is_in(slack: FakeSlack, tmp_path: Path) -> None:
+    """conversations.list shows every public channel; history of one the app was not
+    invited to answers ``not_in_channel``: with ``channels = []`` it is left out."""
+    slack.channel("C3", "random", ["U1", "U2", "U3"])
+    slack.channels["C3"].app_member = False
+    slack.post("C3", "U1", "Nobody invited the app here.")
+    with _workspace(slack.url, tmp_path) as ws:
+        ws.validate("sl")
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new) == ("succeeded", 5), run
+        assert not any(r.query.get("channel") == "C3" for r in slack.log
+                       if r.path == "/api/conversations.history")  # fmt: skip
+
+
+def test_a_user_users_info_does_not_know_is_named_by_id(slack: FakeSlack, tmp_path: Path) -> None:
+    """users.info answers ``user_not_found`` for a user gone from the workspace (or of
+    another one, in a shared channel): the message is kept, the member grants nothing."""
+    ts = slack.post("C1", "UGONE", "A note from someone who has left.", day=2)
+    slack.channels["C2"].members.append("UGONE")
+    with _workspace(slack.url, tmp_path) as ws:
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new) == ("succeeded", 6), run
+        record = ws.manifest.document_by_object("sl", f"C1/{_day(ts)}")
+        assert record is not None and record.checksum is not None
+        assert "UGONE: A note from someone who has left." in ws.content_store.get(record.checksum)
+        assert _acl(ws, f"C2/{_day(_root(slack, 'C2'))}") == (
+            "user:ann@acme.com", "user:bob@acme.com",
+        )  # fmt: skip
+
+
 def test_a_history_listing_that_breaks_half_way_deletes_nothing(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
@@ -140,6 +170,19 @@ def test_a_429_with_retry_after_is_waited_out(slack: FakeSlack, tmp_path: Path) 
         assert (run.status, run.counts.new) == ("succeeded", 1), run
         statuses = [r.status for r in slack.log if r.path == "/api/conversations.history"]
         assert statuses[statuses.index(429) + 1] == 200, statuses  # the retry succeeded
+
+
+def test_a_passing_ok_false_error_with_http_200_is_retried(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    """internal_error: "likely due to a transient issue on our end" (HTTP 200, ok: false)."""
+    with _workspace(slack.url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 5
+        slack.post("C1", "U2", "Posted while Slack hiccuped.", day=2)
+        slack.fail("/api/conversations.history", 200, {"ok": False, "error": "internal_error"})
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new) == ("succeeded", 1), run
+        assert run.error is None, run
 
 
 def test_documents_older_than_the_horizon_are_reported_present(

@@ -63,6 +63,20 @@ class FakeConfluence(FakeApi):
         self.groups: dict[str, tuple[str, list[str]]] = {}  # id -> (name, accountIds)
         self._next_id = 1000
         self.fail_paged_search = False  # a search page after the first answers 500
+        # How the search writes `_links` (GenericLinks: base, context, next are each
+        # optional): "full" (next relative to base, as Cloud answers), "no_base" (next
+        # relative to the /wiki context, no base or context), "site_relative" (next from
+        # the site root, /wiki included, like the v2 links):
+        # https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-search/#api-wiki-rest-api-content-search-get
+        self.search_links = "full"
+        # The most rows a list (groups, members, space permissions) answers, whatever `limit`
+        # asks: "Note, this may be restricted by fixed system limits" (the answer's `limit`
+        # is the one applied): https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-group/
+        self.page_cap: int | None = None
+        # True: v2 lists write `_links.next` relative to `_links.base` (the /wiki base), as
+        # v1 does, instead of from the site root (the docs say only "the relative URL"):
+        # https://developer.atlassian.com/cloud/confluence/rest/v2/api-group-space-permissions/
+        self.v2_links_from_base = False
 
     # -- state the test mutates --------------------------------------------------------
 
@@ -132,17 +146,23 @@ class FakeConfluence(FakeApi):
             rows = [
                 {"type": "group", "id": i, "name": g[0]} for i, g in sorted(self.groups.items())
             ]
-            return self._offset_page(rows, q)
+            return self._offset_page(path, rows, q)
         if m := re.fullmatch(r"/wiki/rest/api/group/([^/]+)/membersByGroupId", path):
             members = self.groups.get(m.group(1), ("", []))[1]
             rows = [{"accountId": a, "email": self.users.get(a, "")} for a in members]
-            return self._offset_page(rows, q)
+            return self._offset_page(path, rows, q)
         return Answer(404, {"message": f"no route {path}"})
 
-    def _offset_page(self, rows: list[dict[str, Any]], q: dict[str, str]) -> Answer:
+    def _offset_page(self, path: str, rows: list[dict[str, Any]], q: dict[str, str]) -> Answer:
         start, limit = int(q.get("start", 0)), int(q.get("limit", 25))
+        limit = min(limit, self.page_cap) if self.page_cap else limit
         page = rows[start : start + limit]
-        return Answer(body={"results": page, "start": start, "limit": limit, "size": len(page)})
+        body: dict[str, Any] = {"results": page, "start": start, "limit": limit,
+                                "size": len(page), "_links": {}}  # fmt: skip
+        if start + limit < len(rows):
+            following = f"{path.removeprefix('/wiki')}?start={start + limit}&limit={limit}"
+            body["_links"]["next"] = following
+        return Answer(body=body)
 
     def _permissions(self, space_id: str, q: dict[str, str]) -> Answer:
         space = next((s for s in self.spaces.values() if s["id"] == space_id), None)
@@ -154,10 +174,14 @@ class FakeConfluence(FakeApi):
         rows.append({"id": "x", "principal": {"type": "user", "id": "admin-only"},
                      "operation": {"key": "delete", "targetType": "space"}})  # fmt: skip
         start, limit = _offset(q.get("cursor")), int(q.get("limit", 25))
+        limit = min(limit, self.page_cap) if self.page_cap else limit
         links = {}
         if start + limit < len(rows):
             query = urlencode({"limit": limit, "cursor": _cursor(start + limit)})
             links["next"] = f"/wiki/api/v2/spaces/{space_id}/permissions?{query}"
+            if self.v2_links_from_base:
+                links["base"] = f"{self.url}/wiki"
+                links["next"] = links["next"].removeprefix("/wiki")
         return Answer(body={"results": rows[start : start + limit], "_links": links})
 
     def _search(self, q: dict[str, str]) -> Answer:
@@ -187,6 +211,10 @@ class FakeConfluence(FakeApi):
                 "cursor": _cursor(start + limit)
             }
             links["next"] = f"/rest/api/content/search?{urlencode(query)}"
+            if self.search_links == "no_base":  # GenericLinks: every key is optional
+                del links["base"], links["context"]
+            elif self.search_links == "site_relative":  # as the v2 API writes its links
+                links["next"] = "/wiki" + links["next"]
         return Answer(body={"results": rows, "start": start, "limit": limit,
                             "size": len(rows), "_links": links})  # fmt: skip
 

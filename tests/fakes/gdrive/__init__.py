@@ -13,7 +13,11 @@
   https://developers.google.com/drive/api/guides/manage-changes and
   https://developers.google.com/drive/api/reference/rest/v3/changes/list
 - an expired or invalid page token answers 410 Gone (the brief's reading of the changes
-  docs); errors use the JSON error shape of
+  docs), or with ``token_refusal = 400`` what the real API answers: 400 ``Invalid
+  Value``, reason ``invalid`` at location ``pageToken`` (the changes reference: "If the
+  token is rejected for any reason, it should be discarded, and pagination should be
+  restarted": https://developers.google.com/drive/api/reference/rest/v3/changes/list);
+  errors use the JSON error shape of
   https://developers.google.com/drive/api/guides/handle-errors (401 authError, 403
   insufficientPermissions, 403 userRateLimitExceeded, 404 notFound, 429 + Retry-After).
 
@@ -78,6 +82,7 @@ class FakeDrive(FakeService):
         self.epoch = 1  # page tokens are f"{epoch}.{change number}"
         self.scope_ok = True
         self.broken = False  # True: every files.list page after the first answers 500
+        self.token_refusal = 410  # the status an expired changes token answers (or 400)
         self.tick = 0
 
     # -- mutations ---------------------------------------------------------------------
@@ -195,6 +200,11 @@ class FakeDrive(FakeService):
     def _changes(self, query: dict[str, str]) -> Answer:
         epoch, _, number_text = query["pageToken"].partition(".")
         token = int(number_text)
+        if int(epoch) != self.epoch and self.token_refusal == 400:
+            invalid = {"domain": "global", "reason": "invalid", "message": "Invalid Value",
+                       "locationType": "parameter", "location": "pageToken"}  # fmt: skip
+            return 400, {"error": {"code": 400, "message": "Invalid Value",
+                                   "errors": [invalid]}}, {}  # fmt: skip
         if int(epoch) != self.epoch:
             return 410, google_error(410, "deleted", "The page token is no longer valid."), {}
         size = int(query.get("pageSize", "100"))

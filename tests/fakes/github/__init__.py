@@ -16,7 +16,9 @@ It follows the documented behaviour the connector uses:
   when private), team members; 404 for a repo the token may not see; 401 Bad credentials:
   https://docs.github.com/en/rest/issues/comments https://docs.github.com/en/rest/pulls/comments
   https://docs.github.com/en/rest/collaborators/collaborators https://docs.github.com/en/rest/repos/repos#list-repository-teams
-  https://docs.github.com/en/rest/teams/members
+  https://docs.github.com/en/rest/teams/members; a repository owned by a user (``owner.type``
+  ``User``) has no teams, and its teams listing answers 404, one of that endpoint's
+  documented statuses
 """
 
 from __future__ import annotations
@@ -59,6 +61,14 @@ class FakeGithub(FakeApi):
         self.users: dict[str, str | None] = {}
         self.teams: dict[str, list[str]] = {}  # "org/slug" -> logins
         self.primary_limited = 0  # the next n requests hit the primary rate limit
+        # The next n requests hit a secondary limit that sends neither `retry-after` nor
+        # `x-ratelimit-remaining: 0`, only its message (the docs: "Otherwise, wait for at
+        # least one minute before retrying"):
+        # https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
+        self.secondary_limited = 0
+        # Issue numbers deleted from a repo the token reads: "Get an issue" answers 410
+        # Gone for them: https://docs.github.com/en/rest/issues/issues#get-an-issue
+        self.gone: set[tuple[str, int]] = set()
 
     def authorized(self, headers: dict[str, str]) -> bool:
         return headers.get("authorization") == f"Bearer {self.token}"
@@ -70,12 +80,14 @@ class FakeGithub(FakeApi):
         private: bool = False,
         collaborators: list[str] | None = None,
         teams: list[str] | None = None,
+        user_owned: bool = False,
     ) -> None:
         self.repos[name] = {
             "private": private,
             "collaborators": collaborators or [],
             "teams": teams or [],
             "items": {},
+            "user_owned": user_owned,
         }
 
     def add(self, repo: str, title: str, body: str, **kw: Any) -> int:
@@ -111,6 +123,14 @@ class FakeGithub(FakeApi):
                     {"message": "API rate limit exceeded"},
                     {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset},
                 )
+            if self.secondary_limited > 0:
+                self.secondary_limited -= 1
+                self.log.append(Call(method, raw.split("?", 1)[0], {}, headers, 403))
+                message = (
+                    "You have exceeded a secondary rate limit. Please wait a few minutes "
+                    "before you try again."
+                )
+                return Answer(403, {"message": message}, {"x-ratelimit-remaining": "4999"})
         return super()._dispatch(method, raw, headers)
 
     def answer(self, call: Call) -> Answer:
@@ -143,6 +163,10 @@ class FakeGithub(FakeApi):
                     "full_name": m.group(1),
                     "private": private,
                     "visibility": "private" if private else "public",
+                    "owner": {
+                        "login": m.group(1).split("/")[0],
+                        "type": "User" if repo["user_owned"] else "Organization",
+                    },
                 }
             )
         if rest == "/collaborators":
@@ -154,10 +178,14 @@ class FakeGithub(FakeApi):
                 q,
             )
         if rest == "/teams":
+            if repo["user_owned"]:  # no teams: "List repository teams" answers 404
+                return Answer(404, {"message": "Not Found"})
             return self._paged(path, [{"slug": t, "name": t} for t in repo["teams"]], q)
         if rest == "/issues":
             return self._issues(m.group(1), repo, q)
         if n := re.fullmatch(r"/issues/(\d+)", rest):
+            if (m.group(1), int(n.group(1))) in self.gone:
+                return Answer(410, {"message": "This issue was deleted"})
             item = repo["items"].get(int(n.group(1)))
             if item is None:
                 return Answer(404, {"message": "Not Found"})

@@ -66,6 +66,11 @@ class FakeJira(FakeApi):
         self.users: dict[str, str] = {}
         self.groups: dict[str, tuple[str, list[str]]] = {}
         self.fail_paged_search = False  # a search page after the first answers 500
+        # The documented search response (SearchAndReconcileResults) has no `isLast`: the
+        # last page is the one without `nextPageToken` (left out, not null: JRACLOUD-92184).
+        # True: answer that shape, with no `isLast` at all.
+        # https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-get
+        self.omit_is_last = False
         self._next = 10000
 
     def add_project(self, key: str, browse: list[dict[str, str]], lead: str = "") -> None:
@@ -157,7 +162,8 @@ class FakeJira(FakeApi):
             return Answer(body={"comments": rows[start : start + size], "startAt": start,
                                 "maxResults": size, "total": len(rows)})  # fmt: skip
         if path == "/rest/api/3/group/bulk":
-            rows = [{"groupId": i, "name": g[0]} for i, g in sorted(self.groups.items())]
+            rows = [{"groupId": i, "name": g[0]} for i, g in sorted(self.groups.items())
+                    if q.get("groupId") in (None, i)]  # fmt: skip
             return self._paged(rows, q)
         if path == "/rest/api/3/group/member":
             members = self.groups.get(q.get("groupId", ""), ("", []))[1]
@@ -201,6 +207,8 @@ class FakeJira(FakeApi):
         body: dict[str, Any] = {"issues": issues, "isLast": start + size >= len(found)}
         if not body["isLast"]:
             body["nextPageToken"] = str(start + size)
+        if self.omit_is_last:
+            del body["isLast"]
         return Answer(body=body)
 
     def _fields(self, issue: Issue, wanted: set[str]) -> dict[str, Any]:

@@ -6,8 +6,11 @@ Follows the documented behaviour of:
 - cursor pagination, ``limit`` and ``response_metadata.next_cursor`` ("" on the last
   page): https://api.slack.com/apis/pagination
 - rate limits: HTTP 429 with ``Retry-After`` seconds: https://api.slack.com/apis/rate-limits
-- conversations.list (``types``, ``exclude_archived``):
-  https://api.slack.com/methods/conversations.list
+- conversations.list (``types``, ``exclude_archived``; every public channel of the
+  workspace, ``is_member`` telling whether the app is in it; only the private channels
+  it was invited to): https://api.slack.com/methods/conversations.list and a channel's
+  history and replies answer ``not_in_channel`` to an app that is not in it:
+  https://api.slack.com/methods/conversations.history#errors
 - conversations.history: top-level messages only, newest first, ``oldest``/``latest``
   exclusive unless ``inclusive``; a thread root carries ``thread_ts``, ``reply_count``,
   ``latest_reply``; an edited message carries ``edited.ts``:
@@ -73,6 +76,7 @@ class Channel:
     private: bool
     members: list[str]
     messages: dict[str, Msg] = field(default_factory=dict)
+    app_member: bool = True  # False: a public channel the app was not invited to
 
 
 class FakeSlack(FakeService):
@@ -150,8 +154,8 @@ class FakeSlack(FakeService):
         if name == "conversations.list":
             types = query.get("types", "public_channel").split(",")
             rows = [{"id": c.id, "name": c.name, "is_channel": True, "is_private": c.private,
-                     "is_archived": False} for c in sorted(self.channels.values(),
-                     key=lambda c: c.id)
+                     "is_archived": False, "is_member": c.app_member}
+                    for c in sorted(self.channels.values(), key=lambda c: c.id)
                     if ("private_channel" if c.private else "public_channel") in types]  # fmt: skip
             return self._page(query, "channels", rows)
         if name in ("users.info", "users.list"):
@@ -170,6 +174,8 @@ class FakeSlack(FakeService):
             return 200, {"ok": False, "error": "channel_not_found"}, {}
         if name == "conversations.members":
             return self._page(query, "members", list(channel.members))
+        if not channel.app_member:  # history and replies need the app in the channel
+            return 200, {"ok": False, "error": "not_in_channel"}, {}
         if name == "conversations.history":
             if self.broken and query.get("cursor"):
                 return 500, {"ok": False, "error": "internal_error"}, {}

@@ -54,6 +54,25 @@ def narrowed(space: Access, levels: list[Level]) -> Access:
     return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
 
 
+def next_link(data: dict[str, Any], site: str) -> str | None:
+    """The absolute next-page link of an answer (v1 search, v2 lists).
+
+    v1 writes ``_links.next`` relative to ``_links.base`` (the site plus its ``/wiki``
+    context), v2 from the site root (``/wiki/api/v2/...``). Without ``base`` a link is
+    resolved against the site and ``_links.context`` (``/wiki``); a link that already
+    starts with the context is not given it twice.
+    """
+    links = data.get("_links") or {}
+    following = str(links.get("next") or "")
+    if not following or following.startswith(("http://", "https://")):
+        return following or None
+    context = str(links.get("context", "/wiki")).rstrip("/")
+    base = str(links.get("base") or site.rstrip("/") + context).rstrip("/")
+    if context and following.startswith(context + "/") and base.endswith(context):
+        base = base[: -len(context)]
+    return base + following
+
+
 class ConfluenceAcl:
     """Space permissions, page restrictions and group members, read through the API."""
 
@@ -70,8 +89,11 @@ class ConfluenceAcl:
         groups: set[str] = set()
         public = False
         path: str | None = f"/wiki/api/v2/spaces/{space_id}/permissions"
+        params: dict[str, str | int] | None = {"limit": 250}
         while path:
-            data = self._client.get(path, {"limit": 250}, scope=SCOPE_PERMISSIONS)
+            # a next link carries its own query (cursor, limit): params would replace it
+            data = self._client.get(path, params, scope=SCOPE_PERMISSIONS)
+            params = None
             for entry in data.get("results", []):
                 if entry.get("operation", {}).get("key") != "read":
                     continue
@@ -85,7 +107,7 @@ class ConfluenceAcl:
                     groups.add(principal_for_group(self._source_id, self.group_name(ident)))
                 elif kind == "anonymous":
                     public = True
-            path = data.get("_links", {}).get("next")
+            path = next_link(data, self._client.base_url)
         return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)
 
     def levels(self, content: Mapping[str, Any]) -> list[Level]:
@@ -160,12 +182,17 @@ class ConfluenceAcl:
         return member.get("email") or self.email_of(str(member.get("accountId", "")))
 
     def _offset_paged(self, path: str, limit: int = 200) -> list[dict[str, Any]]:
+        """Every row of a ``start``/``limit`` list. The server may cap ``limit`` ("restricted
+        by fixed system limits"): the answer's ``limit`` and ``_links.next`` say whether
+        a short page is the last one."""
         rows: list[dict[str, Any]] = []
         start = 0
         while True:
             data = self._client.get(path, {"start": start, "limit": limit}, scope=SCOPE_GROUPS)
             page = data.get("results", [])
             rows.extend(page)
-            if len(page) < limit:
+            applied = int(data.get("limit") or limit)
+            more = bool((data.get("_links") or {}).get("next"))
+            if not page or (len(page) < applied and not more):
                 return rows
             start += len(page)

@@ -35,6 +35,7 @@ from headwater.connectors.confluence._acl import (
     ConfluenceAcl,
     fingerprint,
     narrowed,
+    next_link,
 )
 from headwater.connectors.http import MissingAtServer
 from headwater.durations import parse_duration
@@ -188,7 +189,7 @@ class ConfluenceConnector:
                     doc = self._document(row, access)
                     if full or low is None or _inside(doc.updated_at, low, window.end):
                         yield doc
-                path = _next_link(data)
+                path = next_link(data, self.options.base_url)
                 at = {"space": index if path else index + 1, "full": full, "next": path}
                 yield Checkpoint(json.dumps({"prev": prev, "done": done, "at": at}))
                 if not path:
@@ -253,22 +254,13 @@ class ConfluenceConnector:
                 )
                 for row in data.get("results", []):
                     yield str(row["id"])
-                path = _next_link(data)
+                path = next_link(data, self.options.base_url)
                 if not path:
                     break
 
     def groups(self) -> Iterator[tuple[str, list[str]]]:
         """(group principal, member emails) for every group of the site."""
         return self._acl.groups()
-
-
-def _next_link(data: dict[str, Any]) -> str | None:
-    """The absolute next-page link of a v1 answer (``_links.next`` is relative to base)."""
-    links = data.get("_links", {})
-    following = links.get("next")
-    if not following:
-        return None
-    return str(links.get("base", "")) + str(following)
 
 
 def _inside(moment: datetime | None, low: datetime, high: datetime) -> bool:

@@ -74,6 +74,27 @@ def _drive_busy(response: httpx.Response) -> str | None:
     return None
 
 
+def token_refused(response: httpx.Response) -> bool:
+    """Drive no longer accepts a changes page token: 410 Gone, or 400 invalid ``pageToken``.
+
+    The changes reference says a rejected token is to be discarded and the listing
+    restarted; the API rejects it with 400 ``Invalid Value`` at location ``pageToken``.
+    https://developers.google.com/drive/api/reference/rest/v3/changes/list
+    """
+    if response.status_code == 410:
+        return True
+    if response.status_code != 400:
+        return False
+    try:
+        error = response.json().get("error", {})
+    except (ValueError, AttributeError):
+        return False
+    if not isinstance(error, dict):
+        return False
+    located = [e.get("location") for e in error.get("errors", []) if isinstance(e, dict)]
+    return "pageToken" in located or "pagetoken" in str(error.get("message", "")).lower()
+
+
 def raise_for_status(response: httpx.Response, path: str) -> None:
     """Raise the error a user can act on for a non-200 Drive answer."""
     status = response.status_code

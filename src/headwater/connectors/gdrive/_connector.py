@@ -5,11 +5,12 @@ The first run (and any run whose token Drive no longer accepts) asks for a
 read by the next run rather than lost. Later runs read ``changes.list`` from the saved
 token: ``removed`` and trashed files become ``Deleted`` items, every other change is the
 file's current state (a content edit, a rename or a permission change). A token Drive
-answers with HTTP 410 Gone is replaced by a full enumeration of that scope, never a
-silent gap; ``enumerate()`` lists every current id so the runner prunes what the full
-listing no longer holds. The cursor lives only in the checkpoint: ``{"tokens": {scope:
-token}}`` plus, mid-run, the scope and page in progress. A scope is ``""`` (everything the
-token sees, ``corpora=allDrives``) or one shared drive id from ``shared_drives``.
+answers with HTTP 410 Gone (or refuses as an invalid ``pageToken``, HTTP 400) is replaced by a
+full enumeration of that scope, never a silent gap; ``enumerate()`` lists every current id
+so the runner prunes what the full listing no longer holds. The cursor lives only in the
+checkpoint: ``{"tokens": {scope: token}}`` plus, mid-run, the scope and page in progress. A
+scope is ``""`` (everything the token sees, ``corpora=allDrives``) or one shared drive id
+from ``shared_drives``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from headwater.connectors.base import (
     SourceContext,
 )
 from headwater.connectors.gdrive._acl import access_from_permissions
-from headwater.connectors.gdrive._client import DriveClient, raise_for_status
+from headwater.connectors.gdrive._client import DriveClient, raise_for_status, token_refused
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.pipeline.parse import parser_for
 from headwater.retry import RetryPolicy
@@ -160,7 +161,7 @@ class GdriveConnector:
     def _changes(
         self, scope: str, page: str, tokens: dict[str, str], done: list[str]
     ) -> Generator[SourceItem, None, str]:
-        """Changes since ``page``; returns the next start token. A 410 lists everything."""
+        """Changes since ``page``; returns the next start token. A refused token lists all."""
         while True:
             params = {**COMMON, "pageToken": page, "pageSize": str(self.options.page_size)}
             params["fields"] = (
@@ -169,7 +170,7 @@ class GdriveConnector:
             if scope:
                 params["driveId"] = scope
             response = self._client.get("/drive/v3/changes", params)
-            if response.status_code == 410:  # the token expired: enumerate, never skip
+            if token_refused(response):  # 410, or 400 at pageToken: enumerate, never skip
                 return (yield from self._full(scope, {}, tokens, done))
             raise_for_status(response, "/drive/v3/changes")
             body = response.json()

@@ -49,12 +49,22 @@ class GithubAcl:
             permission=PERM_METADATA,
         )
         users = {e for row in rows if (e := self.email_of(str(row["login"])))}
-        teams = self._client.every(f"/repos/{repo}/teams", {"per_page": 100}, permission=PERM_ADMIN)
+        teams = self._repo_teams(repo)
         org = repo.split("/", 1)[0]
         names = {f"{org}/{team['slug']}" for team in teams}
         self._teams |= names
         groups = {principal_for_group(self._source_id, name) for name in names}
         return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
+
+    def _repo_teams(self, repo: str) -> list[dict[str, str]]:
+        """The teams with access to the repository; none when GitHub answers 404 (one of the
+        endpoint's documented answers: a repository owned by a user has no teams)."""
+        try:
+            return self._client.every(
+                f"/repos/{repo}/teams", {"per_page": 100}, permission=PERM_ADMIN
+            )
+        except MissingAtServer:
+            return []
 
     def email_of(self, login: str) -> str | None:
         if login not in self._emails:
@@ -69,9 +79,7 @@ class GithubAcl:
         """(team principal, member emails) for every team with access to the repos."""
         for repo in repos:
             org = repo.split("/", 1)[0]
-            teams = self._client.every(
-                f"/repos/{repo}/teams", {"per_page": 100}, permission=PERM_ADMIN
-            )
+            teams = self._repo_teams(repo)
             self._teams |= {f"{org}/{team['slug']}" for team in teams}
         for name in sorted(self._teams):
             org, slug = name.split("/", 1)

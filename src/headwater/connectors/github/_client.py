@@ -2,10 +2,12 @@
 
 A 304 to a conditional request (``If-None-Match``) comes back as data with no body (it
 costs no rate limit and downloads nothing). Rate limits become ``TransientError`` with a
-``retry_after``: the primary limit (403/429 with ``x-ratelimit-remaining: 0``) waits
-until ``x-ratelimit-reset``, a secondary limit waits its ``Retry-After`` (or a minute, as
-GitHub asks); they are retried through ``headwater.retry``. 401 names the `token` option,
-another 403 the permission the call needs, 404 becomes ``MissingAtServer``.
+``retry_after``: a ``retry-after`` header is waited out first, then the primary limit
+(403/429 with ``x-ratelimit-remaining: 0``) waits until ``x-ratelimit-reset``, then a
+secondary limit without either header (a 429, or a 403 whose message names a rate limit)
+waits a minute, as GitHub asks; they are retried through ``headwater.retry``. 401 names
+the `token` option, another 403 the permission the call needs, 404 and 410 (an issue
+deleted from a repository the token reads) become ``MissingAtServer``.
 See https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api and
 https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api.
 """
@@ -100,6 +102,12 @@ class GithubClient:
     def _decode(self, response: httpx.Response, url: str, permission: str) -> Page:
         status, headers = response.status_code, response.headers
         shown = url.split("?", 1)[0]
+        if status in (403, 429) and "retry-after" in headers:
+            raise TransientError(
+                f"GitHub GET {shown} returned HTTP {status} (secondary rate limit); waiting "
+                "for Retry-After",
+                retry_after=parse_retry_after(headers.get("retry-after")) or 60.0,
+            )
         if status in (403, 429) and headers.get("x-ratelimit-remaining") == "0":
             reset = headers.get("x-ratelimit-reset", "")
             wait = max(0.0, float(reset) - time.time()) if reset.isdigit() else 60.0
@@ -108,11 +116,12 @@ class GithubClient:
                 "x-ratelimit-reset",
                 retry_after=wait,
             )
-        if status == 429 or (status == 403 and "retry-after" in headers):
+        if status == 429 or (status == 403 and _says_rate_limit(response)):
+            # a secondary limit without either header: GitHub asks for at least a minute
             raise TransientError(
                 f"GitHub GET {shown} returned HTTP {status} (secondary rate limit); waiting "
-                "for Retry-After",
-                retry_after=parse_retry_after(headers.get("retry-after")) or 60.0,
+                "a minute, as GitHub asks",
+                retry_after=60.0,
             )
         if status >= 500:
             raise TransientError(f"GitHub GET {shown} returned HTTP {status}; retrying")
@@ -126,8 +135,8 @@ class GithubClient:
                 f"GitHub GET {shown} returned HTTP 403; the token lacks the permission "
                 f"`{permission}`; grant `{permission}` to the token"
             )
-        if status == 404:
-            raise MissingAtServer(f"GitHub GET {shown} returned HTTP 404")
+        if status in (404, 410):  # 410 Gone: an issue deleted from a repo the token reads
+            raise MissingAtServer(f"GitHub GET {shown} returned HTTP {status}")
         if status == 304:
             return Page(304, None, headers.get("etag"), None)
         if status != 200:
@@ -136,3 +145,13 @@ class GithubClient:
             )
         following = response.links.get("next", {}).get("url")
         return Page(200, response.json(), headers.get("etag"), following)
+
+
+def _says_rate_limit(response: httpx.Response) -> bool:
+    """A 403 whose message names a rate limit ("You have exceeded a secondary rate limit")."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "rate limit" in response.text.lower()
+    message = body.get("message", "") if isinstance(body, dict) else ""
+    return "rate limit" in str(message).lower()

@@ -2,7 +2,8 @@
 
 An issue without a security level is visible to the holders of ``BROWSE_PROJECTS`` in its
 project's permission scheme; an issue with one is visible to the members of that level.
-Holders resolve to principals: users by email, groups as ``principal_for_group``, project
+Holders resolve to principals: users by email, groups as ``principal_for_group`` (named by
+``parameter``, else by the group id in ``value``, looked up once), project
 roles through their actors, ``anyone`` as public, an application role as one group
 (``jira-application-role:<key>``), ``projectLead`` by the lead's email, and
 ``reporter``/``assignee`` per issue. Other holder types (user or group custom fields,
@@ -83,6 +84,7 @@ class JiraAcl:
         self._source_id = source_id
         self._emails: dict[str, str | None] = {}
         self._levels: dict[tuple[str, str], Grant] = {}
+        self._group_names: dict[str, str] = {}
 
     def project_grant(self, project: str) -> Grant:
         """The holders of Browse Projects in the project's permission scheme."""
@@ -121,9 +123,12 @@ class JiraAcl:
     def _resolve(self, project: str, holders: list[Mapping[str, Any]]) -> Grant:
         found = _Collect()
         for holder in holders:
-            kind, param = holder.get("type"), str(holder.get("parameter") or "")
+            kind = holder.get("type")
+            param = str(holder.get("parameter") or holder.get("value") or "")
             if kind == "group":
-                found.groups.add(principal_for_group(self._source_id, param))
+                name = self._holder_group(holder)
+                if name:
+                    found.groups.add(principal_for_group(self._source_id, name))
             elif kind == "user":
                 self._add_user(found, param)
             elif kind == "projectRole":
@@ -139,6 +144,21 @@ class JiraAcl:
             elif kind in ("reporter", "assignee"):
                 found.flags.add(str(kind))
         return found.grant()
+
+    def _holder_group(self, holder: Mapping[str, Any]) -> str:
+        """A group holder's name: ``parameter`` (deprecated: "use of value is recommended"),
+        else the expanded ``group``, else the name of the group whose id is ``value``."""
+        name = holder.get("parameter") or (holder.get("group") or {}).get("name")
+        group_id = str(holder.get("value") or "")
+        if name or not group_id:
+            return str(name or "")
+        if group_id not in self._group_names:
+            data = self._client.get(
+                "/rest/api/3/group/bulk", {"groupId": group_id}, scope=SCOPE_USER
+            )
+            rows = [g for g in data.get("values", []) if str(g.get("groupId")) == group_id]
+            self._group_names[group_id] = str(rows[0].get("name") or "") if rows else ""
+        return self._group_names[group_id]
 
     def _add_role(self, found: _Collect, project: str, role_id: str) -> None:
         role = self._client.get(

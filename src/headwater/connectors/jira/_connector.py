@@ -79,6 +79,19 @@ class JiraOptions(ConnectorOptions):
         return value
 
 
+def _next_token(data: dict[str, Any]) -> str | None:
+    """The ``nextPageToken`` of a search page, None on the last page.
+
+    Jira documents the token as absent or null on the last page; ``isLast`` is not
+    always sent, so a token without ``isLast: true`` means another page follows.
+    https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-get
+    """
+    token = data.get("nextPageToken")
+    if not token or data.get("isLast") is True:
+        return None
+    return str(token)
+
+
 def _parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -181,7 +194,7 @@ class JiraConnector:
                         or (low < doc.updated_at <= window.end)
                     ):
                         yield doc
-                token = None if data.get("isLast", True) else data.get("nextPageToken")
+                token = _next_token(data)
                 at = {"project": index if token else index + 1, "full": full, "token": token}
                 yield Checkpoint(json.dumps({"prev": prev, "done": done, "at": at}))
                 if not token:
@@ -271,7 +284,7 @@ class JiraConnector:
                 data = self._client.get(SEARCH, params, scope=SCOPE_PROJECT)
                 for issue in data.get("issues", []):
                     yield str(issue["id"])
-                token = None if data.get("isLast", True) else data.get("nextPageToken")
+                token = _next_token(data)
                 if not token:
                     break
 

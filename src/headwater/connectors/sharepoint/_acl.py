@@ -3,7 +3,9 @@
 A permission grants to ``grantedToV2`` (user, group, siteUser, siteGroup) and, for
 sharing links, to ``grantedToIdentitiesV2``; a link's ``scope`` is ``anonymous`` (anyone
 with the link: public), ``organization`` (everyone in the tenant: the principal
-``{source_id}:organization``) or ``users`` (only the identities listed).
+``{source_id}:organization``) or ``users`` (only the identities listed). A permission
+carrying only the deprecated ``grantedTo``/``grantedToIdentities`` is read from those. A
+user is named by ``email``, else by the address in a claims ``loginName``.
 https://learn.microsoft.com/en-us/graph/api/resources/permission
 """
 
@@ -36,16 +38,35 @@ def access_from_permissions(source_id: str, permissions: Iterable[Mapping[str, A
             public = True
         elif scope == "organization":
             groups.add(f"{source_id}:organization")
-        identities = [permission.get("grantedToV2") or {}]
-        identities += list(permission.get("grantedToIdentitiesV2") or [])
-        for identity in identities:
+        for identity in _identities(permission):
             for key in ("user", "siteUser"):
-                email = (identity.get(key) or {}).get("email")
+                email = _email(identity.get(key) or {})
                 if email:
-                    users.add(str(email).strip().lower())
+                    users.add(email)
             if identity.get("group"):
                 groups.add(principal_for_group(source_id, group_name(identity["group"])))
             if identity.get("siteGroup"):
                 name = str(identity["siteGroup"].get("displayName") or "")
                 groups.add(principal_for_group(source_id, f"site:{name}"))
     return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)
+
+
+def _identities(permission: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Who a permission grants to: ``grantedToV2`` and ``grantedToIdentitiesV2``, else the
+    deprecated ``grantedTo`` and ``grantedToIdentities`` that some answers still carry alone."""
+    found = [permission.get("grantedToV2") or {}]
+    found += list(permission.get("grantedToIdentitiesV2") or [])
+    if not any(found):
+        found = [permission.get("grantedTo") or {}]
+        found += list(permission.get("grantedToIdentities") or [])
+    return [identity for identity in found if isinstance(identity, Mapping)]
+
+
+def _email(identity: Mapping[str, Any]) -> str | None:
+    """An identity's email, else the one in a SharePoint claims login name
+    (``i:0#.f|membership|ann@contoso.com``)."""
+    email = str(identity.get("email") or "").strip()
+    login = str(identity.get("loginName") or "")
+    if not email and "|" in login and "@" in login.rsplit("|", 1)[1]:
+        email = login.rsplit("|", 1)[1].strip()
+    return email.lower() or None

@@ -2,9 +2,10 @@
 
 Every method answers HTTP 200 with ``{"ok": false, "error": ...}`` on failure
 (https://api.slack.com/web#evaluating_responses). Rate limits answer HTTP 429 with
-``Retry-After`` seconds (https://api.slack.com/apis/rate-limits); those, ``ratelimited``,
-5xx and transport faults become ``TransientError`` with the wait and are retried through
-``headwater.retry``. Lists page with ``cursor`` / ``response_metadata.next_cursor``
+``Retry-After`` seconds (https://api.slack.com/apis/rate-limits); those, ``ratelimited``
+and the other passing ``ok: false`` errors (``PASSING_ERRORS``), 5xx and transport faults
+become ``TransientError`` with the wait and are retried through ``headwater.retry``.
+Lists page with ``cursor`` / ``response_metadata.next_cursor``
 (https://api.slack.com/apis/pagination).
 """
 
@@ -20,6 +21,11 @@ from headwater.retry import RetryPolicy, call_with_retry
 
 AUTH_ERRORS = {"invalid_auth", "not_authed", "token_revoked", "token_expired",
                "account_inactive"}  # fmt: skip
+# ``ok: false`` errors every method documents as passing: the rate limit, and the server
+# faults "likely due to a transient issue on our end" (internal_error, fatal_error) or a
+# "temporarily unavailable" service. https://api.slack.com/methods/conversations.history
+PASSING_ERRORS = frozenset({"ratelimited", "internal_error", "fatal_error",
+                            "service_unavailable"})  # fmt: skip
 
 
 class SlackApiError(ItemError):
@@ -45,7 +51,7 @@ class SlackClient(BearerClient):
     ) -> dict[str, Any]:
         def attempt() -> dict[str, Any]:
             # One attempt of the HTTP call (429 and 5xx are waited out inside it); an
-            # ``ok: false, error: ratelimited`` body is waited out here, around it.
+            # ``ok: false`` body with a passing error is waited out here, around it.
             response = self.get(f"/{method}", params or {}, policy=RetryPolicy(attempts=1))
             try:
                 body = response.json()
@@ -57,9 +63,9 @@ class SlackClient(BearerClient):
                     f"Slack {method} returned HTTP {response.status_code} "
                     f"{response.text[:200]!r}; expected a JSON object",
                 )
-            if body.get("error") == "ratelimited":
+            if body.get("error") in PASSING_ERRORS:
                 raise TransientError(
-                    f"Slack {method} answered `ratelimited`; retry later",
+                    f"Slack {method} answered `{body['error']}`; retry later",
                     retry_after=parse_retry_after(response.headers.get("retry-after")),
                 )
             return body

@@ -48,6 +48,9 @@ from headwater.types import (
 )
 
 Message = dict[str, Any]
+# users.info's documented errors for a user it cannot show:
+# https://api.slack.com/methods/users.info#errors
+UNKNOWN_USER = frozenset({"user_not_found", "user_not_visible"})
 
 
 class SlackOptions(BearerApiOptions):
@@ -137,7 +140,8 @@ class SlackConnector:
                 )
 
     def _list_channels(self, policy: RetryPolicy | None = None) -> list[Message]:
-        """The channels to read, by id; names in ``channels`` that do not exist raise."""
+        """The channels to read, by id; names in ``channels`` that do not exist raise. With
+        no ``channels``, the public channels the app is not a member of are left out."""
         if self._channels is not None:
             return self._channels
         private = ",private_channel" if self.options.include_private else ""
@@ -155,6 +159,9 @@ class SlackConnector:
                     f"expected one of {names}; invite the app to it or fix `channels`"
                 )
             found = [by_key[n.lstrip("#")] for n in self.options.channels]
+        else:  # every channel: conversations.list shows every public channel, `is_member`
+            # says whether the app is in it; one it is not in cannot be read (not_in_channel)
+            found = [c for c in found if c.get("is_member", True) is not False]
         self._channels = sorted({c["id"]: c for c in found}.values(), key=lambda c: c["id"])
         return self._channels
 
@@ -283,8 +290,15 @@ class SlackConnector:
         return Access(users=tuple(sorted(str(e).lower() for e in emails if e)))
 
     def _user(self, user_id: str) -> Message:
+        """The user's record; empty for one users.info does not know or show (a user of
+        another workspace in a shared channel, one removed since): named by id, no email."""
         if user_id not in self._users:
-            body = self._client.call("users.info", {"user": user_id})
+            try:
+                body = self._client.call("users.info", {"user": user_id})
+            except SlackApiError as exc:
+                if exc.code not in UNKNOWN_USER:
+                    raise
+                body = {}
             self._users[user_id] = dict(body.get("user") or {})
         return self._users[user_id]
 
