@@ -78,6 +78,34 @@ def test_window_reads_only_rows_updated_inside_it(db: Database, docs: str, tmp_p
     ]
 
 
+def test_keyset_pages_over_timestamp_and_uuid_ids(db: Database, tmp_path: Path) -> None:
+    """The docs promise timestamp and UUID id columns; a checkpoint keeps them as text,
+    which PostgreSQL refused to compare (`timestamp with time zone > character varying`)
+    from the second page on."""
+    name = unique("keys")
+    uuid_type = "uuid" if db.kind == "postgresql" else "char(36)"
+    day_type = "timestamptz" if db.kind == "postgresql" else "datetime"
+    db.execute(f"CREATE TABLE {name} (day {day_type}, ref {uuid_type}, body text, "
+               "PRIMARY KEY (day, ref))")  # fmt: skip
+    try:
+        refs = ["0b0c5a36-4e1a-4a43-9d3e-1f6a1a4c0001", "7d3d2a1e-9b2c-4c55-8e6f-0a1b2c3d0002"]
+        for day in (1, 2):
+            for ref in refs:
+                db.execute(
+                    f"INSERT INTO {name} VALUES (:day, :ref, 'text')", day=when(day), ref=ref
+                )
+        options = {"table": name, "id_columns": ["day", "ref"], "content_columns": ["body"]}
+        connector = make_connector(db.url, tmp_path, page_size=3, **options)
+        result = collect(connector.read(WINDOW, None, no_known))
+        ids = [d.object_id for d in result.documents]
+        assert ids == [f"{when(day).isoformat()}/{ref}" for day in (1, 2) for ref in refs]
+        middle = next(i for i in result.items if isinstance(i, Checkpoint))
+        resumed = collect(connector.read(WINDOW, middle, no_known)).documents
+        assert [d.object_id for d in resumed] == ids[3:]
+    finally:
+        db.execute(f"DROP TABLE {name}")
+
+
 def test_deleted_row_is_missing_from_enumerate(db: Database, docs: str, tmp_path: Path) -> None:
     connector = make_connector(db.url, tmp_path, **docs_options(docs))
     assert sorted(connector.enumerate()) == ["1", "2", "3", "4"]

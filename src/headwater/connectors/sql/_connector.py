@@ -157,7 +157,11 @@ class SqlConnector:
             if window.start is not None:
                 stmt = stmt.where(moment > self._bound(window.start - self._overlap))
         if after is not None:
-            stmt = stmt.where(sa.tuple_(*self._ids) > sa.tuple_(*map(sa.literal, after)))
+            # Untyped parameters: a cursor keeps a uuid, timestamp or decimal id as text,
+            # and a VARCHAR-typed one fails on PostgreSQL (`uuid > character varying`);
+            # untyped, the server reads the text as the column's type.
+            last = (sa.bindparam(None, value, type_=sa.types.NullType()) for value in after)
+            stmt = stmt.where(sa.tuple_(*self._ids) > sa.tuple_(*last))
         stmt = stmt.order_by(*self._ids).limit(self.options.page_size)
 
         def fetch() -> list[Mapping[str, Any]]:
