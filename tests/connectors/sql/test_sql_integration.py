@@ -78,6 +78,20 @@ def test_window_reads_only_rows_updated_inside_it(db: Database, docs: str, tmp_p
     ]
 
 
+def test_a_row_without_updated_at_is_in_every_window(
+    db: Database, docs: str, tmp_path: Path
+) -> None:
+    """NULL is no time: like an undated feed entry the row is read in every window (the
+    version gate skips it while unchanged), never left out of the index for good."""
+    db.execute(f"UPDATE {docs} SET updated_at = NULL WHERE id = 1")
+    connector = make_connector(db.url, tmp_path, **docs_options(docs, window_overlap="0s"))
+    first = collect(connector.read(Window(None, when(4)), None, no_known)).documents
+    assert [d.object_id for d in first] == ["1", "2", "3", "4"]
+    assert first[0].updated_at is None and first[0].content == b"Alpha\n\nalpha body"
+    later = collect(connector.read(Window(when(3), when(9)), None, no_known)).documents
+    assert [d.object_id for d in later] == ["1", "4"]
+
+
 def test_keyset_pages_over_timestamp_and_uuid_ids(db: Database, tmp_path: Path) -> None:
     """The docs promise timestamp and UUID id columns; a checkpoint keeps them as text,
     which PostgreSQL refused to compare (`timestamp with time zone > character varying`)

@@ -153,9 +153,12 @@ class SqlConnector:
         stmt = sa.select(*self._source.c).where(*(c.is_not(None) for c in self._ids))
         if self.options.updated_at_column is not None:
             moment = self._source.c[self.options.updated_at_column]
-            stmt = stmt.where(moment <= self._bound(window.end))
+            inside = moment <= self._bound(window.end)
             if window.start is not None:
-                stmt = stmt.where(moment > self._bound(window.start - self._overlap))
+                inside = sa.and_(inside, moment > self._bound(window.start - self._overlap))
+            # A row without a time is in every window (Window.contains), as an undated
+            # feed entry is: the version gate skips it while it is unchanged.
+            stmt = stmt.where(sa.or_(moment.is_(None), inside))
         if after is not None:
             # Untyped parameters: a cursor keeps a uuid, timestamp or decimal id as text,
             # and a VARCHAR-typed one fails on PostgreSQL (`uuid > character varying`);
