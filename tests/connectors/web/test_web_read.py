@@ -14,6 +14,7 @@ from headwater.connectors.http import HostRateLimiter
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.connectors.web import WebConnector
 from headwater.errors import FatalError, TransientError
+from headwater.pipeline.parse import parse
 from headwater.types import Deleted, Failure, KnownVersions, SourceDocument, Window
 
 ALL = Window(None, FAR_FUTURE)
@@ -47,7 +48,7 @@ def test_first_read(site: LocalHttpServer, connector: WebConnector) -> None:
         site.url("/docs/c-main"),  # rel=canonical honoured
     }
     home = docs[site.url("/")]
-    assert home.title == "Home" and home.media_type == "text/html"
+    assert home.title == "Home" and home.media_type == "text/html; charset=utf-8"
     assert home.content is not None and b"<title>Home</title>" in home.content
     assert home.locator == site.url("/")
     assert site.hits("/private/secret") == 0, "robots.txt disallows /private/"
@@ -317,3 +318,20 @@ def test_links_to_files_are_not_pages(site: LocalHttpServer, make_web: MakeWeb) 
     manual = docs[site.url("/manual.txt")]
     assert manual.media_type == "text/plain" and manual.title == "manual.txt"
     assert not [i for i in result.items if isinstance(i, Failure)]
+
+
+def test_the_servers_charset_reaches_the_parser(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    """A short page in KOI8-R or Shift_JIS without a <meta charset> defeats detection: the
+    Content-Type's charset goes on with the media type, so the text is indexed as served."""
+    russian, japanese = "Привет, как дела?", "こんにちは世界"
+    body = f"<html><head><title>Ru</title></head><body><p>{russian}</p></body></html>"
+    site.route("/ru", Reply(body.encode("koi8-r"), content_type="text/html; charset=koi8-r"))
+    plain = Reply(japanese.encode("shift_jis"), content_type="text/plain; charset=Shift_JIS")
+    site.route("/ja.txt", plain)
+    site.route("/few.xml", Reply(urlset(site, "/ru", "/ja.txt"), content_type="application/xml"))
+    docs = {d.object_id: d for d in read(make_web(sitemaps=[site.url("/few.xml")])).documents}
+    ru, ja = docs[site.url("/ru")], docs[site.url("/ja.txt")]
+    assert ru.media_type == "text/html; charset=koi8-r" and ru.title == "Ru"
+    assert ru.content is not None and ja.content is not None
+    assert parse(ru.content, name=ru.object_id, media_type=ru.media_type).text == russian
+    assert parse(ja.content, name=ja.object_id, media_type=ja.media_type).text == japanese

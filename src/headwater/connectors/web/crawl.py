@@ -18,7 +18,12 @@ from urllib.parse import unquote, urlsplit
 
 from headwater.connectors.http import Fetched, HttpClient
 from headwater.connectors.web.linkcache import CachedPage, LinkCache
-from headwater.connectors.web.page import conditional_headers, parse_page, version_of
+from headwater.connectors.web.page import (
+    conditional_headers,
+    declared_type,
+    parse_page,
+    version_of,
+)
 from headwater.connectors.web.robots import RobotsRules
 from headwater.connectors.web.urls import Scope, canonicalize
 from headwater.errors import ItemError, TransientError
@@ -222,7 +227,8 @@ class Crawler:
         if media_type not in HTML_TYPES:
             name = unquote(urlsplit(final).path.rsplit("/", 1)[-1]) or final
             self._cache.put(CachedPage(task.url, final, version, name, ()))
-            return Page(task.url, final, version, name, fetched.body, media_type), ()
+            declared = declared_type(media_type, fetched.headers)
+            return Page(task.url, final, version, name, fetched.body, declared), ()
         info = parse_page(fetched.body, fetched.headers)
         base = (info.base and canonicalize(info.base, fetched.url)) or fetched.url
         object_id = (info.canonical and self.in_scope(info.canonical, base)) or final
@@ -235,4 +241,5 @@ class Crawler:
         self._cache.put(CachedPage(task.url, object_id, version, info.title, tuple(links)))
         if info.noindex:
             return None, links
-        return Page(task.url, object_id, version, info.title, fetched.body, "text/html"), links
+        declared = declared_type("text/html", fetched.headers)
+        return Page(task.url, object_id, version, info.title, fetched.body, declared), links

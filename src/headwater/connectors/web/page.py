@@ -65,13 +65,26 @@ class _PageParser(HTMLParser):
         self.info.title = " ".join("".join(self._title).split())
 
 
+def header_charset(headers: httpx.Headers) -> str | None:
+    """The ``charset`` parameter of the response's Content-Type, if any."""
+    content_type: str = headers.get("content-type", "")
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.strip().lower() == "charset" and value.strip("\"' "):
+            return value.strip("\"' ")
+    return None
+
+
+def declared_type(media_type: str, headers: httpx.Headers) -> str:
+    """``media_type`` with the header's charset, so the parser decodes the body as served
+    (a short page in KOI8-R or Shift_JIS defeats charset detection)."""
+    charset = header_charset(headers)
+    return f"{media_type}; charset={charset}" if charset else media_type
+
+
 def decode_html(body: bytes, headers: httpx.Headers) -> str:
     """Text of an HTML body: the header charset, else a meta charset, else UTF-8."""
-    charset = None
-    for part in headers.get("content-type", "").split(";")[1:]:
-        key, _, value = part.strip().partition("=")
-        if key.lower() == "charset":
-            charset = value.strip("\"' ")
+    charset = header_charset(headers)
     if charset is None:
         found = _CHARSET.search(body[:4096])
         charset = found.group(1).decode("ascii") if found else "utf-8"
