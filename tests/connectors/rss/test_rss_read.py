@@ -86,6 +86,19 @@ def test_an_undated_entry_is_in_every_window(feeds: LocalHttpServer, make_rss: M
     assert [(d.object_id, d.updated_at, d.sequence) for d in docs] == [("undated", None, None)]
 
 
+def test_an_id_twice_in_one_feed_is_read_from_its_newest_entry(
+    feeds: LocalHttpServer, make_rss: MakeRss
+) -> None:
+    feed = rss2(
+        feeds,
+        ("dup", "Newer", "Tue, 07 Jan 2025 10:00:00 GMT"),
+        ("dup", "Older", "Mon, 06 Jan 2025 10:00:00 GMT"),
+    )
+    feeds.route("/dup.xml", Reply(feed, content_type=RSS))
+    docs = read(make_rss(url=feeds.url("/dup.xml"))).documents
+    assert [(d.object_id, d.title) for d in docs] == [("dup", "Newer")]
+
+
 def test_conditional_get_on_the_feed(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
     connector = make_rss(urls=[feeds.url("/rss2.xml"), feeds.url("/atom.xml")])
     first = read(connector)

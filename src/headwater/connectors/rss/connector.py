@@ -205,6 +205,9 @@ class RssConnector:
             raise FatalError(f"{exc}; the run stops so no entry of this window is lost") from exc
         found = [e for e in entries if isinstance(e, FeedEntry)]
         found.sort(key=lambda e: (e.sequence or 0, e.object_id))
+        # One id twice in a feed (a re-posted or updated entry): its newest entry wins.
+        newest = {e.object_id: e for e in found}  # oldest first: later entries overwrite
+        found = [e for e in found if newest[e.object_id] is e]
         for number, bad in enumerate(e for e in entries if isinstance(e, ItemError)):
             yield Failure(
                 f"{url}#entry-{number}", url, Stage.FETCH.value, bad.error_class, str(bad), True
