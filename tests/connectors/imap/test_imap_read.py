@@ -75,3 +75,17 @@ def test_checkpoint_reads_above_last_uid_and_resets_on_new_uidvalidity(
     again = collect(connector.read(WINDOW, stale, lambda o: known.get(o)))
     assert [d.content for d in again.documents] == [None, None, None]
     assert connector.commands["FETCH"] == 0, "known messages are immutable: no body read"
+
+
+def test_a_mailbox_name_outside_ascii_is_sent_in_modified_utf7(
+    account: Account, tmp_path: Path
+) -> None:
+    """`mailboxes = ["Entwürfe"]` as a user writes it: imaplib sends ASCII only, so the
+    name goes out as IMAP's modified UTF-7 (`Entw&APw-rfe`); ids keep the name as written."""
+    account.create("Entw&APw-rfe")
+    uid = account.append("Entw&APw-rfe", message("Entwurf", "Grüße.\n"))
+    connector = make_connector(account, tmp_path, mailboxes=["Entwürfe"])
+    connector.validate()
+    (doc,) = collect(connector.read(WINDOW, None, no_known)).documents
+    assert doc.object_id.startswith("Entwürfe/") and doc.object_id.endswith(f"/{uid}")
+    assert list(connector.enumerate()) == [doc.object_id]
