@@ -11,7 +11,7 @@ from imap_support import Account, free_port, make_connector, message
 
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, TransientError
-from headwater.types import Checkpoint, Window
+from headwater.types import Checkpoint, Failure, Window
 
 WINDOW = Window(None, FAR_FUTURE)
 
@@ -66,7 +66,7 @@ def test_checkpoint_reads_above_last_uid_and_resets_on_new_uidvalidity(
     connector = make_connector(account, tmp_path)
     first = collect(connector.read(WINDOW, None, no_known))
     assert first.final is not None
-    [(uidvalidity, last)] = json.loads(first.final.cursor).values()
+    [(uidvalidity, last, _limit)] = json.loads(first.final.cursor).values()
     assert collect(connector.read(WINDOW, first.final, no_known)).documents == []
     stale = Checkpoint(json.dumps({"INBOX": [uidvalidity + 1, last]}))
     assert len(collect(connector.read(WINDOW, stale, no_known)).documents) == 3
@@ -89,3 +89,24 @@ def test_a_mailbox_name_outside_ascii_is_sent_in_modified_utf7(
     (doc,) = collect(connector.read(WINDOW, None, no_known)).documents
     assert doc.object_id.startswith("Entwürfe/") and doc.object_id.endswith(f"/{uid}")
     assert list(connector.enumerate()) == [doc.object_id]
+
+
+def test_raising_max_message_bytes_reads_the_messages_it_refused(
+    account: Account, tmp_path: Path
+) -> None:
+    """The too_large failure says to raise `max_message_bytes`; the UID cursor had moved
+    past the message, so raising it read nothing. A raised limit now starts the mailbox
+    over, and messages already held cost no FETCH."""
+    small = account.append("INBOX", message("Small", "S.\n"))
+    big = account.append("INBOX", message("Big", "B" * 3000 + "\n"))
+    strict = make_connector(account, tmp_path, max_message_bytes=1000)
+    first = collect(strict.read(WINDOW, None, no_known))
+    assert [d.object_id.rsplit("/", 1)[1] for d in first.documents] == [str(small)]
+    (failure,) = [i for i in first.items if isinstance(i, Failure)]
+    assert failure.error_class == "too_large" and failure.object_id.endswith(f"/{big}")
+    known = {d.object_id: d.version for d in first.documents}
+    roomy = make_connector(account, tmp_path, max_message_bytes=10_000)
+    again = collect(roomy.read(WINDOW, first.final, lambda o: known.get(o)))
+    read_now = [d for d in again.documents if d.content is not None]
+    assert [d.title for d in read_now] == ["Big"]
+    assert collect(roomy.read(WINDOW, again.final, no_known)).documents == []  # settled
