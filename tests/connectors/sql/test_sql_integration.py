@@ -171,6 +171,16 @@ def test_validate_names_a_missing_table(db: Database, tmp_path: Path) -> None:
     assert "fix `table`" in message and "\n" not in message
 
 
+def test_a_query_with_a_syntax_error_is_a_config_error(db: Database, tmp_path: Path) -> None:
+    options = {"query": "SELEC id, body FROM t", "id_columns": ["id"], "content_columns": ["body"]}
+    connector = make_connector(db.url, tmp_path, **options)
+    for attempt in (connector.validate, lambda: collect(connector.read(WINDOW, None, no_known))):
+        with pytest.raises(ConfigError) as caught:
+            attempt()
+        message = str(caught.value)
+        assert "not valid" in message and "fix `query`" in message and "\n" not in message
+
+
 def test_validate_names_a_missing_column(db: Database, docs: str, tmp_path: Path) -> None:
     options = docs_options(docs, title_column="headline")
     with pytest.raises(ConfigError) as caught:
