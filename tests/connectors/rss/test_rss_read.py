@@ -99,6 +99,21 @@ def test_an_id_twice_in_one_feed_is_read_from_its_newest_entry(
     assert [(d.object_id, d.title) for d in docs] == [("dup", "Newer")]
 
 
+def test_an_html_title_is_indexed_as_text(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
+    """Atom `type="html"` titles (and RSS titles with escaped markup) are HTML: their tags
+    and entities must not show in the title of every search result."""
+    atom = (
+        '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+        "<title>F</title><id>urn:f</id><updated>2025-01-01T00:00:00Z</updated>"
+        '<entry><id>urn:1</id><title type="html">Q&amp;amp;A: &lt;em&gt;tips&lt;/em&gt;</title>'
+        "<updated>2025-01-01T00:00:00Z</updated><summary>Body.</summary></entry></feed>"
+    )
+    feeds.route("/html-title.xml", Reply(atom.encode(), content_type="application/atom+xml"))
+    (doc,) = read(make_rss(url=feeds.url("/html-title.xml"))).documents
+    assert doc.title == "Q&A: tips"
+    assert doc.content is not None and b"<title>Q&amp;A: tips</title>" in doc.content
+
+
 def test_conditional_get_on_the_feed(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
     connector = make_rss(urls=[feeds.url("/rss2.xml"), feeds.url("/atom.xml")])
     first = read(connector)
