@@ -216,6 +216,21 @@ def test_meta_robots_noindex_is_followed_but_not_indexed(
     assert site.url("/about") not in ids and site.url("/hidden-child") in ids
 
 
+def test_a_held_page_that_turns_noindex_is_deleted(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """A sitemap-only source never reported a page that added `noindex`, and its
+    enumeration still listed the URL: the page stayed searchable for good."""
+    connector = make_web(sitemaps=[site.url("/sitemap.xml")])
+    known = versions(read(connector))
+    assert site.url("/about") in known
+    site.html("/about", page("About", head='<meta name="robots" content="noindex">'))
+    result = read(connector, known.get)
+    gone = [i for i in result.items if isinstance(i, Deleted)]
+    assert [(d.object_id, d.inferred) for d in gone] == [(site.url("/about"), True)]
+    assert site.url("/about") not in versions(result)
+
+
 def test_retry_after_is_honoured(site: LocalHttpServer, make_web: MakeWeb) -> None:
     calls: list[float] = []
 

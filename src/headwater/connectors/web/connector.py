@@ -228,7 +228,8 @@ class WebConnector:
                     media_type=outcome.media_type,
                 )
             elif isinstance(outcome, Gone):
-                if outcome.known is not None:  # concluded from a 404/410, not reported
+                # concluded from a 404/410 or a noindex, not reported: counted as inferred
+                if outcome.known is not None or known(outcome.object_id) is not None:
                     yield Deleted(outcome.object_id, inferred=True)
             elif isinstance(outcome, Problem):
                 yield Failure(

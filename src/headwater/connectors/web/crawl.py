@@ -74,7 +74,8 @@ class Page:
 
 @dataclass(frozen=True)
 class Gone:
-    """404/410, or a permanent redirect out of scope; ``known`` is the stored version."""
+    """404/410, a permanent redirect out of scope, or a page that now says ``noindex``;
+    ``known`` is the stored version."""
 
     url: str
     object_id: str
@@ -218,7 +219,7 @@ class Crawler:
         message = f"{task.url} returned HTTP {status}"
         return Problem(task.url, task.guess, f"http_{status}", message, True), ()
 
-    def _read_page(self, task: Task, fetched: Fetched) -> tuple[Page | None, Sequence[str]]:
+    def _read_page(self, task: Task, fetched: Fetched) -> tuple[Page | Gone | None, Sequence[str]]:
         media_type = fetched.media_type
         if media_type not in ACCEPTED_TYPES:
             return None, ()  # an image, an archive…: not a page, never downloaded
@@ -239,7 +240,7 @@ class Crawler:
                 if link and link not in links and not NOT_PAGES.search(urlsplit(link).path):
                     links.append(link)
         self._cache.put(CachedPage(task.url, object_id, version, info.title, tuple(links)))
-        if info.noindex:
-            return None, links
+        if info.noindex:  # kept out of the index: one held before it said so leaves it
+            return Gone(task.url, object_id, task.known), links
         declared = declared_type("text/html", fetched.headers)
         return Page(task.url, object_id, version, info.title, fetched.body, declared), links
