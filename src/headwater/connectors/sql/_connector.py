@@ -269,6 +269,9 @@ class SqlConnector:
         else:
             texts = (_rows.text_of(row[c]).strip() for c in opts.content_columns)
             content = "\n\n".join(t for t in texts if t)
+        # A NUL (MySQL/MariaDB text may hold one) is no text: the parser would refuse the
+        # whole row as a binary file.
+        content = content.replace("\x00", "")
         if opts.locator_template is not None:
             locator = _rows.render(opts.locator_template, row)
         title = _rows.text_of(row[opts.title_column]).strip() if opts.title_column else ""
