@@ -11,6 +11,7 @@ from imap_support import Account, free_port, make_connector, message
 
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, TransientError
+from headwater.pipeline.parse import parse
 from headwater.types import Checkpoint, Failure, Window
 
 WINDOW = Window(None, FAR_FUTURE)
@@ -34,13 +35,14 @@ def test_message_fields_and_html_only_body(account: Account, tmp_path: Path) -> 
     assert plain.version == plain.object_id
     assert (plain.title, plain.media_type, plain.content) == (
         "Plain",
-        "text/plain",
+        "text/plain; charset=utf-8",
         b"The plain body.\n",
     )
     assert plain.metadata["from"] == "Ann <ann@example.org>"
     assert plain.metadata["to"] == "bob@example.org"
     assert plain.metadata["date"].startswith("2025-12-01T10:00:00")
-    assert html.object_id.endswith(f"/{html_uid}") and html.media_type == "text/html"
+    assert html.object_id.endswith(f"/{html_uid}")
+    assert html.media_type == "text/html; charset=utf-8"
     assert html.content is not None and b"<b>HTML</b>" in html.content
 
 
@@ -110,3 +112,23 @@ def test_raising_max_message_bytes_reads_the_messages_it_refused(
     read_now = [d for d in again.documents if d.content is not None]
     assert [d.title for d in read_now] == ["Big"]
     assert collect(roomy.read(WINDOW, again.final, no_known)).documents == []  # settled
+
+
+def test_an_html_mail_with_a_meta_charset_is_indexed_as_written(
+    account: Account, tmp_path: Path
+) -> None:
+    """Outlook's HTML mail says <meta ... charset=windows-1252>; the body is decoded by its
+    MIME charset and handed on as UTF-8, so that meta must not decide the decoding."""
+    raw = (
+        b"Subject: Menu\r\nFrom: a@b.c\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: text/html; charset=windows-1252\r\n"
+        b"Content-Transfer-Encoding: quoted-printable\r\n\r\n"
+        b'<html><head><meta http-equiv=3D"Content-Type" content=3D"text/html; charset=3D'
+        b'windows-1252"></head><body><p>Caf=E9 cr=E8me =96 d=E9j=E0 vu</p></body></html>\r\n'
+    )
+    with account.client() as imap:
+        assert imap.append("INBOX", None, None, raw)[0] == "OK"
+    (doc,) = collect(make_connector(account, tmp_path).read(WINDOW, None, no_known)).documents
+    assert doc.content is not None
+    text = parse(doc.content, name=doc.object_id, media_type=doc.media_type).text
+    assert text == "Café crème – déjà vu"
