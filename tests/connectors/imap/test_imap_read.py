@@ -132,3 +132,18 @@ def test_an_html_mail_with_a_meta_charset_is_indexed_as_written(
     assert doc.content is not None
     text = parse(doc.content, name=doc.object_id, media_type=doc.media_type).text
     assert text == "Café crème – déjà vu"
+
+
+def test_a_text_attachment_is_decoded_by_its_declared_charset(
+    account: Account, tmp_path: Path
+) -> None:
+    msg = message("Report", "Attached.\n")
+    russian = "Отчёт за квартал"
+    msg.add_attachment(russian.encode("cp1251"), maintype="text", subtype="plain", filename="r.txt")
+    msg.get_payload()[1].set_param("charset", "windows-1251")
+    account.append("INBOX", msg)
+    docs = collect(make_connector(account, tmp_path, attachments=True).read(WINDOW, None, no_known))
+    attachment = docs.documents[1]
+    assert attachment.media_type == "text/plain; charset=windows-1251"
+    assert attachment.content is not None
+    assert parse(attachment.content, name="r.txt", media_type=attachment.media_type).text == russian

@@ -51,7 +51,11 @@ def parse_message(raw: bytes) -> ParsedMessage:
             if not isinstance(data, bytes):
                 data = part.as_bytes()
             name = part.get_filename() or f"part-{number}"
-            attachments.append(Attachment(number, name, part.get_content_type(), data))
+            media_type = part.get_content_type()
+            if part.get_content_maintype() == "text" and part.get_content_charset():
+                # the bytes are as attached: their declared charset decodes them
+                media_type += f"; charset={part.get_content_charset()}"
+            attachments.append(Attachment(number, name, media_type, data))
         elif part.get_content_type() == "text/plain" and plain is None:
             plain = _text_of(part)
         elif part.get_content_type() == "text/html" and html is None:
