@@ -231,6 +231,26 @@ def test_a_held_page_that_turns_noindex_is_deleted(
     assert site.url("/about") not in versions(result)
 
 
+def test_a_noindex_copy_never_deletes_its_canonical_page(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """A print copy says noindex and points its canonical at the real page: that says
+    nothing about the real page, which stays (and is still read once per walk)."""
+    head = (
+        f'<meta name="robots" content="noindex"><link rel="canonical" href="{site.url("/about")}">'
+    )
+    site.html("/a-print", page("About (print)", head=head))
+    site.route(
+        "/two.xml", Reply(urlset(site, "/a-print", "/about"), content_type="application/xml")
+    )
+    connector = make_web(sitemaps=[site.url("/two.xml")])
+    first = read(connector)
+    assert set(versions(first)) == {site.url("/about")}
+    again = read(connector, versions(first).get)
+    assert not [i for i in again.items if isinstance(i, Deleted)]
+    assert set(versions(again)) == {site.url("/about")}
+
+
 def test_retry_after_is_honoured(site: LocalHttpServer, make_web: MakeWeb) -> None:
     calls: list[float] = []
 

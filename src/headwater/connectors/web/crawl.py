@@ -241,6 +241,8 @@ class Crawler:
                     links.append(link)
         self._cache.put(CachedPage(task.url, object_id, version, info.title, tuple(links)))
         if info.noindex:  # kept out of the index: one held before it said so leaves it
+            if object_id != final:  # a print or AMP copy: its canonical page is another
+                return None, links
             return Gone(task.url, object_id, task.known), links
         declared = declared_type("text/html", fetched.headers)
         return Page(task.url, object_id, version, info.title, fetched.body, declared), links
