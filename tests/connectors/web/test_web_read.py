@@ -231,6 +231,22 @@ def test_a_held_page_that_turns_noindex_is_deleted(
     assert site.url("/about") not in versions(result)
 
 
+def test_x_robots_tag_noindex_keeps_a_pdf_or_text_file_out(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """X-Robots-Tag is how a PDF or a text file says noindex (it has no <meta>)."""
+    site.route("/notes.txt", Reply(b"Plain notes.", content_type="text/plain"))
+    site.route("/few.xml", Reply(urlset(site, "/notes.txt"), content_type="application/xml"))
+    connector = make_web(sitemaps=[site.url("/few.xml")])
+    known = versions(read(connector))
+    assert site.url("/notes.txt") in known
+    hidden = Reply(b"Plain notes.", content_type="text/plain", headers={"X-Robots-Tag": "noindex"})
+    site.route("/notes.txt", hidden)
+    result = read(connector, known.get)
+    assert [i.object_id for i in result.items if isinstance(i, Deleted)] == [site.url("/notes.txt")]
+    assert not result.documents
+
+
 def test_a_noindex_copy_never_deletes_its_canonical_page(
     site: LocalHttpServer, make_web: MakeWeb
 ) -> None:

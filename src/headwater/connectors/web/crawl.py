@@ -228,6 +228,9 @@ class Crawler:
         if media_type not in HTML_TYPES:
             name = unquote(urlsplit(final).path.rsplit("/", 1)[-1]) or final
             self._cache.put(CachedPage(task.url, final, version, name, ()))
+            robots = fetched.headers.get("x-robots-tag", "").lower()
+            if "noindex" in robots or "none" in robots:  # the header is how a PDF says it
+                return Gone(task.url, final, task.known), ()
             declared = declared_type(media_type, fetched.headers)
             return Page(task.url, final, version, name, fetched.body, declared), ()
         info = parse_page(fetched.body, fetched.headers)
