@@ -180,6 +180,14 @@ def test_validate_names_a_missing_branch(repo: GitRepo, tmp_path: Path) -> None:
         make_connector(repo.url, tmp_path / "state", branch="release").validate()
 
 
+def test_a_read_of_a_missing_branch_names_branch(repo: GitRepo, tmp_path: Path) -> None:
+    """validate() named `branch`; a sync failed with 'FatalError: … couldn't find remote
+    ref refs/heads/nope' instead."""
+    connector = make_connector(repo.url, tmp_path / "state", branch="nope")
+    with pytest.raises(ConfigError, match=r"no such branch.*fix `branch`"):
+        read(connector)
+
+
 @pytest.mark.parametrize("status", [401, 403])
 def test_validate_names_denied_access(status: int, tmp_path: Path) -> None:
     with http_status_server(status) as url:
