@@ -386,3 +386,19 @@ def test_the_servers_charset_reaches_the_parser(site: LocalHttpServer, make_web:
     assert ru.content is not None and ja.content is not None
     assert parse(ru.content, name=ru.object_id, media_type=ru.media_type).text == russian
     assert parse(ja.content, name=ja.object_id, media_type=ja.media_type).text == japanese
+
+
+def test_a_default_latin1_label_on_a_utf8_page_is_not_trusted(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """Apache's AddDefaultCharset or Tomcat label every response ISO-8859-1; a body that is
+    valid UTF-8 with non-ASCII bytes in it is UTF-8 (Latin-1 text almost never is)."""
+    body = "<html><head><title>Fr</title></head><body><p>Déjà vu, crème brûlée.</p></body></html>"
+    mislabelled = Reply(body.encode(), content_type="text/html; charset=ISO-8859-1")
+    site.route("/fr", mislabelled)
+    site.route("/few.xml", Reply(urlset(site, "/fr"), content_type="application/xml"))
+    (doc,) = read(make_web(sitemaps=[site.url("/few.xml")])).documents
+    assert doc.media_type == "text/html" and doc.content is not None
+    assert parse(doc.content, name=doc.object_id, media_type=doc.media_type).text == (
+        "Déjà vu, crème brûlée."
+    )

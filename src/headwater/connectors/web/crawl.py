@@ -231,7 +231,7 @@ class Crawler:
             robots = fetched.headers.get("x-robots-tag", "").lower()
             if "noindex" in robots or "none" in robots:  # the header is how a PDF says it
                 return Gone(task.url, final, task.known), ()
-            declared = declared_type(media_type, fetched.headers)
+            declared = declared_type(media_type, fetched.headers, fetched.body)
             return Page(task.url, final, version, name, fetched.body, declared), ()
         info = parse_page(fetched.body, fetched.headers)
         base = (info.base and canonicalize(info.base, fetched.url)) or fetched.url
@@ -247,5 +247,5 @@ class Crawler:
             if object_id != final:  # a print or AMP copy: its canonical page is another
                 return None, links
             return Gone(task.url, object_id, task.known), links
-        declared = declared_type("text/html", fetched.headers)
+        declared = declared_type("text/html", fetched.headers, fetched.body)
         return Page(task.url, object_id, version, info.title, fetched.body, declared), links

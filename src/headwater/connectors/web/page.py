@@ -75,11 +75,26 @@ def header_charset(headers: httpx.Headers) -> str | None:
     return None
 
 
-def declared_type(media_type: str, headers: httpx.Headers) -> str:
+# Labels a server sends by default whatever the file holds (Apache's AddDefaultCharset,
+# Tomcat): trusted only when the body is not valid UTF-8 with non-ASCII bytes in it.
+_DEFAULT_LABELS = frozenset({"iso-8859-1", "latin-1", "latin1", "us-ascii", "windows-1252"})
+
+
+def declared_type(media_type: str, headers: httpx.Headers, body: bytes) -> str:
     """``media_type`` with the header's charset, so the parser decodes the body as served
-    (a short page in KOI8-R or Shift_JIS defeats charset detection)."""
+    (a short page in KOI8-R or Shift_JIS defeats charset detection). A Latin-1 label on
+    a body that is valid, non-ASCII UTF-8 is a server default, not the page's charset."""
     charset = header_charset(headers)
-    return f"{media_type}; charset={charset}" if charset else media_type
+    if charset is None:
+        return media_type
+    if charset.lower() in _DEFAULT_LABELS and not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return media_type
+    return f"{media_type}; charset={charset}"
 
 
 def decode_html(body: bytes, headers: httpx.Headers) -> str:
