@@ -13,7 +13,7 @@ from web_site import MakeWeb, page, sitemap_index, urlset
 from headwater.connectors.http import HostRateLimiter
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.connectors.web import WebConnector
-from headwater.errors import FatalError, TransientError
+from headwater.errors import ConfigError, FatalError, TransientError
 from headwater.pipeline.parse import parse
 from headwater.types import Deleted, Failure, KnownVersions, SourceDocument, Window
 
@@ -169,11 +169,28 @@ def test_redirects_are_followed_only_within_scope(site: LocalHttpServer, make_we
     result = read(connector)
     assert [d.object_id for d in result.documents] == [site.url("/docs/a")]  # /old -> /docs/a
     failures = [i for i in result.items if isinstance(i, Failure)]
+    # A listed URL never held that moved out of scope is said, not silently skipped.
     assert [(f.object_id, f.error_class, f.permanent) for f in failures] == [
-        (site.url("/temp"), "http_302", False)
+        (site.url("/moved"), "redirect_out_of_scope", True),
+        (site.url("/temp"), "http_302", False),
     ]
     again = read(connector, {site.url("/moved"): "{}", site.url("/docs/a"): "x"}.get)
     assert [i.object_id for i in again.items if isinstance(i, Deleted)] == [site.url("/moved")]
+
+
+def test_a_start_url_that_redirects_out_of_scope_is_said(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """start_urls = ["http://…"] for a site that moved to https (another origin, so out
+    of the default scope): validate said ok and every sync read nothing, silently."""
+    elsewhere = f"http://localhost:{site.port}/about"  # another host: another origin
+    site.route("/start", Reply(status=301, headers={"Location": elsewhere}))
+    connector = make_web(start_urls=[site.url("/start")])
+    with pytest.raises(ConfigError, match=r"redirects to .*outside the crawl scope"):
+        connector.validate()
+    (failure,) = [i for i in read(connector).items if isinstance(i, Failure)]
+    assert (failure.object_id, failure.error_class) == (site.url("/start"), "redirect_out_of_scope")
+    assert "`allow_prefixes`" in failure.message
 
 
 def test_page_size_limit(site: LocalHttpServer, make_web: MakeWeb) -> None:

@@ -207,6 +207,15 @@ class Crawler:
             return page, cached_links
         if status == 200:
             return self._read_page(task, result)
+        if status in (301, 308) and task.depth == 0 and task.known is None:
+            # A start or sitemap URL that moved out of scope (http:// to https://, the
+            # apex to www.): without this record the run reads nothing and says nothing.
+            message = (
+                f"{task.url} redirects (HTTP {status}) to {result.location}, outside "
+                "`allow_prefixes`; nothing there is read; put the final address in "
+                "`start_urls`/the sitemap, or add its prefix to `allow_prefixes`"
+            )
+            return Problem(task.url, task.guess, "redirect_out_of_scope", message, True), ()
         if status in (404, 410) or status in (301, 308):
             self._cache.forget(task.url)
             if task.guess != task.url:  # an alias: the page it pointed at may well live on
