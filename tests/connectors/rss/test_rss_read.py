@@ -13,6 +13,7 @@ from rss_feeds import RSS, RSS2_ITEMS, MakeRss, rss2
 from headwater.connectors.rss import RssOptions
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.errors import ConfigError, CredentialError, FatalError, ItemError, TransientError
+from headwater.pipeline.parse import parse
 from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Window
 
 ALL = Window(None, FAR_FUTURE)
@@ -158,6 +159,18 @@ def test_fetch_linked_page(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
     with pytest.raises(ItemError) as caught:
         connector.fetch(feeds.url("/posts/gone"))
     assert caught.value.error_class == "http_404" and caught.value.permanent
+
+
+def test_a_linked_page_is_decoded_by_the_charset_it_is_served_in(
+    feeds: LocalHttpServer, make_rss: MakeRss
+) -> None:
+    russian = "Привет, как дела?"
+    body = f"<html><head><title>Ru</title></head><body><p>{russian}</p></body></html>"
+    feeds.route("/ru", Reply(body.encode("koi8-r"), content_type="text/html; charset=koi8-r"))
+    connector = make_rss(url=feeds.url("/rss2.xml"), fetch_linked_page=True)
+    page = connector.fetch(feeds.url("/ru"))
+    assert parse(page, name="ru", media_type="text/html").text == russian
+    assert connector.fetch(feeds.url("/posts/post-2")).startswith(b"<")  # UTF-8: as served
 
 
 def test_a_billion_laughs_feed_is_refused_at_once(

@@ -16,6 +16,8 @@ from html.parser import HTMLParser
 
 import httpx
 
+from headwater.connectors.http import header_charset, served_charset
+
 _CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -65,36 +67,11 @@ class _PageParser(HTMLParser):
         self.info.title = " ".join("".join(self._title).split())
 
 
-def header_charset(headers: httpx.Headers) -> str | None:
-    """The ``charset`` parameter of the response's Content-Type, if any."""
-    content_type: str = headers.get("content-type", "")
-    for part in content_type.split(";")[1:]:
-        key, _, value = part.strip().partition("=")
-        if key.strip().lower() == "charset" and value.strip("\"' "):
-            return value.strip("\"' ")
-    return None
-
-
-# Labels a server sends by default whatever the file holds (Apache's AddDefaultCharset,
-# Tomcat): trusted only when the body is not valid UTF-8 with non-ASCII bytes in it.
-_DEFAULT_LABELS = frozenset({"iso-8859-1", "latin-1", "latin1", "us-ascii", "windows-1252"})
-
-
 def declared_type(media_type: str, headers: httpx.Headers, body: bytes) -> str:
-    """``media_type`` with the header's charset, so the parser decodes the body as served
-    (a short page in KOI8-R or Shift_JIS defeats charset detection). A Latin-1 label on
-    a body that is valid, non-ASCII UTF-8 is a server default, not the page's charset."""
-    charset = header_charset(headers)
-    if charset is None:
-        return media_type
-    if charset.lower() in _DEFAULT_LABELS and not body.isascii():
-        try:
-            body.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            return media_type
-    return f"{media_type}; charset={charset}"
+    """``media_type`` with the charset the page is served in, so the parser decodes the
+    body as served (a short page in KOI8-R or Shift_JIS defeats charset detection)."""
+    charset = served_charset(headers, body)
+    return f"{media_type}; charset={charset}" if charset else media_type
 
 
 def decode_html(body: bytes, headers: httpx.Headers) -> str:
