@@ -81,6 +81,34 @@ def media_type_of(headers: httpx.Headers) -> str:
     return str(headers.get("content-type", "")).split(";", 1)[0].strip().lower()
 
 
+def header_charset(headers: httpx.Headers) -> str | None:
+    """The ``charset`` parameter of the response's Content-Type, if any."""
+    content_type: str = headers.get("content-type", "")
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.strip().lower() == "charset" and value.strip("\"' "):
+            return value.strip("\"' ")
+    return None
+
+
+# Labels a server sends by default whatever the file holds (Apache's AddDefaultCharset,
+# Tomcat): trusted only when the body is not valid UTF-8 with non-ASCII bytes in it.
+_DEFAULT_LABELS = frozenset({"iso-8859-1", "latin-1", "latin1", "us-ascii", "windows-1252"})
+
+
+def served_charset(headers: httpx.Headers, body: bytes) -> str | None:
+    """The charset the body is in by its Content-Type; None when it names none, or when
+    it is a Latin-1 label on a body that is valid, non-ASCII UTF-8 (a server default)."""
+    charset = header_charset(headers)
+    if charset is not None and charset.lower() in _DEFAULT_LABELS and not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return charset
+        return None
+    return charset
+
+
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
     """Seconds to wait from a Retry-After header (delta seconds or an HTTP date)."""
     if not value:

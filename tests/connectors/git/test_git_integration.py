@@ -51,7 +51,8 @@ def test_first_read_lists_the_tree_at_head(repo: GitRepo, tmp_path: Path) -> Non
     cursors = [json.loads(i.cursor) for i in result.items if isinstance(i, Checkpoint)]
     assert [c["after"] for c in cursors] == ["guides/usage.txt", "zz/notes.md"]
     assert result.final is not None
-    assert json.loads(result.final.cursor) == {"v": 1, "commit": repo.git("rev-parse", "HEAD")}
+    final = json.loads(result.final.cursor)
+    assert final == {"v": 1, "commit": repo.git("rev-parse", "HEAD"), "scope": final["scope"]}
 
 
 def test_unchanged_reread_reads_no_blobs(
@@ -108,7 +109,9 @@ def test_resume_continues_the_same_diff(repo: GitRepo, tmp_path: Path) -> None:
     after = read(connector, resumed.final)
     assert summary(after) == [("doc", "later.md")]
     head = repo.git("rev-parse", "HEAD")
-    odd = Checkpoint(json.dumps({"v": 1, "base": None, "head": head, "after": "not/there"}))
+    scope = json.loads(middle.cursor)["scope"]
+    cursor = {"v": 1, "base": None, "head": head, "after": "not/there", "scope": scope}
+    odd = Checkpoint(json.dumps(cursor))
     assert len(read(connector, odd).documents) == 8  # an unknown path redoes the listing
 
 
@@ -127,7 +130,9 @@ def test_force_push_falls_back_to_a_full_listing(
     assert "force-pushed" in caplog.text
     assert {d.object_id for d in result.documents} == set(connector.enumerate())
     assert "extra.md" not in set(connector.enumerate())
-    lost = Checkpoint(json.dumps({"v": 1, "commit": "0" * 40}))
+    assert synced is not None
+    scope = json.loads(synced.cursor)["scope"]
+    lost = Checkpoint(json.dumps({"v": 1, "commit": "0" * 40, "scope": scope}))
     with caplog.at_level(logging.WARNING):
         assert len(read(connector, lost).documents) == 5
     assert "is gone" in caplog.text
@@ -173,6 +178,14 @@ def test_validate_names_a_missing_repository(tmp_path: Path) -> None:
 def test_validate_names_a_missing_branch(repo: GitRepo, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"no branch 'release'.*fix `branch`"):
         make_connector(repo.url, tmp_path / "state", branch="release").validate()
+
+
+def test_a_read_of_a_missing_branch_names_branch(repo: GitRepo, tmp_path: Path) -> None:
+    """validate() named `branch`; a sync failed with 'FatalError: … couldn't find remote
+    ref refs/heads/nope' instead."""
+    connector = make_connector(repo.url, tmp_path / "state", branch="nope")
+    with pytest.raises(ConfigError, match=r"no such branch.*fix `branch`"):
+        read(connector)
 
 
 @pytest.mark.parametrize("status", [401, 403])

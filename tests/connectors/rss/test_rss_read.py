@@ -13,6 +13,7 @@ from rss_feeds import RSS, RSS2_ITEMS, MakeRss, rss2
 from headwater.connectors.rss import RssOptions
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.errors import ConfigError, CredentialError, FatalError, ItemError, TransientError
+from headwater.pipeline.parse import parse
 from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Window
 
 ALL = Window(None, FAR_FUTURE)
@@ -86,6 +87,34 @@ def test_an_undated_entry_is_in_every_window(feeds: LocalHttpServer, make_rss: M
     assert [(d.object_id, d.updated_at, d.sequence) for d in docs] == [("undated", None, None)]
 
 
+def test_an_id_twice_in_one_feed_is_read_from_its_newest_entry(
+    feeds: LocalHttpServer, make_rss: MakeRss
+) -> None:
+    feed = rss2(
+        feeds,
+        ("dup", "Newer", "Tue, 07 Jan 2025 10:00:00 GMT"),
+        ("dup", "Older", "Mon, 06 Jan 2025 10:00:00 GMT"),
+    )
+    feeds.route("/dup.xml", Reply(feed, content_type=RSS))
+    docs = read(make_rss(url=feeds.url("/dup.xml"))).documents
+    assert [(d.object_id, d.title) for d in docs] == [("dup", "Newer")]
+
+
+def test_an_html_title_is_indexed_as_text(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
+    """Atom `type="html"` titles (and RSS titles with escaped markup) are HTML: their tags
+    and entities must not show in the title of every search result."""
+    atom = (
+        '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+        "<title>F</title><id>urn:f</id><updated>2025-01-01T00:00:00Z</updated>"
+        '<entry><id>urn:1</id><title type="html">Q&amp;amp;A: &lt;em&gt;tips&lt;/em&gt;</title>'
+        "<updated>2025-01-01T00:00:00Z</updated><summary>Body.</summary></entry></feed>"
+    )
+    feeds.route("/html-title.xml", Reply(atom.encode(), content_type="application/atom+xml"))
+    (doc,) = read(make_rss(url=feeds.url("/html-title.xml"))).documents
+    assert doc.title == "Q&A: tips"
+    assert doc.content is not None and b"<title>Q&amp;A: tips</title>" in doc.content
+
+
 def test_conditional_get_on_the_feed(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
     connector = make_rss(urls=[feeds.url("/rss2.xml"), feeds.url("/atom.xml")])
     first = read(connector)
@@ -130,6 +159,18 @@ def test_fetch_linked_page(feeds: LocalHttpServer, make_rss: MakeRss) -> None:
     with pytest.raises(ItemError) as caught:
         connector.fetch(feeds.url("/posts/gone"))
     assert caught.value.error_class == "http_404" and caught.value.permanent
+
+
+def test_a_linked_page_is_decoded_by_the_charset_it_is_served_in(
+    feeds: LocalHttpServer, make_rss: MakeRss
+) -> None:
+    russian = "Привет, как дела?"
+    body = f"<html><head><title>Ru</title></head><body><p>{russian}</p></body></html>"
+    feeds.route("/ru", Reply(body.encode("koi8-r"), content_type="text/html; charset=koi8-r"))
+    connector = make_rss(url=feeds.url("/rss2.xml"), fetch_linked_page=True)
+    page = connector.fetch(feeds.url("/ru"))
+    assert parse(page, name="ru", media_type="text/html").text == russian
+    assert connector.fetch(feeds.url("/posts/post-2")).startswith(b"<")  # UTF-8: as served
 
 
 def test_a_billion_laughs_feed_is_refused_at_once(

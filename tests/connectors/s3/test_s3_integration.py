@@ -222,3 +222,9 @@ def test_globs_are_relative_to_the_prefix(s3_server: S3Server, bucket: str, tmp_
     assert not connector.in_scope("published/drafts/new.md")
     assert not connector.in_scope("other/guide.md")  # outside the prefix
     assert not connector.in_scope("published/team/")  # a folder marker
+    # Written without its slash, the prefix selects the same keys with the same globs.
+    bare = make_connector(
+        s3_server.endpoint, bucket, tmp_path, prefix="published", exclude=["drafts/**"]
+    )
+    assert [d.object_id for d in collect(bare.read(WINDOW, None, no_known)).documents] == ids
+    assert not bare.in_scope("published/drafts/new.md")

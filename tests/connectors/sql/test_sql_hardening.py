@@ -12,6 +12,7 @@ from sql_support import Database, make_connector, unique
 from headwater import Workspace
 from headwater.connectors.sql import SqlOptions
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
+from headwater.pipeline.parse import parse
 from headwater.types import SourceDocument, Window
 
 
@@ -114,3 +115,20 @@ def test_a_row_committed_late_is_indexed(db: Database, docs: str, tmp_path: Path
         after = ws.sync(index=False).runs[0]
         assert (after.status, after.counts.new, after.counts.changed) == ("succeeded", 1, 0)
         assert ws.document(source="rows", object_id="5")["state"] == "active"
+
+
+def test_a_nul_in_a_text_column_is_dropped_not_a_binary_row(db: Database, tmp_path: Path) -> None:
+    """MariaDB text can hold NUL (PostgreSQL text cannot, bytea can): the row was refused
+    as a binary file ("has NUL bytes ... give it the extension of its real format")."""
+    name = unique("nul")
+    body_type = "bytea" if db.kind == "postgresql" else "text"
+    db.execute(f"CREATE TABLE {name} (id int primary key, body {body_type})")
+    try:
+        db.execute(f"INSERT INTO {name} VALUES (1, :b)", b=b"legacy\x00 import")
+        options = {"table": name, "id_columns": ["id"], "content_columns": ["body"]}
+        (doc,) = read_docs(make_connector(db.url, tmp_path, **options))
+        assert doc.content == b"legacy import"
+        parsed = parse(doc.content, name=doc.object_id, media_type=doc.media_type)
+        assert parsed.text == "legacy import"
+    finally:
+        db.execute(f"DROP TABLE {name}")

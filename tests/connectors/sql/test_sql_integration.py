@@ -78,6 +78,48 @@ def test_window_reads_only_rows_updated_inside_it(db: Database, docs: str, tmp_p
     ]
 
 
+def test_a_row_without_updated_at_is_in_every_window(
+    db: Database, docs: str, tmp_path: Path
+) -> None:
+    """NULL is no time: like an undated feed entry the row is read in every window (the
+    version gate skips it while unchanged), never left out of the index for good."""
+    db.execute(f"UPDATE {docs} SET updated_at = NULL WHERE id = 1")
+    connector = make_connector(db.url, tmp_path, **docs_options(docs, window_overlap="0s"))
+    first = collect(connector.read(Window(None, when(4)), None, no_known)).documents
+    assert [d.object_id for d in first] == ["1", "2", "3", "4"]
+    assert first[0].updated_at is None and first[0].content == b"Alpha\n\nalpha body"
+    later = collect(connector.read(Window(when(3), when(9)), None, no_known)).documents
+    assert [d.object_id for d in later] == ["1", "4"]
+
+
+def test_keyset_pages_over_timestamp_and_uuid_ids(db: Database, tmp_path: Path) -> None:
+    """The docs promise timestamp and UUID id columns; a checkpoint keeps them as text,
+    which PostgreSQL refused to compare (`timestamp with time zone > character varying`)
+    from the second page on."""
+    name = unique("keys")
+    uuid_type = "uuid" if db.kind == "postgresql" else "char(36)"
+    day_type = "timestamptz" if db.kind == "postgresql" else "datetime"
+    db.execute(f"CREATE TABLE {name} (day {day_type}, ref {uuid_type}, body text, "
+               "PRIMARY KEY (day, ref))")  # fmt: skip
+    try:
+        refs = ["0b0c5a36-4e1a-4a43-9d3e-1f6a1a4c0001", "7d3d2a1e-9b2c-4c55-8e6f-0a1b2c3d0002"]
+        for day in (1, 2):
+            for ref in refs:
+                db.execute(
+                    f"INSERT INTO {name} VALUES (:day, :ref, 'text')", day=when(day), ref=ref
+                )
+        options = {"table": name, "id_columns": ["day", "ref"], "content_columns": ["body"]}
+        connector = make_connector(db.url, tmp_path, page_size=3, **options)
+        result = collect(connector.read(WINDOW, None, no_known))
+        ids = [d.object_id for d in result.documents]
+        assert ids == [f"{when(day).isoformat()}/{ref}" for day in (1, 2) for ref in refs]
+        middle = next(i for i in result.items if isinstance(i, Checkpoint))
+        resumed = collect(connector.read(WINDOW, middle, no_known)).documents
+        assert [d.object_id for d in resumed] == ids[3:]
+    finally:
+        db.execute(f"DROP TABLE {name}")
+
+
 def test_deleted_row_is_missing_from_enumerate(db: Database, docs: str, tmp_path: Path) -> None:
     connector = make_connector(db.url, tmp_path, **docs_options(docs))
     assert sorted(connector.enumerate()) == ["1", "2", "3", "4"]
@@ -127,6 +169,16 @@ def test_validate_names_a_missing_table(db: Database, tmp_path: Path) -> None:
     message = str(caught.value)
     assert "'hw_no_such_table' not found" in message and "404" in message
     assert "fix `table`" in message and "\n" not in message
+
+
+def test_a_query_with_a_syntax_error_is_a_config_error(db: Database, tmp_path: Path) -> None:
+    options = {"query": "SELEC id, body FROM t", "id_columns": ["id"], "content_columns": ["body"]}
+    connector = make_connector(db.url, tmp_path, **options)
+    for attempt in (connector.validate, lambda: collect(connector.read(WINDOW, None, no_known))):
+        with pytest.raises(ConfigError) as caught:
+            attempt()
+        message = str(caught.value)
+        assert "not valid" in message and "fix `query`" in message and "\n" not in message
 
 
 def test_validate_names_a_missing_column(db: Database, docs: str, tmp_path: Path) -> None:

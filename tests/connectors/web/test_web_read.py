@@ -13,7 +13,8 @@ from web_site import MakeWeb, page, sitemap_index, urlset
 from headwater.connectors.http import HostRateLimiter
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.connectors.web import WebConnector
-from headwater.errors import FatalError, TransientError
+from headwater.errors import ConfigError, FatalError, TransientError
+from headwater.pipeline.parse import parse
 from headwater.types import Deleted, Failure, KnownVersions, SourceDocument, Window
 
 ALL = Window(None, FAR_FUTURE)
@@ -47,7 +48,7 @@ def test_first_read(site: LocalHttpServer, connector: WebConnector) -> None:
         site.url("/docs/c-main"),  # rel=canonical honoured
     }
     home = docs[site.url("/")]
-    assert home.title == "Home" and home.media_type == "text/html"
+    assert home.title == "Home" and home.media_type == "text/html; charset=utf-8"
     assert home.content is not None and b"<title>Home</title>" in home.content
     assert home.locator == site.url("/")
     assert site.hits("/private/secret") == 0, "robots.txt disallows /private/"
@@ -168,11 +169,28 @@ def test_redirects_are_followed_only_within_scope(site: LocalHttpServer, make_we
     result = read(connector)
     assert [d.object_id for d in result.documents] == [site.url("/docs/a")]  # /old -> /docs/a
     failures = [i for i in result.items if isinstance(i, Failure)]
+    # A listed URL never held that moved out of scope is said, not silently skipped.
     assert [(f.object_id, f.error_class, f.permanent) for f in failures] == [
-        (site.url("/temp"), "http_302", False)
+        (site.url("/moved"), "redirect_out_of_scope", True),
+        (site.url("/temp"), "http_302", False),
     ]
     again = read(connector, {site.url("/moved"): "{}", site.url("/docs/a"): "x"}.get)
     assert [i.object_id for i in again.items if isinstance(i, Deleted)] == [site.url("/moved")]
+
+
+def test_a_start_url_that_redirects_out_of_scope_is_said(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """start_urls = ["http://…"] for a site that moved to https (another origin, so out
+    of the default scope): validate said ok and every sync read nothing, silently."""
+    elsewhere = f"http://localhost:{site.port}/about"  # another host: another origin
+    site.route("/start", Reply(status=301, headers={"Location": elsewhere}))
+    connector = make_web(start_urls=[site.url("/start")])
+    with pytest.raises(ConfigError, match=r"redirects to .*outside the crawl scope"):
+        connector.validate()
+    (failure,) = [i for i in read(connector).items if isinstance(i, Failure)]
+    assert (failure.object_id, failure.error_class) == (site.url("/start"), "redirect_out_of_scope")
+    assert "`allow_prefixes`" in failure.message
 
 
 def test_page_size_limit(site: LocalHttpServer, make_web: MakeWeb) -> None:
@@ -213,6 +231,57 @@ def test_meta_robots_noindex_is_followed_but_not_indexed(
     site.html("/hidden-child", page("Child"))
     ids = set(versions(read(make_web(start_urls=[site.url("/")]))))
     assert site.url("/about") not in ids and site.url("/hidden-child") in ids
+
+
+def test_a_held_page_that_turns_noindex_is_deleted(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """A sitemap-only source never reported a page that added `noindex`, and its
+    enumeration still listed the URL: the page stayed searchable for good."""
+    connector = make_web(sitemaps=[site.url("/sitemap.xml")])
+    known = versions(read(connector))
+    assert site.url("/about") in known
+    site.html("/about", page("About", head='<meta name="robots" content="noindex">'))
+    result = read(connector, known.get)
+    gone = [i for i in result.items if isinstance(i, Deleted)]
+    assert [(d.object_id, d.inferred) for d in gone] == [(site.url("/about"), True)]
+    assert site.url("/about") not in versions(result)
+
+
+def test_x_robots_tag_noindex_keeps_a_pdf_or_text_file_out(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """X-Robots-Tag is how a PDF or a text file says noindex (it has no <meta>)."""
+    site.route("/notes.txt", Reply(b"Plain notes.", content_type="text/plain"))
+    site.route("/few.xml", Reply(urlset(site, "/notes.txt"), content_type="application/xml"))
+    connector = make_web(sitemaps=[site.url("/few.xml")])
+    known = versions(read(connector))
+    assert site.url("/notes.txt") in known
+    hidden = Reply(b"Plain notes.", content_type="text/plain", headers={"X-Robots-Tag": "noindex"})
+    site.route("/notes.txt", hidden)
+    result = read(connector, known.get)
+    assert [i.object_id for i in result.items if isinstance(i, Deleted)] == [site.url("/notes.txt")]
+    assert not result.documents
+
+
+def test_a_noindex_copy_never_deletes_its_canonical_page(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """A print copy says noindex and points its canonical at the real page: that says
+    nothing about the real page, which stays (and is still read once per walk)."""
+    head = (
+        f'<meta name="robots" content="noindex"><link rel="canonical" href="{site.url("/about")}">'
+    )
+    site.html("/a-print", page("About (print)", head=head))
+    site.route(
+        "/two.xml", Reply(urlset(site, "/a-print", "/about"), content_type="application/xml")
+    )
+    connector = make_web(sitemaps=[site.url("/two.xml")])
+    first = read(connector)
+    assert set(versions(first)) == {site.url("/about")}
+    again = read(connector, versions(first).get)
+    assert not [i for i in again.items if isinstance(i, Deleted)]
+    assert set(versions(again)) == {site.url("/about")}
 
 
 def test_retry_after_is_honoured(site: LocalHttpServer, make_web: MakeWeb) -> None:
@@ -317,3 +386,36 @@ def test_links_to_files_are_not_pages(site: LocalHttpServer, make_web: MakeWeb) 
     manual = docs[site.url("/manual.txt")]
     assert manual.media_type == "text/plain" and manual.title == "manual.txt"
     assert not [i for i in result.items if isinstance(i, Failure)]
+
+
+def test_the_servers_charset_reaches_the_parser(site: LocalHttpServer, make_web: MakeWeb) -> None:
+    """A short page in KOI8-R or Shift_JIS without a <meta charset> defeats detection: the
+    Content-Type's charset goes on with the media type, so the text is indexed as served."""
+    russian, japanese = "Привет, как дела?", "こんにちは世界"
+    body = f"<html><head><title>Ru</title></head><body><p>{russian}</p></body></html>"
+    site.route("/ru", Reply(body.encode("koi8-r"), content_type="text/html; charset=koi8-r"))
+    plain = Reply(japanese.encode("shift_jis"), content_type="text/plain; charset=Shift_JIS")
+    site.route("/ja.txt", plain)
+    site.route("/few.xml", Reply(urlset(site, "/ru", "/ja.txt"), content_type="application/xml"))
+    docs = {d.object_id: d for d in read(make_web(sitemaps=[site.url("/few.xml")])).documents}
+    ru, ja = docs[site.url("/ru")], docs[site.url("/ja.txt")]
+    assert ru.media_type == "text/html; charset=koi8-r" and ru.title == "Ru"
+    assert ru.content is not None and ja.content is not None
+    assert parse(ru.content, name=ru.object_id, media_type=ru.media_type).text == russian
+    assert parse(ja.content, name=ja.object_id, media_type=ja.media_type).text == japanese
+
+
+def test_a_default_latin1_label_on_a_utf8_page_is_not_trusted(
+    site: LocalHttpServer, make_web: MakeWeb
+) -> None:
+    """Apache's AddDefaultCharset or Tomcat label every response ISO-8859-1; a body that is
+    valid UTF-8 with non-ASCII bytes in it is UTF-8 (Latin-1 text almost never is)."""
+    body = "<html><head><title>Fr</title></head><body><p>Déjà vu, crème brûlée.</p></body></html>"
+    mislabelled = Reply(body.encode(), content_type="text/html; charset=ISO-8859-1")
+    site.route("/fr", mislabelled)
+    site.route("/few.xml", Reply(urlset(site, "/fr"), content_type="application/xml"))
+    (doc,) = read(make_web(sitemaps=[site.url("/few.xml")])).documents
+    assert doc.media_type == "text/html" and doc.content is not None
+    assert parse(doc.content, name=doc.object_id, media_type=doc.media_type).text == (
+        "Déjà vu, crème brûlée."
+    )

@@ -23,6 +23,17 @@ from webdav_support import PASSWORD, USER, DavServer, free_port
 
 @pytest.fixture(scope="session")
 def dav_server() -> Iterator[DavServer]:
+    yield from _serve("ext-wsgiutils")
+
+
+@pytest.fixture(scope="session")
+def decoding_dav_server() -> Iterator[DavServer]:
+    """WsgiDAV behind wsgiref, which percent-decodes request paths as production servers
+    do (ext-wsgiutils answers 404 to ``/Team%20Share/``); its log has no request lines."""
+    yield from _serve("wsgiref")
+
+
+def _serve(server: str) -> Iterator[DavServer]:
     base = Path(tempfile.mkdtemp(prefix="hw-wsgidav-"))
     base.chmod(0o755)
     root = base / "root"
@@ -30,7 +41,7 @@ def dav_server() -> Iterator[DavServer]:
     port = free_port()
     config = base / "wsgidav.yaml"
     config.write_text(
-        f"host: 127.0.0.1\nport: {port}\nserver: ext-wsgiutils\nverbose: 3\n"
+        f"host: 127.0.0.1\nport: {port}\nserver: {server}\nverbose: 3\n"
         f'provider_mapping:\n  "/": "{root}"\n'
         "http_authenticator:\n  domain_controller: null\n  accept_basic: true\n"
         "  accept_digest: false\n  default_to_digest: false\n"

@@ -68,3 +68,20 @@ def test_a_collection_whose_listing_fails_deletes_nothing(
         (folder / "sub" / "d.md").unlink()  # a real delete still arrives once listing works
         healed = ws.sync(index=False).runs[0]
         assert (healed.status, healed.counts.deleted) == ("succeeded", 1), healed
+
+
+def test_a_root_url_with_percent_escapes_reads_its_files(
+    decoding_dav_server: DavServer, tmp_path: Path
+) -> None:
+    """A folder name with a space is written `%20` in `url`; the listing gives the path
+    unquoted. Ids stay relative to the root, downloads and sub-collections work."""
+    url = decoding_dav_server.url + "/"
+    root = decoding_dav_server.root / "Team Share"
+    (root / "sub dir").mkdir(parents=True)
+    (root / "notes.md").write_text("# Notes\n\nMangoes.\n")
+    (root / "sub dir" / "deep file.md").write_text("# Deep\n\nNectarines.\n")
+    with _workspace(url + "Team%20Share/", tmp_path) as ws:
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.new, run.counts.failed) == ("succeeded", 2, 0), run
+        for object_id in ("notes.md", "sub dir/deep file.md"):
+            assert ws.document(source="dav", object_id=object_id)["state"] == "active"

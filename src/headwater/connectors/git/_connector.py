@@ -10,6 +10,7 @@ the run lists the whole tree at head instead. ``enumerate()`` is that tree.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -78,6 +79,10 @@ class GitConnector:
         self.options = options
         self.context = context
         self._selected = KeyFilter(options.include, options.exclude)
+        # What decides which files a read yields: a checkpoint made under other values
+        # cannot stand for this config (a widened include, a raised size limit).
+        selection = [options.include, options.exclude, options.max_file_bytes]
+        self._scope = hashlib.sha256(json.dumps(selection).encode()).hexdigest()[:16]
         path = context.state_dir / "git" / context.source_id
         self._mirror = Mirror(path, options.url, options.branch)
 
@@ -110,13 +115,20 @@ class GitConnector:
     ) -> ReadStream:
         head = self._mirror.update()
         plan = self._plan(checkpoint, head)
+        final = Checkpoint(json.dumps({"v": 1, "commit": plan.head, "scope": self._scope}))
         if plan.base == plan.head:
-            return Checkpoint(json.dumps({"v": 1, "commit": plan.head}))
+            return final
         for batch in _batches(self._entries(plan), self.options.page_size):
             yield from self._items(batch, plan.head, known)
-            cursor = {"v": 1, "base": plan.base, "head": plan.head, "after": batch[-1].path}
+            cursor = {
+                "v": 1,
+                "base": plan.base,
+                "head": plan.head,
+                "after": batch[-1].path,
+                "scope": self._scope,
+            }
             yield Checkpoint(json.dumps(cursor))
-        return Checkpoint(json.dumps({"v": 1, "commit": plan.head}))
+        return final
 
     def _entries(self, plan: _Plan) -> Iterator[Entry]:
         """The plan's tree or diff, after the resumed path (from the start if it is absent)."""
@@ -140,6 +152,17 @@ class GitConnector:
         """Resume a run, diff from the last synced commit, or list the whole tree."""
         cursor = _cursor(checkpoint)
         mirror = self._mirror
+        if cursor and cursor.get("scope") != self._scope:
+            # A diff yields only changed files: one newly included (or now under the size
+            # limit) would never come. Unchanged files are skipped by the version gate. A
+            # checkpoint without a scope (an older Headwater's) is listed once too.
+            log.warning(
+                "git %s: `include`, `exclude` or `max_file_bytes` changed since the last "
+                "run; listing the whole tree at %s",
+                mirror.shown,
+                head,
+            )
+            return _Plan(None, head)
         if "after" in cursor:
             base, pinned = cursor.get("base"), cursor.get("head")
             usable = isinstance(pinned, str) and mirror.has_commit(pinned)

@@ -86,6 +86,11 @@ def classify(stderr: str, *, what: str) -> HeadwaterError:
             f"git repository {what}: connection refused or unreachable ({reason}); expected "
             "a reachable git server; check `url` or start the server"
         )
+    if "couldn't find remote ref" in text:  # git fetch of a branch the remote lacks
+        return ConfigError(
+            f"git repository {what} has no such branch ({reason}); expected an existing "
+            "branch; fix `branch`"
+        )
     if any(
         s in text
         for s in (

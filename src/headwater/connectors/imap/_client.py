@@ -9,6 +9,7 @@ mailbox becomes ``CredentialError`` or ``ConfigError`` with a message naming the
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import imaplib
 import re
@@ -177,7 +178,33 @@ def _uid_set(uids: list[int]) -> str:
 
 
 def _quote(mailbox: str) -> str:
-    return '"' + mailbox.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    name = mailbox_utf7(mailbox)
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def mailbox_utf7(name: str) -> str:
+    """A mailbox name as IMAP sends it (RFC 3501 section 5.1.3, modified UTF-7):
+    ``Entwürfe`` is ``Entw&APw-rfe``. An ASCII name is sent as written, so a name already
+    given in modified UTF-7 keeps working."""
+    if name.isascii():
+        return name
+    out: list[str] = []
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending:
+            encoded = base64.b64encode("".join(pending).encode("utf-16-be")).decode("ascii")
+            out.append("&" + encoded.rstrip("=").replace("/", ",") + "-")
+            pending.clear()
+
+    for char in name:
+        if " " <= char <= "~":
+            flush()
+            out.append("&-" if char == "&" else char)
+        else:
+            pending.append(char)
+    flush()
+    return "".join(out)
 
 
 def _text(value: object) -> str:

@@ -2,8 +2,9 @@
 
 A message's identity is ``<mailbox>/<UIDVALIDITY>/<UID>``: messages are immutable, so the
 same string is the version hint, and flags are not content. The checkpoint keeps, per
-mailbox, ``[uidvalidity, last_uid]``; a read asks ``UID SEARCH`` for the UIDs above it,
-so an unchanged mailbox costs one ``EXAMINE`` and one ``SEARCH``, and no body is read. A
+mailbox, ``[uidvalidity, last_uid, max_message_bytes]``; a read asks ``UID SEARCH`` for the
+UIDs above it (from 0 again after the limit was raised), so an unchanged mailbox costs
+one ``EXAMINE`` and one ``SEARCH``, and no body is read. A
 new UIDVALIDITY starts that mailbox from UID 0: every message gets a new id, and the old
 ones disappear from ``enumerate()`` (the UIDs of every configured mailbox), which is how
 deletes are found. Attachments, when enabled, are their own documents
@@ -42,7 +43,7 @@ from headwater.types import (
 
 log = logging.getLogger(__name__)
 
-Cursor = dict[str, list[int]]  # mailbox -> [uidvalidity, last_uid]
+Cursor = dict[str, list[int]]  # mailbox -> [uidvalidity, last_uid, max_message_bytes]
 
 
 class ImapOptions(ConnectorOptions):
@@ -97,19 +98,24 @@ class ImapConnector:
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
         cursor = _load(checkpoint)
+        limit = self.options.max_message_bytes
         with self._session() as session:
             for mailbox in self.options.mailboxes:
                 uidvalidity = session.examine(mailbox)
                 held = cursor.get(mailbox)
                 last = held[1] if held and held[0] == uidvalidity else 0
+                if held and len(held) > 2 and held[2] < limit:
+                    # A raised limit: messages refused as too_large lie below the cursor.
+                    # Start over; known messages cost no FETCH (they are immutable).
+                    last = 0
                 uids = session.uids_after(last)
                 size = self.options.batch_size
                 for start in range(0, len(uids), size):
                     batch = uids[start : start + size]
                     yield from self._batch(session, mailbox, uidvalidity, batch, known)
-                    cursor[mailbox] = [uidvalidity, batch[-1]]
+                    cursor[mailbox] = [uidvalidity, batch[-1], limit]
                     yield Checkpoint(_dump(cursor))
-                cursor[mailbox] = [uidvalidity, uids[-1] if uids else last]
+                cursor[mailbox] = [uidvalidity, uids[-1] if uids else last, limit]
         return Checkpoint(_dump(cursor))
 
     def _batch(
@@ -226,10 +232,10 @@ def _load(checkpoint: Checkpoint | None) -> Cursor:
         for mailbox, value in raw.items():
             if (
                 isinstance(value, list)
-                and len(value) == 2
+                and len(value) in (2, 3)  # an older cursor has no max_message_bytes
                 and all(isinstance(v, int) for v in value)
             ):
-                cursor[str(mailbox)] = [int(value[0]), int(value[1])]
+                cursor[str(mailbox)] = [int(v) for v in value]
     return cursor
 
 

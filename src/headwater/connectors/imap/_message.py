@@ -31,7 +31,7 @@ class Attachment:
 class ParsedMessage:
     subject: str
     body: bytes
-    media_type: str  # text/plain or text/html
+    media_type: str  # text/plain or text/html, charset=utf-8
     sender: str
     recipients: str
     date: datetime | None
@@ -51,17 +51,23 @@ def parse_message(raw: bytes) -> ParsedMessage:
             if not isinstance(data, bytes):
                 data = part.as_bytes()
             name = part.get_filename() or f"part-{number}"
-            attachments.append(Attachment(number, name, part.get_content_type(), data))
+            media_type = part.get_content_type()
+            if part.get_content_maintype() == "text" and part.get_content_charset():
+                # the bytes are as attached: their declared charset decodes them
+                media_type += f"; charset={part.get_content_charset()}"
+            attachments.append(Attachment(number, name, media_type, data))
         elif part.get_content_type() == "text/plain" and plain is None:
             plain = _text_of(part)
         elif part.get_content_type() == "text/html" and html is None:
             html = _text_of(part)
+    # The body is decoded here and sent on as UTF-8, so it says so: an HTML part keeps
+    # its <meta charset=windows-1252> (Outlook writes one), which would otherwise win.
     if plain is not None:
-        body, media_type = plain, "text/plain"
+        body, media_type = plain, "text/plain; charset=utf-8"
     elif html is not None:
-        body, media_type = html, "text/html"
+        body, media_type = html, "text/html; charset=utf-8"
     else:
-        body, media_type = "", "text/plain"
+        body, media_type = "", "text/plain; charset=utf-8"
     return ParsedMessage(
         subject=str(msg.get("subject", "") or "").strip(),
         body=body.encode("utf-8"),

@@ -23,7 +23,13 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.http import Fetched, HttpClient, HttpSettings, is_http_url
+from headwater.connectors.http import (
+    Fetched,
+    HttpClient,
+    HttpSettings,
+    is_http_url,
+    served_charset,
+)
 from headwater.connectors.rss.feeds import FeedEntry, parse_feed
 from headwater.errors import ConfigError, CredentialError, FatalError, ItemError
 from headwater.types import (
@@ -104,6 +110,21 @@ def _validators(fetched: Fetched) -> dict[str, str]:
     return {k: v for k, v in found.items() if v}
 
 
+def _as_served(fetched: Fetched) -> bytes:
+    """A linked page's bytes, re-encoded as UTF-8 with a byte order mark when its
+    Content-Type names another charset. The document is declared ``text/html`` before
+    the page is fetched, so the charset cannot travel with the media type, and the parser
+    would fall back to guessing; a BOM outranks every other declaration."""
+    charset = served_charset(fetched.headers, fetched.body)
+    if charset is None or charset.lower().replace("_", "-") in ("utf-8", "utf8"):
+        return fetched.body
+    try:
+        text = fetched.body.decode(charset)
+    except (LookupError, UnicodeDecodeError):
+        return fetched.body  # a wrong label: leave the bytes to the parser's detection
+    return b"\xef\xbb\xbf" + text.encode("utf-8")
+
+
 class RssConnector:
     """Read RSS 0.9x/1.0/2.0 and Atom feeds; one document per entry."""
 
@@ -172,7 +193,7 @@ class RssConnector:
         )
         status = fetched.status
         if status == 200:
-            return fetched.body
+            return _as_served(fetched)
         raise ItemError(
             f"http_{status}",
             f"linked page {ref} returned HTTP {status}",
@@ -205,6 +226,9 @@ class RssConnector:
             raise FatalError(f"{exc}; the run stops so no entry of this window is lost") from exc
         found = [e for e in entries if isinstance(e, FeedEntry)]
         found.sort(key=lambda e: (e.sequence or 0, e.object_id))
+        # One id twice in a feed (a re-posted or updated entry): its newest entry wins.
+        newest = {e.object_id: e for e in found}  # oldest first: later entries overwrite
+        found = [e for e in found if newest[e.object_id] is e]
         for number, bad in enumerate(e for e in entries if isinstance(e, ItemError)):
             yield Failure(
                 f"{url}#entry-{number}", url, Stage.FETCH.value, bad.error_class, str(bad), True

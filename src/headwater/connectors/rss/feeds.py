@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
+from html.parser import HTMLParser
 from typing import Any
 from xml.etree.ElementTree import ParseError
 
@@ -92,6 +93,29 @@ def _html(entry: Any) -> str:
     return "<p>" + escape(value).replace("\n\n", "</p><p>") + "</p>"
 
 
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _title_text(entry: Any) -> str:
+    """The entry's title as text: an HTML title (Atom ``type="html"``, or an RSS title
+    feedparser finds markup in) loses its tags and entities (``Q&amp;A <b>x</b>`` is
+    ``Q&A x``), which would otherwise show in every search result."""
+    title = str(entry.get("title", ""))
+    detail = entry.get("title_detail") or {}
+    if "html" not in str(detail.get("type", "")):
+        return title
+    parser = _Text()
+    parser.feed(title)
+    parser.close()
+    return "".join(parser.parts)
+
+
 def _metadata(entry: Any, feed_url: str) -> dict[str, MetadataValue]:
     found: dict[str, MetadataValue] = {"feed": feed_url}
     if entry.get("author"):
@@ -127,7 +151,7 @@ def parse_feed(data: bytes, url: str, content_type: str | None) -> list[FeedEntr
         if not object_id:
             entries.append(ItemError("no_id", f"entry {number} of {url} has no id, guid or link"))
             continue
-        title = " ".join(str(entry.get("title", "")).split())
+        title = " ".join(_title_text(entry).split())
         entries.append(
             FeedEntry(
                 str(object_id), link, title, _html(entry), _when(entry), _metadata(entry, url)

@@ -129,7 +129,10 @@ class S3Connector:
         prefix = self.options.prefix
         if not object_id.startswith(prefix) or object_id.endswith("/"):
             return False
-        return self._selected(object_id[len(prefix) :])
+        relative = object_id[len(prefix) :]
+        if not prefix.endswith("/"):  # prefix "published" is "published/" for the globs
+            relative = relative.removeprefix("/")
+        return self._selected(relative)
 
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions

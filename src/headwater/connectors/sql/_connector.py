@@ -153,11 +153,18 @@ class SqlConnector:
         stmt = sa.select(*self._source.c).where(*(c.is_not(None) for c in self._ids))
         if self.options.updated_at_column is not None:
             moment = self._source.c[self.options.updated_at_column]
-            stmt = stmt.where(moment <= self._bound(window.end))
+            inside = moment <= self._bound(window.end)
             if window.start is not None:
-                stmt = stmt.where(moment > self._bound(window.start - self._overlap))
+                inside = sa.and_(inside, moment > self._bound(window.start - self._overlap))
+            # A row without a time is in every window (Window.contains), as an undated
+            # feed entry is: the version gate skips it while it is unchanged.
+            stmt = stmt.where(sa.or_(moment.is_(None), inside))
         if after is not None:
-            stmt = stmt.where(sa.tuple_(*self._ids) > sa.tuple_(*map(sa.literal, after)))
+            # Untyped parameters: a cursor keeps a uuid, timestamp or decimal id as text,
+            # and a VARCHAR-typed one fails on PostgreSQL (`uuid > character varying`);
+            # untyped, the server reads the text as the column's type.
+            last = (sa.bindparam(None, value, type_=sa.types.NullType()) for value in after)
+            stmt = stmt.where(sa.tuple_(*self._ids) > sa.tuple_(*last))
         stmt = stmt.order_by(*self._ids).limit(self.options.page_size)
 
         def fetch() -> list[Mapping[str, Any]]:
@@ -262,6 +269,9 @@ class SqlConnector:
         else:
             texts = (_rows.text_of(row[c]).strip() for c in opts.content_columns)
             content = "\n\n".join(t for t in texts if t)
+        # A NUL (MySQL/MariaDB text may hold one) is no text: the parser would refuse the
+        # whole row as a binary file.
+        content = content.replace("\x00", "")
         if opts.locator_template is not None:
             locator = _rows.render(opts.locator_template, row)
         title = _rows.text_of(row[opts.title_column]).strip() if opts.title_column else ""

@@ -112,6 +112,11 @@ def classify(exc: Exception, *, where: str, table: str) -> HeadwaterError:
             f"sql database {where} not found (404: {reason}); expected an existing "
             "database; fix the database name in `url`"
         )
+    if state == "42601" or number == 1064:
+        return ConfigError(
+            f"sql source {table} in {where}: the SQL is not valid ({reason}); expected "
+            "one SELECT statement; fix `query` (or `table`)"
+        )
     if state == "42703" or number == 1054:
         return ConfigError(
             f"sql source {table} in {where}: a configured column is missing ({reason}); "

@@ -169,7 +169,14 @@ class WebConnector:
                     "<sitemapindex> XML file; fix the URL in `sitemaps`"
                 ) from exc
         for url in self.options.start_urls:
-            self.client.probe(url, option="start_urls", what="page")
+            fetched = self.client.probe(url, option="start_urls", what="page")
+            final = canonicalize(fetched.url, drop=self.options.drop_query_params)
+            if final is None or not self.scope.allows(final):
+                raise ConfigError(
+                    f"`start_urls` {url} redirects to {fetched.url}, outside the crawl scope "
+                    f"{list(self.scope.allow_prefixes)}; expected a page in scope; put the "
+                    "final address in `start_urls` or add its prefix to `allow_prefixes`"
+                )
         self._check_start_urls(robots)
 
     def _check_start_urls(self, robots: RobotsRules) -> None:
@@ -228,7 +235,8 @@ class WebConnector:
                     media_type=outcome.media_type,
                 )
             elif isinstance(outcome, Gone):
-                if outcome.known is not None:  # concluded from a 404/410, not reported
+                # concluded from a 404/410 or a noindex, not reported: counted as inferred
+                if outcome.known is not None or known(outcome.object_id) is not None:
                     yield Deleted(outcome.object_id, inferred=True)
             elif isinstance(outcome, Problem):
                 yield Failure(

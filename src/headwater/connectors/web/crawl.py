@@ -18,7 +18,12 @@ from urllib.parse import unquote, urlsplit
 
 from headwater.connectors.http import Fetched, HttpClient
 from headwater.connectors.web.linkcache import CachedPage, LinkCache
-from headwater.connectors.web.page import conditional_headers, parse_page, version_of
+from headwater.connectors.web.page import (
+    conditional_headers,
+    declared_type,
+    parse_page,
+    version_of,
+)
 from headwater.connectors.web.robots import RobotsRules
 from headwater.connectors.web.urls import Scope, canonicalize
 from headwater.errors import ItemError, TransientError
@@ -69,7 +74,8 @@ class Page:
 
 @dataclass(frozen=True)
 class Gone:
-    """404/410, or a permanent redirect out of scope; ``known`` is the stored version."""
+    """404/410, a permanent redirect out of scope, or a page that now says ``noindex``;
+    ``known`` is the stored version."""
 
     url: str
     object_id: str
@@ -201,6 +207,15 @@ class Crawler:
             return page, cached_links
         if status == 200:
             return self._read_page(task, result)
+        if status in (301, 308) and task.depth == 0 and task.known is None:
+            # A start or sitemap URL that moved out of scope (http:// to https://, the
+            # apex to www.): without this record the run reads nothing and says nothing.
+            message = (
+                f"{task.url} redirects (HTTP {status}) to {result.location}, outside "
+                "`allow_prefixes`; nothing there is read; put the final address in "
+                "`start_urls`/the sitemap, or add its prefix to `allow_prefixes`"
+            )
+            return Problem(task.url, task.guess, "redirect_out_of_scope", message, True), ()
         if status in (404, 410) or status in (301, 308):
             self._cache.forget(task.url)
             if task.guess != task.url:  # an alias: the page it pointed at may well live on
@@ -213,7 +228,7 @@ class Crawler:
         message = f"{task.url} returned HTTP {status}"
         return Problem(task.url, task.guess, f"http_{status}", message, True), ()
 
-    def _read_page(self, task: Task, fetched: Fetched) -> tuple[Page | None, Sequence[str]]:
+    def _read_page(self, task: Task, fetched: Fetched) -> tuple[Page | Gone | None, Sequence[str]]:
         media_type = fetched.media_type
         if media_type not in ACCEPTED_TYPES:
             return None, ()  # an image, an archive…: not a page, never downloaded
@@ -222,7 +237,11 @@ class Crawler:
         if media_type not in HTML_TYPES:
             name = unquote(urlsplit(final).path.rsplit("/", 1)[-1]) or final
             self._cache.put(CachedPage(task.url, final, version, name, ()))
-            return Page(task.url, final, version, name, fetched.body, media_type), ()
+            robots = fetched.headers.get("x-robots-tag", "").lower()
+            if "noindex" in robots or "none" in robots:  # the header is how a PDF says it
+                return Gone(task.url, final, task.known), ()
+            declared = declared_type(media_type, fetched.headers, fetched.body)
+            return Page(task.url, final, version, name, fetched.body, declared), ()
         info = parse_page(fetched.body, fetched.headers)
         base = (info.base and canonicalize(info.base, fetched.url)) or fetched.url
         object_id = (info.canonical and self.in_scope(info.canonical, base)) or final
@@ -233,6 +252,9 @@ class Crawler:
                 if link and link not in links and not NOT_PAGES.search(urlsplit(link).path):
                     links.append(link)
         self._cache.put(CachedPage(task.url, object_id, version, info.title, tuple(links)))
-        if info.noindex:
-            return None, links
-        return Page(task.url, object_id, version, info.title, fetched.body, "text/html"), links
+        if info.noindex:  # kept out of the index: one held before it said so leaves it
+            if object_id != final:  # a print or AMP copy: its canonical page is another
+                return None, links
+            return Gone(task.url, object_id, task.known), links
+        declared = declared_type("text/html", fetched.headers, fetched.body)
+        return Page(task.url, object_id, version, info.title, fetched.body, declared), links

@@ -16,6 +16,8 @@ from html.parser import HTMLParser
 
 import httpx
 
+from headwater.connectors.http import header_charset, served_charset
+
 _CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -65,13 +67,16 @@ class _PageParser(HTMLParser):
         self.info.title = " ".join("".join(self._title).split())
 
 
+def declared_type(media_type: str, headers: httpx.Headers, body: bytes) -> str:
+    """``media_type`` with the charset the page is served in, so the parser decodes the
+    body as served (a short page in KOI8-R or Shift_JIS defeats charset detection)."""
+    charset = served_charset(headers, body)
+    return f"{media_type}; charset={charset}" if charset else media_type
+
+
 def decode_html(body: bytes, headers: httpx.Headers) -> str:
     """Text of an HTML body: the header charset, else a meta charset, else UTF-8."""
-    charset = None
-    for part in headers.get("content-type", "").split(";")[1:]:
-        key, _, value = part.strip().partition("=")
-        if key.lower() == "charset":
-            charset = value.strip("\"' ")
+    charset = header_charset(headers)
     if charset is None:
         found = _CHARSET.search(body[:4096])
         charset = found.group(1).decode("ascii") if found else "utf-8"

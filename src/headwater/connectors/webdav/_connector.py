@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 from typing import ClassVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from pydantic import Field, SecretStr
 
@@ -70,7 +70,9 @@ class WebdavConnector:
             )
         self.options = options
         self.root = options.url if options.url.endswith("/") else options.url + "/"
-        self._root_path = urlsplit(self.root).path
+        # Entry paths come unquoted from the listing: compare them with the unquoted root
+        # (a configured `.../Team%20Share/` lists `/Team Share/...`).
+        self._root_path = unquote(urlsplit(self.root).path)
         auth = None
         if options.username is not None and options.password is not None:
             auth = (options.username, options.password.get_secret_value())
