@@ -70,6 +70,31 @@ def test_a_collection_whose_listing_fails_deletes_nothing(
         assert (healed.status, healed.counts.deleted) == ("succeeded", 1), healed
 
 
+def test_members_listed_without_their_properties_are_kept_not_deleted(
+    dav_server: DavServer, share: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, folder = share
+    (folder / "sub").mkdir()
+    for name in ("a.md", "b.md", "sub/c.md"):
+        (folder / name).write_text(f"# {name}\n\nText of {name}.\n")
+    with _workspace(url, tmp_path) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 3
+        # the server now lists b.md and sub/ with 403 propstats: present, not readable
+        (folder / ".withhold-props").write_text("b.md\nsub\n")
+        run = ws.sync(index=False).runs[0]
+        assert (run.status, run.counts.deleted) == ("completed_with_errors", 0), run
+        assert ws.manifest.count_documents("dav", "active") == 3
+        failures = {f.object_id: f for f in ws.failures("dav")}
+        failures.pop(".withhold-props")  # the marker itself: a file of no supported type
+        assert set(failures) == {"b.md", "sub"}, failures
+        assert failures["b.md"].error_class == "unreadable_member"
+        assert "403" in failures["b.md"].message
+        (folder / ".withhold-props").unlink()
+        (folder / "b.md").unlink()  # a real delete still arrives once it is listed again
+        healed = ws.sync(index=False).runs[0]
+        assert (healed.status, healed.counts.deleted) == ("succeeded", 1), healed
+
+
 def test_a_root_url_with_percent_escapes_reads_its_files(
     decoding_dav_server: DavServer, tmp_path: Path
 ) -> None:

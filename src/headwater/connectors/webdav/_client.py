@@ -39,6 +39,9 @@ class Entry:
     modified: datetime | None
     length: int
     media_type: str | None
+    # Set when the server listed the member without its properties (no 200 propstat, or
+    # a response-level status such as 403): it exists, but cannot be read or compared.
+    unreadable: str | None = None
 
 
 class WebdavClient:
@@ -111,7 +114,14 @@ def _parse(body: bytes) -> list[Entry]:
         for propstat in response.iter(f"{DAV}propstat"):
             if " 200 " in (propstat.findtext(f"{DAV}status") or " 200 "):
                 prop = propstat.find(f"{DAV}prop")
-        if prop is None:
+        if prop is None:  # listed, but its properties withheld: present, not readable
+            status = response.findtext(f"{DAV}status") or next(
+                (s.text or "" for s in response.iter(f"{DAV}status")), ""
+            )
+            path = unquote(urlsplit(href).path)
+            entries.append(
+                Entry(path, path.endswith("/"), "", None, 0, None, status.strip() or "no status")
+            )
             continue
         kind = prop.find(f"{DAV}resourcetype")
         length = (prop.findtext(f"{DAV}getcontentlength") or "0").strip()

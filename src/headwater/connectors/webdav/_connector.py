@@ -121,10 +121,26 @@ class WebdavConnector:
             return
         for entry in entries:
             relative = self._relative(entry.path)
-            if entry.is_collection:
+            if entry.unreadable is not None:
+                if entry.is_collection or self._selected(relative):
+                    yield self._unreadable(relative, entry)
+            elif entry.is_collection:
                 yield from self._walk(self._url(relative) + "/")
             elif self._selected(relative):
                 yield self._document(relative, entry)
+
+    def _unreadable(self, relative: str, entry: Entry) -> Failure:
+        """A member listed without its properties: a failure, so it counts as present
+        (a collection with everything under it) and nothing is deleted for it."""
+        kind = "collection" if entry.is_collection else "file"
+        message = (
+            f"PROPFIND listed {kind} {relative!r} without its properties ({entry.unreadable}); "
+            "it is kept as it was until the server lists it again: fix its permissions"
+        )
+        return Failure(
+            relative, self._url(relative), Stage.ENUMERATE.value, "unreadable_member", message,
+            prefix=entry.is_collection,
+        )  # fmt: skip
 
     def _document(self, relative: str, entry: Entry) -> SourceItem:
         url = self._url(relative)
