@@ -175,6 +175,22 @@ def test_unknown_type_is_unsupported() -> None:
     assert "image.png" in str(caught.value)
 
 
+@pytest.mark.parametrize("media_type", [None, "application/octet-stream", "text/x-readme"])
+def test_a_file_without_an_extension_is_read_as_plain_text(media_type: str | None) -> None:
+    parsed = parse(b"Read me first.\r\nThen the rest.\n", name="docs/README", media_type=media_type)
+    assert (parsed.parser, parsed.text) == ("text", "Read me first.\nThen the rest.")
+    # ... unless its bytes are not text, or its media type names another format
+    with pytest.raises(ItemError, match="is binary, not plain text") as binary:
+        parse(b"\x1f\x8b\x08\x00" + bytes(200), name="NEWS", media_type=None)
+    assert binary.value.error_class == "unsupported_type"
+    with pytest.raises(ItemError, match="is not a supported format"):
+        parse(b"\x89PNG", name="logo", media_type="image/png")
+    with pytest.raises(ItemError, match="is not a supported format"):
+        parse(b"plain words", name="notes.rtf", media_type=None)  # an unknown extension
+    with pytest.raises(ItemError, match="is not a supported format"):
+        parse(b"*.pyc", name="src/.gitignore", media_type=None)  # a hidden file
+
+
 def test_empty_text_is_an_empty_document() -> None:
     with pytest.raises(ItemError) as caught:
         parse(b"  \n\n \t\n", name="blank.txt", media_type=None)

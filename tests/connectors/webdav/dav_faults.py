@@ -1,6 +1,6 @@
 """A WsgiDAV middleware for the tests: PROPFIND on a collection whose folder on disk holds
 a ``.fail-propfind`` marker answers 500, so a listing can fail half-way for real; one
-whose folder holds a ``.withhold-props`` file lists the members named in it (one per line)
+whose folder holds a ``.withhold-props.list`` file lists the members named in it (one per line)
 with every propstat at 403, as a server does for members the user may not read (RFC 4918,
 9.1: a 207 whose propstat carries another status)."""
 
@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 from wsgidav.mw.base_mw import BaseMiddleware
 
 MARKER = ".fail-propfind"
-WITHHOLD = ".withhold-props"
+WITHHOLD = ".withhold-props.list"
 DAV = "{DAV:}"
 
 

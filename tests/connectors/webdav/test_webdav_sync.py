@@ -80,16 +80,16 @@ def test_members_listed_without_their_properties_are_kept_not_deleted(
     with _workspace(url, tmp_path) as ws:
         assert ws.sync(index=False).runs[0].counts.new == 3
         # the server now lists b.md and sub/ with 403 propstats: present, not readable
-        (folder / ".withhold-props").write_text("b.md\nsub\n")
+        (folder / ".withhold-props.list").write_text("b.md\nsub\n")
         run = ws.sync(index=False).runs[0]
         assert (run.status, run.counts.deleted) == ("completed_with_errors", 0), run
         assert ws.manifest.count_documents("dav", "active") == 3
         failures = {f.object_id: f for f in ws.failures("dav")}
-        failures.pop(".withhold-props")  # the marker itself: a file of no supported type
+        failures.pop(".withhold-props.list")  # the marker itself: a file of no supported type
         assert set(failures) == {"b.md", "sub"}, failures
         assert failures["b.md"].error_class == "unreadable_member"
         assert "403" in failures["b.md"].message
-        (folder / ".withhold-props").unlink()
+        (folder / ".withhold-props.list").unlink()
         (folder / "b.md").unlink()  # a real delete still arrives once it is listed again
         healed = ws.sync(index=False).runs[0]
         assert (healed.status, healed.counts.deleted) == ("succeeded", 1), healed

@@ -106,7 +106,7 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
     Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``parse_error`` or
     ``empty_document``, all permanent); never anything else.
     """
-    parser = parser_for(name, media_type)
+    parser = parser_for(name, media_type) or _extensionless_text(name, media_type)
     if parser is None:
         raise ItemError(
             "unsupported_type",
@@ -135,6 +135,17 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
             + "); it is read again when it changes, or exclude it.",
         )
     return ParsedDocument(text=text, title=title, parser=parser)
+
+
+def _extensionless_text(name: str, media_type: str | None) -> str | None:
+    """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``)
+    whose media type says nothing more specific: read as plain text, and refused as
+    binary by the sniff below when its bytes are not text. Hidden files (``.gitignore``)
+    are not documents: they stay unsupported."""
+    mime, _ = _split_media_type(media_type)
+    generic = mime is None or mime == "application/octet-stream" or mime.startswith("text/")
+    path = PurePosixPath(name)
+    return "text" if generic and not path.suffix and not path.name.startswith(".") else None
 
 
 def _split_media_type(media_type: str | None) -> tuple[str | None, str | None]:
