@@ -25,14 +25,19 @@ def _workspace(url: str, tmp_path: Path) -> Workspace:
     return Workspace.open(config, connector_types={"webdav": WebdavConnector})
 
 
+def _seed(folder: Path, *names: str) -> None:
+    """Markdown files at ``names`` (paths under ``folder``), folders made as needed."""
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(f"# {name}\n\nText of {name}.\n")
+
+
 def test_sync_edit_add_delete_move(
     dav_server: DavServer, share: tuple[str, Path], tmp_path: Path
 ) -> None:
     url, folder = share
     under = "/" + folder.name + "/"
-    (folder / "sub").mkdir()
-    for name in ("a.md", "b.md", "sub/c.md", "sub/d.md"):
-        (folder / name).write_text(f"# {name}\n\nText of {name}.\n")
+    _seed(folder, *("a.md", "b.md", "sub/c.md", "sub/d.md"))
     with _workspace(url, tmp_path) as ws:
         first = ws.sync(index=False).runs[0]
         assert (first.status, first.counts.new, first.fetched) == ("succeeded", 4, 4)
@@ -53,9 +58,7 @@ def test_a_collection_whose_listing_fails_deletes_nothing(
     dav_server: DavServer, share: tuple[str, Path], tmp_path: Path
 ) -> None:
     url, folder = share
-    (folder / "sub").mkdir()
-    for name in ("a.md", "sub/c.md", "sub/d.md"):
-        (folder / name).write_text(f"# {name}\n\nText of {name}.\n")
+    _seed(folder, *("a.md", "sub/c.md", "sub/d.md"))
     with _workspace(url, tmp_path) as ws:
         assert ws.sync(index=False).runs[0].counts.new == 3
         (folder / "sub" / ".fail-propfind").write_text("")  # PROPFIND of sub/ answers 500
@@ -74,9 +77,7 @@ def test_members_listed_without_their_properties_are_kept_not_deleted(
     dav_server: DavServer, share: tuple[str, Path], tmp_path: Path
 ) -> None:
     url, folder = share
-    (folder / "sub").mkdir()
-    for name in ("a.md", "b.md", "sub/c.md"):
-        (folder / name).write_text(f"# {name}\n\nText of {name}.\n")
+    _seed(folder, *("a.md", "b.md", "sub/c.md"))
     with _workspace(url, tmp_path) as ws:
         assert ws.sync(index=False).runs[0].counts.new == 3
         # the server now lists b.md and sub/ with 403 propstats: present, not readable
