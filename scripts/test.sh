@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
-# Install (scripts/setup.sh), then lint, type-check and run the whole test suite.
+# Install (scripts/setup.sh), then lint, type-check and run the test suite.
+#
+#   bash scripts/test.sh            # everything (what .ci/run runs): ruff, mypy, all tests
+#   bash scripts/test.sh --fast     # the unit tier: no server, no slow test (ruff, mypy too)
+#   bash scripts/test.sh -k leases  # anything else is passed to pytest
+#
+# Test files run on parallel workers (HW_TEST_WORKERS, default 3: most tests wait on
+# subprocesses and servers, so 3 workers keep 2 cores busy); HW_TEST_WORKERS=0 runs them
+# in this process. Every PostgreSQL test creates its own database, so workers never share one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  tier=(-m "not server and not slow")
+fi
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-.venv/bin/ruff check src tests bench examples
+.venv/bin/ruff check src tests bench examples scripts
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "${HW_TEST_WORKERS:-3}" --dist loadfile "${tier[@]}" "$@"

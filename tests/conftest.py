@@ -71,3 +71,46 @@ def corpus(tmp_path: Path) -> Path:
     )
     (root / "readme.md").write_text("# Readme\n\nThis corpus is used by the tests.\n")
     return root
+
+
+# -- test tiers ------------------------------------------------------------------------
+# `bash scripts/test.sh --fast` runs `-m "not server and not slow"`: the unit tier, which
+# needs no server at all. A test is marked `server` here when it reaches one: PostgreSQL
+# (a `postgres_server_url` fixture or a postgres/mariadb parameter), or a module that talks
+# to Redis, RabbitMQ, MariaDB, NATS, Dovecot or a browser (its source names them).
+SERVER_PARAMS = {"postgres", "postgresql", "mariadb", "redis", "amqp"}
+SERVER_DIRS = ("executor", "connectors/sql", "connectors/imap")
+SERVER_HINTS = (
+    "127.0.0.1:6379", "127.0.0.1:5672", "127.0.0.1:3306", "127.0.0.1:4222",
+    "127.0.0.1:5432", "chromium", "playwright", "torture.py",
+)  # fmt: skip
+_TESTS = Path(__file__).resolve().parent
+_hinted: dict[Path, bool] = {}
+
+
+def _module_hints_a_server(path: Path) -> bool:
+    if path not in _hinted:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        _hinted[path] = any(hint in text for hint in SERVER_HINTS)
+    return _hinted[path]
+
+
+def _needs_server(item: pytest.Item) -> bool:
+    if "postgres_server_url" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and any(
+        isinstance(v, str) and v in SERVER_PARAMS for v in callspec.params.values()
+    ):
+        return True
+    path = Path(str(item.fspath))
+    relative = path.relative_to(_TESTS).as_posix() if path.is_relative_to(_TESTS) else ""
+    if any(relative.startswith(d + "/") for d in SERVER_DIRS):
+        return True
+    return _module_hints_a_server(path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _needs_server(item):
+            item.add_marker(pytest.mark.server)
