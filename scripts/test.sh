@@ -2,7 +2,7 @@
 # Install (scripts/setup.sh), then lint, type-check and run the test suite.
 #
 #   bash scripts/test.sh            # everything (what .ci/run runs): ruff, mypy, all tests
-#   bash scripts/test.sh --fast     # the unit tier: no server, no slow test (ruff, mypy too)
+#   bash scripts/test.sh --fast     # the unit tier: in-process, no server (ruff, mypy too)
 #   bash scripts/test.sh -k leases  # anything else is passed to pytest
 #
 # Test files run on parallel workers (HW_TEST_WORKERS, default 3: most tests wait on
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 tier=()
 if [ "${1:-}" = "--fast" ]; then
   shift
-  tier=(-m "not server and not slow")
+  tier=(-m "not server and not process and not slow and not model")
 fi
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

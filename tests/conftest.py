@@ -74,25 +74,33 @@ def corpus(tmp_path: Path) -> Path:
 
 
 # -- test tiers ------------------------------------------------------------------------
-# `bash scripts/test.sh --fast` runs `-m "not server and not slow"`: the unit tier, which
-# needs no server at all. A test is marked `server` here when it reaches one: PostgreSQL
-# (a `postgres_server_url` fixture or a postgres/mariadb parameter), or a module that talks
-# to Redis, RabbitMQ, MariaDB, NATS, Dovecot or a browser (its source names them).
+# `bash scripts/test.sh --fast` runs the unit tier: in-process tests that need no server
+# (`-m "not server and not process and not slow and not model"`). Markers set here:
+# - `server`: the test reaches a server: PostgreSQL (a `postgres_server_url` fixture or a
+#   postgres/mariadb parameter), or its module talks to Redis, RabbitMQ, MariaDB, NATS,
+#   Dovecot or a browser (its source names them);
+# - `process`: its module starts processes (`headwater` subprocesses, `serve`, signals).
 SERVER_PARAMS = {"postgres", "postgresql", "mariadb", "redis", "amqp"}
 SERVER_DIRS = ("executor", "connectors/sql", "connectors/imap")
 SERVER_HINTS = (
     "127.0.0.1:6379", "127.0.0.1:5672", "127.0.0.1:3306", "127.0.0.1:4222",
     "127.0.0.1:5432", "chromium", "playwright", "torture.py",
 )  # fmt: skip
+PROCESS_DIRS = ("api",)  # every API test drives a real `headwater serve`
+PROCESS_HINTS = ("subprocess", "Popen", "sys.executable", "os.fork", "multiprocessing")
 _TESTS = Path(__file__).resolve().parent
-_hinted: dict[Path, bool] = {}
+_sources: dict[Path, str] = {}
 
 
-def _module_hints_a_server(path: Path) -> bool:
-    if path not in _hinted:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        _hinted[path] = any(hint in text for hint in SERVER_HINTS)
-    return _hinted[path]
+def _module_mentions(path: Path, hints: tuple[str, ...]) -> bool:
+    if path not in _sources:
+        _sources[path] = path.read_text(encoding="utf-8", errors="replace")
+    return any(hint in _sources[path] for hint in hints)
+
+
+def _relative(item: pytest.Item) -> str:
+    path = Path(str(item.fspath))
+    return path.relative_to(_TESTS).as_posix() if path.is_relative_to(_TESTS) else ""
 
 
 def _needs_server(item: pytest.Item) -> bool:
@@ -103,14 +111,20 @@ def _needs_server(item: pytest.Item) -> bool:
         isinstance(v, str) and v in SERVER_PARAMS for v in callspec.params.values()
     ):
         return True
-    path = Path(str(item.fspath))
-    relative = path.relative_to(_TESTS).as_posix() if path.is_relative_to(_TESTS) else ""
-    if any(relative.startswith(d + "/") for d in SERVER_DIRS):
+    if any(_relative(item).startswith(d + "/") for d in SERVER_DIRS):
         return True
-    return _module_hints_a_server(path)
+    return _module_mentions(Path(str(item.fspath)), SERVER_HINTS)
+
+
+def _starts_processes(item: pytest.Item) -> bool:
+    if any(_relative(item).startswith(d + "/") for d in PROCESS_DIRS):
+        return True
+    return _module_mentions(Path(str(item.fspath)), PROCESS_HINTS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _needs_server(item):
             item.add_marker(pytest.mark.server)
+        if _starts_processes(item):
+            item.add_marker(pytest.mark.process)
