@@ -96,9 +96,9 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "tombstone-complete-at-commit-time",
-        "src/headwater/manifest/store.py",
-        "                        detected_at=now,\n                        completed_at=None,",
-        "                        detected_at=now,\n                        completed_at=now,",
+        "src/headwater/manifest/batch.py",
+        "                detected_at=now,\n                completed_at=None,",
+        "                detected_at=now,\n                completed_at=now,",
         (
             f"{EXTRA}::test_a_delete_the_sink_did_not_carry_out_never_completes_the_tombstone[sqlite]",
         ),
@@ -126,9 +126,9 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "revision-restarts-after-a-purge",
-        "src/headwater/manifest/store.py",
-        '                    values["revision"] += self._take_floor(conn, write.document_id)',
-        "                    self._take_floor(conn, write.document_id)",
+        "src/headwater/manifest/batch.py",
+        '        values["revision"] += floor',
+        "        floor = 0",
         (
             f"{REPAIR}::test_a_document_re_created_after_its_tombstone_was_purged_is_searchable[sqlite]",
         ),
@@ -221,6 +221,17 @@ MUTANTS: list[Mutant] = [
         "",
         (
             "tests/search/test_manifest_gate.py::test_a_revoked_document_is_not_returned_before_the_index_applies_it[keyword]",
+        ),
+    ),
+    Mutant(
+        "push-commit-ignores-the-row-it-decided-from",
+        "src/headwater/manifest/batch.py",
+        "    if expect is None:\n        return []",
+        "    if True:\n        return []",
+        (
+            "tests/api/test_api_push_workers.py::test_interleaved_pushes_into_two_workers_keep_every_highest_acknowledged_version[postgres]",
+            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[postgres]",
+            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[sqlite]",
         ),
     ),
 ]

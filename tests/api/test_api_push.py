@@ -70,6 +70,23 @@ def test_delete_tombstone_blocks_a_late_older_upsert(server: Server) -> None:
         assert ingest.delete(DOC + "late").status_code == 422  # version is required
 
 
+def test_a_delete_of_a_never_held_object_refuses_its_late_older_create(server: Server) -> None:
+    with server.client("ingest") as ingest, server.client() as admin:
+        gone = ingest.delete(DOC + "erased/post", params={"version": 5})
+        assert gone.status_code == 200 and gone.json()["status"] == "deleted"
+        late = ingest.put(DOC + "erased/post", json={"version": 3, "text": "the accidental post"})
+        assert late.status_code == 409 and late.json()["current_version"] == 5
+        same = ingest.put(DOC + "erased/post", json={"version": 5, "text": "the accidental post"})
+        assert same.status_code == 409 and same.json()["current_version"] == 5
+        doc = admin.get("/v1/documents", params={"source": "inbox", "object": "erased/post"})
+        assert doc.json()["state"] == "deleted"
+        assert ingest.delete(DOC + "erased/post", params={"version": 5}).json()["status"] == (
+            "unchanged"
+        )
+        back = ingest.put(DOC + "erased/post", json={"version": 6, "text": "a real post"})
+        assert back.status_code == 200 and back.json()["status"] == "new"
+
+
 def test_a_newer_delete_of_a_deleted_document_moves_its_tombstone_up(server: Server) -> None:
     with server.client("ingest") as ingest:
         assert ingest.put(DOC + "twice", json={"version": 1, "text": "one"}).status_code == 200
