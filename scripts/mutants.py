@@ -234,6 +234,22 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[sqlite]",
         ),
     ),
+    Mutant(
+        "ingest-key-writes-to-any-source",
+        "src/headwater/api/auth.py",
+        'return self.role == "admin" or (self.sources is not None and source_id in self.sources)',
+        "return True",
+        (
+            "tests/api/test_api_key_scopes.py::test_an_ingest_key_writes_only_to_the_sources_it_names",
+        ),
+    ),
+    Mutant(
+        "search-key-told-the-configured-sources",
+        "src/headwater/api/v1.py",
+        '    if not caller.has("admin"):\n        for source_id in body.sources:',
+        "    if False:\n        for source_id in body.sources:",
+        ("tests/api/test_api_key_scopes.py::test_a_search_key_is_not_told_the_configured_sources",),
+    ),
 ]
 
 

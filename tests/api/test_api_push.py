@@ -146,13 +146,14 @@ def test_batch_in_order_with_per_item_results(server: Server) -> None:
 
 
 def test_push_only_to_push_sources(server: Server) -> None:
-    with server.client("ingest") as ingest:
-        r = ingest.put("/v1/sources/docs/documents/x", json={"version": 1, "text": "x"})
+    with server.client("admin") as admin:  # an admin key may name any source
+        r = admin.put("/v1/sources/docs/documents/x", json={"version": 1, "text": "x"})
         assert r.status_code == 409 and "only `push` sources" in r.json()["error"]
         assert (
-            ingest.put("/v1/sources/nope/documents/x", json={"version": 1, "text": "x"}).status_code
+            admin.put("/v1/sources/nope/documents/x", json={"version": 1, "text": "x"}).status_code
             == 404
         )
+    with server.client("ingest") as ingest:
         both = ingest.put(DOC + "x", json={"version": 1, "text": "x", "content_base64": "eA=="})
         assert both.status_code == 400 and "exactly one" in both.json()["error"]
         bad = ingest.put(
