@@ -186,3 +186,18 @@ def test_push_refuses_a_source_that_is_not_a_push_source(tmp_path: Path) -> None
             opened.push("docs", [upsert("x", 1)])
         with pytest.raises(NotFoundError, match="'nope' is not configured"):
             opened.push("nope", [upsert("x", 1)])
+
+
+def test_a_never_held_tombstone_is_purged_like_any_other(ws: Workspace) -> None:
+    gone = one(ws, PushOp("delete", "short-lived", 4))
+    doc_id = str(gone["document_id"])
+    assert ws.manifest.purge_tombstones(retention_days=0) == []  # not complete yet
+    ws.index()
+    assert ws.manifest.purge_tombstones(retention_days=0) == [doc_id]
+    assert ws.manifest.document(doc_id) is None
+    # Past the retention the version is forgotten, as for a held document; the revision
+    # stays above the tombstone's, so every index accepts the new document.
+    back = one(ws, upsert("short-lived", 2))
+    assert back["status"] == "new"
+    record = ws.manifest.document(doc_id)
+    assert record is not None and record.revision == 2
