@@ -96,9 +96,9 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "tombstone-complete-at-commit-time",
-        "src/headwater/manifest/store.py",
-        "                        detected_at=now,\n                        completed_at=None,",
-        "                        detected_at=now,\n                        completed_at=now,",
+        "src/headwater/manifest/batch.py",
+        "                detected_at=now,\n                completed_at=None,",
+        "                detected_at=now,\n                completed_at=now,",
         (
             f"{EXTRA}::test_a_delete_the_sink_did_not_carry_out_never_completes_the_tombstone[sqlite]",
         ),
@@ -126,9 +126,9 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "revision-restarts-after-a-purge",
-        "src/headwater/manifest/store.py",
-        '                    values["revision"] += self._take_floor(conn, write.document_id)',
-        "                    self._take_floor(conn, write.document_id)",
+        "src/headwater/manifest/batch.py",
+        '        values["revision"] += floor',
+        "        floor = 0",
         (
             f"{REPAIR}::test_a_document_re_created_after_its_tombstone_was_purged_is_searchable[sqlite]",
         ),
@@ -222,6 +222,33 @@ MUTANTS: list[Mutant] = [
         (
             "tests/search/test_manifest_gate.py::test_a_revoked_document_is_not_returned_before_the_index_applies_it[keyword]",
         ),
+    ),
+    Mutant(
+        "push-commit-ignores-the-row-it-decided-from",
+        "src/headwater/manifest/batch.py",
+        "    if expect is None:\n        return []",
+        "    if True:\n        return []",
+        (
+            "tests/api/test_api_push_workers.py::test_interleaved_pushes_into_two_workers_keep_every_highest_acknowledged_version[postgres]",
+            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[postgres]",
+            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[sqlite]",
+        ),
+    ),
+    Mutant(
+        "ingest-key-writes-to-any-source",
+        "src/headwater/api/auth.py",
+        'return self.role == "admin" or (self.sources is not None and source_id in self.sources)',
+        "return True",
+        (
+            "tests/api/test_api_key_scopes.py::test_an_ingest_key_writes_only_to_the_sources_it_names",
+        ),
+    ),
+    Mutant(
+        "search-key-told-the-configured-sources",
+        "src/headwater/api/v1.py",
+        '    if not caller.has("admin"):\n        for source_id in body.sources:',
+        "    if False:\n        for source_id in body.sources:",
+        ("tests/api/test_api_key_scopes.py::test_a_search_key_is_not_told_the_configured_sources",),
     ),
 ]
 

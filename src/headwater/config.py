@@ -198,6 +198,7 @@ class ApiKeySection(Strict):
     role: Literal["search", "ingest", "admin"]
     principals: ApiPrincipals | None = None
     assert_principals: bool = False
+    sources: list[str] = []  # the push sources an ingest key may write to (none by default)
 
     @field_validator("secret")
     @classmethod
@@ -253,6 +254,27 @@ class HeadwaterConfig(Strict):
             "Check the id or add a [[source]] table; to delete the documents of a source "
             "removed from the config, run `headwater source remove ID`."
         )
+
+
+def api_key_problems(config: HeadwaterConfig) -> list[str]:
+    """``sources`` scopes an ingest key, and names configured push sources only."""
+    push = {s.id for s in config.source if s.type == "push"}
+    problems = []
+    for i, key in enumerate(config.api.keys):
+        where = f"api.keys[{i}] (name={key.name}).sources"
+        if key.sources and key.role != "ingest":
+            problems.append(
+                f"{where}: only an ingest key is scoped to sources (role {key.role!r} is not); "
+                "remove `sources` from this key"
+            )
+            continue
+        for source_id in key.sources:
+            if source_id not in push:
+                problems.append(
+                    f"{where}: {source_id!r} is not a configured push source; expected one of: "
+                    f"{', '.join(sorted(push)) or 'none'}"
+                )
+    return problems
 
 
 class LoadedConfig(BaseModel):
@@ -410,6 +432,7 @@ def load_config(
         from headwater.executor.checks import executor_problems
 
         problems.extend(executor_problems(config))
+        problems.extend(api_key_problems(config))
     if problems or config is None:
         raise ConfigError("invalid configuration", problems)
     return LoadedConfig(

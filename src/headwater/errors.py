@@ -99,6 +99,21 @@ class Cancelled(HeadwaterError):
     exit_code = EXIT_CANCELLED
 
 
+class WriteConflict(TransientError):
+    """A manifest batch was decided from rows another writer changed since they were read
+    (a conditional update matched no row, or a concurrent insert of the same document);
+    the transaction rolled back and wrote nothing. Read again and decide again."""
+
+
+class PushConflict(HeadwaterError):
+    """A pushed operation refused for its version, or a push to a source that is not a
+    ``push`` source (HTTP 409); ``current`` is the version the manifest holds."""
+
+    def __init__(self, message: str, current: int | None = None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
 class StaleWrite(HeadwaterError):
     """A sink refused a write for a revision older than the one it holds (invariant 5)."""
 

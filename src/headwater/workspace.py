@@ -30,7 +30,7 @@ from headwater.config import (
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.durations import parse_duration
-from headwater.errors import ConfigError, HeadwaterError
+from headwater.errors import ConfigError, HeadwaterError, NotFoundError, PushConflict
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
@@ -52,6 +52,7 @@ from headwater.reports import (
 from headwater.sinks import Sink
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
+from headwater.sync.push import PushOp, PushResult, push
 from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.removal import RemovalReport
 from headwater.sync.report import PruneReport, PruneResult, RunReport
@@ -366,6 +367,20 @@ class Workspace(WorkspaceReads):
         if indexer is not None:
             result.index.add(self.drain_writable([]))
         return result
+
+    def push(self, source_id: str, ops: Sequence[PushOp]) -> list[PushResult]:
+        """Commit pushed upserts and deletes of a ``push`` source, in order, one result per
+        op; safe across any number of processes on one manifest (see ``sync.push``)."""
+        try:
+            section = self.source_section(source_id)
+        except ConfigError as exc:
+            raise NotFoundError(str(exc)) from exc
+        if section.type != "push":
+            raise PushConflict(
+                f"source {source_id!r} has type {section.type!r}; only `push` sources accept "
+                'documents through the API. Add a [[source]] with type = "push".'
+            )
+        return push(self.manifest, self.source_identity(section), self.content_store, ops)
 
     def _drain(self, indexer: GenerationIndexer, only: Sequence[str] | None = None) -> IndexReport:
         started = utcnow()

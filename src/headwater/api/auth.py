@@ -40,9 +40,13 @@ class Caller:
     groups: tuple[str, ...] = ()
     fixed_principals: bool = False
     assert_principals: bool = False
+    sources: tuple[str, ...] | None = None  # what an ingest key may push to; None: all
 
     def has(self, role: str) -> bool:
         return self.role == "admin" or self.role == role
+
+    def may_push(self, source_id: str) -> bool:
+        return self.role == "admin" or (self.sources is not None and source_id in self.sources)
 
 
 @dataclass
@@ -78,6 +82,7 @@ class KeyRing:
                         groups=tuple(p.groups) if p else (),
                         fixed_principals=p is not None,
                         assert_principals=key.assert_principals or key.role == "admin",
+                        sources=None if key.role == "admin" else tuple(key.sources),
                     ),
                 )
             )
@@ -139,6 +144,19 @@ def require(role: str) -> Callable[[Request], Caller]:
         return caller
 
     return dependency
+
+
+def require_source(caller: Caller, source_id: str) -> None:
+    """403 unless ``caller`` may push to ``source_id``: an ingest key only to the sources
+    its ``sources = [...]`` names; the answer names those, never any other source."""
+    if caller.may_push(source_id):
+        return
+    mine = ", ".join(repr(s) for s in caller.sources or ()) or "none"
+    raise HTTPException(
+        403,
+        f"key {caller.name!r} may not push to source {source_id!r}; it may push to: {mine}. "
+        f'Add the source to `sources = [...]` of its [[api.keys]] entry (name = "{caller.name}").',
+    )
 
 
 def is_loopback(host: str) -> bool:

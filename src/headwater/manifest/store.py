@@ -12,12 +12,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, Engine, delete, func, insert, select
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from headwater.clock import utcnow
-from headwater.errors import TransientError
+from headwater.errors import TransientError, WriteConflict
 from headwater.manifest import schema as t
+from headwater.manifest.batch import write_batch
 from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.generations import PREVIOUS, Generations, generation_key
@@ -65,16 +66,30 @@ class Manifest:
     # -- documents -----------------------------------------------------------------
 
     def ensure_source(self, source_id: str, source_type: str) -> None:
-        with begin_write(self.engine) as conn:
-            found = conn.execute(
-                select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
-            ).first()
-            if found is None:
-                conn.execute(
-                    insert(t.sources).values(
-                        source_id=source_id, type=source_type, created_at=utcnow()
+        """Register a source once; two processes registering it at once both succeed."""
+        try:
+            with begin_write(self.engine) as conn:
+                found = conn.execute(
+                    select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
+                ).first()
+                if found is None:
+                    conn.execute(
+                        insert(t.sources).values(
+                            source_id=source_id, type=source_type, created_at=utcnow()
+                        )
                     )
-                )
+        except IntegrityError:  # inserted by a concurrent process after our SELECT
+            if self._source_missing(source_id):
+                raise
+
+    def _source_missing(self, source_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return (
+                conn.execute(
+                    select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
+                ).first()
+                is None
+            )
 
     def document(self, document_id: str) -> DocumentRecord | None:
         with self.engine.connect() as conn:
@@ -273,11 +288,22 @@ class Manifest:
 
         With ``lease`` (every sync run passes its own), the transaction first fences it:
         if another process took the lease over, ``LeaseLost`` and nothing is written.
+        A checked write (the version gates set them) applies only to the row it was decided
+        from; a row changed meanwhile, or inserted by a concurrent batch, is a
+        ``WriteConflict`` and nothing is written: read again and decide again.
         A lock timeout or serialization failure is a ``TransientError``: the runner retries
         the run from its last checkpoint, and the transaction left nothing behind.
         """
         try:
-            self._commit_batch(run_id, batch, lease)
+            with begin_write(self.engine) as conn:
+                if lease is not None:
+                    fence(conn, lease)
+                write_batch(conn, run_id, batch, self.failures)
+        except IntegrityError as exc:
+            raise WriteConflict(
+                f"a concurrent batch wrote the same document first ({exc.orig}); "
+                "nothing was written, decide again from the manifest"
+            ) from exc
         except OperationalError as exc:
             text = str(exc.orig).lower()
             if any(marker in text for marker in LOCK_MARKERS):
@@ -285,97 +311,6 @@ class Manifest:
                     f"the manifest was busy ({exc.orig}); the batch will be retried"
                 ) from exc
             raise
-
-    def _commit_batch(self, run_id: str, batch: BatchCommit, lease: Lease | None) -> None:
-        now = utcnow()
-        with begin_write(self.engine) as conn:
-            if lease is not None:
-                fence(conn, lease)
-            for write in batch.writes:
-                values = write.values()
-                if write.is_new and not self._exists(conn, write.document_id):
-                    values["revision"] += self._take_floor(conn, write.document_id)
-                    conn.execute(
-                        insert(t.documents).values(created_at=now, updated_at=now, **values)
-                    )
-                else:
-                    conn.execute(
-                        update(t.documents)
-                        .where(t.documents.c.document_id == write.document_id)
-                        .values(updated_at=now, **values)
-                    )
-            for part in chunked(batch.seen):
-                conn.execute(
-                    update(t.documents)
-                    .where(t.documents.c.document_id.in_(part))
-                    .values(last_seen_run=run_id)
-                )
-            for source_id, folder in batch.seen_prefixes:
-                under = folder if folder.endswith("/") else folder + "/"
-                conn.execute(
-                    update(t.documents)
-                    .where(
-                        t.documents.c.source_id == source_id,
-                        t.documents.c.state == ACTIVE,
-                        (t.documents.c.object_id == folder)
-                        | t.documents.c.object_id.startswith(under, autoescape=True),
-                    )
-                    .values(last_seen_run=run_id)
-                )
-            for doc_id in batch.cleared_tombstones:
-                conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id == doc_id))
-            for tomb in batch.tombstones:
-                conn.execute(
-                    delete(t.tombstones).where(t.tombstones.c.document_id == tomb.document_id)
-                )
-                conn.execute(
-                    insert(t.tombstones).values(
-                        document_id=tomb.document_id,
-                        source_id=tomb.source_id,
-                        object_id=tomb.object_id,
-                        revision=tomb.revision,
-                        sequence=tomb.sequence,
-                        reason=tomb.reason,
-                        detected_at=now,
-                        completed_at=None,
-                    )
-                )
-                conn.execute(
-                    update(t.documents)
-                    .where(t.documents.c.document_id == tomb.document_id)
-                    .values(
-                        state=DELETED,
-                        revision=tomb.revision,
-                        sequence=tomb.sequence
-                        if tomb.sequence is not None
-                        else t.documents.c.sequence,
-                        updated_at=now,
-                    )
-                )
-            self.failures.write(conn, batch.failures, run_id, now)
-            self.failures.resolve_in(conn, batch.resolved, now)
-            self.failures.touch_in(conn, batch.still_failing, run_id)
-
-    @staticmethod
-    def _take_floor(conn: Connection, document_id: str) -> int:
-        """The revision a purged document reached (0 if none); it now lives in its row."""
-        floors = t.revision_floors
-        floor = conn.execute(
-            select(floors.c.revision).where(floors.c.document_id == document_id)
-        ).scalar()
-        if floor is None:
-            return 0
-        conn.execute(delete(floors).where(floors.c.document_id == document_id))
-        return int(floor)
-
-    @staticmethod
-    def _exists(conn: Connection, document_id: str) -> bool:
-        return (
-            conn.execute(
-                select(t.documents.c.document_id).where(t.documents.c.document_id == document_id)
-            ).first()
-            is not None
-        )
 
     # -- maintenance -------------------------------------------------------------------
 
