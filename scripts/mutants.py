@@ -223,6 +223,26 @@ MUTANTS: list[Mutant] = [
             "tests/search/test_manifest_gate.py::test_a_revoked_document_is_not_returned_before_the_index_applies_it[keyword]",
         ),
     ),
+    Mutant(
+        "a-group-deleted-in-the-source-stays-after-sync-permissions",
+        "src/headwater/manifest/groups.py",
+        "            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))\n",
+        "            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id, t.group_members.c.group_principal.in_(sorted(groups))))\n",
+        (
+            "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[sqlite]",
+            "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[postgres]",
+        ),
+    ),
+    Mutant(
+        "the-group-listing-commit-is-not-fenced",
+        "src/headwater/manifest/groups.py",
+        "            if lease is not None:\n                fence(conn, lease)\n            conn.execute(delete(t.group_members)",
+        "            conn.execute(delete(t.group_members)",
+        (
+            "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[sqlite]",
+            "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[postgres]",
+        ),
+    ),
 ]
 
 
