@@ -243,6 +243,33 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[postgres]",
         ),
     ),
+    Mutant(
+        "an-invalid-principal-keeps-serving-the-held-revision",
+        GATES,
+        "        if record is not None and record.state == ACTIVE and record.acl:\n            self.commit.writes.append(acl_only_write(record, ()))\n",
+        "",
+        (
+            "tests/connectors/sql/test_sql_sync.py::test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_apply[postgresql]",
+        ),
+    ),
+    Mutant(
+        "an-invalid-principal-fails-the-whole-sql-source",
+        "src/headwater/connectors/sql/_rows.py",
+        "access and access.key()]",
+        "access and access.principals()]",
+        (
+            "tests/connectors/sql/test_sql_sync.py::test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_apply[postgresql]",
+        ),
+    ),
+    Mutant(
+        "github-trusts-a-304-after-the-readers-changed",
+        "src/headwater/connectors/github/_connector.py",
+        'same = before is not None and before.get("url") == url and before.get("acl") == mark',
+        'same = before is not None and before.get("url") == url',
+        (
+            "tests/connectors/github/test_github_sync.py::test_a_collaborator_removed_right_after_the_first_sync_loses_the_items",
+        ),
+    ),
 ]
 
 

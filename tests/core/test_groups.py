@@ -295,3 +295,24 @@ def test_a_stale_owner_cannot_replace_the_group_listing(manifest_url: str) -> No
         assert manifest.groups.members("a") == {eng: ["u1@x.com"]}
     finally:
         manifest.close()
+
+
+def test_a_lookalike_in_a_permission_listing_withholds_the_document(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    config = workspace(tmp_path, manifest_url, "a")
+    a = state(tmp_path, "a")
+    a.docs = {"a-1": Access(users=("u0@x.com",)), "a-2": Access(users=("u1@x.com",))}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+        assert visible(ws, "u0@x.com") == {"a-1"}
+        a.docs["a-1"] = Access(users=("u\uff10@x.com",))  # fullwidth 0: NFKC reads u0
+        a.docs["a-2"] = Access(users=("u2@x.com",))  # u1 revoked in the same listing
+        (report,) = ws.sync_permissions(["a"]).sources
+        assert report.status == "succeeded" and report.changed == 2, report
+        (rejected,) = report.rejected
+        assert rejected.startswith("a-1: ") and "compatibility characters" in rejected
+        assert visible(ws, "u0@x.com") == set()  # withheld, not served under the old ACL
+        assert visible(ws, "u1@x.com") == set() and visible(ws, "u2@x.com") == {"a-2"}
+        record = ws.manifest.document_by_object("a", "a-1")
+        assert record is not None and record.acl == ()

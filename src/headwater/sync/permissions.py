@@ -7,7 +7,9 @@ batch), which the indexer applies with ``update_access`` in every index and zero
 embedder calls. No content is fetched or parsed. Then, for a ``GroupListing`` connector,
 the source's group memberships are replaced whole (``sync_groups``, also called after
 every content sync). Objects the listing does not name are left as they are: a
-permission listing is not an enumeration, and deletes stay with the content sync.
+permission listing is not an enumeration, and deletes stay with the content sync. An ACL
+naming an identity that could pass as another is reported (``rejected``) and its document
+withheld (an ACL-only revision visible to nobody) until the source fixes it.
 """
 
 from __future__ import annotations
