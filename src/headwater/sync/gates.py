@@ -229,10 +229,6 @@ class BatchBuilder:
         doc_id = src.document_id(doc.object_id)
         record = self.existing.get(doc.object_id)
         access = doc.access if doc.access is not None else src.default_access
-        try:
-            acl = tuple(access.principals())
-        except ConfigError as exc:  # an identity that could pass as another: never index it
-            return self._refuse_access(doc, record, exc)
         metadata = dict(doc.metadata)
         if record is not None and doc.sequence is not None:
             floor = (
@@ -243,8 +239,12 @@ class BatchBuilder:
             if floor is not None and (
                 doc.sequence < floor or (record.state == DELETED and doc.sequence <= floor)
             ):
-                self.counts.stale += 1
+                self.counts.stale += 1  # even with a bad ACL: a late old version changes nothing
                 return Outcome.STALE
+        try:
+            acl = tuple(access.principals())
+        except ConfigError as exc:  # an identity that could pass as another: never index it
+            return self._refuse_access(doc, record, exc)
         dead = self.dead_versions.get(doc_id)
         # A dead entry at this very version is a hint skip too: `sync --full` reads it again
         # (a file whose permissions were fixed keeps its mtime and size).
