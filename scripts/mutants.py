@@ -250,6 +250,53 @@ MUTANTS: list[Mutant] = [
         "    if False:\n        for source_id in body.sources:",
         ("tests/api/test_api_key_scopes.py::test_a_search_key_is_not_told_the_configured_sources",),
     ),
+    Mutant(
+        "a-group-deleted-in-the-source-stays-after-sync-permissions",
+        "src/headwater/manifest/groups.py",
+        "            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))\n",
+        "            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id, t.group_members.c.group_principal.in_(sorted(groups))))\n",
+        (
+            "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[sqlite]",
+            "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[postgres]",
+        ),
+    ),
+    Mutant(
+        "the-group-listing-commit-is-not-fenced",
+        "src/headwater/manifest/groups.py",
+        "            if lease is not None:\n                fence(conn, lease)\n            conn.execute(delete(t.group_members)",
+        "            conn.execute(delete(t.group_members)",
+        (
+            "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[sqlite]",
+            "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[postgres]",
+        ),
+    ),
+    Mutant(
+        "an-invalid-principal-keeps-serving-the-held-revision",
+        GATES,
+        "        if record is not None and record.state == ACTIVE and record.acl:\n            self.commit.writes.append(acl_only_write(record, ()))\n",
+        "",
+        (
+            "tests/connectors/sql/test_sql_sync.py::test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_apply[postgresql]",
+        ),
+    ),
+    Mutant(
+        "an-invalid-principal-fails-the-whole-sql-source",
+        "src/headwater/connectors/sql/_rows.py",
+        "access and access.key()]",
+        "access and access.principals()]",
+        (
+            "tests/connectors/sql/test_sql_sync.py::test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_apply[postgresql]",
+        ),
+    ),
+    Mutant(
+        "github-trusts-a-304-after-the-readers-changed",
+        "src/headwater/connectors/github/_connector.py",
+        'same = before is not None and before.get("url") == url and before.get("acl") == mark',
+        'same = before is not None and before.get("url") == url',
+        (
+            "tests/connectors/github/test_github_sync.py::test_a_collaborator_removed_right_after_the_first_sync_loses_the_items",
+        ),
+    ),
 ]
 
 

@@ -33,7 +33,7 @@ class AccessBody(CleanModel):
 
     def to_access(self) -> Access:
         return Access(
-            users=tuple(sorted(u.strip().lower() for u in self.users)),
+            users=tuple(sorted(self.users)),  # normalized (and refused) by the gate
             groups=tuple(sorted(self.groups)),
             public=self.public,
         )

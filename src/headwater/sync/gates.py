@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from headwater.errors import ConfigError, ItemError, TransientError
@@ -24,6 +24,7 @@ from headwater.manifest.records import (
     ACTIVE,
     DELETED,
     BatchCommit,
+    DocumentFields,
     DocumentRecord,
     DocumentWrite,
     FailureWrite,
@@ -89,6 +90,13 @@ def signature_of(
     """What a sink shows besides the ACL: a change here means the chunks must be re-written."""
     payload = json.dumps([checksum, title, locator, dict(metadata)], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:
+    """The same row with a new ACL and the next revision: an ACL-only change."""
+    values = {f.name: getattr(record, f.name) for f in fields(DocumentFields)}
+    values.update(acl=acl, revision=record.revision + 1)
+    return DocumentWrite(**values, is_new=False)
 
 
 @dataclass
@@ -257,10 +265,6 @@ class BatchBuilder:
         doc_id = src.document_id(doc.object_id)
         record = self.existing.get(doc.object_id)
         access = doc.access if doc.access is not None else src.default_access
-        try:
-            acl = tuple(access.principals())
-        except ConfigError as exc:  # an identity that could pass as another: never index it
-            return self._fail(doc, "fetch", "invalid_principal", str(exc), True, doc.version)
         metadata = dict(doc.metadata)
         if record is not None and doc.sequence is not None:
             floor = (
@@ -271,8 +275,12 @@ class BatchBuilder:
             if floor is not None and (
                 doc.sequence < floor or (record.state == DELETED and doc.sequence <= floor)
             ):
-                self.counts.stale += 1
+                self.counts.stale += 1  # even with a bad ACL: a late old version changes nothing
                 return Outcome.STALE
+        try:
+            acl = tuple(access.principals())
+        except ConfigError as exc:  # an identity that could pass as another: never index it
+            return self._refuse_access(doc, record, exc)
         dead = self.dead_versions.get(doc_id)
         # A dead entry at this very version is a hint skip too: `sync --full` reads it again
         # (a file whose permissions were fixed keeps its mtime and size).
@@ -349,6 +357,24 @@ class BatchBuilder:
             self.counts.unchanged += 1
             return Outcome.UNCHANGED
         return self._write(doc, record, checksum, signature, acl, metadata, title)
+
+    def _refuse_access(
+        self, doc: SourceDocument, record: DocumentRecord | None, exc: ConfigError
+    ) -> Outcome:
+        """An ACL naming an identity that could pass as another: only this document fails.
+
+        A revision the manifest holds is withheld (an ACL-only revision visible to nobody,
+        invariant 12) rather than served under an ACL the source no longer states. The
+        failure keeps no version hint, so the next run reads the ACL again even when the
+        source fixed it without a new version (a repository's collaborators).
+        """
+        if record is not None and record.state == ACTIVE and record.acl:
+            self.commit.writes.append(acl_only_write(record, ()))
+        message = (
+            f"{doc.object_id}: its ACL names an identity that could pass as another, so "
+            f"nobody sees this document until the source fixes it: {exc}"
+        )
+        return self._fail(doc, "fetch", "invalid_principal", message, True)
 
     def _write(
         self,
