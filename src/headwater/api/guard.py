@@ -20,6 +20,7 @@ One ASGI middleware, outermost, that looks only at the request line and the head
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -115,7 +116,7 @@ def limit_of(app: FastAPI, route: APIRoute | None) -> int:
     return BODY_LIMIT
 
 
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status, headers=headers)
 
 
