@@ -272,6 +272,13 @@ MUTANTS: list[Mutant] = [
         "    if True:",
         (f"{LIMITS}::test_a_streamed_oversized_body_is_413_once_it_passes_the_limit",),
     ),
+    Mutant(
+        "docs-load-swagger-from-a-cdn",
+        "src/headwater/api/app.py",
+        "        docs_url=None,\n",
+        '        docs_url="/docs",\n',
+        (f"{BROWSER}::test_no_page_loads_assets_from_a_cdn",),
+    ),
 ]
 
 
