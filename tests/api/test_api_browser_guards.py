@@ -119,7 +119,7 @@ def test_admin_pages_carry_security_headers(server: Server) -> None:
             csp = r.headers["content-security-policy"]
             assert "frame-ancestors 'none'" in csp and "default-src 'self'" in csp, path
             assert r.headers["x-content-type-options"] == "nosniff"
-            assert r.headers["referrer-policy"] == "no-referrer"
+            assert r.headers["referrer-policy"] == "same-origin"
     r = httpx.get(server.url + "/healthz")
     assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
     assert r.headers["x-content-type-options"] == "nosniff"

@@ -14,8 +14,9 @@ One ASGI middleware, outermost, that looks only at the request line and the head
 - **Bounded bodies**: at most ``BODY_LIMIT`` bytes (``[api] max_push_bytes`` for push
   routes), answered 413 from the declared Content-Length before reading, or as soon as a
   chunked body passes the limit (only the limit is ever buffered).
-- **Security headers** on every answer: ``nosniff``, no referrer, and a Content Security
-  Policy (``frame-ancestors 'none'``; the admin page loads only its own files).
+- **Security headers** on every answer: ``nosniff``, a same-origin referrer policy, and a
+  Content Security Policy (``frame-ancestors 'none'``; the admin page loads only its own
+  files).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from headwater.api.admin import signed_in
 from headwater.api.auth import KeyRing, Require, is_loopback
 
 BODY_LIMIT = 4 * 1024 * 1024  # every body but a push: a search is at most a few hundred KB
@@ -125,7 +127,7 @@ def too_large(limit: int, push: bool) -> Response:
     fix = (
         "split the batch, or raise [api] max_push_bytes"
         if push
-        else "send a smaller body (see docs/api.md, Limits)"
+        else "send a smaller body (a search needs a few hundred KB at most; see docs/api.md)"
     )
     return error(413, f"{what} may be at most {limit} bytes; {fix}.")
 
@@ -152,8 +154,8 @@ def refusal(app: FastAPI, scope: Scope, route: APIRoute | None) -> Response | No
             return error(
                 403,
                 f"a {method} from {other!r} is refused: requests {where} must come from this "
-                "server's own pages (the same Origin as the Host). "
-                "Use the admin page itself, or an API key from a program (no Origin header).",
+                "server's own pages (the same Origin as the Host). Use the server's own "
+                "pages, or call it from a program (which sends no Origin header).",
             )
     if route is None:
         return None
@@ -163,11 +165,13 @@ def refusal(app: FastAPI, scope: Scope, route: APIRoute | None) -> Response | No
             Require(role).check(Request(scope))
         except HTTPException as exc:
             return error(exc.status_code, str(exc.detail), exc.headers)
-    elif admin and method in UNSAFE and route.path != "/admin/login":
-        from headwater.api.admin import signed_in
-
-        if not signed_in(Request(scope)):
-            return RedirectResponse("/admin/login", status_code=303)
+    elif (
+        admin
+        and method in UNSAFE
+        and route.path != "/admin/login"
+        and not signed_in(Request(scope))
+    ):
+        return RedirectResponse("/admin/login", status_code=303)  # before the form is read
     return None
 
 
@@ -205,7 +209,7 @@ class Guard:
                 extra = [
                     (b"content-security-policy", csp.encode()),
                     (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
+                    (b"referrer-policy", b"same-origin"),  # no-referrer would make Origin "null"
                     (b"x-frame-options", b"DENY"),
                 ]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
