@@ -5,9 +5,11 @@ Each mutant is a named text patch (file, old text, new text) of one guard, plus 
 pytest node ids that must kill it. For each mutant the script copies ``src/`` and
 ``tests/`` (and ``pyproject.toml``) to a temporary directory, applies that one patch
 there, runs the killing tests with ``PYTHONPATH`` pointing at the copy, and reports
-``killed`` (some test failed), ``survived`` (all passed), ``stale-patch`` (its old text
-is not found exactly once) or ``broken`` (pytest did not run the tests to a failure: a
-collection or syntax error). It exits 1 unless every mutant was killed.
+``killed`` (some test failed), ``survived`` (all passed), ``timeout`` (the tests did not
+finish within ``--timeout``: a hang proves nothing about the guard, so it is not a kill),
+``stale-patch`` (its old text is not found exactly once) or ``broken`` (pytest did not run
+the tests to a failure: a collection or syntax error). It exits 1 unless every mutant was
+killed.
 
     .venv/bin/python scripts/mutants.py            # every mutant
     .venv/bin/python scripts/mutants.py -k qdrant  # mutants whose name contains "qdrant"
@@ -43,6 +45,9 @@ EXTRA = "tests/correctness/test_invariants_extra.py"
 GATES = "src/headwater/sync/gates.py"
 SKIP_RULE = "tests/core/test_core_skip_rule.py"
 QDRANT_SUITE = "tests/sinks/test_qdrant_conformance.py::TestQdrantInMemoryConformance"
+AUTHZ = "tests/api/test_api_authorization.py"
+BROWSER = "tests/api/test_api_browser_guards.py"
+LIMITS = "tests/api/test_api_body_limits.py"
 
 MUTANTS: list[Mutant] = [
     Mutant(
@@ -297,6 +302,57 @@ MUTANTS: list[Mutant] = [
             "tests/connectors/github/test_github_sync.py::test_a_collaborator_removed_right_after_the_first_sync_loses_the_items",
         ),
     ),
+    Mutant(
+        "admin-router-accepts-search-keys",
+        "src/headwater/api/v1_admin.py",
+        'Admin = Annotated[Caller, Depends(require("admin"))]',
+        'Admin = Annotated[Caller, Depends(require("search"))]',
+        (f"{AUTHZ}::test_every_operation_answers_its_documented_role[search-fixed]",),
+    ),
+    Mutant(
+        "fixed-principals-search-key-may-send-user-groups",
+        "src/headwater/api/v1.py",
+        "    if caller.fixed_principals:\n        if asserted:",
+        "    if caller.fixed_principals:\n        if False:",
+        (
+            f"{AUTHZ}::test_every_operation_answers_its_documented_role[search-fixed-sending-principals]",
+        ),
+    ),
+    Mutant(
+        "open-mode-accepts-any-host",
+        "src/headwater/api/guard.py",
+        "    if ring.open and not loopback_host(",
+        "    if False and not loopback_host(",
+        (f"{BROWSER}::test_open_mode_answers_only_loopback_host_names",),
+    ),
+    Mutant(
+        "admin-forms-accept-another-sites-origin",
+        "src/headwater/api/guard.py",
+        "    if method in UNSAFE and (ring.open or admin):",
+        "    if method in UNSAFE and ring.open:",
+        (f"{BROWSER}::test_cookie_authenticated_admin_forms_refuse_another_sites_origin",),
+    ),
+    Mutant(
+        "the-body-is-read-before-the-key",
+        "src/headwater/api/guard.py",
+        "    role = role_of(route)\n",
+        "    role = None\n",
+        (f"{LIMITS}::test_an_unauthenticated_body_is_refused_before_it_is_read[/v1/search]",),
+    ),
+    Mutant(
+        "chunked-bodies-are-not-counted",
+        "src/headwater/api/guard.py",
+        '    if "chunked" not in headers.get("transfer-encoding", "").lower():',
+        "    if True:",
+        (f"{LIMITS}::test_a_streamed_oversized_body_is_413_once_it_passes_the_limit",),
+    ),
+    Mutant(
+        "docs-load-swagger-from-a-cdn",
+        "src/headwater/api/app.py",
+        "        docs_url=None,\n",
+        '        docs_url="/docs",\n',
+        (f"{BROWSER}::test_no_page_loads_assets_from_a_cdn",),
+    ),
 ]
 
 
@@ -337,7 +393,7 @@ def run_mutant(mutant: Mutant, python: str, timeout: int) -> tuple[str, str]:
                 command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:
-            return "killed", "timed out"
+            return "timeout", f"the killing tests ran past {timeout} s (not a kill)"
         last = (done.stdout.strip().splitlines() or [""])[-1]
         if done.returncode == 0:
             return "survived", last
@@ -355,13 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"no mutant name contains {args.k!r}; names: {', '.join(m.name for m in MUTANTS)}")
         return 1
-    bad = 0
+    verdicts: dict[str, int] = {}
     for mutant in chosen:
         verdict, detail = run_mutant(mutant, sys.executable, args.timeout)
         print(f"{verdict:12} {mutant.name}: {detail}", flush=True)
-        bad += verdict != "killed"
-    print(f"{len(chosen) - bad}/{len(chosen)} killed")
-    return 1 if bad else 0
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+    others = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()) if v != "killed")
+    print(f"{verdicts.get('killed', 0)}/{len(chosen)} killed" + (f" ({others})" if others else ""))
+    return 0 if verdicts.get("killed", 0) == len(chosen) else 1
 
 
 if __name__ == "__main__":

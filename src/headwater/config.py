@@ -209,9 +209,15 @@ class ApiKeySection(Strict):
 
 
 class ApiSection(Strict):
-    """``[api]``: the HTTP service's keys."""
+    """``[api]``: the HTTP service's keys, and the largest push request body it reads."""
 
     keys: list[ApiKeySection] = []
+    max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
+
+    @field_validator("max_push_bytes", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        return parse_size(value) if isinstance(value, str) else value
 
 
 class ExecutorQueues(Strict):

@@ -123,27 +123,42 @@ def caller_of(request: Request) -> Caller | None:
     return None
 
 
-def require(role: str) -> Callable[[Request], Caller]:
-    """A FastAPI dependency: 401 without a valid key, 403 when its role is not enough."""
+UNAUTHENTICATED = (
+    "missing or unknown API key; send `Authorization: Bearer <secret>` "
+    "with a key from [[api.keys]]."
+)
 
-    def dependency(
-        request: Request, _declared: HTTPAuthorizationCredentials | None = Depends(BEARER)
-    ) -> Caller:
+
+class Require:
+    """A FastAPI dependency: 401 without a valid key, 403 when its role is not enough.
+
+    A class, not a closure, so that the request guard (``headwater.api.guard``) can read
+    a route's ``role`` and check the caller before anything reads the request body.
+    """
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+
+    def check(self, request: Request) -> Caller:
         caller = caller_of(request)
         if caller is None:
+            raise HTTPException(401, UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
+        if not caller.has(self.role):
             raise HTTPException(
-                401,
-                "missing or unknown API key; send `Authorization: Bearer <secret>` "
-                "with a key from [[api.keys]].",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        if not caller.has(role):
-            raise HTTPException(
-                403, f"key {caller.name!r} has role {caller.role!r}; this needs role {role!r}."
+                403,
+                f"key {caller.name!r} has role {caller.role!r}; this needs role {self.role!r}.",
             )
         return caller
 
-    return dependency
+    def __call__(
+        self, request: Request, _declared: HTTPAuthorizationCredentials | None = Depends(BEARER)
+    ) -> Caller:
+        return self.check(request)
+
+
+def require(role: str) -> Require:
+    """The dependency of a route that needs ``role`` (see ``Require``)."""
+    return Require(role)
 
 
 def require_source(caller: Caller, source_id: str) -> None:
