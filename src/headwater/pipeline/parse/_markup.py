@@ -29,6 +29,7 @@ _ADOC_HEADING = re.compile(r"^(={1,6})[ \t]+(\S.*?)[ \t]*=*[ \t]*$")
 _ORG_HEADING = re.compile(r"^(\*{1,6})[ \t]+(\S.*?)[ \t]*$")
 _ORG_TITLE = re.compile(r"^#\+TITLE:[ \t]*(.+?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
 _FENCE = re.compile(r"^(----|\.\.\.\.|```)[ \t]*$")
+_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]*?)\s*(?:<[^`>]*>)?`")
 
 
 def parse_rst(content: bytes, charset: str | None) -> tuple[str, str | None]:
@@ -78,9 +79,9 @@ class _RstText:
             elif isinstance(child, nodes.literal_block):
                 self.blocks.append(child.astext())
             elif isinstance(child, nodes.list_item):
-                self.blocks.append("- " + " ".join(child.astext().split()))
+                self.blocks.append("- " + _one_line(child.astext()))
             elif isinstance(child, nodes.TextElement):
-                text = " ".join(child.astext().split())
+                text = _one_line(child.astext())
                 if text:
                     self.blocks.append(text)
             elif isinstance(child, nodes.Element):
@@ -88,7 +89,8 @@ class _RstText:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One line of text; an unknown role (``:ref:`the guide <guide>```) as its text."""
+    return _ROLE.sub(lambda found: found.group(1), " ".join(text.split()))
 
 
 def parse_asciidoc(content: bytes, charset: str | None) -> tuple[str, str | None]:

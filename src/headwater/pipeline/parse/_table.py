@@ -87,8 +87,9 @@ def _delimited(content: bytes, charset: str | None, delimiter: str | None) -> st
     if delimiter is None:
         try:
             delimiter = csv.Sniffer().sniff(text[:_SNIFF_CHARS], delimiters=",;\t|").delimiter
-        except csv.Error:
-            delimiter = ","
+        except csv.Error:  # ragged rows: the delimiter the header line has most of
+            head = next((line for line in text.splitlines() if line.strip()), "")
+            delimiter = max(",;\t|", key=head.count)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     return "\n".join(render_rows(reader, _Budget("CSV")))
 
