@@ -28,6 +28,10 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "rows.jsonl": lambda: b'{"id": 1, "v": "x"}\n{"id": 2, "v": [1, 2]}\n' * 10,
     "values.yaml": lambda: b"a: &a [1, 2]\nb: *a\nc: {d: e}\n" * 10,
     "book.xml": lambda: b'<?xml version="1.0"?><b><title>T</title><p>x <i>y</i> z</p></b>' * 1,
+    "docbook.xml": lambda: (
+        b'<?xml version="1.0"?>\n<!DOCTYPE book [<!ENTITY product "Headwater">]>'
+        b"<book><title>&product; guide</title><para>Use &product; &amp; more.</para></book>"
+    ),
     "main.py": lambda: b"def main():\n    return 'ok'\n" * 20,
     "sales.csv": lambda: b'Region,Quarter,Revenue\nNorth,Q1,"1,000"\nSouth,Q2,900\n' * 10,
     "staff.tsv": lambda: b"Name\tRole\nGrace\tAdmiral\n" * 10,

@@ -76,7 +76,7 @@ def test_parse_settings_of_the_workspace_and_the_source_read_more_files(
 ) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    (corpus / "nginx.conf").write_text("server_name lighthouse.example;\n")
+    (corpus / "nginx.site").write_text("server_name lighthouse.example;\n")
     (corpus / "page.tpl").write_text(
         "<html><head><title>Harbour page</title></head><body><p>Harbour pilots.</p></body></html>"
     )
@@ -94,19 +94,19 @@ def test_parse_settings_of_the_workspace_and_the_source_read_more_files(
     with Workspace.open(config) as ws:
         ws.sync()
         assert {f.object_id: f.error_class for f in ws.failures()} == {
-            "nginx.conf": "unsupported_type",
+            "nginx.site": "unsupported_type",
             "page.tpl": "unsupported_type",
         }
         assert "[parse] text_extensions" in ws.failures()[0].message
         plain_version = ws.document(source="docs", object_id="notes.txt").record.pipeline_version
     configure(
-        'parse = { text_extensions = [".CONF"] }',
+        'parse = { text_extensions = [".SITE"] }',
         '[parse]\nmedia_types = { ".tpl" = "text/html" }\n',
     )
     with Workspace.open(config) as ws:
         (run,) = ws.sync().runs  # no --full: the source's content version changed
         assert ws.failures() == [] and run.counts.new == 2
-        assert ws.search("lighthouse", mode="keyword")[0]["locator"].endswith("nginx.conf")
+        assert ws.search("lighthouse", mode="keyword")[0]["locator"].endswith("nginx.site")
         page = ws.document(source="docs", object_id="page.tpl")
         assert page.record.title == "Harbour page"
         assert page.record.pipeline_version != plain_version

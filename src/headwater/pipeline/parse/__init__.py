@@ -115,7 +115,9 @@ CODE_EXTENSIONS: Final = frozenset(
     ".py .pyi .js .mjs .cjs .ts .tsx .jsx .java .kt .kts .scala .groovy .c .h .cc .cpp .cxx"
     " .hh .hpp .hxx .cs .fs .go .rs .swift .m .mm .rb .php .pl .pm .lua .r .jl .hs .ml .mli"
     " .ex .exs .erl .hrl .clj .cljs .dart .elm .sh .bash .zsh .fish .ps1 .bat .cmd .sql .css"
-    " .scss .sass .less .vue .svelte .tf .proto .graphql .cmake .mk .el .vim .toml .ini .cfg"
+    " .scss .sass .less .vue .svelte .tf .proto .graphql .cmake .mk .el .vim .awk .sed .cocci"
+    " .perl .tcl .tex .texi .patch .diff .in .po .pot .toml .ini .cfg .conf .properties"
+    " .service .socket .timer .desktop .bashrc .bash_profile .bash_logout .profile .zshrc"
     .split()
 )
 """Source code and configuration read as plain text by the ``code`` parser."""
@@ -150,6 +152,7 @@ _PARSERS: Final[dict[str, ParserFunc]] = {
 SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
     ".txt": "text",
     ".text": "text",
+    ".log": "text",
     ".md": "markdown",
     ".markdown": "markdown",
     ".html": "html",
@@ -306,7 +309,7 @@ def _parse_compressed(
 def _doc_name_text(name: str, media_type: str | None) -> str | None:
     """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``), or
     the name of a documentation file with a suffix that names no format
-    (``README.Debian``, ``changelog.Debian``), whose media type says nothing more
+    (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says nothing more
     specific: read as plain text, and refused as binary by the sniff below when its bytes
     are not text. Hidden files (``.gitignore``) are not documents: they stay unsupported."""
     mime, _ = _split_media_type(media_type)
@@ -314,8 +317,8 @@ def _doc_name_text(name: str, media_type: str | None) -> str | None:
     path = PurePosixPath(name)
     if not generic or path.name.startswith("."):
         return None
-    stem = path.name.partition(".")[0].lower()
-    return "text" if not path.suffix or stem in _TEXT_NAMES else None
+    parts = {part.lower() for part in path.name.split(".")}
+    return "text" if not path.suffix or parts & _TEXT_NAMES else None
 
 
 def _split_media_type(media_type: str | None) -> tuple[str | None, str | None]:

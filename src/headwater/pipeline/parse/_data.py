@@ -3,20 +3,27 @@
 JSON is parsed (so a file that is not JSON is ``parse_error``) and written back indented,
 one value per line, so a minified file becomes lines the chunker can cut; JSON Lines is
 one block per record, and a bad line is ``parse_error`` naming it. XML is parsed with
-defusedxml: a DTD that declares entities (a "billion laughs" bomb, or an external
-entity reading a local file) is refused, never expanded; the text is every text node
-in document order, one line each, and the title the first ``<title>`` element.
+defusedxml; the text is every text node in document order, one line each, and the title the first ``<title>`` element. Entities are never expanded: a file whose
+DTD declares any (DocBook does; so do a "billion laughs" bomb and an external entity
+reading ``/etc/passwd``) is read without a parser instead, its tags stripped and each
+entity reference left as written (``&version;``).
 YAML is not parsed at all (aliases can expand exponentially): it is read as text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from headwater.errors import ItemError
 from headwater.pipeline.parse._common import decode_text
+
+_COMMENT = re.compile(r"<!--.*?-->|<\?.*?\?>", re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+_PREDEFINED = re.compile(r"&(lt|gt|amp|quot|apos|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});")
+_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 
 JSON_VERSION = "json-1"
 JSONL_VERSION = "jsonl-1"
@@ -60,12 +67,8 @@ def parse_xml(content: bytes, charset: str | None) -> tuple[str, str | None]:
 
     try:
         root: Any = fromstring(content, forbid_dtd=False, forbid_entities=True)
-    except DefusedXmlException as exc:
-        raise ItemError(
-            "parse_error",
-            f"the XML file declares entities or external references ({exc}); they are never "
-            "expanded. Remove the DTD's entity declarations, or exclude the file.",
-        ) from exc
+    except DefusedXmlException:
+        return _unparsed_text(decode_text(content, charset)), None
     title: str | None = None
     for element in root.iter():
         if str(element.tag).rpartition("}")[2].lower() == "title" and (element.text or "").strip():
@@ -73,6 +76,36 @@ def parse_xml(content: bytes, charset: str | None) -> tuple[str, str | None]:
             break
     lines = (" ".join(piece.split()) for piece in _texts(root))
     return "\n".join(line for line in lines if line), title
+
+
+def _unparsed_text(xml: str) -> str:
+    """The text of an XML file whose DTD declares entities, read without a parser: the
+    DTD, comments and tags removed, entity references left as written (``&product;``),
+    character references and the five predefined entities decoded."""
+    text = _COMMENT.sub("", _without_doctype(xml))
+    text = _TAG.sub("\n", text)
+    text = _PREDEFINED.sub(lambda found: _ENTITIES.get(found.group(1)) or _char(found.group(1)), text)
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _without_doctype(xml: str) -> str:
+    start = xml.find("<!DOCTYPE")
+    if start < 0:
+        return xml
+    close, bracket = xml.find(">", start), xml.find("[", start)
+    if 0 <= bracket < close:  # an internal subset: it ends at "]>"
+        end = xml.find("]>", bracket)
+        close = end + 1 if end >= 0 else len(xml) - 1
+    return xml[:start] + xml[close + 1 :] if close >= 0 else xml[:start]
+
+
+def _char(reference: str) -> str:
+    try:
+        code = int(reference[2:], 16) if reference[1:2] in "xX" else int(reference[1:])
+        return chr(code)
+    except (ValueError, OverflowError):
+        return f"&{reference};"
 
 
 def _texts(root: Any) -> Iterator[str]:
