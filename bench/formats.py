@@ -4,7 +4,8 @@ Copies the first N regular files under a root (sorted walk, symbolic links skipp
 scratch directory with their relative paths, then runs Headwater's parse step on each
 exactly as a filesystem sync does (the relative path as the name, no media type) and
 reports the share parsed with content and the failures per class, with the extensions
-(or inner names) behind each, plus documents/s and MB/s per parser. Only ``parse`` is
+(or inner names) behind each, plus documents/s and MB/s (of the file's bytes, packed for a
+compressed file; the text that came out is shown beside) per parser. Only ``parse`` is
 used, so the same script measures an older checkout:
 
     PYTHONPATH=src .venv/bin/python bench/formats.py              # this tree
@@ -56,7 +57,7 @@ def measure(root: Path, count: int) -> dict[str, object]:
     outcomes: Counter[str] = Counter()
     failure_kinds: dict[str, Counter[str]] = defaultdict(Counter)
     examples: dict[str, list[str]] = defaultdict(list)
-    per_parser: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    per_parser: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     with tempfile.TemporaryDirectory(prefix="hw-formats-") as scratch:
         for source in files:
             relative = source.relative_to(root)
@@ -80,6 +81,7 @@ def measure(root: Path, count: int) -> dict[str, object]:
             stats[0] += 1
             stats[1] += len(content)
             stats[2] += time.perf_counter() - began
+            stats[3] += len(parsed.text.encode())
             outcomes["parsed"] += 1
         elapsed = time.perf_counter() - started
     total = len(files)
@@ -95,10 +97,11 @@ def measure(root: Path, count: int) -> dict[str, object]:
             name: {
                 "documents": int(n),
                 "mb": round(size / 1e6, 2),
+                "text_mb": round(text / 1e6, 2),
                 "docs_per_s": round(n / secs, 1) if secs else None,
                 "mb_per_s": round(size / 1e6 / secs, 2) if secs else None,
             }
-            for name, (n, size, secs) in sorted(per_parser.items())
+            for name, (n, size, secs, text) in sorted(per_parser.items())
         },
     }
 
@@ -119,11 +122,11 @@ def main() -> None:
         kinds = result["failures_by_kind"].get(outcome, {})  # type: ignore[attr-defined]
         detail = ", ".join(f"{k} {v}" for k, v in list(kinds.items())[:8])
         print(f"  {outcome:16} {n:5}  {n / total:6.1%}  {detail}")
-    print("parser          docs      MB   docs/s    MB/s")
+    print("parser          docs   MB in  MB text   docs/s  MB in/s")
     for name, stats in result["parsers"].items():  # type: ignore[attr-defined]
         print(
-            f"  {name:12} {stats['documents']:6} {stats['mb']:7} {stats['docs_per_s']!s:>8} "
-            f"{stats['mb_per_s']!s:>7}"
+            f"  {name:12} {stats['documents']:6} {stats['mb']:7} {stats['text_mb']:8} "
+            f"{stats['docs_per_s']!s:>8} {stats['mb_per_s']!s:>8}"
         )
     sys.stdout.flush()
 

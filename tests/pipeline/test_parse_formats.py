@@ -25,10 +25,17 @@ from headwater.pipeline.parse._compressed import decompress
 def test_a_compressed_file_is_read_as_its_inner_name(method: str) -> None:
     readme = parse(compressed(method, b"Read me.\n"), name=f"doc/README.{method}", media_type=None)
     assert (readme.parser, readme.text) == ("text", "Read me.")
-    log = parse(compressed(method, CHANGELOG.encode()), name=f"changelog.Debian.{method}", media_type=None)
+    log = parse(
+        compressed(method, CHANGELOG.encode()), name=f"changelog.Debian.{method}", media_type=None
+    )
     assert "Read compressed changelogs by their inner name." in log.text
-    page = compressed(method, b"<html><head><title>Guide</title></head><body><p>Hi.</p></body></html>")
-    assert parse(page, name=f"guide.html.{method}", media_type="application/octet-stream").title == "Guide"
+    page = compressed(
+        method, b"<html><head><title>Guide</title></head><body><p>Hi.</p></body></html>"
+    )
+    assert (
+        parse(page, name=f"guide.html.{method}", media_type="application/octet-stream").title
+        == "Guide"
+    )
 
 
 def test_a_gzip_file_of_many_members_is_read_whole() -> None:
@@ -113,7 +120,11 @@ def test_asciidoc_and_org_headings_become_sections() -> None:
 def test_json_and_jsonl_are_indented_text() -> None:
     parsed = parse(b'{"name":"headwater","tags":["sync","search"]}', name="p.json", media_type=None)
     assert parsed.text == json.dumps({"name": "headwater", "tags": ["sync", "search"]}, indent=2)
-    lines = parse(b'{"id": 1, "msg": "first"}\n\n{"id": 2, "msg": "second"}\n', name="l.jsonl", media_type=None)
+    lines = parse(
+        b'{"id": 1, "msg": "first"}\n\n{"id": 2, "msg": "second"}\n',
+        name="l.jsonl",
+        media_type=None,
+    )
     assert lines.text.split("\n\n") == [
         '{\n  "id": 1,\n  "msg": "first"\n}',
         '{\n  "id": 2,\n  "msg": "second"\n}',
@@ -139,7 +150,9 @@ def test_xml_text_in_document_order_with_entities_never_expanded() -> None:
         b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
         b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><l>Laughs &b; &amp; &#233;</l>'
     )
-    external = b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY e SYSTEM "file:///etc/passwd">]><l>&e;</l>'
+    external = (
+        b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY e SYSTEM "file:///etc/passwd">]><l>&e;</l>'
+    )
     # read without a parser: the references stay as written, nothing is expanded
     assert parse(laughs, name="laughs.xml", media_type=None).text == "Laughs &b; & é"
     assert parse(external, name="evil.xml", media_type=None).text == "&e;"
@@ -231,24 +244,30 @@ def test_eml_headers_are_metadata_and_text_and_attachments_are_named() -> None:
 
 
 def test_parse_options_name_more_text_and_media_types() -> None:
-    options = ParseOptions(
-        text_extensions=frozenset({".site"}), media_types={".tpl": "text/html"}
-    )
+    options = ParseOptions(text_extensions=frozenset({".site"}), media_types={".tpl": "text/html"})
     with pytest.raises(ItemError, match=r"\[parse\] text_extensions"):
         parse(b"listen 80;", name="nginx.site", media_type=None)
-    assert parse(b"listen 80;", name="nginx.site", media_type=None, options=options).parser == "text"
+    assert (
+        parse(b"listen 80;", name="nginx.site", media_type=None, options=options).parser == "text"
+    )
     page = b"<html><head><title>Tpl</title></head><body><p>Hello.</p></body></html>"
     assert parse(page, name="base.tpl", media_type=None, options=options).title == "Tpl"
     assert parser_for("site.site.gz", None, options) == "compressed"
     inner = parse(gzip.compress(b"x = 1"), name="site.site.gz", media_type=None, options=options)
     assert inner.parser == "text"
     assert ParseOptions().describe() == {}
-    assert options.describe() == {"text_extensions": [".site"], "media_types": {".tpl": "text/html"}}
+    assert options.describe() == {
+        "text_extensions": [".site"],
+        "media_types": {".tpl": "text/html"},
+    }
 
 
 def test_documentation_names_with_a_meaningless_suffix_are_text() -> None:
     for name in ("README.Debian", "changelog.Debian", "NEWS.source", "copyright"):
-        assert parse(b"Some notes.", name=f"usr/share/doc/pkg/{name}", media_type=None).parser == "text"
+        assert (
+            parse(b"Some notes.", name=f"usr/share/doc/pkg/{name}", media_type=None).parser
+            == "text"
+        )
     with pytest.raises(ItemError, match="not a supported format"):
         parse(b"data", name="report.Debian", media_type=None)
 

@@ -35,7 +35,9 @@ PHRASES = {
 
 def write_corpus(corpus: Path) -> None:
     corpus.mkdir()
-    (corpus / "README.Debian.gz").write_bytes(gzip.compress(b"Lovelace wrote this compressed README."))
+    (corpus / "README.Debian.gz").write_bytes(
+        gzip.compress(b"Lovelace wrote this compressed README.")
+    )
     (corpus / "changelog.Debian.xz").write_bytes(lzma.compress(CHANGELOG.encode()))
     (corpus / "install.rst").write_bytes(RST)
     (corpus / "figures.xlsx").write_bytes(make_xlsx())
@@ -51,7 +53,9 @@ def test_every_new_format_is_searchable_and_a_resync_changes_nothing(
     corpus = tmp_path / "corpus"
     write_corpus(corpus)
     config = write_config(
-        tmp_path, manifest_url=manifest_url, sources=filesystem_source(corpus, access="{ public = true }")
+        tmp_path,
+        manifest_url=manifest_url,
+        sources=filesystem_source(corpus, access="{ public = true }"),
     )
     with Workspace.open(config) as ws:
         (run,) = ws.sync().runs

@@ -111,21 +111,29 @@ _TEXT_PARSERS: Final = frozenset(
 )
 """Parsers that read the bytes as text: a binary file is refused before they run."""
 
-CODE_EXTENSIONS: Final = frozenset(
-    ".py .pyi .js .mjs .cjs .ts .tsx .jsx .java .kt .kts .scala .groovy .c .h .cc .cpp .cxx"
-    " .hh .hpp .hxx .cs .fs .go .rs .swift .m .mm .rb .php .pl .pm .lua .r .jl .hs .ml .mli"
-    " .ex .exs .erl .hrl .clj .cljs .dart .elm .sh .bash .zsh .fish .ps1 .bat .cmd .sql .css"
-    " .scss .sass .less .vue .svelte .tf .proto .graphql .cmake .mk .el .vim .awk .sed .cocci"
-    " .perl .tcl .tex .texi .patch .diff .in .po .pot .toml .ini .cfg .conf .properties"
-    " .service .socket .timer .desktop .bashrc .bash_profile .bash_logout .profile .zshrc"
-    .split()
-)
+# fmt: off
+CODE_EXTENSIONS: Final = frozenset({
+    ".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".kts",
+    ".scala", ".groovy", ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx", ".cs",
+    ".fs", ".go", ".rs", ".swift", ".m", ".mm", ".rb", ".php", ".pl", ".pm", ".lua", ".r",
+    ".jl", ".hs", ".ml", ".mli", ".ex", ".exs", ".erl", ".hrl", ".clj", ".cljs", ".dart",
+    ".elm", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".sql", ".css", ".scss",
+    ".sass", ".less", ".vue", ".svelte", ".tf", ".proto", ".graphql", ".cmake", ".mk", ".el",
+    ".vim", ".awk", ".sed", ".cocci", ".perl", ".tcl", ".tex", ".texi", ".patch", ".diff",
+    ".in", ".po", ".pot", ".toml", ".ini", ".cfg", ".conf", ".properties", ".service",
+    ".socket", ".timer", ".desktop", ".bashrc", ".bash_profile", ".bash_logout", ".profile",
+    ".zshrc",
+})
+# fmt: on
 """Source code and configuration read as plain text by the ``code`` parser."""
 
-_TEXT_NAMES: Final = frozenset(
-    "readme news changelog changes history copyright copying license licence authors"
-    " contributors credits thanks todo install bugs faq notice hacking maintainers".split()
-)
+# fmt: off
+_TEXT_NAMES: Final = frozenset({
+    "readme", "news", "changelog", "changes", "history", "copyright", "copying", "license",
+    "licence", "authors", "contributors", "credits", "thanks", "todo", "install", "bugs",
+    "faq", "notice", "hacking", "maintainers",
+})
+# fmt: on
 """Stems of documentation files whose suffix says nothing (``README.Debian``)."""
 
 _PARSERS: Final[dict[str, ParserFunc]] = {
@@ -212,7 +220,9 @@ SUPPORTED_MEDIA_TYPES: Final[dict[str, str]] = {
 }
 
 
-def parser_for(name: str, media_type: str | None, options: ParseOptions | None = None) -> str | None:
+def parser_for(
+    name: str, media_type: str | None, options: ParseOptions | None = None
+) -> str | None:
     """The parser name for a file, or None when no parser reads it.
 
     A media type that ``options`` gives the extension decides first, then a specific media
@@ -303,7 +313,9 @@ def _parse_compressed(
     try:
         return parse(unpacked, name=inner, media_type=inner_media, options=options)
     except ItemError as exc:
-        raise ItemError(exc.error_class, f"{name!r}, unpacked: {exc}", permanent=exc.permanent) from exc
+        raise ItemError(
+            exc.error_class, f"{name!r}, unpacked: {exc}", permanent=exc.permanent
+        ) from exc
 
 
 def _doc_name_text(name: str, media_type: str | None) -> str | None:

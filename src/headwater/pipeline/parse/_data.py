@@ -3,8 +3,9 @@
 JSON is parsed (so a file that is not JSON is ``parse_error``) and written back indented,
 one value per line, so a minified file becomes lines the chunker can cut; JSON Lines is
 one block per record, and a bad line is ``parse_error`` naming it. XML is parsed with
-defusedxml; the text is every text node in document order, one line each, and the title the first ``<title>`` element. Entities are never expanded: a file whose
-DTD declares any (DocBook does; so do a "billion laughs" bomb and an external entity
+defusedxml; the text is every text node in document order, one line each, and the
+title the first ``<title>`` element. Entities are never expanded: a file whose DTD
+declares any (DocBook does; so do a "billion laughs" bomb and an external entity
 reading ``/etc/passwd``) is read without a parser instead, its tags stripped and each
 entity reference left as written (``&version;``).
 YAML is not parsed at all (aliases can expand exponentially): it is read as text.
@@ -84,7 +85,7 @@ def _unparsed_text(xml: str) -> str:
     character references and the five predefined entities decoded."""
     text = _COMMENT.sub("", _without_doctype(xml))
     text = _TAG.sub("\n", text)
-    text = _PREDEFINED.sub(lambda found: _ENTITIES.get(found.group(1)) or _char(found.group(1)), text)
+    text = _PREDEFINED.sub(lambda found: _ENTITIES.get(found[1]) or _char(found[1]), text)
     lines = (" ".join(line.split()) for line in text.split("\n"))
     return "\n".join(line for line in lines if line)
 

@@ -56,6 +56,12 @@ def parse_rst(content: bytes, charset: str | None) -> tuple[str, str | None]:
     return "\n\n".join(writer.blocks), writer.title
 
 
+def _skipped() -> tuple[type, ...]:
+    from docutils import nodes
+
+    return (nodes.system_message, nodes.comment, nodes.substitution_definition)
+
+
 class _RstText:
     """Plain text of a docutils tree: one block per paragraph-level node."""
 
@@ -66,8 +72,9 @@ class _RstText:
     def walk(self, node: Any, depth: int) -> None:
         from docutils import nodes
 
+        skipped = _skipped()
         for child in node.children:
-            if isinstance(child, nodes.system_message | nodes.comment | nodes.substitution_definition):
+            if isinstance(child, skipped):
                 continue
             if isinstance(child, nodes.section):
                 self.walk(child, depth + 1)

@@ -6,8 +6,9 @@ meaning. The first non-empty row of a table is its header (an empty header cell 
 ``column N``); empty cells are left out, empty rows skipped. A workbook is one section
 per sheet (``# Sheet name``); its title is the workbook's core property ``title``.
 
-Huge tables are bounded: past ``MAX_ROWS`` rows (all sheets together, empty rows included) or ``MAX_CELLS``
-cells the file is ``too_large`` with the cap named, and reading stops there. An XLSX is
+Huge tables are bounded: past ``MAX_ROWS`` rows (all sheets together, empty rows
+included) or ``MAX_CELLS`` cells the file is ``too_large`` with the cap named, and
+reading stops there. An XLSX is
 unpacked under the zip limits (``_zip.checked_archive``) before openpyxl opens it, and
 the values are the ones the file cached (``data_only``): formulas are never evaluated.
 """
