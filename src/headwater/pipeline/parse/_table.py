@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
@@ -98,12 +99,14 @@ def _delimited(content: bytes, charset: str | None, delimiter: str | None) -> st
 def parse_xlsx(content: bytes, charset: str | None) -> tuple[str, str | None]:
     from openpyxl import load_workbook
 
-    workbook: Any = load_workbook(
-        io.BytesIO(checked_archive(content, kind="XLSX")),
-        read_only=True,
-        data_only=True,
-        keep_links=False,
-    )
+    with warnings.catch_warnings():  # "no default style", unknown extensions: not ours to say
+        warnings.simplefilter("ignore")
+        workbook: Any = load_workbook(
+            io.BytesIO(checked_archive(content, kind="XLSX")),
+            read_only=True,
+            data_only=True,
+            keep_links=False,
+        )
     try:
         budget = _Budget("XLSX")
         blocks: list[str] = []
