@@ -255,6 +255,16 @@ def test_parse_options_name_more_text_and_media_types() -> None:
     assert parser_for("site.site.gz", None, options) == "compressed"
     inner = parse(gzip.compress(b"x = 1"), name="site.site.gz", media_type=None, options=options)
     assert inner.parser == "text"
+    latin = ParseOptions(media_types={".txt": "text/plain; charset=latin-1"})
+    assert (
+        parse("naïve".encode("latin-1"), name="a.txt", media_type=None, options=latin).text
+        == "naïve"
+    )
+    zipped = ParseOptions(media_types={".z1": "application/gzip"})
+    rotated = parse(gzip.compress(b"rotated log"), name="app.z1", media_type=None, options=zipped)
+    assert (rotated.parser, rotated.text) == ("text", "rotated log")
+    with pytest.raises(ItemError, match="compressed twice"):
+        parse(gzip.compress(gzip.compress(b"x")), name="a.z1.z1", media_type=None, options=zipped)
     assert ParseOptions().describe() == {}
     assert options.describe() == {
         "text_extensions": [".site"],

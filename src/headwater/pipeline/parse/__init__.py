@@ -254,8 +254,21 @@ def parse(
     Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``parse_error`` or
     ``empty_document``, all permanent); never anything else.
     """
+    return _parse(content, name, media_type, options or ParseOptions(), unpacked=False)
+
+
+def _parse(
+    content: bytes, name: str, media_type: str | None, options: ParseOptions, *, unpacked: bool
+) -> ParsedDocument:
+    media_type = options.media_types.get(PurePosixPath(name).suffix.lower()) or media_type
     parser = parser_for(name, media_type, options) or _doc_name_text(name, media_type)
     if parser == "compressed":
+        if unpacked:
+            raise ItemError(
+                "unsupported_type",
+                f"{name!r} is compressed twice; one level of compression is read. Unpack "
+                "it once at the source, or exclude it.",
+            )
         return _parse_compressed(content, name=name, media_type=media_type, options=options)
     if parser is None:
         raise ItemError(
@@ -294,24 +307,19 @@ def parse(
 
 
 def _parse_compressed(
-    content: bytes, *, name: str, media_type: str | None, options: ParseOptions | None
+    content: bytes, *, name: str, media_type: str | None, options: ParseOptions
 ) -> ParsedDocument:
     """Unpack a ``.gz``/``.bz2``/``.xz`` file and parse it as its inner name says."""
     mime, _ = _split_media_type(media_type)
-    method = compression_of(name, mime)
-    assert method is not None
+    method = compression_of(name, mime) or "gzip"
     inner = inner_name(name)
-    if compression_of(inner, None) is not None:
-        raise ItemError(
-            "unsupported_type",
-            f"{name!r} is compressed twice; one level of compression is read. Unpack it "
-            "once at the source, or exclude it.",
-        )
+    if inner == name:  # an extension [parse] media_types calls compressed: drop it too
+        inner = str(PurePosixPath(name).with_suffix(""))
     with reading("compressed"):
         unpacked = decompress(content, method)
     inner_media = None if mime in COMPRESSION_MEDIA_TYPES or mime is None else media_type
     try:
-        return parse(unpacked, name=inner, media_type=inner_media, options=options)
+        return _parse(unpacked, inner, inner_media, options, unpacked=True)
     except ItemError as exc:
         raise ItemError(
             exc.error_class, f"{name!r}, unpacked: {exc}", permanent=exc.permanent
@@ -321,9 +329,9 @@ def _parse_compressed(
 def _doc_name_text(name: str, media_type: str | None) -> str | None:
     """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``), or
     the name of a documentation file with a suffix that names no format
-    (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says nothing more
-    specific: read as plain text, and refused as binary by the sniff below when its bytes
-    are not text. Hidden files (``.gitignore``) are not documents: they stay unsupported."""
+    (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says
+    nothing more specific: read as plain text, and refused as binary by the sniff below
+    when its bytes are not text. Hidden files (``.gitignore``) are not documents: they stay unsupported."""
     mime, _ = _split_media_type(media_type)
     generic = mime is None or mime == "application/octet-stream" or mime.startswith("text/")
     path = PurePosixPath(name)
