@@ -331,7 +331,8 @@ def _doc_name_text(name: str, media_type: str | None) -> str | None:
     the name of a documentation file with a suffix that names no format
     (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says
     nothing more specific: read as plain text, and refused as binary by the sniff below
-    when its bytes are not text. Hidden files (``.gitignore``) are not documents: they stay unsupported."""
+    when its bytes are not text. Hidden files (``.gitignore``) are not documents: they
+    stay unsupported."""
     mime, _ = _split_media_type(media_type)
     generic = mime is None or mime == "application/octet-stream" or mime.startswith("text/")
     path = PurePosixPath(name)
