@@ -38,6 +38,17 @@ def test_a_compressed_file_is_read_as_its_inner_name(method: str) -> None:
     )
 
 
+def test_the_media_type_of_a_compressed_file_is_taken_as_its_inside() -> None:
+    # S3 guesses with mimetypes: 'notes.txt.gz' is text/plain, 'guide.html.gz' text/html
+    notes = parse(gzip.compress(b"Plain notes."), name="notes.txt.gz", media_type="text/plain")
+    assert (notes.parser, notes.text) == ("text", "Plain notes.")
+    page = b"<html><head><title>Guide</title></head><body><p>Hi.</p></body></html>"
+    packed = parse(gzip.compress(page), name="guide.html.gz", media_type="text/html")
+    assert (packed.parser, packed.title) == ("html", "Guide")
+    # bytes a client already unpacked (Content-Encoding) are read as the media type says
+    assert parse(page, name="guide.html.gz", media_type="text/html").title == "Guide"
+
+
 def test_a_gzip_file_of_many_members_is_read_whole() -> None:
     content = gzip.compress(b"first part, ") + gzip.compress(b"second part") + bytes(512)
     assert parse(content, name="notes.txt.gz", media_type="application/gzip").text == (

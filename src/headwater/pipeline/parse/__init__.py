@@ -34,6 +34,7 @@ from headwater.pipeline.parse._compressed import (
     compression_of,
     decompress,
     inner_name,
+    packed_as_named,
 )
 from headwater.pipeline.parse._data import (
     JSON_VERSION,
@@ -262,6 +263,8 @@ def _parse(
 ) -> ParsedDocument:
     media_type = options.media_types.get(PurePosixPath(name).suffix.lower()) or media_type
     parser = parser_for(name, media_type, options) or _doc_name_text(name, media_type)
+    if parser != "compressed" and packed_as_named(name, content):
+        parser = "compressed"  # and the media type that came with it is the inside's
     if parser == "compressed":
         if unpacked:
             raise ItemError(

@@ -76,6 +76,17 @@ _FACTORIES: Final[dict[str, Callable[[], _Decompressor]]] = {
 }
 
 
+_MAGIC: Final = {"gzip": b"\x1f\x8b", "bzip2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+
+
+def packed_as_named(name: str, content: bytes) -> bool:
+    """Whether ``content`` starts as its name's compression suffix says it does: then
+    the file is compressed whatever media type came with it (``mimetypes`` gives
+    ``notes.txt.gz`` the type ``text/plain``, the type of what is inside)."""
+    method = COMPRESSION_SUFFIXES.get(PurePosixPath(name).suffix.lower())
+    return method is not None and content.startswith(_MAGIC[method])
+
+
 def compression_of(name: str, mime: str | None) -> str | None:
     """``"gzip"``, ``"bzip2"`` or ``"xz"`` for a compressed file, else None."""
     by_media = COMPRESSION_MEDIA_TYPES.get(mime) if mime else None
