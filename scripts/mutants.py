@@ -353,6 +353,34 @@ MUTANTS: list[Mutant] = [
         '        docs_url="/docs",\n',
         (f"{BROWSER}::test_no_page_loads_assets_from_a_cdn",),
     ),
+    ),
+    Mutant(
+        "compressed-cap-ignores-the-ratio",
+        "src/headwater/pipeline/parse/_compressed.py",
+        "    cap = min(limits.max_unpacked_bytes, ratio_cap)\n",
+        "    cap = limits.max_unpacked_bytes\n",
+        (
+            "tests/pipeline/test_parse_formats.py::test_a_compression_bomb_is_too_large_with_memory_bounded",
+        ),
+    ),
+    Mutant(
+        "parsed-metadata-lost-on-a-hint-skip",
+        GATES,
+        "                metadata[key] = record.metadata[key]  # the parser's, from unchanged content\n",
+        "                pass\n",
+        (
+            "tests/pipeline/test_parse_sync.py::test_every_new_format_is_searchable_and_a_resync_changes_nothing[sqlite]",
+        ),
+    ),
+    Mutant(
+        "parse-settings-outside-the-content-version",
+        "src/headwater/workspace.py",
+        "            pipeline_version=content_version(PARSER_VERSIONS, parse_options.describe()),\n",
+        "            pipeline_version=self.pipeline_version,\n",
+        (
+            "tests/pipeline/test_parse_sync.py::test_parse_settings_of_the_workspace_and_the_source_read_more_files[sqlite]",
+        ),
+    ),
 ]
 
 

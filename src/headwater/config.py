@@ -29,6 +29,7 @@ from pydantic import (
 from headwater.durations import parse_duration  # re-exported: `headwater.config.parse_duration`
 from headwater.errors import ConfigError
 from headwater.pipeline.embed.registry import available_embedder_types
+from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
 from headwater.sizes import parse_size
 from headwater.types import Access, normalize_identity
 
@@ -42,6 +43,7 @@ COMMON_SOURCE_KEYS = {
     "permissions_every",
     "prune_max_fraction",
     "batch_size",
+    "parse",
 }
 
 
@@ -82,6 +84,54 @@ class AccessSection(Strict):
         )
 
 
+class ParseSection(Strict):
+    """``[parse]`` (workspace) or a source's ``parse``: what its files are, by extension.
+
+    ``text_extensions`` are read as plain text; ``media_types`` gives an extension the
+    media type of a supported format (``".tpl" = "text/html"``). A source's lists add to
+    the workspace's, its mapping overrides the workspace's per extension.
+    """
+
+    text_extensions: list[str] = []
+    media_types: dict[str, str] = {}
+
+    @field_validator("text_extensions")
+    @classmethod
+    def _extensions(cls, values: list[str]) -> list[str]:
+        return [_extension(value) for value in values]
+
+    @field_validator("media_types")
+    @classmethod
+    def _media_types(cls, values: dict[str, str]) -> dict[str, str]:
+        checked: dict[str, str] = {}
+        for key, value in values.items():
+            mime = value.split(";")[0].strip().lower()
+            if mime not in SUPPORTED_MEDIA_TYPES:
+                raise ValueError(
+                    f"{key!r} = {value!r}: not the media type of a supported format; "
+                    f"expected one of {', '.join(sorted(SUPPORTED_MEDIA_TYPES))}"
+                )
+            checked[_extension(key)] = value
+        return checked
+
+    def options(self, override: ParseSection | None = None) -> ParseOptions:
+        """This section's options, with a source's ``override`` laid over them."""
+        extensions = set(self.text_extensions)
+        media_types = dict(self.media_types)
+        if override is not None:
+            extensions |= set(override.text_extensions)
+            media_types |= override.media_types
+        return ParseOptions(text_extensions=frozenset(extensions), media_types=media_types)
+
+
+def _extension(value: str) -> str:
+    if not re.fullmatch(r"\.[A-Za-z0-9_+-][A-Za-z0-9_.+-]*", value):
+        raise ValueError(
+            f"{value!r} is not a file extension; expected a dot and letters, e.g. '.conf'"
+        )
+    return value.lower()
+
+
 class SourceSection(BaseModel):
     """The keys every source has; the rest are the connector's own options."""
 
@@ -95,6 +145,7 @@ class SourceSection(BaseModel):
     permissions_every: str | None = None  # `headwater sync --permissions` interval
     prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)
+    parse: ParseSection | None = None  # laid over the workspace's [parse]
 
     @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod
@@ -243,6 +294,7 @@ class HeadwaterConfig(Strict):
     manifest: ManifestSection = ManifestSection()
     embedder: EmbedderSection = EmbedderSection()
     chunker: ChunkerSection = ChunkerSection()
+    parse: ParseSection = ParseSection()
     sync: SyncSection = SyncSection()
     scheduler: SchedulerSection = SchedulerSection()
     api: ApiSection = ApiSection()

@@ -202,12 +202,15 @@ class Workspace(WorkspaceReads):
 
     def source_identity(self, section: SourceSection) -> SourceIdentity:
         access = section.access.to_access() if section.access is not None else Access.nobody()
+        parse_options = self.config.parse.options(section.parse)
         return SourceIdentity(
             tenant=self.config.workspace.tenant,
             source_type=section.type,
             source_id=section.id,
             default_access=access,
-            pipeline_version=self.pipeline_version,
+            # what [parse] says about the source's files changes how they are read
+            pipeline_version=content_version(PARSER_VERSIONS, parse_options.describe()),
+            parse_options=parse_options,
         )
 
     def source_settings(self, section: SourceSection) -> SourceSettings:

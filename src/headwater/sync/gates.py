@@ -32,7 +32,7 @@ from headwater.manifest.records import (
     RunCounts,
     TombstoneWrite,
 )
-from headwater.pipeline.parse import parse
+from headwater.pipeline.parse import PARSED_METADATA_KEYS, ParseOptions, parse
 from headwater.types import Access, Deleted, Failure, MetadataValue, SourceDocument
 
 
@@ -106,6 +106,7 @@ class SourceIdentity:
     source_id: str
     default_access: Access
     pipeline_version: str
+    parse_options: ParseOptions = field(default_factory=ParseOptions)
 
     def document_id(self, object_id: str) -> str:
         return document_id(self.tenant, self.source_type, self.source_id, object_id)
@@ -294,6 +295,8 @@ class BatchBuilder:
             # Gate 1: the version hint proves the content unchanged; nothing is read.
             assert record.checksum is not None
             title = doc.title or record.title
+            for key in PARSED_METADATA_KEYS & record.metadata.keys() - metadata.keys():
+                metadata[key] = record.metadata[key]  # the parser's, from unchanged content
             signature = signature_of(record.checksum, title, doc.locator, metadata)
             if signature == record.signature and acl == record.acl:
                 self.commit.seen.append(record.document_id)
@@ -330,13 +333,17 @@ class BatchBuilder:
                     doc, "fetch", "transient", str(exc), False, doc.version, doc.fetch_ref
                 )
         try:
-            parsed = parse(raw, name=doc.object_id, media_type=doc.media_type)
+            parsed = parse(
+                raw, name=doc.object_id, media_type=doc.media_type, options=src.parse_options
+            )
         except ItemError as exc:
             return self._fail(
                 doc, "parse", exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
             )
         checksum = content_checksum(parsed.text)
         self.content_store.put(checksum, parsed.text)
+        if parsed.metadata:  # what the format says (an e-mail's headers); the connector wins
+            metadata = {**parsed.metadata, **metadata}
         title = doc.title or parsed.title or doc.object_id
         signature = signature_of(checksum, title, doc.locator, metadata)
         gate = decide(record, doc, src.pipeline_version, checksum=checksum)
