@@ -353,7 +353,6 @@ MUTANTS: list[Mutant] = [
         '        docs_url="/docs",\n',
         (f"{BROWSER}::test_no_page_loads_assets_from_a_cdn",),
     ),
-    ),
     Mutant(
         "compressed-cap-ignores-the-ratio",
         "src/headwater/pipeline/parse/_compressed.py",
