@@ -380,6 +380,54 @@ MUTANTS: list[Mutant] = [
             "tests/pipeline/test_parse_sync.py::test_parse_settings_of_the_workspace_and_the_source_read_more_files[sqlite]",
         ),
     ),
+    Mutant(
+        "filesystem-read-ignores-the-listed-inode",
+        "src/headwater/connectors/filesystem/__init__.py",
+        "            if listed is not None and (st.st_dev, st.st_ino) != listed:\n",
+        "            if False:\n",
+        ("tests/core/test_filesystem_links.py::test_a_file_swapped_for_another_file_is_not_read",),
+    ),
+    Mutant(
+        "filesystem-followed-link-checks-only-the-root",
+        "src/headwater/connectors/filesystem/__init__.py",
+        '        elif not folder and self.in_scope("/".join(real)):\n',
+        "        elif not folder:\n",
+        (
+            "tests/core/test_filesystem_links.py::test_a_followed_link_into_another_sources_files_is_never_indexed_with_its_acl[sqlite]",
+        ),
+    ),
+    Mutant(
+        "inferred-delete-budget-resets-every-run",
+        "src/headwater/sync/runner.py",
+        "            held=self.manifest.count_tombstones(sid, INFERRED_DELETED),\n",
+        "            held=0,\n",
+        (
+            "tests/connectors/web/test_web_run_failures.py::test_a_lasting_404_storm_stops_at_the_fraction_across_runs",
+        ),
+    ),
+    Mutant(
+        "emptied-document-keeps-its-old-revision",
+        GATES,
+        "                self._empty(record, doc)\n",
+        "                pass\n",
+        (
+            "tests/core/test_empty_documents.py::test_a_file_truncated_to_nothing_is_searchable_nowhere_even_after_a_full_sync[sqlite]",
+        ),
+    ),
+    Mutant(
+        "docx-text-read-is-uncapped",
+        "src/headwater/pipeline/parse/_docx.py",
+        "    if size > limits.max_text_chars:\n",
+        "    if False:\n",
+        ("tests/pipeline/test_docx_limits.py::test_the_text_read_is_capped_as_it_grows",),
+    ),
+    Mutant(
+        "a-zero-interval-is-accepted",
+        "src/headwater/config.py",
+        "    check_duration(value, MIN_INTERVAL)\n",
+        "    check_duration(value)\n",
+        ("tests/core/test_config.py::test_a_zero_interval_is_refused_and_a_zero_retention_is_not",),
+    ),
 ]
 
 

@@ -26,7 +26,8 @@ from pydantic import (
     field_validator,
 )
 
-from headwater.durations import parse_duration  # re-exported: `headwater.config.parse_duration`
+from headwater.durations import MIN_INTERVAL, check_duration
+from headwater.durations import parse_duration as parse_duration  # re-exported
 from headwater.errors import ConfigError
 from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
@@ -150,8 +151,7 @@ class SourceSection(BaseModel):
     @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        parse_duration(value)
-        return value
+        return None if value is None else _check_interval(value)
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -216,8 +216,14 @@ class SyncSection(Strict):
 
 
 def _check_duration(value: str) -> str:
-    if parse_duration(value) is None:
-        raise ValueError(f"{value!r} is not a duration; expected e.g. '1m', '1h' or '30d'")
+    """A retention (``keep_runs_for``, ``keep_previous_for``): 0s to ten years."""
+    check_duration(value)
+    return value
+
+
+def _check_interval(value: str) -> str:
+    """An interval between runs or retries: 1s to ten years ("0s" would spin)."""
+    check_duration(value, MIN_INTERVAL)
     return value
 
 
@@ -230,7 +236,12 @@ class SchedulerSection(Strict):
     keep_runs_for: str = "30d"
     refresh_every: str = "1h"
 
-    @field_validator("failure_backoff", "backoff_max", "keep_runs_for", "refresh_every")
+    @field_validator("failure_backoff", "backoff_max", "refresh_every")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        return _check_interval(value)
+
+    @field_validator("keep_runs_for")
     @classmethod
     def _duration(cls, value: str) -> str:
         return _check_duration(value)

@@ -195,6 +195,19 @@ class Manifest:
                 ).scalar_one()
             )
 
+    def count_tombstones(self, source_id: str, reason: str) -> int:
+        """The source's tombstones with ``reason`` still held: not yet purged after the
+        retention, nor cleared by their document coming back."""
+        tomb = t.tombstones
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).where(
+                        tomb.c.source_id == source_id, tomb.c.reason == reason
+                    )
+                ).scalar_one()
+            )
+
     def record_enumeration(self, run_id: str, object_ids: Iterable[str]) -> int:
         """Store a full enumeration in batches (bounded memory); returns the count."""
         total = 0

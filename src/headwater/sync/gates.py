@@ -112,27 +112,43 @@ class SourceIdentity:
         return document_id(self.tenant, self.source_type, self.source_id, object_id)
 
 
+DELETED_IN_SOURCE = "deleted_in_source"  # the source reported the delete
+INFERRED_DELETED = "inferred_deleted"  # concluded from a 404/410 or a noindex
+EMPTIED = "empty_document"  # the document's content has no text left
+
+
 @dataclass
 class InferredDeletes:
-    """The per-run budget of deletes a connector only inferred (404/410, ``inferred``).
+    """The budget of deletes a connector only inferred (404/410, ``inferred``), across runs.
 
-    Like a prune, they stop at ``max_fraction`` of the source's active documents (when
-    more than one): the rest stay active and the run reports the prune blocked.
+    Of the documents the source held recently (``active`` now plus the ``held``
+    tombstones of deletes inferred earlier and not yet purged, i.e. within the tombstone
+    retention), at most ``max_fraction`` may be gone by inference; a single one is always
+    allowed when none is held. So a lasting 404 storm stops at the fraction instead of
+    taking a fraction (or one page) more every run. The rest stay active and the run
+    reports the prune blocked; ``force`` applies them as confirmed deletes.
     """
 
     active: int
     max_fraction: float
     force: bool = False
+    held: int = 0
     applied: int = 0
     blocked: int = 0
 
     def allow(self) -> bool:
-        wanted = self.applied + 1
-        if self.force or wanted <= 1 or wanted <= self.max_fraction * self.active:
-            self.applied = wanted
+        wanted = self.held + self.applied + 1
+        if self.force or wanted <= 1 or wanted <= self.max_fraction * self.base:
+            self.applied += 1
             return True
         self.blocked += 1
         return False
+
+    @property
+    def base(self) -> int:
+        """The documents the fraction is of: those active at the run's start and those
+        whose deletes were inferred within the retention."""
+        return self.active + self.held
 
 
 @dataclass
@@ -206,11 +222,22 @@ class BatchBuilder:
         ):
             self.counts.stale += 1
             return Outcome.STALE
-        if item.inferred and self.inferred is not None and not self.inferred.allow():
-            self._mark_seen(item.object_id)  # kept active: it counts as present
-            return Outcome.IGNORED
-        self.tombstone(record, "deleted_in_source", item.sequence)
+        reason = DELETED_IN_SOURCE
+        if item.inferred and self.inferred is not None:
+            if not self.inferred.allow():
+                self._mark_seen(item.object_id)  # kept active: it counts as present
+                return Outcome.IGNORED
+            reason = DELETED_IN_SOURCE if self.inferred.force else INFERRED_DELETED
+        elif item.inferred:
+            reason = INFERRED_DELETED
+        self.tombstone(record, reason, item.sequence)
         return Outcome.DELETED
+
+    def _empty(self, record: DocumentRecord, doc: SourceDocument) -> None:
+        """Tombstone an active document whose new content has no text (``empty_document``);
+        its failure record says why, and text coming back makes it active again."""
+        if record.state == ACTIVE:
+            self.tombstone(record, EMPTIED, doc.sequence)
 
     def tombstone(self, record: DocumentRecord, reason: str, sequence: int | None = None) -> None:
         self.commit.tombstones.append(
@@ -337,6 +364,10 @@ class BatchBuilder:
                 raw, name=doc.object_id, media_type=doc.media_type, options=src.parse_options
             )
         except ItemError as exc:
+            if exc.error_class == "empty_document" and record is not None:
+                # No text left (a file truncated to retract what it said) is the source's
+                # true state: the old revision leaves every index, like a delete.
+                self._empty(record, doc)
             return self._fail(
                 doc, "parse", exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
             )
