@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 
+from headwater import failpoints
 from headwater.clock import utcnow
 from headwater.errors import TransientError
 from headwater.manifest import schema as t
@@ -48,8 +49,10 @@ class Manifest:
         self.generations = Generations(engine)
 
     @classmethod
-    def open(cls, url: str, *, max_attempts: int = 3) -> Manifest:
-        engine = create_manifest_engine(url)
+    def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:
+        """Open (and migrate) the manifest at ``url``; ``lease_seconds`` bounds how long
+        one of its transactions may block the others (``db.create_manifest_engine``)."""
+        engine = create_manifest_engine(url, lease_seconds=lease_seconds)
         migrate(engine)
         return cls(engine, max_attempts=max_attempts)
 
@@ -274,11 +277,15 @@ class Manifest:
         With ``lease`` (every sync run passes its own), the transaction first fences it:
         if another process took the lease over, ``LeaseLost`` and nothing is written.
         A lock timeout or serialization failure is a ``TransientError``: the runner retries
-        the run from its last checkpoint, and the transaction left nothing behind.
+        the run from its last checkpoint, and the transaction left nothing behind. A
+        connection lost meanwhile (PostgreSQL ended the session of a process frozen in
+        this transaction) is ``LeaseLost`` when another process took the lease over.
         """
         try:
             self._commit_batch(run_id, batch, lease)
         except OperationalError as exc:
+            if lease is not None:
+                self.runs.leases.check(lease)
             text = str(exc.orig).lower()
             if any(marker in text for marker in LOCK_MARKERS):
                 raise TransientError(
@@ -291,6 +298,7 @@ class Manifest:
         with begin_write(self.engine) as conn:
             if lease is not None:
                 fence(conn, lease)
+            failpoints.failpoint(failpoints.INSIDE_BATCH_COMMIT)
             for write in batch.writes:
                 values = write.values()
                 if write.is_new and not self._exists(conn, write.document_id):
