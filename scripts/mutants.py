@@ -223,6 +223,16 @@ MUTANTS: list[Mutant] = [
             "tests/search/test_manifest_gate.py::test_a_revoked_document_is_not_returned_before_the_index_applies_it[keyword]",
         ),
     ),
+    Mutant(
+        "the-fence-ignores-the-epoch",
+        "src/headwater/manifest/leases.py",
+        "            t.leases.c.owner == lease.owner,\n            t.leases.c.epoch == lease.epoch,\n        )\n        .values(expires_at=utcnow() + timedelta(seconds=lease.seconds))",
+        "            t.leases.c.owner == lease.owner,\n        )\n        .values(expires_at=utcnow() + timedelta(seconds=lease.seconds))",
+        (
+            "tests/core/test_leases.py::test_a_lease_taken_again_by_its_own_owner_fences_the_older_epoch[sqlite]",
+            "tests/core/test_leases.py::test_a_lease_taken_again_by_its_own_owner_fences_the_older_epoch[postgres]",
+        ),
+    ),
 ]
 
 
