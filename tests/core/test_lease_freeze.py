@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from headwater.clock import as_utc, utcnow
 from headwater.manifest import schema as t
@@ -143,6 +143,46 @@ def test_an_owner_frozen_inside_a_batch_is_taken_over_within_the_bound(
                 process.send_signal(signal.SIGCONT)
                 process.kill()
                 process.communicate()
+        manifest.close()
+
+
+def _idle_in_transaction(manifest: Manifest) -> int:
+    with manifest.engine.connect() as conn:
+        query = (
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state LIKE 'idle in transaction%'"
+        )
+        return int(conn.execute(text(query)).scalar_one())
+
+
+@pytest.mark.parametrize("manifest_url", ["postgres"], indirect=True)
+def test_an_owner_woken_after_its_session_ended_but_not_taken_over_retries_the_batch(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    config = _config(tmp_path, manifest_url)
+    manifest = Manifest.open(manifest_url)
+    first = None
+    try:
+        first, frozen = _frozen_inside_a_batch(config, manifest)
+        assert _idle_in_transaction(manifest) == 1  # its batch, fenced, not committed
+        _wait_for(
+            lambda: _idle_in_transaction(manifest) == 0,
+            "the manifest server to end the frozen transaction",
+            seconds=BOUND,
+        )
+        stdout, stderr = _finish(first)
+        assert first.returncode == 0, stderr
+        assert '["succeeded"]' in stdout
+        assert "the manifest ended this batch's connection" in stderr  # logged, retried
+        run = manifest.runs.latest("slow")
+        assert run is not None and run.status == "succeeded"
+        assert manifest.count_documents("slow") == 6
+        assert _lease(manifest).epoch == frozen.epoch  # nobody took it over
+    finally:
+        if first is not None and first.poll() is None:
+            first.send_signal(signal.SIGCONT)
+            first.kill()
+            first.communicate()
         manifest.close()
 
 

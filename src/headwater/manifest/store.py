@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from headwater import failpoints
 from headwater.clock import utcnow
@@ -277,17 +277,24 @@ class Manifest:
         With ``lease`` (every sync run passes its own), the transaction first fences it:
         if another process took the lease over, ``LeaseLost`` and nothing is written.
         A lock timeout or serialization failure is a ``TransientError``: the runner retries
-        the run from its last checkpoint, and the transaction left nothing behind. A
-        connection lost meanwhile (PostgreSQL ended the session of a process frozen in
-        this transaction) is ``LeaseLost`` when another process took the lease over.
+        the run from its last checkpoint, and the transaction left nothing behind. So is a
+        connection the manifest server ended meanwhile (it ends a transaction left idle
+        for ``lease_seconds`` + 5 s: this process was paused or cut off), unless another
+        process took the lease over in the meantime: then ``LeaseLost``.
         """
         try:
             self._commit_batch(run_id, batch, lease)
-        except OperationalError as exc:
+        except DBAPIError as exc:
             if lease is not None:
                 self.runs.leases.check(lease)
+            if exc.connection_invalidated:
+                raise TransientError(
+                    f"the manifest ended this batch's connection ({exc.orig}); this process "
+                    "was probably paused or cut off from it for longer than [sync] "
+                    "lease_seconds + 5 s. The batch will be retried from the last checkpoint"
+                ) from exc
             text = str(exc.orig).lower()
-            if any(marker in text for marker in LOCK_MARKERS):
+            if isinstance(exc, OperationalError) and any(m in text for m in LOCK_MARKERS):
                 raise TransientError(
                     f"the manifest was busy ({exc.orig}); the batch will be retried"
                 ) from exc
