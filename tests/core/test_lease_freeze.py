@@ -198,9 +198,9 @@ def test_a_writer_blocked_by_an_owner_frozen_inside_a_batch_names_it(
         second = _spawn(config)
         _, stderr = second.communicate(timeout=120)  # a bounded busy wait, then the report
         assert second.returncode == 1, stderr
-        assert "is locked for writing" in stderr
-        assert f"process {first.pid} (stopped:" in stderr
-        assert f"owner {frozen.owner} holds the lease of source 'slow'" in stderr
+        assert f"is busy: process {first.pid} (stopped:" in stderr
+        assert "holds its write lock, since at least" in stderr
+        assert f"it is lease owner {frozen.owner} of source 'slow'" in stderr
         assert f"kill -CONT {first.pid}" in stderr
         assert _lease(manifest).epoch == frozen.epoch  # no takeover: SQLite cannot
         stdout, stderr = _finish(first)

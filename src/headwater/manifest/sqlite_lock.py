@@ -58,11 +58,13 @@ def _process(pid: int) -> str:
 def _leases_of(database: str, pid: int) -> list[str]:
     try:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1) as conn:
-            rows = conn.execute("SELECT source_id, owner, expires_at FROM leases").fetchall()
+            rows = conn.execute(
+                "SELECT source_id, owner, expires_at FROM leases WHERE released = 0"
+            ).fetchall()
     except sqlite3.Error:
         return []
     return [
-        f"owner {owner} holds the lease of source {source!r} (until {expires})"
+        f"it is lease owner {owner} of source {source!r} (lease until {expires})"
         for source, owner, expires in rows
         if owner_pid(str(owner)) == pid
     ]
@@ -71,19 +73,23 @@ def _leases_of(database: str, pid: int) -> list[str]:
 def write_lock_report(database: str, waited_from: datetime) -> str:
     """Why a write transaction on ``database`` could not start, and what to do."""
     pid = write_lock_pid(database)
-    waited = f"since at least {waited_from.isoformat(timespec='seconds')}"
+    since = waited_from.isoformat(timespec="seconds")
     if pid is None:
-        holder = f"another process (not listed in /proc/locks) holds it {waited}"
-        fix = "Find it with `fuser` or `lsof` on the file and let it finish, or stop it."
+        who = "another process (not listed in /proc/locks)"
+        fix = "Find it with `fuser` or `lsof` on the file, and let it finish or stop it."
+    elif pid == os.getpid():
+        who = "this process itself (another of its connections)"
+        fix = "This is a bug: report it with the traceback (-v)."
     else:
-        leases = _leases_of(database, pid)
-        holder = f"{_process(pid)} holds it {waited}" + (f"; {'; '.join(leases)}" if leases else "")
+        who = _process(pid)
         fix = (
-            f"If it is stopped, continue it (`kill -CONT {pid}`) or end it; SQLite cannot "
+            f"If it is stopped, continue it (`kill -CONT {pid}`) or end it: SQLite cannot "
             "take a write lock from a live process."
         )
+    leases = "".join(f"; {lease}" for lease in _leases_of(database, pid)) if pid else ""
     return (
-        f"the SQLite manifest {database} is locked for writing: {holder}. {fix} "
-        "A PostgreSQL manifest ([manifest] url) takes a frozen owner's lease over "
-        "within a bounded time instead (docs/guarantees.md#fencing)."
+        f"the SQLite manifest {database} is busy: {who} holds its write lock, since at "
+        f"least {since} (when this process began waiting){leases}. {fix} A PostgreSQL "
+        "manifest ([manifest] url) takes a frozen owner's lease over within a bounded "
+        "time instead (docs/guarantees.md#fencing)."
     )
