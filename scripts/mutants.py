@@ -428,6 +428,35 @@ MUTANTS: list[Mutant] = [
         "    check_duration(value)\n",
         ("tests/core/test_config.py::test_a_zero_interval_is_refused_and_a_zero_retention_is_not",),
     ),
+    Mutant(
+        "the-fence-ignores-the-epoch",
+        "src/headwater/manifest/leases.py",
+        "            t.leases.c.owner == lease.owner,\n            t.leases.c.epoch == lease.epoch,\n        )\n        .values(expires_at=utcnow() + timedelta(seconds=lease.seconds))",
+        "            t.leases.c.owner == lease.owner,\n        )\n        .values(expires_at=utcnow() + timedelta(seconds=lease.seconds))",
+        (
+            "tests/core/test_leases.py::test_a_lease_taken_again_by_its_own_owner_fences_the_older_epoch[sqlite]",
+            "tests/core/test_leases.py::test_a_lease_taken_again_by_its_own_owner_fences_the_older_epoch[postgres]",
+        ),
+    ),
+    Mutant(
+        "a-frozen-transaction-holds-the-lease-row-for-good",
+        "src/headwater/manifest/db.py",
+        '        event.listen(engine, "connect", _postgres_timeouts(bound_ms))\n',
+        "",
+        (
+            "tests/core/test_lease_freeze.py::test_an_owner_frozen_inside_a_batch_is_taken_over_within_the_bound[postgres]",
+        ),
+    ),
+    Mutant(
+        "an-owner-in-another-pid-namespace-is-declared-dead",
+        "src/headwater/manifest/owners.py",
+        " or (boot, namespace) != (_boot(), _pid_namespace()):",
+        ":",
+        (
+            "tests/core/test_lease_owners.py::test_only_a_provably_gone_owner_is_dead",
+            "tests/core/test_lease_freeze.py::test_two_pid_1_processes_in_their_own_pid_namespaces_are_two_owners[sqlite]",
+        ),
+    ),
 ]
 
 

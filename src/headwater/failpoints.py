@@ -2,7 +2,9 @@
 
 ``HEADWATER_FAILPOINTS=after_manifest_commit,between_sinks`` makes the process kill
 itself with SIGKILL the first time it reaches one of those points, exactly as a power
-cut or OOM kill would. Unset (always, outside tests), a failpoint costs one set lookup.
+cut or OOM kill would. ``NAME:stop`` instead stops the process there with SIGSTOP, once
+(as a debugger, a frozen VM or a paused container would), for the test to continue it.
+Unset (always, outside tests), a failpoint costs one set lookup.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ AFTER_SINK_WRITE_BEFORE_RECORD = "after_sink_write_before_record"
 MID_DELETE = "mid_delete"
 AFTER_CHECKPOINT_SAVE = "after_checkpoint_save"
 AFTER_INDEX_BATCH = "after_index_batch"  # every sink of one indexer batch recorded
+INSIDE_BATCH_COMMIT = "inside_batch_commit"  # the batch's transaction fenced, not committed
 
 ALL = (
     AFTER_FETCH_BEFORE_COMMIT,
@@ -28,12 +31,17 @@ ALL = (
     MID_DELETE,
     AFTER_CHECKPOINT_SAVE,
     AFTER_INDEX_BATCH,
+    INSIDE_BATCH_COMMIT,
 )
 
 _ACTIVE = frozenset(p.strip() for p in os.environ.get(ENV_VAR, "").split(",") if p.strip())
+_STOPS = {p.removesuffix(":stop") for p in _ACTIVE if p.endswith(":stop")}
 
 
 def failpoint(name: str) -> None:
-    """Die here, hard, if ``name`` is enabled."""
+    """Die here, hard, if ``name`` is enabled; stop here once if ``name:stop`` is."""
     if name in _ACTIVE:
         os.kill(os.getpid(), signal.SIGKILL)
+    if name in _STOPS:
+        _STOPS.discard(name)
+        os.kill(os.getpid(), signal.SIGSTOP)

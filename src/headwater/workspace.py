@@ -101,7 +101,11 @@ class Workspace(WorkspaceReads):
                 "make it a writable directory, or point workspace.state_dir in "
                 "headwater.toml at one."
             ) from exc
-        self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
+        self.manifest = Manifest.open(
+            loaded.manifest_url,
+            max_attempts=self.config.sync.attempts,
+            lease_seconds=self.config.sync.lease_seconds,
+        )
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
         self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars

@@ -13,8 +13,9 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
+from headwater import failpoints
 from headwater.clock import utcnow
 from headwater.errors import TransientError, WriteConflict
 from headwater.manifest import schema as t
@@ -49,8 +50,10 @@ class Manifest:
         self.generations = Generations(engine)
 
     @classmethod
-    def open(cls, url: str, *, max_attempts: int = 3) -> Manifest:
-        engine = create_manifest_engine(url)
+    def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:
+        """Open (and migrate) the manifest at ``url``; ``lease_seconds`` bounds how long
+        one of its transactions may block the others (``db.create_manifest_engine``)."""
+        engine = create_manifest_engine(url, lease_seconds=lease_seconds)
         migrate(engine)
         return cls(engine, max_attempts=max_attempts)
 
@@ -305,21 +308,33 @@ class Manifest:
         from; a row changed meanwhile, or inserted by a concurrent batch, is a
         ``WriteConflict`` and nothing is written: read again and decide again.
         A lock timeout or serialization failure is a ``TransientError``: the runner retries
-        the run from its last checkpoint, and the transaction left nothing behind.
+        the run from its last checkpoint, and the transaction left nothing behind. So is a
+        connection the manifest server ended meanwhile (it ends a transaction left idle
+        for ``lease_seconds`` + 5 s: this process was paused or cut off), unless another
+        process took the lease over in the meantime: then ``LeaseLost``.
         """
         try:
             with begin_write(self.engine) as conn:
                 if lease is not None:
                     fence(conn, lease)
+                failpoints.failpoint(failpoints.INSIDE_BATCH_COMMIT)
                 write_batch(conn, run_id, batch, self.failures)
         except IntegrityError as exc:
             raise WriteConflict(
                 f"a concurrent batch wrote the same document first ({exc.orig}); "
                 "nothing was written, decide again from the manifest"
             ) from exc
-        except OperationalError as exc:
+        except DBAPIError as exc:
+            if lease is not None:
+                self.runs.leases.check(lease)
+            if exc.connection_invalidated:
+                raise TransientError(
+                    f"the manifest ended this batch's connection ({exc.orig}); this process "
+                    "was probably paused or cut off from it for longer than [sync] "
+                    "lease_seconds + 5 s. The batch will be retried from the last checkpoint"
+                ) from exc
             text = str(exc.orig).lower()
-            if any(marker in text for marker in LOCK_MARKERS):
+            if isinstance(exc, OperationalError) and any(m in text for m in LOCK_MARKERS):
                 raise TransientError(
                     f"the manifest was busy ({exc.orig}); the batch will be retried"
                 ) from exc
