@@ -13,6 +13,7 @@ killed.
 
     .venv/bin/python scripts/mutants.py            # every mutant
     .venv/bin/python scripts/mutants.py -k qdrant  # mutants whose name contains "qdrant"
+    .venv/bin/python scripts/mutants.py --jobs 2   # two mutants at a time
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -510,16 +512,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="", help="only mutants whose name contains this")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mutant")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTANTS if args.k in m.name]
     if not chosen:
         print(f"no mutant name contains {args.k!r}; names: {', '.join(m.name for m in MUTANTS)}")
         return 1
     verdicts: dict[str, int] = {}
-    for mutant in chosen:
-        verdict, detail = run_mutant(mutant, sys.executable, args.timeout)
-        print(f"{verdict:12} {mutant.name}: {detail}", flush=True)
-        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # each runs a subprocess
+        runs = [pool.submit(run_mutant, m, sys.executable, args.timeout) for m in chosen]
+        for mutant, run in zip(chosen, runs, strict=True):
+            verdict, detail = run.result()
+            print(f"{verdict:12} {mutant.name}: {detail}", flush=True)
+            verdicts[verdict] = verdicts.get(verdict, 0) + 1
     others = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()) if v != "killed")
     print(f"{verdicts.get('killed', 0)}/{len(chosen)} killed" + (f" ({others})" if others else ""))
     return 0 if verdicts.get("killed", 0) == len(chosen) else 1
