@@ -295,6 +295,15 @@ MUTANTS: list[Mutant] = [
             "tests/correctness/test_index_identity.py::test_a_wrong_manifest_url_is_refused_and_leaves_the_index_intact[sqlite]",
         ),
     ),
+    Mutant(
+        "the-storage-of-another-manifests-index-is-dropped",
+        "src/headwater/workspace_indexes.py",
+        "            raise self._owned_elsewhere(generation, str(bound))\n        sink.drop()",
+        "        sink.drop()",
+        (
+            "tests/correctness/test_index_identity.py::test_storage_of_an_index_bound_to_another_manifest_is_never_dropped[sqlite]",
+        ),
+    ),
 ]
 
 

@@ -152,8 +152,13 @@ class WorkspaceIndexes:
         return taken
 
     def drop_generation_sink(self, generation: Generation) -> None:
-        """Delete a generation's storage (disk freed) and forget its applied rows."""
+        """Delete a generation's storage (disk freed) and forget its applied rows; never
+        the storage of an index bound to another manifest (``IndexOwnedElsewhere``)."""
         sink = self._sinks.pop(generation.key, None) or self.pipelines.sink(generation)
+        bound = sink.bound_manifest()
+        if bound not in (None, self.manifest.manifest_id):
+            sink.close()
+            raise self._owned_elsewhere(generation, str(bound))
         sink.drop()
         self.manifest.index_state.forget_index(generation.key)
 

@@ -19,7 +19,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from headwater import Workspace
+from headwater.errors import IndexOwnedElsewhere
 from workspace_helpers import filesystem_source, write_config
 
 
@@ -111,3 +114,17 @@ def test_reconcile_adopt_takes_the_index_over_and_reset_rebuilds_it(
     assert all(s["in_sync"] for s in ok(tmp_path, "reconcile", "--json")["sinks"].values())
     again = ok(tmp_path, "reconcile", "--adopt", "--json")  # nothing left to take over
     assert again["taken_over"] == []
+
+
+def test_storage_of_an_index_bound_to_another_manifest_is_never_dropped(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    configure(tmp_path, manifest_url, corpus)
+    ok(tmp_path, "sync")
+    before = index_rows(tmp_path)
+    wrong = configure(tmp_path, f"sqlite:///{tmp_path / 'other.db'}", corpus)
+    with Workspace.open(wrong) as ws:
+        live = ws.manifest.generations.get("main", 1)
+        with pytest.raises(IndexOwnedElsewhere, match="belongs to manifest"):
+            ws.drop_generation_sink(live)  # what retire or cancel would do
+    assert index_rows(tmp_path) == before
