@@ -83,6 +83,8 @@ def test_a_wrong_manifest_url_is_refused_and_leaves_the_index_intact(
         assert "`headwater reconcile --adopt --sink main`" in message, message
         assert "`headwater reconcile --reset --sink main`" in message, message
         assert index_rows(tmp_path) == before, args  # nothing emptied, nothing rebound
+    ok(tmp_path, "status")  # reads the manifest only
+    assert index_rows(tmp_path) == before
     configure(tmp_path, manifest_url, corpus)  # the url fixed: searches work at once
     assert "Vacation policy" in titles(tmp_path, "vacation")
     assert index_rows(tmp_path) == before
