@@ -459,6 +459,87 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_lease_freeze.py::test_two_pid_1_processes_in_their_own_pid_namespaces_are_two_owners[sqlite]",
         ),
     ),
+    Mutant(
+        "rebuild-switch-skips-its-re-verification",
+        "src/headwater/rebuilds/orchestrate.py",
+        "    report = build(ws, ready)\n    problems = verify(ws, ready, report)\n",
+        "    report = IndexReport()\n    problems: list[str] = []\n",
+        (
+            "tests/rebuild/test_generation_states.py::test_switch_verifies_the_ready_generation_again_and_refuses_a_bad_one[sqlite]",
+        ),
+    ),
+    Mutant(
+        "generation-state-changes-are-unconditional",
+        "src/headwater/manifest/generations.py",
+        "                    g.c.generation == generation,\n                    g.c.state.in_(allowed),\n",
+        "                    g.c.generation == generation,\n",
+        (
+            "tests/rebuild/test_generation_states.py::test_a_retired_generation_never_becomes_verifying_ready_or_live[sqlite]",
+        ),
+    ),
+    Mutant(
+        "a-cancelled-generation-is-switched-live",
+        "src/headwater/manifest/generations.py",
+        "                    g.c.generation == generation,\n                    g.c.state == entered_from,\n",
+        "                    g.c.generation == generation,\n",
+        (
+            "tests/rebuild/test_generation_states.py::test_a_retired_generation_never_becomes_verifying_ready_or_live[sqlite]",
+        ),
+    ),
+    Mutant(
+        "onnx-int8-gate-tests-the-mean-cosine",
+        "src/headwater/pipeline/embed/onnx_prepare.py",
+        '    if stats["min"] >= min_cosine:\n',
+        '    if stats["mean"] >= min_cosine:\n',
+        (
+            "tests/pipeline/test_onnx_gate.py::test_one_text_below_the_threshold_refuses_int8_though_the_mean_passes",
+        ),
+    ),
+    Mutant(
+        "onnx-fp32-export-gate-tests-the-mean-cosine",
+        "src/headwater/pipeline/embed/onnx_prepare.py",
+        '    if stats["min"] < FP32_MIN_COSINE:\n',
+        '    if stats["mean"] < FP32_MIN_COSINE:\n',
+        (
+            "tests/pipeline/test_onnx_gate.py::test_one_text_below_the_fp32_threshold_is_a_broken_export_though_the_mean_passes",
+        ),
+    ),
+    Mutant(
+        "onnx-fp32-export-gate-removed",
+        "src/headwater/pipeline/embed/onnx_prepare.py",
+        '    if stats["min"] < FP32_MIN_COSINE:\n',
+        "    if False:\n",
+        (
+            "tests/pipeline/test_onnx_gate.py::test_one_text_below_the_fp32_threshold_is_a_broken_export_though_the_mean_passes",
+        ),
+    ),
+    Mutant(
+        "a-refused-enqueue-leaves-its-queued-marker",
+        "src/headwater/executor/dispatch.py",
+        "            markers.clear(source_id, task_id)\n            raise _refused(",
+        "            raise _refused(",
+        (
+            "tests/executor/test_enqueue_refused.py::test_a_refused_enqueue_leaves_no_marker_and_names_the_broker[redis]",
+        ),
+    ),
+    Mutant(
+        "an-index-of-another-manifest-is-emptied-on-open",
+        "src/headwater/workspace_indexes.py",
+        "                sink.close()\n                raise self._owned_elsewhere(generation, bound)\n",
+        "                sink.bind(mine, empty=True)\n",
+        (
+            "tests/correctness/test_index_identity.py::test_a_wrong_manifest_url_is_refused_and_leaves_the_index_intact[sqlite]",
+        ),
+    ),
+    Mutant(
+        "the-storage-of-another-manifests-index-is-dropped",
+        "src/headwater/workspace_indexes.py",
+        "            raise self._owned_elsewhere(generation, str(bound))\n        sink.drop()",
+        "        sink.drop()",
+        (
+            "tests/correctness/test_index_identity.py::test_storage_of_an_index_bound_to_another_manifest_is_never_dropped[sqlite]",
+        ),
+    ),
 ]
 
 

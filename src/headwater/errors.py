@@ -34,6 +34,11 @@ class TransientError(HeadwaterError):
         self.retry_after = retry_after
 
 
+class BrokerUnavailable(TransientError):
+    """The Celery broker refused a message (down, unreachable, wrong URL); nothing was
+    enqueued and no queued marker is left behind."""
+
+
 class ItemError(HeadwaterError):
     """One document cannot be processed. Becomes a failure record; the run goes on.
 
@@ -81,6 +86,12 @@ class ConfigError(HeadwaterError):
             return self.problems[0] if self.problems else super().__str__()
         head = f"{len(self.problems)} configuration problems:"
         return "\n".join([head, *(f"  - {p}" for p in self.problems)])
+
+
+class IndexOwnedElsewhere(ConfigError):
+    """An index is bound to another manifest than the workspace's (a wrong ``[manifest]
+    url``, an index path shared by two workspaces). Nothing was changed; the operator
+    fixes the url, or adopts or resets the index (``headwater reconcile --adopt|--reset``)."""
 
 
 class CredentialError(ConfigError):

@@ -2,9 +2,9 @@
 
 ``HEADWATER_FAILPOINTS=after_manifest_commit,between_sinks`` makes the process kill
 itself with SIGKILL the first time it reaches one of those points, exactly as a power
-cut or OOM kill would. ``NAME:stop`` instead stops the process there with SIGSTOP, once
-(as a debugger, a frozen VM or a paused container would), for the test to continue it.
-Unset (always, outside tests), a failpoint costs one set lookup.
+cut or OOM kill would. ``name:stop`` stops it with SIGSTOP instead, the first time only,
+so a test can act from another process meanwhile and SIGCONT it (a paused process: a GC
+pause, a frozen VM). Unset (always, outside tests), a failpoint costs one dict lookup.
 """
 
 from __future__ import annotations
@@ -34,14 +34,23 @@ ALL = (
     INSIDE_BATCH_COMMIT,
 )
 
-_ACTIVE = frozenset(p.strip() for p in os.environ.get(ENV_VAR, "").split(",") if p.strip())
-_STOPS = {p.removesuffix(":stop") for p in _ACTIVE if p.endswith(":stop")}
+STOP = "stop"
+
+_ACTIVE = dict(
+    (p.strip().partition(":")[0], p.strip().partition(":")[2])
+    for p in os.environ.get(ENV_VAR, "").split(",")
+    if p.strip()
+)
+_stopped: set[str] = set()
 
 
 def failpoint(name: str) -> None:
-    """Die here, hard, if ``name`` is enabled; stop here once if ``name:stop`` is."""
-    if name in _ACTIVE:
+    """Die here, hard, if ``name`` is enabled (``name:stop``: stop here, once)."""
+    action = _ACTIVE.get(name)
+    if action is None:
+        return
+    if action != STOP:
         os.kill(os.getpid(), signal.SIGKILL)
-    if name in _STOPS:
-        _STOPS.discard(name)
+    elif name not in _stopped:
+        _stopped.add(name)
         os.kill(os.getpid(), signal.SIGSTOP)

@@ -30,7 +30,13 @@ from headwater.config import (
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.durations import parse_duration
-from headwater.errors import ConfigError, HeadwaterError, NotFoundError, PushConflict
+from headwater.errors import (
+    ConfigError,
+    HeadwaterError,
+    IndexOwnedElsewhere,
+    NotFoundError,
+    PushConflict,
+)
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
@@ -279,6 +285,8 @@ class Workspace(WorkspaceReads):
         result = SyncResult(warnings=self.warnings(sources))
         try:
             indexer = self.indexer() if index else None
+        except IndexOwnedElsewhere:
+            raise  # a wrong [manifest] url: refused before any source is read
         except HeadwaterError as exc:  # an index that cannot be opened: every run fails
             error = f"the indexes could not be opened: {exc}"
             for section in self._selected(sources):

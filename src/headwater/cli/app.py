@@ -136,8 +136,9 @@ def run_command(body: Callable[[], T]) -> T:
         fail(
             f"the manifest database failed: {' '.join(str(exc.orig).split())}. "
             "If it is a damaged SQLite file, "
-            "restore it from a backup, or move it away, run `headwater sync` to rebuild "
-            "it and `headwater reconcile --repair`; a database server: check that it runs.",
+            "restore it from a backup, or move it away, run `headwater sync --no-index` "
+            "to rebuild it and `headwater reconcile --adopt`; a database server: check "
+            "that it runs.",
             1,
         )
     except Exception as exc:  # a bug, not a user error: still one line, unless -v

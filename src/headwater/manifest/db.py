@@ -208,8 +208,9 @@ def _open_error(engine: Engine, exc: DatabaseError) -> FatalError:
     if not isinstance(exc, OperationalError):  # garbage bytes: "file is not a database"
         return FatalError(
             f"the manifest {path} is damaged ({reason}). Restore it from a backup, or move "
-            f"it away (`mv {path} {path}.damaged`), run `headwater sync` to rebuild it from "
-            "the sources, then `headwater reconcile --repair` to bring the indexes in line."
+            f"it away (`mv {path} {path}.damaged`), run `headwater sync --no-index` to "
+            "rebuild it from the sources, then `headwater reconcile --adopt` to bring the "
+            "indexes in line."
         )
     return FatalError(
         f"cannot open the SQLite manifest {path}: {reason}. Check that its directory "
