@@ -197,7 +197,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "stale-owner-commits-after-a-takeover",
         "src/headwater/manifest/leases.py",
-        "        raise _lost(lease)\n",
+        "        raise _lost(lease, holder)\n",
         "        return\n",
         (
             "tests/core/test_leases.py::test_a_takeover_fences_every_commit_of_the_stale_owner[sqlite]",
