@@ -26,9 +26,11 @@ from pydantic import (
     field_validator,
 )
 
-from headwater.durations import parse_duration  # re-exported: `headwater.config.parse_duration`
+from headwater.durations import MIN_INTERVAL, check_duration
+from headwater.durations import parse_duration as parse_duration  # re-exported
 from headwater.errors import ConfigError
 from headwater.pipeline.embed.registry import available_embedder_types
+from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
 from headwater.sizes import parse_size
 from headwater.types import Access, normalize_identity
 
@@ -42,6 +44,7 @@ COMMON_SOURCE_KEYS = {
     "permissions_every",
     "prune_max_fraction",
     "batch_size",
+    "parse",
 }
 
 
@@ -82,6 +85,54 @@ class AccessSection(Strict):
         )
 
 
+class ParseSection(Strict):
+    """``[parse]`` (workspace) or a source's ``parse``: what its files are, by extension.
+
+    ``text_extensions`` are read as plain text; ``media_types`` gives an extension the
+    media type of a supported format (``".tpl" = "text/html"``). A source's lists add to
+    the workspace's, its mapping overrides the workspace's per extension.
+    """
+
+    text_extensions: list[str] = []
+    media_types: dict[str, str] = {}
+
+    @field_validator("text_extensions")
+    @classmethod
+    def _extensions(cls, values: list[str]) -> list[str]:
+        return [_extension(value) for value in values]
+
+    @field_validator("media_types")
+    @classmethod
+    def _media_types(cls, values: dict[str, str]) -> dict[str, str]:
+        checked: dict[str, str] = {}
+        for key, value in values.items():
+            mime = value.split(";")[0].strip().lower()
+            if mime not in SUPPORTED_MEDIA_TYPES:
+                raise ValueError(
+                    f"{key!r} = {value!r}: not the media type of a supported format; "
+                    f"expected one of {', '.join(sorted(SUPPORTED_MEDIA_TYPES))}"
+                )
+            checked[_extension(key)] = value
+        return checked
+
+    def options(self, override: ParseSection | None = None) -> ParseOptions:
+        """This section's options, with a source's ``override`` laid over them."""
+        extensions = set(self.text_extensions)
+        media_types = dict(self.media_types)
+        if override is not None:
+            extensions |= set(override.text_extensions)
+            media_types |= override.media_types
+        return ParseOptions(text_extensions=frozenset(extensions), media_types=media_types)
+
+
+def _extension(value: str) -> str:
+    if not re.fullmatch(r"\.[A-Za-z0-9_+-][A-Za-z0-9_.+-]*", value):
+        raise ValueError(
+            f"{value!r} is not a file extension; expected a dot and letters, e.g. '.conf'"
+        )
+    return value.lower()
+
+
 class SourceSection(BaseModel):
     """The keys every source has; the rest are the connector's own options."""
 
@@ -95,12 +146,12 @@ class SourceSection(BaseModel):
     permissions_every: str | None = None  # `headwater sync --permissions` interval
     prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)
+    parse: ParseSection | None = None  # laid over the workspace's [parse]
 
     @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        parse_duration(value)
-        return value
+        return None if value is None else _check_interval(value)
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -165,8 +216,14 @@ class SyncSection(Strict):
 
 
 def _check_duration(value: str) -> str:
-    if parse_duration(value) is None:
-        raise ValueError(f"{value!r} is not a duration; expected e.g. '1m', '1h' or '30d'")
+    """A retention (``keep_runs_for``, ``keep_previous_for``): 0s to ten years."""
+    check_duration(value)
+    return value
+
+
+def _check_interval(value: str) -> str:
+    """An interval between runs or retries: 1s to ten years ("0s" would spin)."""
+    check_duration(value, MIN_INTERVAL)
     return value
 
 
@@ -179,7 +236,12 @@ class SchedulerSection(Strict):
     keep_runs_for: str = "30d"
     refresh_every: str = "1h"
 
-    @field_validator("failure_backoff", "backoff_max", "keep_runs_for", "refresh_every")
+    @field_validator("failure_backoff", "backoff_max", "refresh_every")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        return _check_interval(value)
+
+    @field_validator("keep_runs_for")
     @classmethod
     def _duration(cls, value: str) -> str:
         return _check_duration(value)
@@ -198,6 +260,7 @@ class ApiKeySection(Strict):
     role: Literal["search", "ingest", "admin"]
     principals: ApiPrincipals | None = None
     assert_principals: bool = False
+    sources: list[str] = []  # the push sources an ingest key may write to (none by default)
 
     @field_validator("secret")
     @classmethod
@@ -208,9 +271,15 @@ class ApiKeySection(Strict):
 
 
 class ApiSection(Strict):
-    """``[api]``: the HTTP service's keys."""
+    """``[api]``: the HTTP service's keys, and the largest push request body it reads."""
 
     keys: list[ApiKeySection] = []
+    max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
+
+    @field_validator("max_push_bytes", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        return parse_size(value) if isinstance(value, str) else value
 
 
 class ExecutorQueues(Strict):
@@ -236,6 +305,7 @@ class HeadwaterConfig(Strict):
     manifest: ManifestSection = ManifestSection()
     embedder: EmbedderSection = EmbedderSection()
     chunker: ChunkerSection = ChunkerSection()
+    parse: ParseSection = ParseSection()
     sync: SyncSection = SyncSection()
     scheduler: SchedulerSection = SchedulerSection()
     api: ApiSection = ApiSection()
@@ -253,6 +323,27 @@ class HeadwaterConfig(Strict):
             "Check the id or add a [[source]] table; to delete the documents of a source "
             "removed from the config, run `headwater source remove ID`."
         )
+
+
+def api_key_problems(config: HeadwaterConfig) -> list[str]:
+    """``sources`` scopes an ingest key, and names configured push sources only."""
+    push = {s.id for s in config.source if s.type == "push"}
+    problems = []
+    for i, key in enumerate(config.api.keys):
+        where = f"api.keys[{i}] (name={key.name}).sources"
+        if key.sources and key.role != "ingest":
+            problems.append(
+                f"{where}: only an ingest key is scoped to sources (role {key.role!r} is not); "
+                "remove `sources` from this key"
+            )
+            continue
+        for source_id in key.sources:
+            if source_id not in push:
+                problems.append(
+                    f"{where}: {source_id!r} is not a configured push source; expected one of: "
+                    f"{', '.join(sorted(push)) or 'none'}"
+                )
+    return problems
 
 
 class LoadedConfig(BaseModel):
@@ -410,6 +501,7 @@ def load_config(
         from headwater.executor.checks import executor_problems
 
         problems.extend(executor_problems(config))
+        problems.extend(api_key_problems(config))
     if problems or config is None:
         raise ConfigError("invalid configuration", problems)
     return LoadedConfig(

@@ -34,6 +34,11 @@ class TransientError(HeadwaterError):
         self.retry_after = retry_after
 
 
+class BrokerUnavailable(TransientError):
+    """The Celery broker refused a message (down, unreachable, wrong URL); nothing was
+    enqueued and no queued marker is left behind."""
+
+
 class ItemError(HeadwaterError):
     """One document cannot be processed. Becomes a failure record; the run goes on.
 
@@ -83,6 +88,12 @@ class ConfigError(HeadwaterError):
         return "\n".join([head, *(f"  - {p}" for p in self.problems)])
 
 
+class IndexOwnedElsewhere(ConfigError):
+    """An index is bound to another manifest than the workspace's (a wrong ``[manifest]
+    url``, an index path shared by two workspaces). Nothing was changed; the operator
+    fixes the url, or adopts or resets the index (``headwater reconcile --adopt|--reset``)."""
+
+
 class CredentialError(ConfigError):
     """The source refused our credentials or permissions (401/403)."""
 
@@ -97,6 +108,21 @@ class Cancelled(HeadwaterError):
     """The user asked to stop (Ctrl-C); the run stopped after its current batch."""
 
     exit_code = EXIT_CANCELLED
+
+
+class WriteConflict(TransientError):
+    """A manifest batch was decided from rows another writer changed since they were read
+    (a conditional update matched no row, or a concurrent insert of the same document);
+    the transaction rolled back and wrote nothing. Read again and decide again."""
+
+
+class PushConflict(HeadwaterError):
+    """A pushed operation refused for its version, or a push to a source that is not a
+    ``push`` source (HTTP 409); ``current`` is the version the manifest holds."""
+
+    def __init__(self, message: str, current: int | None = None) -> None:
+        super().__init__(message)
+        self.current = current
 
 
 class StaleWrite(HeadwaterError):

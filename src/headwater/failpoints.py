@@ -2,7 +2,9 @@
 
 ``HEADWATER_FAILPOINTS=after_manifest_commit,between_sinks`` makes the process kill
 itself with SIGKILL the first time it reaches one of those points, exactly as a power
-cut or OOM kill would. Unset (always, outside tests), a failpoint costs one set lookup.
+cut or OOM kill would. ``name:stop`` stops it with SIGSTOP instead, the first time only,
+so a test can act from another process meanwhile and SIGCONT it (a paused process: a GC
+pause, a frozen VM). Unset (always, outside tests), a failpoint costs one dict lookup.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ AFTER_SINK_WRITE_BEFORE_RECORD = "after_sink_write_before_record"
 MID_DELETE = "mid_delete"
 AFTER_CHECKPOINT_SAVE = "after_checkpoint_save"
 AFTER_INDEX_BATCH = "after_index_batch"  # every sink of one indexer batch recorded
+INSIDE_BATCH_COMMIT = "inside_batch_commit"  # the batch's transaction fenced, not committed
 
 ALL = (
     AFTER_FETCH_BEFORE_COMMIT,
@@ -28,12 +31,26 @@ ALL = (
     MID_DELETE,
     AFTER_CHECKPOINT_SAVE,
     AFTER_INDEX_BATCH,
+    INSIDE_BATCH_COMMIT,
 )
 
-_ACTIVE = frozenset(p.strip() for p in os.environ.get(ENV_VAR, "").split(",") if p.strip())
+STOP = "stop"
+
+_ACTIVE = dict(
+    (p.strip().partition(":")[0], p.strip().partition(":")[2])
+    for p in os.environ.get(ENV_VAR, "").split(",")
+    if p.strip()
+)
+_stopped: set[str] = set()
 
 
 def failpoint(name: str) -> None:
-    """Die here, hard, if ``name`` is enabled."""
-    if name in _ACTIVE:
+    """Die here, hard, if ``name`` is enabled (``name:stop``: stop here, once)."""
+    action = _ACTIVE.get(name)
+    if action is None:
+        return
+    if action != STOP:
         os.kill(os.getpid(), signal.SIGKILL)
+    elif name not in _stopped:
+        _stopped.add(name)
+        os.kill(os.getpid(), signal.SIGSTOP)

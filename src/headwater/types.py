@@ -63,6 +63,18 @@ def normalize_identity(value: str, kind: Literal["user", "group"]) -> str:
     return lowered
 
 
+def fold_identity(value: str, kind: Literal["user", "group"]) -> str:
+    """``normalize_identity`` for a connector that must compare names before the gate.
+
+    The normalized identity, or, when it is refused, the value unchanged: the gate then
+    refuses the one document whose ACL names it (``invalid_principal``), and the run goes on.
+    """
+    try:
+        return normalize_identity(value, kind)
+    except ConfigError:
+        return value
+
+
 def user_principal(email: str) -> str:
     """The principal string of one user (emails compare case-insensitively)."""
     return f"user:{normalize_identity(email, 'user')}"
@@ -92,6 +104,18 @@ class Access:
         if self.public:
             found.add(PUBLIC_PRINCIPAL)
         return sorted(found)
+
+    def key(self) -> list[str]:
+        """``principals()`` for comparing ACLs (version hints, checkpoints), never raising.
+
+        An ACL naming an identity ``normalize_identity`` refuses is written raw (``!user:…``)
+        instead: a connector hashing it goes on, and the gate refuses only that document.
+        """
+        try:
+            return self.principals()
+        except ConfigError:
+            raw = [f"!user:{u}" for u in self.users] + [f"!group:{g}" for g in self.groups]
+            return sorted(raw + ([PUBLIC_PRINCIPAL] if self.public else []))
 
     @classmethod
     def from_principals(cls, principals: Sequence[str]) -> Access:

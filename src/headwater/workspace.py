@@ -30,7 +30,13 @@ from headwater.config import (
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
 from headwater.durations import parse_duration
-from headwater.errors import ConfigError, HeadwaterError
+from headwater.errors import (
+    ConfigError,
+    HeadwaterError,
+    IndexOwnedElsewhere,
+    NotFoundError,
+    PushConflict,
+)
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.content import ContentStore
@@ -52,6 +58,7 @@ from headwater.reports import (
 from headwater.sinks import Sink
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
+from headwater.sync.push import PushOp, PushResult, push
 from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.removal import RemovalReport
 from headwater.sync.report import PruneReport, PruneResult, RunReport
@@ -100,7 +107,11 @@ class Workspace(WorkspaceReads):
                 "make it a writable directory, or point workspace.state_dir in "
                 "headwater.toml at one."
             ) from exc
-        self.manifest = Manifest.open(loaded.manifest_url, max_attempts=self.config.sync.attempts)
+        self.manifest = Manifest.open(
+            loaded.manifest_url,
+            max_attempts=self.config.sync.attempts,
+            lease_seconds=self.config.sync.lease_seconds,
+        )
         self.content_store = ContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
         self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
@@ -201,12 +212,15 @@ class Workspace(WorkspaceReads):
 
     def source_identity(self, section: SourceSection) -> SourceIdentity:
         access = section.access.to_access() if section.access is not None else Access.nobody()
+        parse_options = self.config.parse.options(section.parse)
         return SourceIdentity(
             tenant=self.config.workspace.tenant,
             source_type=section.type,
             source_id=section.id,
             default_access=access,
-            pipeline_version=self.pipeline_version,
+            # what [parse] says about the source's files changes how they are read
+            pipeline_version=content_version(PARSER_VERSIONS, parse_options.describe()),
+            parse_options=parse_options,
         )
 
     def source_settings(self, section: SourceSection) -> SourceSettings:
@@ -271,6 +285,8 @@ class Workspace(WorkspaceReads):
         result = SyncResult(warnings=self.warnings(sources))
         try:
             indexer = self.indexer() if index else None
+        except IndexOwnedElsewhere:
+            raise  # a wrong [manifest] url: refused before any source is read
         except HeadwaterError as exc:  # an index that cannot be opened: every run fails
             error = f"the indexes could not be opened: {exc}"
             for section in self._selected(sources):
@@ -366,6 +382,20 @@ class Workspace(WorkspaceReads):
         if indexer is not None:
             result.index.add(self.drain_writable([]))
         return result
+
+    def push(self, source_id: str, ops: Sequence[PushOp]) -> list[PushResult]:
+        """Commit pushed upserts and deletes of a ``push`` source, in order, one result per
+        op; safe across any number of processes on one manifest (see ``sync.push``)."""
+        try:
+            section = self.source_section(source_id)
+        except ConfigError as exc:
+            raise NotFoundError(str(exc)) from exc
+        if section.type != "push":
+            raise PushConflict(
+                f"source {source_id!r} has type {section.type!r}; only `push` sources accept "
+                'documents through the API. Add a [[source]] with type = "push".'
+            )
+        return push(self.manifest, self.source_identity(section), self.content_store, ops)
 
     def _drain(self, indexer: GenerationIndexer, only: Sequence[str] | None = None) -> IndexReport:
         started = utcnow()

@@ -1,8 +1,8 @@
 """A real ``headwater serve`` process on a free local port, over a small workspace.
 
 The workspace has a filesystem source (``docs``, group ``staff``), a push source
-(``inbox``, default ACL: nobody) and the fake embedder. Four keys: admin, ingest, a
-search key with fixed principals and a search key that asserts principals. The server's
+(``inbox``, default ACL: nobody) and the fake embedder. Four keys: admin, ingest (for
+``inbox`` only unless ``ingest_sources`` says otherwise), a search key with fixed principals and a search key that asserts principals. The server's
 stdout and stderr go to a log file that tests read (a key must never appear in it).
 """
 
@@ -52,6 +52,7 @@ role = "admin"
 name = "loader"
 secret = "${{HW_INGEST_KEY}}"
 role = "ingest"
+sources = {ingest_sources}
 
 [[api.keys]]
 name = "app"
@@ -88,7 +89,9 @@ def server_env() -> dict[str, str]:
     return env
 
 
-def make_workspace(root: Path, extra: str = "") -> Path:
+def make_workspace(
+    root: Path, extra: str = "", ingest_sources: tuple[str, ...] = ("inbox",)
+) -> Path:
     corpus = root / "corpus"
     (corpus / "guides").mkdir(parents=True, exist_ok=True)
     (corpus / "guides" / "vacation.md").write_text(
@@ -99,7 +102,8 @@ def make_workspace(root: Path, extra: str = "") -> Path:
     )
     (corpus / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     config = root / "headwater.toml"
-    config.write_text(CONFIG.format(extra=extra))
+    sources = "[" + ", ".join(f'"{s}"' for s in ingest_sources) + "]"
+    config.write_text(CONFIG.format(extra=extra, ingest_sources=sources))
     return config
 
 

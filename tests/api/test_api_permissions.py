@@ -21,7 +21,8 @@ WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
 def test_no_hit_outside_the_callers_rights(tmp_path: Path) -> None:
     rng = random.Random(14)
     extra = '\n[[source]]\nid = "crm"\ntype = "push"\naccess = { groups = ["g0"] }\n'
-    srv = Server(make_workspace(tmp_path, extra), free_port(), tmp_path / "server.log").start()
+    config = make_workspace(tmp_path, extra, ingest_sources=("inbox", "crm"))
+    srv = Server(config, free_port(), tmp_path / "server.log").start()
     users = [f"u{i}@acme.test" for i in range(20)]
     try:
         with srv.client("ingest") as ingest:

@@ -70,6 +70,23 @@ def test_delete_tombstone_blocks_a_late_older_upsert(server: Server) -> None:
         assert ingest.delete(DOC + "late").status_code == 422  # version is required
 
 
+def test_a_delete_of_a_never_held_object_refuses_its_late_older_create(server: Server) -> None:
+    with server.client("ingest") as ingest, server.client() as admin:
+        gone = ingest.delete(DOC + "erased/post", params={"version": 5})
+        assert gone.status_code == 200 and gone.json()["status"] == "deleted"
+        late = ingest.put(DOC + "erased/post", json={"version": 3, "text": "the accidental post"})
+        assert late.status_code == 409 and late.json()["current_version"] == 5
+        same = ingest.put(DOC + "erased/post", json={"version": 5, "text": "the accidental post"})
+        assert same.status_code == 409 and same.json()["current_version"] == 5
+        doc = admin.get("/v1/documents", params={"source": "inbox", "object": "erased/post"})
+        assert doc.json()["state"] == "deleted"
+        assert ingest.delete(DOC + "erased/post", params={"version": 5}).json()["status"] == (
+            "unchanged"
+        )
+        back = ingest.put(DOC + "erased/post", json={"version": 6, "text": "a real post"})
+        assert back.status_code == 200 and back.json()["status"] == "new"
+
+
 def test_a_newer_delete_of_a_deleted_document_moves_its_tombstone_up(server: Server) -> None:
     with server.client("ingest") as ingest:
         assert ingest.put(DOC + "twice", json={"version": 1, "text": "one"}).status_code == 200
@@ -129,13 +146,14 @@ def test_batch_in_order_with_per_item_results(server: Server) -> None:
 
 
 def test_push_only_to_push_sources(server: Server) -> None:
-    with server.client("ingest") as ingest:
-        r = ingest.put("/v1/sources/docs/documents/x", json={"version": 1, "text": "x"})
+    with server.client("admin") as admin:  # an admin key may name any source
+        r = admin.put("/v1/sources/docs/documents/x", json={"version": 1, "text": "x"})
         assert r.status_code == 409 and "only `push` sources" in r.json()["error"]
         assert (
-            ingest.put("/v1/sources/nope/documents/x", json={"version": 1, "text": "x"}).status_code
+            admin.put("/v1/sources/nope/documents/x", json={"version": 1, "text": "x"}).status_code
             == 404
         )
+    with server.client("ingest") as ingest:
         both = ingest.put(DOC + "x", json={"version": 1, "text": "x", "content_base64": "eA=="})
         assert both.status_code == 400 and "exactly one" in both.json()["error"]
         bad = ingest.put(

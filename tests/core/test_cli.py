@@ -185,6 +185,21 @@ def test_search_usage_errors_exit_2_with_one_line(workspace: Path) -> None:
         assert said in result.stderr and result.stdout == "", args
 
 
+def test_a_query_starting_with_a_dash_goes_after_double_dash(workspace: Path) -> None:
+    assert run(["sync", "--json"], workspace).returncode == 0
+    search = ["search", "--group", "staff", "--mode", "keyword", "--json", "--"]
+    for query in ("-vacation", "--vacation", "-v", "--json"):
+        found = run([*search, query], workspace)
+        assert found.returncode == 0, (query, found.stderr)
+        titles = [r["title"] for r in json.loads(found.stdout)["results"]]
+        if "vacation" in query:
+            assert titles[:1] == ["Vacation policy"], query
+    # Without `--` it is read as options; the error says where the query goes.
+    bare = run(["search", "-vacation"], workspace)
+    assert bare.returncode == 2 and bare.stdout == ""
+    assert "goes after `--`: `headwater search -- -vacation`" in bare.stderr, bare.stderr
+
+
 def test_failures_and_dlq_of_an_unknown_source_exit_2(workspace: Path, corpus: Path) -> None:
     (corpus / "bad.pdf").write_bytes(b"%PDF-1.7 garbage")
     assert run(["sync", "--no-index"], workspace).returncode == 0

@@ -122,3 +122,78 @@ def test_durations() -> None:
     assert parse_duration("1d").total_seconds() == 86400  # type: ignore[union-attr]
     with pytest.raises(ValueError):
         parse_duration("soon")
+
+
+DURATION_KEYS = """
+[workspace]
+tenant = "acme"
+
+[scheduler]
+refresh_every = "{v}"
+failure_backoff = "{v}"
+backoff_max = "{v}"
+keep_runs_for = "{v}"
+
+[[index]]
+name = "main"
+type = "sqlite"
+keep_previous_for = "{v}"
+
+[[source]]
+id = "docs"
+type = "filesystem"
+root = "."
+refresh_every = "{v}"
+prune_every = "{v}"
+permissions_every = "{v}"
+"""
+INTERVALS = [
+    "scheduler.refresh_every",
+    "scheduler.failure_backoff",
+    "scheduler.backoff_max",
+    "source[0].refresh_every",
+    "source[0].prune_every",
+    "source[0].permissions_every",
+]
+RETENTIONS = ["scheduler.keep_runs_for", "index[0].keep_previous_for"]
+
+
+def test_a_duration_past_ten_years_is_a_config_error_naming_key_value_and_range(
+    tmp_path: Path,
+) -> None:
+    """A refresh_every of "99999999d" passed validation, then overflowed `run` and `status`."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, DURATION_KEYS.format(v="99999999d")))
+    problems = caught.value.problems
+    for key in INTERVALS + RETENTIONS:
+        [line] = [p for p in problems if p.startswith(f"{key}:")]
+        assert "'99999999d' is out of range" in line and "to 3650d" in line, line
+    assert len(problems) == len(INTERVALS + RETENTIONS)
+    with pytest.raises(ValueError, match="out of range"):
+        parse_duration(10**12)
+
+
+def test_a_zero_interval_is_refused_and_a_zero_retention_is_not(tmp_path: Path) -> None:
+    """An interval of "0s" made the scheduler spin; a retention of "0s" only keeps nothing."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, DURATION_KEYS.format(v="0s")))
+    problems = caught.value.problems
+    assert sorted(p.split(":")[0] for p in problems) == sorted(INTERVALS)
+    assert all("'0s' is out of range; expected a duration from 1s to 3650d" in p for p in problems)
+    assert load_config(write(tmp_path, DURATION_KEYS.format(v="1s"))).config.source[0].id == "docs"
+
+
+def test_the_longest_durations_plan_and_report_without_overflow(tmp_path: Path) -> None:
+    """At the ceiling, `run`'s plan, housekeeping and `status` compute their dates."""
+    from headwater import Workspace
+    from headwater.scheduler.housekeeping import housekeep
+    from headwater.scheduler.plans import schedule_status
+
+    (tmp_path / "docs").mkdir()
+    body = DURATION_KEYS.format(v="3650d").replace('root = "."', 'root = "docs"')
+    body = body.replace("[scheduler]", '[embedder]\ntype = "fake"\ndimension = 32\n\n[scheduler]')
+    with Workspace.open(write(tmp_path, body)) as ws:
+        ws.sync(index=False)
+        assert schedule_status(ws)["docs"]["next_due_at"] is not None
+        housekeep(ws)
+        ws.status()

@@ -35,7 +35,7 @@ def test_a_damaged_manifest_says_what_happened_and_what_to_do(tmp_path: Path, co
     message = " ".join(done.stderr.split())
     assert "bug in Headwater" not in message
     assert "damaged" in message and "backup" in message
-    assert "headwater reconcile --repair" in message
+    assert "headwater reconcile --adopt" in message
 
 
 def test_a_manifest_damaged_inside_a_table_is_not_called_a_bug(
@@ -58,7 +58,7 @@ def test_a_manifest_damaged_inside_a_table_is_not_called_a_bug(
     assert done.returncode == 1
     message = " ".join(done.stderr.split())
     assert "bug in Headwater" not in message
-    assert "malformed" in message and "headwater reconcile --repair" in message
+    assert "malformed" in message and "headwater reconcile --adopt" in message
 
 
 def test_an_unopenable_sqlite_manifest_hint_is_about_the_file_not_a_server(

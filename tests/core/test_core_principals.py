@@ -139,3 +139,44 @@ def test_a_connector_acl_with_a_lookalike_is_a_failure_not_a_grant(
         (failure,) = ws.failures("mem")
         assert failure.error_class == "invalid_principal"
         assert ws.search("vacation", user="kim@x.com", mode="keyword") == []
+
+
+class LateLookalikeAcl(MemoryConnector):
+    """Gives every document the look-alike ACL while ``poisoned`` is set."""
+
+    poisoned = False
+
+    def read(
+        self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
+    ) -> ReadStream:
+        for item in super().read(window, checkpoint, known):
+            if isinstance(item, Checkpoint) or not LateLookalikeAcl.poisoned:
+                yield item
+            else:
+                yield replace(item, access=Access(users=(KELVIN,)))  # type: ignore[arg-type]
+        return None
+
+
+def test_a_late_older_version_with_a_lookalike_is_stale_and_withholds_nothing(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    name = uuid.uuid4().hex
+    SOURCES[name] = MemorySource(items={"a": Item("a", "vacation days", sequence=5)})
+    body = (
+        f'[[source]]\nid = "mem"\ntype = "memory"\nname = "{name}"\n'
+        'access = { users = ["kim@x.com"] }\n'
+    )
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=body)
+    LateLookalikeAcl.poisoned = False
+    with Workspace.open(config, connector_types={"memory": LateLookalikeAcl}) as ws:
+        assert ws.sync().runs[0].status == "succeeded"
+        assert ws.search("vacation", user="kim@x.com", mode="keyword")
+        SOURCES[name].items["a"] = Item("a", "vacation days, old text", sequence=3)
+        LateLookalikeAcl.poisoned = True
+        try:
+            run = ws.sync().runs[0]
+        finally:
+            LateLookalikeAcl.poisoned = False
+        assert (run.counts.stale, run.counts.failed) == (1, 0), run
+        assert ws.failures("mem") == []
+        assert ws.search("vacation", user="kim@x.com", mode="keyword")  # still Kim's

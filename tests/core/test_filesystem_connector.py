@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -69,10 +70,20 @@ def test_symlinks_are_skipped_by_default_and_never_leave_the_root(
     os.symlink(outside / "secret.md", corpus / "secret-link.md")
     default_ids = {i.object_id for i in read_all(make(corpus))}
     assert not any(i.startswith("link") or "secret" in i for i in default_ids)
-    followed = {i.object_id for i in read_all(make(corpus, follow_symlinks=True))}
+    items = read_all(make(corpus, follow_symlinks=True))
+    followed = {i.object_id for i in items if isinstance(i, SourceDocument)}
     assert "link-in/vacation.md" in followed
     assert not any("secret" in i for i in followed)
     assert not any(i.startswith("link-out") for i in followed)
+    refused = {i.object_id: i for i in items if isinstance(i, Failure)}
+    assert sorted(refused) == ["link-out", "secret-link.md"]
+    for failure in refused.values():
+        assert (failure.error_class, failure.permanent, failure.prefix) == (
+            "link_out_of_scope",
+            True,
+            False,
+        )
+        assert "outside the root" in failure.message and "not read" in failure.message
 
 
 def test_too_large_files_are_permanent_failures(corpus: Path) -> None:
@@ -91,10 +102,12 @@ def test_version_hint_is_mtime_and_size_and_read_is_lazy(corpus: Path) -> None:
     stat = (corpus / "readme.md").stat()
     readme = next(d for d in docs if d.object_id == "readme.md")
     assert readme.version == f"{stat.st_mtime_ns}:{stat.st_size}"
-    assert readme.content is None and readme.fetch_ref == "readme.md"
+    assert readme.content is None and readme.fetch_ref is not None
+    assert json.loads(readme.fetch_ref) == {"path": "readme.md", "file": [stat.st_dev, stat.st_ino]}
     assert connector.files_read == 0
-    assert connector.fetch("readme.md").startswith(b"# Readme")
-    assert connector.files_read == 1
+    assert connector.fetch(readme.fetch_ref).startswith(b"# Readme")
+    assert connector.fetch("readme.md").startswith(b"# Readme")  # a bare path reads too
+    assert connector.files_read == 2
 
 
 class UnlistableFolder(FilesystemConnector):

@@ -9,19 +9,25 @@ from __future__ import annotations
 
 import json
 import random
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from acl_connector import STATE, AclConnector, AclOptions, AclSource
 from headwater import Workspace
 from headwater.cli.app import register_commands
+from headwater.clock import utcnow
 from headwater.connectors.base import (
     GroupListing,
     PermissionListing,
 )
+from headwater.errors import LeaseLost
+from headwater.manifest import schema as t
 from headwater.manifest.groups import SyncedGroup
+from headwater.manifest.store import Manifest
 from headwater.pipeline.embed.fake import FakeEmbedder
 from headwater.types import Access
 from workspace_helpers import write_config
@@ -245,3 +251,68 @@ def test_cli_sync_permissions_reports_per_source(
     with Workspace.open(config, connector_types=TYPES) as ws:
         assert visible(ws, "u0@x.com") == set()
         assert visible(ws, "u1@x.com") == {"a-1"}
+
+
+def test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    config = workspace(tmp_path, manifest_url, "a")
+    a = state(tmp_path, "a")
+    eng, ops = principal("a", "eng"), principal("a", "ops")
+    a.members = {eng: ["u0@x.com"], ops: ["u1@x.com"]}
+    a.docs = {"a-1": Access(groups=(eng,)), "a-2": Access(groups=(ops,))}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+        assert visible(ws, "u1@x.com") == {"a-2"}
+        del a.members[ops]  # the whole group is deleted in the source
+        (report,) = ws.sync_permissions(["a"]).sources
+        assert report.status == "succeeded" and report.groups is not None
+        assert (report.groups.groups, report.groups.memberships) == (1, 1)
+        assert ws.manifest.groups.members("a") == {eng: ["u0@x.com"]}
+        assert ws.manifest.groups.groups_of("u1@x.com") == []
+        assert visible(ws, "u1@x.com") == set()
+        assert visible(ws, "u0@x.com") == {"a-1"}
+
+
+def test_a_stale_owner_cannot_replace_the_group_listing(manifest_url: str) -> None:
+    manifest = Manifest.open(manifest_url)
+    try:
+        manifest.ensure_source("a", "acl")
+        leases, eng = manifest.runs.leases, principal("a", "eng")
+        stale = leases.acquire("a", "host-a:1", 60)
+        manifest.groups.replace("a", [(eng, ["u0@x.com"])], lease=stale)
+        with manifest.engine.begin() as conn:  # time passes: the lease expires unrenewed
+            conn.execute(
+                update(t.leases)
+                .where(t.leases.c.source_id == "a")
+                .values(expires_at=utcnow() - timedelta(seconds=1))
+            )
+        fresh = leases.acquire("a", "host-b:2", 60)
+        with pytest.raises(LeaseLost, match="taken over"):
+            manifest.groups.replace("a", [(eng, ["u9@x.com"])], lease=stale)
+        assert manifest.groups.members("a") == {eng: ["u0@x.com"]}  # nothing written
+        manifest.groups.replace("a", [(eng, ["u1@x.com"])], lease=fresh)
+        assert manifest.groups.members("a") == {eng: ["u1@x.com"]}
+    finally:
+        manifest.close()
+
+
+def test_a_lookalike_in_a_permission_listing_withholds_the_document(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    config = workspace(tmp_path, manifest_url, "a")
+    a = state(tmp_path, "a")
+    a.docs = {"a-1": Access(users=("u0@x.com",)), "a-2": Access(users=("u1@x.com",))}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+        assert visible(ws, "u0@x.com") == {"a-1"}
+        a.docs["a-1"] = Access(users=("u\uff10@x.com",))  # fullwidth 0: NFKC reads u0
+        a.docs["a-2"] = Access(users=("u2@x.com",))  # u1 revoked in the same listing
+        (report,) = ws.sync_permissions(["a"]).sources
+        assert report.status == "succeeded" and report.changed == 2, report
+        (rejected,) = report.rejected
+        assert rejected.startswith("a-1: ") and "compatibility characters" in rejected
+        assert visible(ws, "u0@x.com") == set()  # withheld, not served under the old ACL
+        assert visible(ws, "u1@x.com") == set() and visible(ws, "u2@x.com") == {"a-2"}
+        record = ws.manifest.document_by_object("a", "a-1")
+        assert record is not None and record.acl == ()

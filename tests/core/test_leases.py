@@ -106,6 +106,30 @@ def test_a_heartbeat_notices_a_lost_lease(tmp_path: Path, manifest_url: str) -> 
         manifest.close()
 
 
+def test_a_lease_taken_again_by_its_own_owner_fences_the_older_epoch(manifest_url: str) -> None:
+    """The epoch, not only the owner, is the token: a second run of one process (one
+    owner) that took the lease again leaves the first run's lease stale."""
+    manifest = Manifest.open(manifest_url)
+    try:
+        manifest.ensure_source("s", "memory")
+        leases = manifest.runs.leases
+        older = leases.acquire("s", "host-a:1", LEASE)
+        newer = leases.acquire("s", "host-a:1", LEASE)
+        assert (newer.owner, newer.epoch) == (older.owner, older.epoch + 1)
+        run_id = manifest.runs.start("s", None, utcnow())
+        with pytest.raises(LeaseLost, match=f"epoch {older.epoch}, owner host-a:1"):
+            manifest.runs.save_checkpoint(run_id, "s", '{"stale": 1}', lease=older)
+        with pytest.raises(LeaseLost):
+            manifest.commit_batch(run_id, BatchCommit(), lease=older)
+        assert manifest.runs.checkpoint(run_id) is None
+        assert not leases.renew(older)
+        assert leases.renew(newer)
+        manifest.runs.save_checkpoint(run_id, "s", '{"fresh": 1}', lease=newer)
+        assert manifest.runs.checkpoint(run_id) == '{"fresh": 1}'
+    finally:
+        manifest.close()
+
+
 # -- two real processes ------------------------------------------------------------------
 
 

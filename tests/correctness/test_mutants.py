@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.timeout(3000)
 def test_every_mutant_is_killed() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "mutants.py")],
+        [sys.executable, str(ROOT / "scripts" / "mutants.py"), "--jobs", "2"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -23,3 +25,29 @@ def test_every_mutant_is_killed() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "survived" not in done.stdout and "stale-patch" not in done.stdout
+
+
+def mutants_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("mutants", ROOT / "scripts" / "mutants.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mutants"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_timeout_is_reported_as_such_not_as_a_kill(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A mutant whose tests hang was counted "killed": a hang proved the guard.
+    script = mutants_script()
+    hangs = script.Mutant(
+        "hangs",
+        "tests/correctness/test_mutants.py",
+        "ROOT = Path(__file__).resolve().parents[2]\n",
+        "ROOT = Path(__file__).resolve().parents[2]\n__import__('threading').Event().wait()\n",
+        ("tests/correctness/test_mutants.py::test_a_timeout_is_reported_as_such_not_as_a_kill",),
+    )
+    verdict, detail = script.run_mutant(hangs, sys.executable, 5)
+    assert verdict == "timeout" and "not a kill" in detail
+    monkeypatch.setattr(script, "MUTANTS", [hangs])
+    monkeypatch.setattr(script, "run_mutant", lambda *_args: (verdict, detail))
+    assert script.main(["-k", "hangs"]) == 1

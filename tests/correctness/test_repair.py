@@ -11,7 +11,10 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from headwater import Workspace
+from headwater.errors import IndexOwnedElsewhere
 from headwater.manifest.index_state import Applied
 from headwater.manifest.records import FailureWrite
 from headwater.types import Access, Chunk, EmbeddedChunk, IndexDocument
@@ -320,9 +323,15 @@ def test_an_index_of_a_lost_manifest_never_serves_its_old_permissions(
     (corpus / "guides" / "expenses.md").unlink()
     fresh = f"sqlite:///{tmp_path / 'fresh-manifest.db'}"  # the old manifest is lost
     with Workspace.open(config(fresh, "hr")) as ws:
-        for name in ("lite", "vectors"):  # before any sync: nothing of the old manifest
-            assert not docs_in(ws, "vacation days", ["staff"], name), name
-        ws.sync()
+        for name in ("lite", "vectors"):  # refused, never served: nothing of the old manifest
+            with pytest.raises(IndexOwnedElsewhere):
+                docs_in(ws, "vacation days", ["staff"], name)
+        with pytest.raises(IndexOwnedElsewhere):
+            ws.sync()
+        ws.sync(index=False)  # the new manifest learns the sources, the indexes untouched
+        assert ws.take_over_indexes(empty=False) == ["lite@1", "vectors@1"]  # --adopt
+        ws.reconcile(repair=True)
+        ws.index()
         for name in ("lite", "vectors"):
             assert docs_in(ws, "vacation days", ["hr"], name), name
             assert not docs_in(ws, "vacation days", ["staff"], name), name

@@ -40,8 +40,8 @@ def test_a_rolled_back_generation_never_serves_revoked_or_deleted_documents(
         seen_at_switch: list[tuple[set[str], set[str]]] = []
         switch = ws.manifest.generations.switch
 
-        def switch_and_search(index_name: str, generation: int) -> None:
-            switch(index_name, generation)
+        def switch_and_search(index_name: str, generation: int, *, entered_from: str) -> None:
+            switch(index_name, generation, entered_from=entered_from)
             seen_at_switch.append(
                 (_titles(ws, "vacation days meals", "staff"), _titles(ws, "meals", "hr"))
             )

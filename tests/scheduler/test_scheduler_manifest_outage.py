@@ -21,13 +21,16 @@ from sqlalchemy.engine import make_url
 
 
 class Relay:
-    """A TCP relay from a local port to ``target``; ``stop`` cuts every connection."""
+    """A TCP relay from a local port to ``target``. ``cut`` ends every connection and drops
+    new ones at once (the manifest is unreachable) until ``resume``; the relay keeps its
+    port all along, so no other process can take it during the outage."""
 
-    def __init__(self, target: tuple[str, int], port: int = 0) -> None:
+    def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
-        self.server = socket.create_server(("127.0.0.1", port))
+        self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
         self.sockets: list[socket.socket] = []
+        self.down = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -36,6 +39,9 @@ class Relay:
                 client, _ = self.server.accept()
             except OSError:
                 return
+            if self.down.is_set():
+                client.close()
+                continue
             upstream = socket.create_connection(self.target)
             self.sockets += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
@@ -49,12 +55,20 @@ class Relay:
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_RDWR)
 
-    def stop(self) -> None:
-        self.server.close()
-        for s in self.sockets:
+    def cut(self) -> None:
+        self.down.set()
+        sockets, self.sockets = self.sockets, []
+        for s in sockets:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
             s.close()
+
+    def resume(self) -> None:
+        self.down.clear()
+
+    def stop(self) -> None:
+        self.cut()
+        self.server.close()
 
 
 def test_the_scheduler_survives_a_manifest_outage(
@@ -67,11 +81,11 @@ def test_the_scheduler_survives_a_manifest_outage(
     config = sources_config(tmp_path, through, roots, source_extra='refresh_every = "1s"\n')
     daemon = daemons(config)
     wait_for(lambda: len(run_rows(pg_url)) >= 2, 60, "two runs")
-    relay.stop()
-    time.sleep(4)  # the scheduler's next plans meet a refused connection
+    relay.cut()
+    time.sleep(4)  # the scheduler's next plans meet a dropped connection
     assert daemon.proc.poll() is None, "the scheduler exited during the outage"
     before = len(run_rows(pg_url))
-    relay = Relay(relay.target, relay.port)
+    relay.resume()
     try:
         wait_for(lambda: len(run_rows(pg_url)) >= before + 2, 60, "runs after the outage")
         code, stderr = daemon.stop()

@@ -111,7 +111,7 @@ def create_app(
 ) -> FastAPI:
     """The app over the workspace at ``workspace_path`` (opened and warmed at startup);
     ``host`` is the bind address (``/metrics`` is open only on loopback)."""
-    from headwater.api import admin, hygiene, openapi, v1, v1_admin, v1_push
+    from headwater.api import admin, guard, hygiene, openapi, v1, v1_admin, v1_push
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -119,6 +119,7 @@ def create_app(
         svc.start()
         app.state.service = svc
         app.state.keys = KeyRing.from_config(svc.ws.config.api.keys)
+        app.state.max_push_bytes = svc.ws.config.api.max_push_bytes
         app.state.metrics = Metrics(svc)
         try:
             yield
@@ -130,6 +131,9 @@ def create_app(
         version="1",
         description="Sync, search and push ingestion over one Headwater workspace.",
         lifespan=lifespan,
+        # Swagger UI and ReDoc load their scripts from a CDN: off (see docs/api.md).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.loopback = is_loopback(host)
     install_error_handlers(app)
@@ -141,6 +145,7 @@ def create_app(
     app.include_router(admin.router)
     admin.mount_static(app)
     admin.install(app)
+    guard.install(app)
     return app
 
 

@@ -40,9 +40,13 @@ class Caller:
     groups: tuple[str, ...] = ()
     fixed_principals: bool = False
     assert_principals: bool = False
+    sources: tuple[str, ...] | None = None  # what an ingest key may push to; None: all
 
     def has(self, role: str) -> bool:
         return self.role == "admin" or self.role == role
+
+    def may_push(self, source_id: str) -> bool:
+        return self.role == "admin" or (self.sources is not None and source_id in self.sources)
 
 
 @dataclass
@@ -78,6 +82,7 @@ class KeyRing:
                         groups=tuple(p.groups) if p else (),
                         fixed_principals=p is not None,
                         assert_principals=key.assert_principals or key.role == "admin",
+                        sources=None if key.role == "admin" else tuple(key.sources),
                     ),
                 )
             )
@@ -118,27 +123,55 @@ def caller_of(request: Request) -> Caller | None:
     return None
 
 
-def require(role: str) -> Callable[[Request], Caller]:
-    """A FastAPI dependency: 401 without a valid key, 403 when its role is not enough."""
+UNAUTHENTICATED = (
+    "missing or unknown API key; send `Authorization: Bearer <secret>` "
+    "with a key from [[api.keys]]."
+)
 
-    def dependency(
-        request: Request, _declared: HTTPAuthorizationCredentials | None = Depends(BEARER)
-    ) -> Caller:
+
+class Require:
+    """A FastAPI dependency: 401 without a valid key, 403 when its role is not enough.
+
+    A class, not a closure, so that the request guard (``headwater.api.guard``) can read
+    a route's ``role`` and check the caller before anything reads the request body.
+    """
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+
+    def check(self, request: Request) -> Caller:
         caller = caller_of(request)
         if caller is None:
+            raise HTTPException(401, UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
+        if not caller.has(self.role):
             raise HTTPException(
-                401,
-                "missing or unknown API key; send `Authorization: Bearer <secret>` "
-                "with a key from [[api.keys]].",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        if not caller.has(role):
-            raise HTTPException(
-                403, f"key {caller.name!r} has role {caller.role!r}; this needs role {role!r}."
+                403,
+                f"key {caller.name!r} has role {caller.role!r}; this needs role {self.role!r}.",
             )
         return caller
 
-    return dependency
+    def __call__(
+        self, request: Request, _declared: HTTPAuthorizationCredentials | None = Depends(BEARER)
+    ) -> Caller:
+        return self.check(request)
+
+
+def require(role: str) -> Require:
+    """The dependency of a route that needs ``role`` (see ``Require``)."""
+    return Require(role)
+
+
+def require_source(caller: Caller, source_id: str) -> None:
+    """403 unless ``caller`` may push to ``source_id``: an ingest key only to the sources
+    its ``sources = [...]`` names; the answer names those, never any other source."""
+    if caller.may_push(source_id):
+        return
+    mine = ", ".join(repr(s) for s in caller.sources or ()) or "none"
+    raise HTTPException(
+        403,
+        f"key {caller.name!r} may not push to source {source_id!r}; it may push to: {mine}. "
+        f'Add the source to `sources = [...]` of its [[api.keys]] entry (name = "{caller.name}").',
+    )
 
 
 def is_loopback(host: str) -> bool:

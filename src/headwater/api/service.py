@@ -59,7 +59,6 @@ class Service:
         self._busy: set[str] = set()
         self._jobs_lock = threading.Lock()
         self.index_lock = threading.Lock()
-        self.push_lock = threading.Lock()
         self.index_totals = IndexReport()
         self._wake = threading.Event()
         self._stop = threading.Event()

@@ -18,7 +18,7 @@ from sqlalchemy import text
 from headwater.api.auth import Caller, require
 from headwater.api.deps import service_of
 from headwater.api.hygiene import CleanModel
-from headwater.errors import NotFoundError
+from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.history import ScheduleStore
 
@@ -59,6 +59,21 @@ def principals_of(caller: Caller, body: SearchRequest) -> tuple[str | None, list
     return None, []
 
 
+def sources_of(service_sources: list[str], caller: Caller, body: SearchRequest) -> list[str] | None:
+    """The ``sources`` filter; to a non-admin key an unknown id is refused without naming
+    the configured sources (an admin is told them, as by the CLI)."""
+    if not body.sources:
+        return None
+    if not caller.has("admin"):
+        for source_id in body.sources:
+            if source_id not in service_sources:
+                raise ConfigError(
+                    f"sources: {source_id[:200]!r} is not a source this key can search; "
+                    "check the id with the operator, or leave `sources` out to search them all."
+                )
+    return body.sources
+
+
 @router.post("/v1/search", tags=["search"])
 async def search(
     body: SearchRequest, request: Request, caller: Annotated[Caller, Depends(require("search"))]
@@ -66,6 +81,7 @@ async def search(
     """Search as a user; the same ``{"results": [...]}`` as ``headwater search --json``."""
     service = service_of(request)
     user, groups = principals_of(caller, body)
+    sources = sources_of([s.id for s in service.ws.config.source], caller, body)
     started = time.perf_counter()
     results = await run_in_threadpool(
         service.ws.search,
@@ -74,7 +90,7 @@ async def search(
         groups=groups,
         k=body.k,
         mode=body.mode,
-        sources=body.sources or None,
+        sources=sources,
         per_document=not body.chunks,
     )
     request.app.state.metrics.search_latency.labels(body.mode).observe(

@@ -131,7 +131,7 @@ def metrics_caller(request: Request) -> Caller | None:
     """Open on loopback; an admin key anywhere else."""
     if request.app.state.loopback:
         return None
-    return require("admin")(request)
+    return require("admin").check(request)
 
 
 @router.get("/metrics", tags=["metrics"], response_class=Response)

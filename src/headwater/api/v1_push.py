@@ -1,7 +1,8 @@
 """API v1, push ingestion: PUT / DELETE one document, or a batch of up to 500.
 
-Only for ``push`` sources and the ``ingest`` role. A 2xx means the manifest committed
-the change; indexing follows in the background (see ``headwater.api.push``).
+Only for ``push`` sources and the ``ingest`` role, and an ingest key only for the sources
+its ``sources = [...]`` names (403 otherwise). A 2xx means the manifest committed the
+change; indexing follows in the background (see ``headwater.sync.push``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from headwater.api.auth import Caller, require
+from headwater.api.auth import Caller, require, require_source
 from headwater.api.deps import service_of
 from headwater.api.push import (
     BatchRequest,
-    Op,
     PushDocument,
+    PushOp,
     apply_ops,
     delete_op,
     single,
@@ -29,13 +30,14 @@ Ingest = Annotated[Caller, Depends(require("ingest"))]
 
 
 @router.post("/v1/sources/{source_id}/documents:batch")
-async def push_batch(source_id: str, body: BatchRequest, request: Request, _c: Ingest) -> Json:
+async def push_batch(source_id: str, body: BatchRequest, request: Request, caller: Ingest) -> Json:
     """Apply up to 500 upserts and deletes in order; one result per operation.
 
     A stale or unreadable operation is reported in its result (``stale`` with
     ``current_version``, ``failed`` with ``error``) and does not stop the others.
     """
-    ops: list[Op] = []
+    require_source(caller, source_id)
+    ops: list[PushOp] = []
     for item in body.operations:
         if item.op == "delete":
             ops.append(delete_op(item.object_id, item.version))
@@ -47,9 +49,10 @@ async def push_batch(source_id: str, body: BatchRequest, request: Request, _c: I
 
 @router.put("/v1/sources/{source_id}/documents/{object_id:path}")
 async def push_document(
-    source_id: str, object_id: str, body: PushDocument, request: Request, _c: Ingest
+    source_id: str, object_id: str, body: PushDocument, request: Request, caller: Ingest
 ) -> Json:
     """Create or replace one document at ``version`` (a replay is ``unchanged``; older: 409)."""
+    require_source(caller, source_id)
     op = upsert_op(source_id, object_id, body)
     results = await run_in_threadpool(apply_ops, service_of(request), source_id, [op])
     return single(results, f"document {object_id!r}")
@@ -60,10 +63,12 @@ async def delete_document(
     source_id: str,
     object_id: str,
     request: Request,
-    _c: Ingest,
+    caller: Ingest,
     version: Annotated[int, Query(ge=0, le=2**62)],
 ) -> Json:
-    """Delete one document at ``version``: its tombstone refuses older upserts arriving late."""
+    """Delete one document at ``version`` (held or not): its tombstone refuses older
+    upserts arriving late."""
+    require_source(caller, source_id)
     op = delete_op(object_id, version)
     results = await run_in_threadpool(apply_ops, service_of(request), source_id, [op])
     return single(results, f"delete of {object_id!r}")

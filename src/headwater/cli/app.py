@@ -136,8 +136,9 @@ def run_command(body: Callable[[], T]) -> T:
         fail(
             f"the manifest database failed: {' '.join(str(exc.orig).split())}. "
             "If it is a damaged SQLite file, "
-            "restore it from a backup, or move it away, run `headwater sync` to rebuild "
-            "it and `headwater reconcile --repair`; a database server: check that it runs.",
+            "restore it from a backup, or move it away, run `headwater sync --no-index` "
+            "to rebuild it and `headwater reconcile --adopt`; a database server: check "
+            "that it runs.",
             1,
         )
     except Exception as exc:  # a bug, not a user error: still one line, unless -v
@@ -206,6 +207,11 @@ def usage_error_line(exc: Exception) -> None:
     ctx: Any = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else "headwater"
     message = str(getattr(exc, "format_message", lambda: str(exc))()).rstrip(".")
+    option = getattr(exc, "option_name", None)
+    if type(exc).__name__ == "NoSuchOption" and command.endswith(" search") and option:
+        # `headwater search -foo`: click read the query as options (-f -o -o).
+        token = next((a for a in sys.argv[1:] if a.startswith(option)), option)
+        message += f"; a query that starts with '-' goes after `--`: `{command} -- {token}`"
     err.print("[bold red]error:[/] ", end="", markup=True)
     err.print(
         f"{safe(message, markup=False)}; see `{command} --help`.", markup=False, highlight=False

@@ -5,7 +5,16 @@ from __future__ import annotations
 import typer
 
 from headwater.cli import exits
-from headwater.cli.app import app, err, open_workspace, out, print_json, run_command, safe
+from headwater.cli.app import (
+    app,
+    err,
+    open_workspace,
+    out,
+    print_json,
+    run_command,
+    safe,
+    usage_error,
+)
 from headwater.cli.progress import reporter
 
 
@@ -88,21 +97,50 @@ def reconcile(
     generation: int = typer.Option(
         None, "--generation", min=1, help="This generation (default: the live one)."
     ),
+    adopt: bool = typer.Option(
+        False,
+        "--adopt",
+        help="Give an index bound to another manifest to this one, keeping what it holds; "
+        "then repair what differs and index what is pending (implies --repair).",
+    ),
+    reset: bool = typer.Option(
+        False,
+        "--reset",
+        help="Give an index bound to another manifest to this one, emptied; then index "
+        "everything from the stored content (no source is read).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
     """Compare the manifest with each index; with --repair, fix the drift."""
 
     def body() -> int:
+        if adopt and reset:
+            usage_error("--adopt keeps what the index holds, --reset empties it: give one")
+        if (adopt or reset) and generation is not None:
+            usage_error("--adopt and --reset take over the generations that receive writes; "
+                        "drop --generation")  # fmt: skip
+        taken: list[str] | None = None
         with (
             open_workspace() as ws,
             reporter(err, as_json=as_json) as bars,
             bars.phase("reconcile"),
         ):
-            ws.count_progress = bars.count
-            report = ws.reconcile(sink, repair=repair, generation=generation).as_dict()
+            ws.count_progress, ws.index_progress = bars.count, bars.index
+            if adopt or reset:
+                taken = ws.take_over_indexes(sink, empty=reset)
+            report = ws.reconcile(
+                sink, repair=repair or taken is not None, generation=generation
+            ).as_dict()
+            if taken is not None:
+                report["taken_over"] = taken
+                report["index"] = ws.index().as_dict()
         if as_json:
             print_json(report)
-            return exits.for_reconcile(report, repair=repair)
+            return exits.for_reconcile(report, repair=repair or taken is not None)
+        if taken is not None:
+            how = "adopted" if adopt else "emptied and re-indexed"
+            out.print(f"{how}: {', '.join(taken)}" if taken else "no index belonged to "
+                      "another manifest; nothing taken over")  # fmt: skip
         for name, d in report["sinks"].items():
             state = "in sync" if d["in_sync"] else "DRIFT"
             out.print(
@@ -111,7 +149,7 @@ def reconcile(
                 f"unconfirmed {d['unconfirmed']}, orphans {d['orphans']}, "
                 f"repaired {d['repaired']}"
             )
-        return exits.for_reconcile(report, repair=repair)
+        return exits.for_reconcile(report, repair=repair or taken is not None)
 
     raise typer.Exit(run_command(body))
 

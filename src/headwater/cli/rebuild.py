@@ -5,7 +5,8 @@ new generation for every index whose config differs from its live generation (ev
 named one with ``--force``); ``headwater rebuild status|switch|rollback|cancel|retire``
 manage generations. The actions are words in the first argument (an index may not be
 called like one), so ``rebuild main other`` and ``rebuild switch main`` both read
-naturally. Exit code 1 when a verification failed (nothing was switched).
+naturally. Exit code 1 when a verification failed or another process cancelled the
+generation meanwhile (nothing was switched).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def _summary(action: str, name: str, report: dict[str, Any], live: int | None) -
     if action == "switch":
         if report["result"] == "switched":
             return f"switched {name} to generation {report['generation']}: {now}"
+        if report["result"] == "cancelled":
+            return f"{name}@{report['generation']} was cancelled meanwhile, nothing switched: {now}"
         return f"{name}@{report['generation']} failed verification, nothing switched: {now}"
     if action == "rollback":
         if report.get("result") == "stopped":
@@ -144,7 +147,7 @@ def _action(action: str, names: list[str], as_json: bool) -> int:
         out.print(_summary(action, name, report, None if live is None else live.generation))
         for problem in report.get("problems", []):
             out.print(f"  [red]{problem}[/]")
-    return 1 if report.get("result") == "failed" else 0
+    return 1 if report.get("result") in ("failed", "cancelled") else 0
 
 
 @app.command("rebuild")
@@ -183,7 +186,7 @@ def rebuild(
                 out.print(line)
                 for problem in entry.get("problems", []):
                     out.print(f"  [red]{problem}[/]")
-        failed = any(e["result"] == "failed" for e in report["indexes"])
+        failed = any(e["result"] in ("failed", "cancelled") for e in report["indexes"])
         return 1 if failed else 0
 
     raise typer.Exit(run_command(body))

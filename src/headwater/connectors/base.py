@@ -108,8 +108,11 @@ class GroupListing(Protocol):
 
     ``groups()`` yields ``(group principal, member emails)``; the group principal is the
     one the connector writes into ACLs (namespaced by source id, ``principal_for_group``),
-    so a group ``eng`` of one source is never ``eng`` of another. The listing is complete:
-    after it the manifest holds exactly these memberships for the source.
+    so a group ``eng`` of one source is never ``eng`` of another, and names the group by the
+    directory's stable id where it has one (never a mail or display name, which can be
+    reassigned to another group). Member emails are passed on as the source writes them:
+    the ledger normalizes them and refuses one that could pass as another. The listing is
+    complete: after it the manifest holds exactly these memberships for the source.
     """
 
     def groups(self) -> Iterator[tuple[str, list[str]]]: ...

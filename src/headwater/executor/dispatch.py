@@ -3,8 +3,12 @@
 ``headwater sync``, ``headwater index`` and the scheduler call these when
 ``[executor] type = "celery"``. A source is enqueued only after its queued marker was
 taken (see ``queued.py``); one already queued or running is not enqueued again, and a
-waiting caller waits on the task that holds it. Waiting reads task results from the
-result backend and run reports from the manifest, so the reports equal a local sync's.
+waiting caller waits on the task that holds it. An enqueue happens or leaves nothing: a
+message the broker refuses clears its marker and raises ``BrokerUnavailable`` naming the
+broker; a waiter whose task never reached the broker (its marker is gone or names
+another task while the task is still unknown) enqueues the source again and follows
+that task. Waiting reads task results from the result backend and run reports from the
+manifest, so the reports equal a local sync's.
 """
 
 from __future__ import annotations
@@ -12,15 +16,19 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeout
 from celery.result import AsyncResult
+from kombu.exceptions import OperationalError
+from kombu.utils.url import maybe_sanitize_url
 
-from headwater.errors import Cancelled, FatalError
+from headwater.errors import BrokerUnavailable, Cancelled, FatalError
 from headwater.executor.celery_app import INDEX_TASK, SYNC_TASK, create_app
 from headwater.executor.checks import executor_warnings
 from headwater.executor.queued import QueueMarkers
@@ -34,6 +42,9 @@ if TYPE_CHECKING:
 _apps: dict[str, Celery] = {}
 log = logging.getLogger("headwater.executor")
 PATIENCE_S = 15.0  # a wait longer than this is logged once, so a client never hangs mute
+# A refused publish is retried briefly, then reported (well within ENQUEUE_GRACE_S).
+PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1}
+LOST = "lost"  # wait_for's answer for a task that never reached the broker
 
 
 def app_for(ws: Workspace) -> Celery:
@@ -63,20 +74,69 @@ def enqueue_sync(
     out: list[Enqueued] = []
     for source_id in source_ids:
         task_id = str(uuid.uuid4())
-        holder = markers.take(source_id, task_id, seconds)
+        holder = markers.take(source_id, task_id)
         if holder is not None:
             out.append(Enqueued(source_id, holder, True))
             continue
-        app.send_task(
-            SYNC_TASK, args=[source_id], kwargs={"force": force, "index": index}, task_id=task_id
-        )
+        try:
+            app.send_task(
+                SYNC_TASK,
+                args=[source_id],
+                kwargs={"force": force, "index": index},
+                task_id=task_id,
+                retry=True,
+                retry_policy=PUBLISH_RETRY,
+            )
+        except (OperationalError, OSError) as exc:
+            markers.clear(source_id, task_id)
+            raise _refused(ws, source_id, exc, out) from exc
+        markers.confirm(source_id, task_id, seconds)
         out.append(Enqueued(source_id, task_id, False))
     return out
 
 
-def wait_for(ws: Workspace, task_id: str, poll_s: float = 1.0) -> dict[str, Any]:
+def broker_label(url: str) -> str:
+    """The broker URL for messages: its password masked."""
+    return str(maybe_sanitize_url(url, mask="***"))
+
+
+def _refused(
+    ws: Workspace, source_id: str, exc: BaseException, done: Sequence[Enqueued]
+) -> BrokerUnavailable:
+    url = ws.config.executor.broker_url or ""
+    reason = " ".join(str(exc).split())
+    password = _password(url)
+    if password:
+        reason = reason.replace(password, "***")
+    sent = [q.source_id for q in done if not q.already]
+    before = f" ({', '.join(sent)} enqueued before it)" if sent else ""
+    return BrokerUnavailable(
+        f"the Celery broker {broker_label(url)} refused the sync task of source "
+        f"{source_id!r} ({type(exc).__name__}: {reason}); it was not enqueued and nothing "
+        f"waits for it{before}. Start the broker or fix [executor] broker_url, then run "
+        "`headwater sync` again."
+    )
+
+
+def _password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def wait_for(
+    ws: Workspace,
+    task_id: str,
+    poll_s: float = 1.0,
+    *,
+    enqueued: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
     """Block until the task ends; its result (a dict), or FatalError if it raised.
-    A task still not done after ``PATIENCE_S`` is said once (no worker may be running)."""
+    A task still not done after ``PATIENCE_S`` is said once (no worker may be running).
+    ``enqueued`` (a sync task's marker check): while the task is still unknown to the
+    result backend and it answers False, the task never reached the broker (its
+    enqueuer failed or died) and ``{"status": LOST}`` is returned."""
     result = AsyncResult(task_id, app=app_for(ws))
     said = time.monotonic() + PATIENCE_S
     while True:
@@ -85,6 +145,8 @@ def wait_for(ws: Workspace, task_id: str, poll_s: float = 1.0) -> dict[str, Any]
         try:
             value = result.get(timeout=poll_s, propagate=False)
         except CeleryTimeout:
+            if enqueued is not None and result.state == "PENDING" and not enqueued():
+                return {"status": LOST}
             if time.monotonic() > said:
                 said = float("inf")
                 log.warning(
@@ -115,9 +177,9 @@ def sync_on_workers(
     result = SyncResult(warnings=ws.warnings(sources) + executor_warnings(ws.config))
     index_tasks: list[str] = []
     for queued in enqueue_sync(ws, ids, force=force, index=index):
-        if queued.task_id.startswith("lease:"):
+        value = _wait_for_sync(ws, queued, force=force, index=index)
+        if value is None:
             continue  # running outside Celery (a local sync): nothing to wait on here
-        value = wait_for(ws, queued.task_id)
         index_tasks.extend(value.get("index_tasks") or [])
         record = ws.manifest.runs.get(value["run_id"]) if value.get("run_id") else None
         if record is not None:
@@ -127,6 +189,27 @@ def sync_on_workers(
         result.index = _index_report([wait_for(ws, t) for t in index_tasks])
         result.index.duration_s = time.monotonic() - started
     return result
+
+
+def _wait_for_sync(
+    ws: Workspace, queued: Enqueued, *, force: bool, index: bool
+) -> dict[str, Any] | None:
+    """The sync task's result; a task that never reached the broker is enqueued again
+    (or the one that holds the source now is followed). None: a local sync holds it."""
+    markers = QueueMarkers(ws.manifest.engine)
+    source_id = queued.source_id
+    while not queued.task_id.startswith("lease:"):
+        task_id = queued.task_id
+        value = wait_for(ws, task_id, enqueued=partial(markers.names, source_id, task_id))
+        if value.get("status") != LOST:
+            return value
+        (queued,) = enqueue_sync(ws, [queued.source_id], force=force, index=index)
+        log.warning(
+            "task %s of source %s never reached the broker (its enqueuer failed or died); "
+            "waiting on task %s instead",
+            task_id, queued.source_id, queued.task_id,
+        )  # fmt: skip
+    return None
 
 
 def enqueue_index(ws: Workspace, count: int | None = None) -> list[str]:

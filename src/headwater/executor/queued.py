@@ -2,16 +2,20 @@
 
 Whoever enqueues a sync task (the scheduler, ``headwater sync``) first takes the
 source's marker row (task id, expiry); a live marker, or a live lease (a worker is
-running the source), means "already queued or running" and nothing is enqueued. The
-sync task deletes its marker when it ends; a marker whose task was lost expires after
-the broker's visibility timeout, so a lost message never blocks a source for good.
+running the source), means "already queued or running" and nothing is enqueued. A
+marker is taken for ``ENQUEUE_GRACE_S`` only; the enqueuer ``confirm``s it (the
+broker's visibility timeout) once the broker accepted the message, and ``clear``s it
+when the broker refused: so an enqueuer that died between marker and message blocks
+its source for a minute, not for the visibility timeout. The sync task deletes its
+marker when it ends; a confirmed marker whose task was lost expires after the
+visibility timeout, so a lost message never blocks a source for good.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from headwater.clock import as_utc, utcnow
@@ -19,6 +23,11 @@ from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 
 q = t.run_queue
+
+# How long a marker holds before its enqueuer confirms that the broker took the message:
+# longer than a refused publish takes (see ``dispatch.PUBLISH_RETRY``), short enough that
+# an enqueuer killed in between blocks nobody for long.
+ENQUEUE_GRACE_S = 60
 
 
 class QueueMarkers:
@@ -43,7 +52,7 @@ class QueueMarkers:
             return f"lease:{lease[0]}"
         return None
 
-    def take(self, source_id: str, task_id: str, seconds: int) -> str | None:
+    def take(self, source_id: str, task_id: str, seconds: int = ENQUEUE_GRACE_S) -> str | None:
         """Mark ``source_id`` queued as ``task_id``; return the holder instead if taken."""
         holder = self.holder(source_id)
         if holder is not None:
@@ -69,6 +78,21 @@ class QueueMarkers:
         if won is None or won[0] != task_id:
             return self.holder(source_id) or "another enqueuer"
         return None
+
+    def confirm(self, source_id: str, task_id: str, seconds: int) -> None:
+        """The broker holds ``task_id``'s message: keep its marker ``seconds`` from now.
+        Nothing changes when the marker is gone already (the task ran and ended)."""
+        with begin_write(self.engine) as conn:
+            conn.execute(
+                update(q)
+                .where(q.c.source_id == source_id, q.c.task_id == task_id)
+                .values(expires_at=utcnow() + timedelta(seconds=seconds))
+            )
+
+    def names(self, source_id: str, task_id: str) -> bool:
+        """Whether ``source_id``'s live marker is ``task_id``'s (a waiter's check that the
+        task it waits on was really enqueued, or still may run)."""
+        return self.holder(source_id) == task_id
 
     def clear(self, source_id: str, task_id: str) -> None:
         with begin_write(self.engine) as conn:

@@ -1,7 +1,14 @@
 """Opening the manifest database: engine settings and automatic migrations.
 
 SQLite (the default) runs in WAL mode with a busy timeout, and write transactions
-begin IMMEDIATE so concurrent writers queue instead of failing; PostgreSQL is used as is.
+begin IMMEDIATE so concurrent writers queue instead of failing. A writer waits at most
+``lease_seconds + IDLE_SLACK_SECONDS`` (30 s at most) for the write lock; then it fails
+with a ``TransientError`` naming the process that holds the lock (from ``/proc/locks``)
+and the lease it holds (``sqlite_lock.py``): SQLite cannot take a lock from a live
+process, so a process frozen inside a write transaction blocks every writer until it
+continues or dies. PostgreSQL sessions end a transaction left idle for ``lease_seconds
++ IDLE_SLACK_SECONDS`` (``idle_in_transaction_session_timeout``): a frozen owner cannot
+hold row locks, and so block a lease takeover, for longer (``leases.py``).
 Every open brings the schema to head, in one transaction, so a workspace never runs on a
 half-migrated manifest. A manifest already at head (nearly every open) is recognized by
 one plain query of alembic's version table against the heads read from the migration
@@ -21,11 +28,14 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
-from headwater.errors import ConfigError, FatalError
+from headwater.clock import utcnow
+from headwater.errors import ConfigError, FatalError, TransientError
+from headwater.manifest.sqlite_lock import write_lock_report
 from headwater.retry import retry_while_sqlite_busy
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+IDLE_SLACK_SECONDS = 5  # a frozen transaction outlives its lease by at most this long
 MIGRATE_LOCK = 0x48575F4D  # "HW_M": the advisory lock that serializes migrations
 VERSION_TABLE = "alembic_version"
 _REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
@@ -33,18 +43,30 @@ _DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILI
 _QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    dbapi_connection.isolation_level = None  # transactions are begun explicitly, below
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        # The switch to WAL fails at once, busy timeout or not, while another process
-        # creates the file: it waits with a retry instead.
-        retry_while_sqlite_busy(lambda: cursor.execute("PRAGMA journal_mode=WAL"))
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-    finally:
-        cursor.close()
+def _sqlite_pragmas(busy_ms: int) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # transactions are begun explicitly, below
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+            # The switch to WAL fails at once, busy timeout or not, while another process
+            # creates the file: it waits with a retry instead.
+            retry_while_sqlite_busy(lambda: cursor.execute("PRAGMA journal_mode=WAL"))
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+        finally:
+            cursor.close()
+
+    return on_connect
+
+
+def _postgres_timeouts(idle_ms: int) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(f"SET idle_in_transaction_session_timeout = {idle_ms}")
+        dbapi_connection.commit()
+
+    return on_connect
 
 
 def _begin(connection: Any) -> None:
@@ -53,9 +75,20 @@ def _begin(connection: Any) -> None:
     A deferred SQLite transaction that reads and then writes fails at once (no busy wait)
     if another connection committed in between; the indexer and the runner write from two
     threads, so write transactions (``begin_write``) start IMMEDIATE and wait their turn.
+    A wait that runs out names the process holding the write lock.
     """
-    immediate = connection.get_execution_options().get("headwater_write", False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    if not connection.get_execution_options().get("headwater_write", False):
+        connection.exec_driver_sql("BEGIN")
+        return
+    waited_from = utcnow()
+    try:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    except OperationalError as exc:
+        if "locked" not in str(exc.orig) and "busy" not in str(exc.orig):
+            raise
+        raise TransientError(
+            write_lock_report(connection.engine.url.database or "", waited_from)
+        ) from exc
 
 
 def begin_write(engine: Engine) -> Any:
@@ -63,8 +96,12 @@ def begin_write(engine: Engine) -> Any:
     return engine.execution_options(headwater_write=True).begin()
 
 
-def create_manifest_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite files get their directory created and WAL mode."""
+def create_manifest_engine(url: str, *, lease_seconds: int = 60) -> Engine:
+    """An engine for ``url``; SQLite files get their directory created and WAL mode.
+
+    ``lease_seconds`` (``[sync] lease_seconds``) bounds how long a transaction may block
+    others: SQLite's busy wait, PostgreSQL's idle-in-transaction timeout (see above).
+    """
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -72,15 +109,19 @@ def create_manifest_engine(url: str) -> Engine:
             f"manifest.url {url!r} is not a database URL; expected e.g. "
             "'sqlite:///.headwater/manifest.db' or 'postgresql+psycopg://user@host/db'."
         ) from exc
+    bound_ms = (lease_seconds + IDLE_SLACK_SECONDS) * 1000
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        busy_ms = min(SQLITE_BUSY_TIMEOUT_MS, bound_ms)
+        engine = create_engine(url, connect_args={"timeout": busy_ms / 1000})
+        event.listen(engine, "connect", _sqlite_pragmas(busy_ms))
         event.listen(engine, "begin", _begin)
         return engine
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url, pool_pre_ping=True)
+        event.listen(engine, "connect", _postgres_timeouts(bound_ms))
+        return engine
     raise ConfigError(
         f"manifest.url uses {parsed.get_backend_name()!r}; expected sqlite or postgresql. "
         "Point manifest.url at a SQLite file or a PostgreSQL database."
@@ -167,8 +208,9 @@ def _open_error(engine: Engine, exc: DatabaseError) -> FatalError:
     if not isinstance(exc, OperationalError):  # garbage bytes: "file is not a database"
         return FatalError(
             f"the manifest {path} is damaged ({reason}). Restore it from a backup, or move "
-            f"it away (`mv {path} {path}.damaged`), run `headwater sync` to rebuild it from "
-            "the sources, then `headwater reconcile --repair` to bring the indexes in line."
+            f"it away (`mv {path} {path}.damaged`), run `headwater sync --no-index` to "
+            "rebuild it from the sources, then `headwater reconcile --adopt` to bring the "
+            "indexes in line."
         )
     return FatalError(
         f"cannot open the SQLite manifest {path}: {reason}. Check that its directory "

@@ -13,6 +13,13 @@ States: ``building`` (being filled from the content store), ``verifying``, ``rea
 ``failed`` (verification failed; the problems are recorded), ``retired`` (dropped). Every
 generation in a *write state* (building, verifying, ready, live) receives every change.
 A switch is one manifest transaction, so a reader sees one live generation or the other.
+
+Every state change is conditional (``UPDATE … WHERE state IN (the states it may come
+from)``, see ``ENTERED_FROM``), so two processes never both win: a ``cancel`` that retired
+a generation while its rebuild ran in another process stays retired (the rebuild's next
+step finds nothing to change and stops), a retired generation never becomes verifying,
+ready or live, and ``switch`` makes live only a ``ready`` generation (``rollback``: a
+``previous`` one).
 """
 
 from __future__ import annotations
@@ -44,6 +51,17 @@ RETIRED = "retired"
 STATES = (BUILDING, VERIFYING, READY, LIVE, PREVIOUS, FAILED, RETIRED)
 WRITE_STATES = (BUILDING, VERIFYING, READY, LIVE)
 IN_PROGRESS = (BUILDING, VERIFYING, READY)
+
+# The states each state may be entered from; anything else is refused (the row moved on).
+ENTERED_FROM: dict[str, tuple[str, ...]] = {
+    BUILDING: IN_PROGRESS,  # a (resumed) build, or the catch-up of a switch
+    VERIFYING: IN_PROGRESS,
+    READY: (VERIFYING,),
+    FAILED: (VERIFYING,),
+    LIVE: (READY, PREVIOUS),  # a switch, a rollback
+    PREVIOUS: (LIVE,),
+    RETIRED: (BUILDING, VERIFYING, READY, PREVIOUS, FAILED),  # never the live one
+}
 
 
 def generation_key(index_name: str, generation: int) -> str:
@@ -169,34 +187,72 @@ class Generations:
         return self.get(index_name, number)
 
     def set_state(
-        self, index_name: str, generation: int, state: str, problems: Sequence[str] = ()
-    ) -> None:
+        self,
+        index_name: str,
+        generation: int,
+        state: str,
+        problems: Sequence[str] = (),
+        *,
+        entered_from: Sequence[str] | None = None,
+    ) -> bool:
+        """Move the generation to ``state`` if it is in one of ``entered_from`` (default
+        ``ENTERED_FROM[state]``), in one conditional statement. False: it was not (another
+        process moved it: cancelled, switched), and nothing changed."""
+        allowed = list(ENTERED_FROM[state] if entered_from is None else entered_from)
         with begin_write(self.engine) as conn:
-            conn.execute(
-                update(g)
-                .where(g.c.index_name == index_name, g.c.generation == generation)
-                .values(state=state, problems=json.dumps(list(problems)))
-            )
-
-    def switch(self, index_name: str, generation: int) -> None:
-        """Make ``generation`` live and the live one ``previous``, in one transaction."""
-        now = utcnow()
-        with begin_write(self.engine) as conn:
-            conn.execute(
-                update(g)
-                .where(g.c.index_name == index_name, g.c.state == LIVE)
-                .values(state=PREVIOUS)
-            )
             done = conn.execute(
                 update(g)
-                .where(g.c.index_name == index_name, g.c.generation == generation)
+                .where(
+                    g.c.index_name == index_name,
+                    g.c.generation == generation,
+                    g.c.state.in_(allowed),
+                )
+                .values(state=state, problems=json.dumps(list(problems)))
+            )
+            return bool(done.rowcount == 1)
+
+    def switch(self, index_name: str, generation: int, *, entered_from: str = READY) -> None:
+        """Make ``generation`` live and the live one ``previous``, in one transaction; only
+        from ``entered_from`` (``ready``; a rollback: ``previous``). Anything else (a
+        generation cancelled meanwhile, one still building) raises ConfigError and
+        nothing changes."""
+        now = utcnow()
+        with begin_write(self.engine) as conn:
+            done = conn.execute(
+                update(g)
+                .where(
+                    g.c.index_name == index_name,
+                    g.c.generation == generation,
+                    g.c.state == entered_from,
+                )
                 .values(state=LIVE, switched_at=now, problems="[]")
             )
             if done.rowcount != 1:
-                raise NotFoundError(
-                    f"index {index_name!r} has no generation {generation}; nothing switched. "
-                    "See `headwater rebuild status`."
+                row = conn.execute(
+                    select(g.c.state).where(
+                        g.c.index_name == index_name, g.c.generation == generation
+                    )
+                ).first()
+                if row is None:
+                    raise NotFoundError(
+                        f"index {index_name!r} has no generation {generation}; nothing "
+                        "switched. See `headwater rebuild status`."
+                    )
+                raise ConfigError(
+                    f"{index_name}@{generation} is {row[0]}, not {entered_from}; nothing "
+                    f"switched, and {index_name!r} keeps serving its live generation. See "
+                    f"`headwater rebuild status`; build a new one with "
+                    f"`headwater rebuild {index_name}`."
                 )
+            conn.execute(
+                update(g)
+                .where(
+                    g.c.index_name == index_name,
+                    g.c.state == LIVE,
+                    g.c.generation != generation,
+                )
+                .values(state=PREVIOUS)
+            )
 
     def previous(self, index_name: str) -> Generation:
         """The generation a rollback returns to: the most recently switched-away one."""

@@ -69,20 +69,43 @@ class DocumentRecord(DocumentFields):
 
 
 @dataclass(frozen=True)
+class RowVersion:
+    """The documents row a write was decided from: the commit applies the write only if
+    the row is still at this revision, sequence and state (else ``WriteConflict``)."""
+
+    revision: int
+    sequence: int | None
+    state: str
+
+    @classmethod
+    def of(cls, record: DocumentFields) -> RowVersion:
+        return cls(record.revision, record.sequence, record.state)
+
+
+@dataclass(frozen=True)
 class DocumentWrite(DocumentFields):
-    """A full documents row to insert (``is_new``) or update."""
+    """A full documents row to insert (``is_new``) or update.
+
+    With ``checked`` the write is conditional: an ``is_new`` row must still be absent, an
+    update must find the row at ``expect``; otherwise the batch is a ``WriteConflict``.
+    """
 
     is_new: bool
+    checked: bool = False
+    expect: RowVersion | None = None
 
 
 @dataclass(frozen=True)
 class TombstoneWrite:
+    """A delete at ``revision``; with ``expect`` only if the row is still at that version."""
+
     document_id: str
     source_id: str
     object_id: str
     revision: int
     sequence: int | None
     reason: str
+    expect: RowVersion | None = None
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, Engine, delete, func, insert, select
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
+from headwater import failpoints
 from headwater.clock import utcnow
-from headwater.errors import TransientError
+from headwater.errors import TransientError, WriteConflict
 from headwater.manifest import schema as t
+from headwater.manifest.batch import write_batch
 from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.generations import PREVIOUS, Generations, generation_key
@@ -48,8 +50,10 @@ class Manifest:
         self.generations = Generations(engine)
 
     @classmethod
-    def open(cls, url: str, *, max_attempts: int = 3) -> Manifest:
-        engine = create_manifest_engine(url)
+    def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:
+        """Open (and migrate) the manifest at ``url``; ``lease_seconds`` bounds how long
+        one of its transactions may block the others (``db.create_manifest_engine``)."""
+        engine = create_manifest_engine(url, lease_seconds=lease_seconds)
         migrate(engine)
         return cls(engine, max_attempts=max_attempts)
 
@@ -65,16 +69,30 @@ class Manifest:
     # -- documents -----------------------------------------------------------------
 
     def ensure_source(self, source_id: str, source_type: str) -> None:
-        with begin_write(self.engine) as conn:
-            found = conn.execute(
-                select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
-            ).first()
-            if found is None:
-                conn.execute(
-                    insert(t.sources).values(
-                        source_id=source_id, type=source_type, created_at=utcnow()
+        """Register a source once; two processes registering it at once both succeed."""
+        try:
+            with begin_write(self.engine) as conn:
+                found = conn.execute(
+                    select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
+                ).first()
+                if found is None:
+                    conn.execute(
+                        insert(t.sources).values(
+                            source_id=source_id, type=source_type, created_at=utcnow()
+                        )
                     )
-                )
+        except IntegrityError:  # inserted by a concurrent process after our SELECT
+            if self._source_missing(source_id):
+                raise
+
+    def _source_missing(self, source_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return (
+                conn.execute(
+                    select(t.sources.c.source_id).where(t.sources.c.source_id == source_id)
+                ).first()
+                is None
+            )
 
     def document(self, document_id: str) -> DocumentRecord | None:
         with self.engine.connect() as conn:
@@ -180,6 +198,19 @@ class Manifest:
                 ).scalar_one()
             )
 
+    def count_tombstones(self, source_id: str, reason: str) -> int:
+        """The source's tombstones with ``reason`` still held: not yet purged after the
+        retention, nor cleared by their document coming back."""
+        tomb = t.tombstones
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).where(
+                        tomb.c.source_id == source_id, tomb.c.reason == reason
+                    )
+                ).scalar_one()
+            )
+
     def record_enumeration(self, run_id: str, object_ids: Iterable[str]) -> int:
         """Store a full enumeration in batches (bounded memory); returns the count."""
         total = 0
@@ -273,109 +304,41 @@ class Manifest:
 
         With ``lease`` (every sync run passes its own), the transaction first fences it:
         if another process took the lease over, ``LeaseLost`` and nothing is written.
+        A checked write (the version gates set them) applies only to the row it was decided
+        from; a row changed meanwhile, or inserted by a concurrent batch, is a
+        ``WriteConflict`` and nothing is written: read again and decide again.
         A lock timeout or serialization failure is a ``TransientError``: the runner retries
-        the run from its last checkpoint, and the transaction left nothing behind.
+        the run from its last checkpoint, and the transaction left nothing behind. So is a
+        connection the manifest server ended meanwhile (it ends a transaction left idle
+        for ``lease_seconds`` + 5 s: this process was paused or cut off), unless another
+        process took the lease over in the meantime: then ``LeaseLost``.
         """
         try:
-            self._commit_batch(run_id, batch, lease)
-        except OperationalError as exc:
+            with begin_write(self.engine) as conn:
+                if lease is not None:
+                    fence(conn, lease)
+                failpoints.failpoint(failpoints.INSIDE_BATCH_COMMIT)
+                write_batch(conn, run_id, batch, self.failures)
+        except IntegrityError as exc:
+            raise WriteConflict(
+                f"a concurrent batch wrote the same document first ({exc.orig}); "
+                "nothing was written, decide again from the manifest"
+            ) from exc
+        except DBAPIError as exc:
+            if lease is not None:
+                self.runs.leases.check(lease)
+            if exc.connection_invalidated:
+                raise TransientError(
+                    f"the manifest ended this batch's connection ({exc.orig}); this process "
+                    "was probably paused or cut off from it for longer than [sync] "
+                    "lease_seconds + 5 s. The batch will be retried from the last checkpoint"
+                ) from exc
             text = str(exc.orig).lower()
-            if any(marker in text for marker in LOCK_MARKERS):
+            if isinstance(exc, OperationalError) and any(m in text for m in LOCK_MARKERS):
                 raise TransientError(
                     f"the manifest was busy ({exc.orig}); the batch will be retried"
                 ) from exc
             raise
-
-    def _commit_batch(self, run_id: str, batch: BatchCommit, lease: Lease | None) -> None:
-        now = utcnow()
-        with begin_write(self.engine) as conn:
-            if lease is not None:
-                fence(conn, lease)
-            for write in batch.writes:
-                values = write.values()
-                if write.is_new and not self._exists(conn, write.document_id):
-                    values["revision"] += self._take_floor(conn, write.document_id)
-                    conn.execute(
-                        insert(t.documents).values(created_at=now, updated_at=now, **values)
-                    )
-                else:
-                    conn.execute(
-                        update(t.documents)
-                        .where(t.documents.c.document_id == write.document_id)
-                        .values(updated_at=now, **values)
-                    )
-            for part in chunked(batch.seen):
-                conn.execute(
-                    update(t.documents)
-                    .where(t.documents.c.document_id.in_(part))
-                    .values(last_seen_run=run_id)
-                )
-            for source_id, folder in batch.seen_prefixes:
-                under = folder if folder.endswith("/") else folder + "/"
-                conn.execute(
-                    update(t.documents)
-                    .where(
-                        t.documents.c.source_id == source_id,
-                        t.documents.c.state == ACTIVE,
-                        (t.documents.c.object_id == folder)
-                        | t.documents.c.object_id.startswith(under, autoescape=True),
-                    )
-                    .values(last_seen_run=run_id)
-                )
-            for doc_id in batch.cleared_tombstones:
-                conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id == doc_id))
-            for tomb in batch.tombstones:
-                conn.execute(
-                    delete(t.tombstones).where(t.tombstones.c.document_id == tomb.document_id)
-                )
-                conn.execute(
-                    insert(t.tombstones).values(
-                        document_id=tomb.document_id,
-                        source_id=tomb.source_id,
-                        object_id=tomb.object_id,
-                        revision=tomb.revision,
-                        sequence=tomb.sequence,
-                        reason=tomb.reason,
-                        detected_at=now,
-                        completed_at=None,
-                    )
-                )
-                conn.execute(
-                    update(t.documents)
-                    .where(t.documents.c.document_id == tomb.document_id)
-                    .values(
-                        state=DELETED,
-                        revision=tomb.revision,
-                        sequence=tomb.sequence
-                        if tomb.sequence is not None
-                        else t.documents.c.sequence,
-                        updated_at=now,
-                    )
-                )
-            self.failures.write(conn, batch.failures, run_id, now)
-            self.failures.resolve_in(conn, batch.resolved, now)
-            self.failures.touch_in(conn, batch.still_failing, run_id)
-
-    @staticmethod
-    def _take_floor(conn: Connection, document_id: str) -> int:
-        """The revision a purged document reached (0 if none); it now lives in its row."""
-        floors = t.revision_floors
-        floor = conn.execute(
-            select(floors.c.revision).where(floors.c.document_id == document_id)
-        ).scalar()
-        if floor is None:
-            return 0
-        conn.execute(delete(floors).where(floors.c.document_id == document_id))
-        return int(floor)
-
-    @staticmethod
-    def _exists(conn: Connection, document_id: str) -> bool:
-        return (
-            conn.execute(
-                select(t.documents.c.document_id).where(t.documents.c.document_id == document_id)
-            ).first()
-            is not None
-        )
 
     # -- maintenance -------------------------------------------------------------------
 

@@ -25,9 +25,19 @@ def _short_hash(payload: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def content_version(parser_versions: Mapping[str, str]) -> str:
-    """The version that decides whether a source object must be re-read and re-parsed."""
-    return _short_hash({"parsers": dict(parser_versions)})
+def content_version(
+    parser_versions: Mapping[str, str], parse_settings: Mapping[str, object] | None = None
+) -> str:
+    """The version that decides whether a source object must be re-read and re-parsed.
+
+    ``parse_settings`` are a source's ``ParseOptions.describe()``: what it says about its
+    files (extensions read as text, media types by extension). Empty settings give the
+    workspace's version, so a source without any keeps its documents' version.
+    """
+    payload: dict[str, object] = {"parsers": dict(parser_versions)}
+    if parse_settings:
+        payload["parse"] = dict(parse_settings)
+    return _short_hash(payload)
 
 
 def chunking_version(

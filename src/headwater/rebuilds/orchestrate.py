@@ -10,6 +10,12 @@ chunk count, a sample of chunk texts against a fresh chunking of the stored cont
 tombstoned document present) and switched: one manifest transaction moves the read
 pointer. A failed verification never switches. While a generation is in progress every
 sync writes to it too, and ``switch`` catches it up first, so nothing is lost.
+
+Another process may ``cancel`` the generation while it is built or verified here. Every
+state change is conditional (see ``manifest.generations``): the cancel wins, the build
+stops before its next batch, verification and the switch find the generation retired and
+change nothing, and what the batch in flight wrote after the cancel dropped the storage
+is dropped again. The result is ``cancelled``; the live generation keeps serving.
 """
 
 from __future__ import annotations
@@ -79,13 +85,21 @@ def rebuild(
             entry.update(index_report=report.as_dict(), result="stopped")
             out.append(entry)
             break
-        problems = verify(ws, generation, report)
+        cancelled = _cancelled_meanwhile(ws, generation)
+        problems = [] if cancelled else verify(ws, generation, report)
         entry["index_report"] = report.as_dict()
-        if problems:
+        if cancelled or _cancelled_meanwhile(ws, generation):
+            entry.update(result="cancelled", live=_live_number(ws, name))
+        elif problems:
             entry.update(result="failed", problems=problems)
         elif switch:
-            ws.manifest.generations.switch(name, generation.generation)
-            entry["result"] = "switched"
+            try:
+                ws.manifest.generations.switch(name, generation.generation)
+                entry["result"] = "switched"
+            except ConfigError:
+                if not _cancelled_meanwhile(ws, generation):
+                    raise
+                entry.update(result="cancelled", live=_live_number(ws, name))
         else:
             entry["result"] = "ready"
         out.append(entry)
@@ -99,9 +113,28 @@ def _live_number(ws: Workspace, name: str) -> int | None:
 
 
 def build(ws: Workspace, generation: Generation) -> IndexReport:
-    """Fill ``generation`` with every pending document (resumable)."""
-    ws.manifest.generations.set_state(generation.index_name, generation.generation, BUILDING)
+    """Fill ``generation`` with every pending document (resumable); nothing when it is no
+    longer in progress (another process cancelled it)."""
+    if not ws.manifest.generations.set_state(
+        generation.index_name, generation.generation, BUILDING
+    ):
+        return IndexReport()
     return _catch_up(ws, generation)
+
+
+def _retired(ws: Workspace, generation: Generation) -> bool:
+    current = ws.manifest.generations.get(generation.index_name, generation.generation)
+    return current.state == RETIRED
+
+
+def _cancelled_meanwhile(ws: Workspace, generation: Generation) -> bool:
+    """Whether another process retired ``generation`` under this one. Its storage was
+    dropped then; whatever this process wrote into it afterwards is dropped now."""
+    current = ws.manifest.generations.get(generation.index_name, generation.generation)
+    if current.state != RETIRED:
+        return False
+    ws.drop_generation_sink(generation)
+    return True
 
 
 def _pending(ws: Workspace, generation: Generation) -> int:
@@ -116,8 +149,11 @@ def _catch_up(
     does not write to it), so one pass is not enough; stop when a pass changes nothing
     (what is left failed: verification reports it)."""
     report = IndexReport()
-    indexer = indexer or ws.generation_indexer([generation])
-    while not ws.cancel.is_set():
+    if indexer is None:  # stop before the next batch once the generation is cancelled
+        indexer = ws.generation_indexer(
+            [generation], should_stop=lambda: ws.cancel.is_set() or _retired(ws, generation)
+        )
+    while not ws.cancel.is_set() and not _retired(ws, generation):
         done = ws._drain(indexer)
         report.add(done)
         if not _pending(ws, generation) or not (done.replaced + done.deleted + done.acl_updates):
@@ -129,7 +165,9 @@ def verify(ws: Workspace, generation: Generation, report: IndexReport | None = N
     """Check the generation against the manifest; record ``ready`` or ``failed``. Work a
     sync committed meanwhile is drained first (into ``report``), a few times at most."""
     gens = ws.manifest.generations
-    gens.set_state(generation.index_name, generation.generation, VERIFYING)
+    if not gens.set_state(generation.index_name, generation.generation, VERIFYING):
+        now = gens.get(generation.index_name, generation.generation).state
+        return [f"{generation.label} is {now}, no longer in progress; nothing was verified"]
     problems = _problems(ws, generation)
     for _ in range(VERIFY_CATCH_UPS):
         if not problems or not _pending(ws, generation) or ws.cancel.is_set():
@@ -141,7 +179,9 @@ def verify(ws: Workspace, generation: Generation, report: IndexReport | None = N
             break
         problems = _problems(ws, generation)
     state = FAILED if problems else READY
-    gens.set_state(generation.index_name, generation.generation, state, problems)
+    if not gens.set_state(generation.index_name, generation.generation, state, problems):
+        now = gens.get(generation.index_name, generation.generation).state
+        return [f"{generation.label} became {now} while it was verified; it is not {state}"]
     if problems:
         log.warning("%s failed verification: %s", generation.label, "; ".join(problems))
     return problems
@@ -221,6 +261,8 @@ def switch(ws: Workspace, name: str) -> dict[str, Any]:
         )
     report = build(ws, ready)
     problems = verify(ws, ready, report)
+    if _cancelled_meanwhile(ws, ready):
+        return {"index": name, "generation": ready.generation, "result": "cancelled"}
     if problems:
         return {
             "index": name,
@@ -256,7 +298,7 @@ def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> dict[str, An
             )
         if ws.cancel.is_set():
             return {"index": name, "live": _live_number(ws, name), "result": "stopped"}
-    gens.switch(name, previous.generation)
+    gens.switch(name, previous.generation, entered_from=PREVIOUS)
     live = gens.get(name, previous.generation)
     pending = _pending(ws, live)
     out: dict[str, Any] = {"index": name, "live": live.generation, "pending": pending}
@@ -267,22 +309,34 @@ def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> dict[str, An
 
 
 def cancel(ws: Workspace, name: str) -> dict[str, Any]:
-    """Drop the generation in progress (its storage is deleted)."""
+    """Retire the generation in progress, then delete its storage. The retirement is one
+    conditional update: a generation switched live meanwhile is refused, never dropped."""
     current = ws.manifest.generations.in_progress(name)
-    if current is None:
+    if current is None or not _drop(ws, current, ["cancelled"], IN_PROGRESS):
+        moved = None if current is None else ws.manifest.generations.get(name, current.generation)
+        now = "" if moved is None else f" ({moved.label} became {moved.state} meanwhile)"
         raise ConfigError(
-            f"index {name!r} has no generation in progress to cancel; "
-            "see `headwater rebuild status`."
+            f"index {name!r} has no generation in progress to cancel{now}; "
+            "see `headwater rebuild status` (`headwater rebuild rollback` returns to the "
+            "previous generation)."
         )
-    _drop(ws, current, ["cancelled"])
     return {"index": name, "cancelled": current.generation}
 
 
-def _drop(ws: Workspace, generation: Generation, problems: list[str]) -> None:
-    ws.drop_generation_sink(generation)
-    ws.manifest.generations.set_state(
-        generation.index_name, generation.generation, RETIRED, problems
+def _drop(
+    ws: Workspace,
+    generation: Generation,
+    problems: list[str],
+    entered_from: tuple[str, ...] = (PREVIOUS, FAILED),
+) -> bool:
+    """Retire ``generation`` if it is still in ``entered_from``, then delete its storage
+    (state first: a generation that moved on meanwhile keeps its storage)."""
+    retired = ws.manifest.generations.set_state(
+        generation.index_name, generation.generation, RETIRED, problems, entered_from=entered_from
     )
+    if retired:
+        ws.drop_generation_sink(generation)
+    return retired
 
 
 def retire(ws: Workspace, name: str) -> dict[str, Any]:

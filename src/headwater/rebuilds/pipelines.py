@@ -215,9 +215,14 @@ class Pipelines:
         self._embedders[label] = embedder
         return embedder
 
-    def indexer(self, generations: Sequence[Generation]) -> GenerationIndexer:
+    def indexer(
+        self,
+        generations: Sequence[Generation],
+        should_stop: Callable[[], bool] | None = None,
+    ) -> GenerationIndexer:
         """One ``Indexer`` per distinct pipeline (chunking version and chunker) over
-        ``generations``; tombstones complete once every write-state generation confirmed."""
+        ``generations``; tombstones complete once every write-state generation confirmed.
+        ``should_stop`` (default: the workspace's cancel event) is asked before each batch."""
         ws = self.ws
         groups: dict[str, list[Generation]] = {}
         for gen in generations:
@@ -235,7 +240,7 @@ class Pipelines:
                     pipeline.chunking_version,
                     pipeline.chunker,
                     batch_size=ws.config.sync.index_batch_size,
-                    should_stop=ws.cancel.is_set,
+                    should_stop=should_stop or ws.cancel.is_set,
                     progress=ws.index_progress,
                 )
             )

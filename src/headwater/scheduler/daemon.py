@@ -36,7 +36,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from headwater.clock import utcnow
 from headwater.config import SourceSection
-from headwater.errors import FatalError, HeadwaterError
+from headwater.errors import BrokerUnavailable, FatalError, HeadwaterError
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.housekeeping import housekeep_logged
@@ -50,6 +50,7 @@ Inflight = dict[str, Future[Outcome]]  # source id -> its run in the thread pool
 HOUSEKEEPING_EVERY = timedelta(minutes=10)
 DRAIN_RETRY = timedelta(minutes=1)
 LEASE_HELD_RETRY = timedelta(seconds=5)
+BROKER_RETRY = timedelta(seconds=30)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
 
@@ -191,13 +192,7 @@ class Scheduler:
                     self._attempted.add(f"{plan.source_id}:{PERMISSIONS}")
                 continue
             if self.ws.config.executor.type == "celery":  # workers run it; only enqueue here
-                from headwater.executor.dispatch import enqueue_sync
-
-                for q in enqueue_sync(self.ws, [plan.source_id]):
-                    if not q.already:
-                        log.info("enqueued sync of %s (%s): task %s", q.source_id, plan.reason,
-                                 q.task_id, extra=ids(q.source_id))  # fmt: skip
-                self._attempted.update([plan.source_id] if self.once else [])
+                self._enqueue(plan)
                 continue
             if len(inflight) >= self.max_concurrent:
                 break
@@ -219,6 +214,26 @@ class Scheduler:
             return utcnow() if inflight or self._more_in_once(decision.plans) else None
         wake = decision.next_wake()
         return wake if wake is not None else now + timedelta(seconds=MAX_SLEEP_S)
+
+    def _enqueue(self, plan: SourcePlan) -> None:
+        """Celery: enqueue the due source. A broker that refuses leaves nothing queued;
+        the source is held off for ``BROKER_RETRY`` and tried again (``--once``: failed)."""
+        from headwater.executor.dispatch import enqueue_sync
+
+        self._attempted.update([plan.source_id] if self.once else [])
+        try:
+            queued = enqueue_sync(self.ws, [plan.source_id])
+        except BrokerUnavailable as exc:
+            log.error("%s; retrying in %.0f s", exc, BROKER_RETRY.total_seconds(),
+                      extra=ids(plan.source_id))  # fmt: skip
+            self._holds[plan.source_id] = utcnow() + BROKER_RETRY
+            if self.once:
+                self.outcomes.append(Outcome(plan.source_id, FAILED, error=str(exc)))
+            return
+        for q in queued:
+            if not q.already:
+                log.info("enqueued sync of %s (%s): task %s", q.source_id, plan.reason,
+                         q.task_id, extra=ids(q.source_id))  # fmt: skip
 
     def _more_in_once(self, plans: Sequence[SourcePlan]) -> bool:
         """Whether ``--once`` still has a permission sync to start after a content run."""

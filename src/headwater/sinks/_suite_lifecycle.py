@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 import pytest
 
 from headwater.sinks._suite_base import EVERYONE, SuiteBase, make_chunks, make_document
-from headwater.sinks.base import Binding, Sink, WriteOutcome
+from headwater.sinks.base import Sink, WriteOutcome
 from headwater.types import Access, SearchMode
 
 
@@ -70,28 +70,31 @@ class LifecycleChecks(SuiteBase):
         assert sink.replace(doc, make_chunks(doc, ["forget again"]), 1) is WriteOutcome.APPLIED
         assert sink.revision(doc.document_id) == 1
 
-    def test_binding_to_another_manifest_empties_the_index(
+    def test_a_binding_changes_only_when_asked_and_empties_only_when_asked(
         self, sink: Sink, reopen: Callable[[], Sink] | None
     ) -> None:
-        assert sink.bind("manifest-one") is Binding.NEW
+        assert sink.bound_manifest() is None
+        sink.bind("manifest-one")
         doc = make_document("bound", Access(public=True))
         sink.replace(doc, make_chunks(doc, ["bound pebble"]), 3)
         sink.delete(make_document("bound-tomb", Access()).document_id, 9)
-        assert sink.bind("manifest-one") is Binding.KEPT
-        assert sink.count(doc.document_id) == 1
+        assert sink.bound_manifest() == "manifest-one" and sink.count(doc.document_id) == 1
         if reopen is not None:
             sink.close()
             sink = reopen()
         try:
-            assert sink.bind("manifest-one") is Binding.KEPT and sink.count(doc.document_id) == 1
-            assert sink.bind("manifest-two") is Binding.RESET
+            assert sink.bound_manifest() == "manifest-one" and sink.count(doc.document_id) == 1
+            sink.bind("manifest-two")  # adopted: what it holds stays
+            assert sink.bound_manifest() == "manifest-two" and sink.count(doc.document_id) == 1
+            sink.bind("manifest-three", empty=True)
+            assert sink.bound_manifest() == "manifest-three"
             assert sink.count(doc.document_id) == 0 and sink.revision(doc.document_id) is None
             assert list(sink.inventory()) == []
             for mode in self.modes(sink):
                 assert self.find(sink, mode, "bound pebble", EVERYONE) == [], mode
             tomb = make_document("bound-tomb", Access(public=True))
             assert sink.replace(tomb, make_chunks(tomb, ["t"]), 1) is WriteOutcome.APPLIED
-            assert sink.bind("manifest-two") is Binding.KEPT and sink.count(tomb.document_id) == 1
+            assert sink.count(tomb.document_id) == 1
         finally:
             if reopen is not None:
                 sink.close()

@@ -62,16 +62,6 @@ class WriteOutcome(StrEnum):
     ABSENT = "absent"  # update_access: the sink holds no live chunks of the document
 
 
-class Binding(StrEnum):
-    """What ``Sink.bind`` found: the index already bound to this manifest (``KEPT``), bound
-    to none (``NEW``: storage created just now, or lost and created again) or bound to
-    another manifest and therefore emptied (``RESET``)."""
-
-    KEPT = "kept"
-    NEW = "new"
-    RESET = "reset"
-
-
 @dataclass(frozen=True)
 class SearchRequest:
     """One search. ``vector`` is the embedded query (None for keyword-only searches).
@@ -125,14 +115,17 @@ class Sink(Protocol):
         a re-created document starts above the old revision). Live documents stay."""
         ...
 
-    def bind(self, manifest_id: str) -> Binding:
-        """Tie the index to the manifest ``manifest_id`` (called at open).
+    def bound_manifest(self) -> str | None:
+        """The id of the manifest this index is bound to; None when it is bound to none
+        (its storage was created just now, or lost and created again). Reads only."""
+        ...
 
-        An index bound to another manifest holds state no manifest here vouches for: it is
-        emptied first (everything is then pending and rebuilt), and ``RESET`` is returned.
-        An index bound to none is ``NEW``: the core then checks whether the manifest
-        believes it holds documents (its storage was lost or moved).
-        """
+    def bind(self, manifest_id: str, *, empty: bool = False) -> None:
+        """Bind the index to the manifest ``manifest_id``; with ``empty``, remove every
+        chunk and tombstone it holds first. The core calls it for an index bound to none,
+        and for one bound to another manifest only when the operator said so (``headwater
+        reconcile --adopt`` keeps what it holds, ``--reset`` empties it): a sink never
+        empties an index on its own."""
         ...
 
     def count(self, document_id: str) -> int:

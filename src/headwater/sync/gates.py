@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from headwater.errors import ConfigError, ItemError, TransientError
@@ -24,13 +24,15 @@ from headwater.manifest.records import (
     ACTIVE,
     DELETED,
     BatchCommit,
+    DocumentFields,
     DocumentRecord,
     DocumentWrite,
     FailureWrite,
+    RowVersion,
     RunCounts,
     TombstoneWrite,
 )
-from headwater.pipeline.parse import parse
+from headwater.pipeline.parse import PARSED_METADATA_KEYS, ParseOptions, parse
 from headwater.types import Access, Deleted, Failure, MetadataValue, SourceDocument
 
 
@@ -90,6 +92,13 @@ def signature_of(
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:
+    """The same row with a new ACL and the next revision: an ACL-only change."""
+    values = {f.name: getattr(record, f.name) for f in fields(DocumentFields)}
+    values.update(acl=acl, revision=record.revision + 1)
+    return DocumentWrite(**values, is_new=False)
+
+
 @dataclass
 class SourceIdentity:
     tenant: str
@@ -97,32 +106,49 @@ class SourceIdentity:
     source_id: str
     default_access: Access
     pipeline_version: str
+    parse_options: ParseOptions = field(default_factory=ParseOptions)
 
     def document_id(self, object_id: str) -> str:
         return document_id(self.tenant, self.source_type, self.source_id, object_id)
 
 
+DELETED_IN_SOURCE = "deleted_in_source"  # the source reported the delete
+INFERRED_DELETED = "inferred_deleted"  # concluded from a 404/410 or a noindex
+EMPTIED = "empty_document"  # the document's content has no text left
+
+
 @dataclass
 class InferredDeletes:
-    """The per-run budget of deletes a connector only inferred (404/410, ``inferred``).
+    """The budget of deletes a connector only inferred (404/410, ``inferred``), across runs.
 
-    Like a prune, they stop at ``max_fraction`` of the source's active documents (when
-    more than one): the rest stay active and the run reports the prune blocked.
+    Of the documents the source held recently (``active`` now plus the ``held``
+    tombstones of deletes inferred earlier and not yet purged, i.e. within the tombstone
+    retention), at most ``max_fraction`` may be gone by inference; a single one is always
+    allowed when none is held. So a lasting 404 storm stops at the fraction instead of
+    taking a fraction (or one page) more every run. The rest stay active and the run
+    reports the prune blocked; ``force`` applies them as confirmed deletes.
     """
 
     active: int
     max_fraction: float
     force: bool = False
+    held: int = 0
     applied: int = 0
     blocked: int = 0
 
     def allow(self) -> bool:
-        wanted = self.applied + 1
-        if self.force or wanted <= 1 or wanted <= self.max_fraction * self.active:
-            self.applied = wanted
+        wanted = self.held + self.applied + 1
+        if self.force or wanted <= 1 or wanted <= self.max_fraction * self.base:
+            self.applied += 1
             return True
         self.blocked += 1
         return False
+
+    @property
+    def base(self) -> int:
+        """The documents the fraction is of: those active at the run's start and those
+        whose deletes were inferred within the retention."""
+        return self.active + self.held
 
 
 @dataclass
@@ -196,11 +222,22 @@ class BatchBuilder:
         ):
             self.counts.stale += 1
             return Outcome.STALE
-        if item.inferred and self.inferred is not None and not self.inferred.allow():
-            self._mark_seen(item.object_id)  # kept active: it counts as present
-            return Outcome.IGNORED
-        self.tombstone(record, "deleted_in_source", item.sequence)
+        reason = DELETED_IN_SOURCE
+        if item.inferred and self.inferred is not None:
+            if not self.inferred.allow():
+                self._mark_seen(item.object_id)  # kept active: it counts as present
+                return Outcome.IGNORED
+            reason = DELETED_IN_SOURCE if self.inferred.force else INFERRED_DELETED
+        elif item.inferred:
+            reason = INFERRED_DELETED
+        self.tombstone(record, reason, item.sequence)
         return Outcome.DELETED
+
+    def _empty(self, record: DocumentRecord, doc: SourceDocument) -> None:
+        """Tombstone an active document whose new content has no text (``empty_document``);
+        its failure record says why, and text coming back makes it active again."""
+        if record.state == ACTIVE:
+            self.tombstone(record, EMPTIED, doc.sequence)
 
     def tombstone(self, record: DocumentRecord, reason: str, sequence: int | None = None) -> None:
         self.commit.tombstones.append(
@@ -211,6 +248,41 @@ class BatchBuilder:
                 revision=record.revision + 1,
                 sequence=sequence,
                 reason=reason,
+                expect=RowVersion.of(record),
+            )
+        )
+        self.counts.deleted += 1
+
+    def tombstone_unheld(self, object_id: str, locator: str, sequence: int) -> None:
+        """A delete at ``sequence`` of an object the manifest never held: a deleted row and
+        its tombstone, so a create older than the delete arriving late is stale (invariant
+        5); the tombstone completes at the next drain and is purged like any other."""
+        doc_id = self.source.document_id(object_id)
+        self.commit.writes.append(
+            DocumentWrite(
+                document_id=doc_id,
+                source_id=self.source.source_id,
+                object_id=object_id,
+                locator=locator,
+                title=object_id,
+                media_type=None,
+                source_version=str(sequence),
+                checksum=None,
+                signature=None,
+                pipeline_version=self.source.pipeline_version,
+                revision=1,
+                sequence=sequence,
+                state=DELETED,
+                acl=(),
+                metadata={},
+                last_seen_run=self.run_id,
+                is_new=True,
+                checked=True,
+            )
+        )
+        self.commit.tombstones.append(
+            TombstoneWrite(
+                doc_id, self.source.source_id, object_id, 1, sequence, "deleted_in_source"
             )
         )
         self.counts.deleted += 1
@@ -221,10 +293,6 @@ class BatchBuilder:
         doc_id = src.document_id(doc.object_id)
         record = self.existing.get(doc.object_id)
         access = doc.access if doc.access is not None else src.default_access
-        try:
-            acl = tuple(access.principals())
-        except ConfigError as exc:  # an identity that could pass as another: never index it
-            return self._fail(doc, "fetch", "invalid_principal", str(exc), True, doc.version)
         metadata = dict(doc.metadata)
         if record is not None and doc.sequence is not None:
             floor = (
@@ -235,8 +303,12 @@ class BatchBuilder:
             if floor is not None and (
                 doc.sequence < floor or (record.state == DELETED and doc.sequence <= floor)
             ):
-                self.counts.stale += 1
+                self.counts.stale += 1  # even with a bad ACL: a late old version changes nothing
                 return Outcome.STALE
+        try:
+            acl = tuple(access.principals())
+        except ConfigError as exc:  # an identity that could pass as another: never index it
+            return self._refuse_access(doc, record, exc)
         dead = self.dead_versions.get(doc_id)
         # A dead entry at this very version is a hint skip too: `sync --full` reads it again
         # (a file whose permissions were fixed keeps its mtime and size).
@@ -250,6 +322,8 @@ class BatchBuilder:
             # Gate 1: the version hint proves the content unchanged; nothing is read.
             assert record.checksum is not None
             title = doc.title or record.title
+            for key in PARSED_METADATA_KEYS & record.metadata.keys() - metadata.keys():
+                metadata[key] = record.metadata[key]  # the parser's, from unchanged content
             signature = signature_of(record.checksum, title, doc.locator, metadata)
             if signature == record.signature and acl == record.acl:
                 self.commit.seen.append(record.document_id)
@@ -286,13 +360,21 @@ class BatchBuilder:
                     doc, "fetch", "transient", str(exc), False, doc.version, doc.fetch_ref
                 )
         try:
-            parsed = parse(raw, name=doc.object_id, media_type=doc.media_type)
+            parsed = parse(
+                raw, name=doc.object_id, media_type=doc.media_type, options=src.parse_options
+            )
         except ItemError as exc:
+            if exc.error_class == "empty_document" and record is not None:
+                # No text left (a file truncated to retract what it said) is the source's
+                # true state: the old revision leaves every index, like a delete.
+                self._empty(record, doc)
             return self._fail(
                 doc, "parse", exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
             )
         checksum = content_checksum(parsed.text)
         self.content_store.put(checksum, parsed.text)
+        if parsed.metadata:  # what the format says (an e-mail's headers); the connector wins
+            metadata = {**parsed.metadata, **metadata}
         title = doc.title or parsed.title or doc.object_id
         signature = signature_of(checksum, title, doc.locator, metadata)
         gate = decide(record, doc, src.pipeline_version, checksum=checksum)
@@ -313,6 +395,24 @@ class BatchBuilder:
             self.counts.unchanged += 1
             return Outcome.UNCHANGED
         return self._write(doc, record, checksum, signature, acl, metadata, title)
+
+    def _refuse_access(
+        self, doc: SourceDocument, record: DocumentRecord | None, exc: ConfigError
+    ) -> Outcome:
+        """An ACL naming an identity that could pass as another: only this document fails.
+
+        A revision the manifest holds is withheld (an ACL-only revision visible to nobody,
+        invariant 12) rather than served under an ACL the source no longer states. The
+        failure keeps no version hint, so the next run reads the ACL again even when the
+        source fixed it without a new version (a repository's collaborators).
+        """
+        if record is not None and record.state == ACTIVE and record.acl:
+            self.commit.writes.append(acl_only_write(record, ()))
+        message = (
+            f"{doc.object_id}: its ACL names an identity that could pass as another, so "
+            f"nobody sees this document until the source fixes it: {exc}"
+        )
+        return self._fail(doc, "fetch", "invalid_principal", message, True)
 
     def _write(
         self,
@@ -380,4 +480,6 @@ class BatchBuilder:
             metadata=metadata,
             last_seen_run=self.run_id,
             is_new=is_new,
+            checked=True,
+            expect=RowVersion.of(record) if record is not None else None,
         )

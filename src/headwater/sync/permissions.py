@@ -7,14 +7,16 @@ batch), which the indexer applies with ``update_access`` in every index and zero
 embedder calls. No content is fetched or parsed. Then, for a ``GroupListing`` connector,
 the source's group memberships are replaced whole (``sync_groups``, also called after
 every content sync). Objects the listing does not name are left as they are: a
-permission listing is not an enumeration, and deletes stay with the content sync.
+permission listing is not an enumeration, and deletes stay with the content sync. An ACL
+naming an identity that could pass as another is reported (``rejected``) and its document
+withheld (an ACL-only revision visible to nobody) until the source fixes it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.connectors.base import Connector, GroupListing, PermissionListing
@@ -22,10 +24,10 @@ from headwater.errors import ConfigError, LeaseLost
 from headwater.indexer.report import IndexReport
 from headwater.manifest.groups import GroupSyncReport
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
-from headwater.manifest.records import ACTIVE, BatchCommit, DocumentFields, DocumentWrite
+from headwater.manifest.records import ACTIVE, BatchCommit
 from headwater.manifest.runs import lease_owner
 from headwater.manifest.store import Manifest
-from headwater.sync.gates import SourceIdentity
+from headwater.sync.gates import SourceIdentity, acl_only_write
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access
 
@@ -92,13 +94,6 @@ def sync_groups(
     except Exception as exc:  # the connector's listing failed: keep the last good one
         log.warning("group listing of %s failed; memberships unchanged: %s", source_id, exc)
         return GroupSyncReport(source_id, 0, 0, error=f"{type(exc).__name__}: {exc}")
-
-
-def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:
-    """The same row with a new ACL and the next revision: an ACL-only change."""
-    values = {f.name: getattr(record, f.name) for f in fields(DocumentFields)}
-    values.update(acl=acl, revision=record.revision + 1)
-    return DocumentWrite(**values, is_new=False)
 
 
 class PermissionSync:
@@ -187,7 +182,7 @@ class PermissionSync:
                 acl = tuple(access.principals())
             except ConfigError as exc:  # never index an identity that could pass as another
                 report.rejected.append(f"{object_id}: {exc}")
-                continue
+                acl = ()  # withheld (visible to nobody) until the source fixes its ACL
             if acl != record.acl:
                 commit.writes.append(acl_only_write(record, acl))
                 report.changed += 1

@@ -33,7 +33,7 @@ from headwater.manifest.runs import (
 )
 from headwater.manifest.store import Manifest
 from headwater.retry import RetryPolicy, call_with_retry
-from headwater.sync.gates import BatchBuilder, InferredDeletes, SourceIdentity
+from headwater.sync.gates import INFERRED_DELETED, BatchBuilder, InferredDeletes, SourceIdentity
 from headwater.sync.prune import Pruner, enumerate_objects
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.settings import SourceSettings
@@ -201,6 +201,7 @@ class SyncRunner:
             active=self.manifest.count_documents(sid),
             max_fraction=self.settings.prune_max_fraction,
             force=options.force_prune,
+            held=self.manifest.count_tombstones(sid, INFERRED_DELETED),
         )
         status, error, final = SUCCEEDED, None, None
         completed = False
@@ -304,19 +305,26 @@ class SyncRunner:
         inferred = self._inferred
         wanted = inferred.applied + inferred.blocked
         log.warning(
-            "%s: %d of %d inferred deletes (404/410) not applied: past the safety fraction",
+            "%s: %d of %d inferred deletes (404/410) not applied: past the safety fraction "
+            "(%d inferred earlier, within the tombstone retention)",
             self.source.source_id,
             inferred.blocked,
             wanted,
+            inferred.held,
         )
+        earlier = f" ({inferred.held} more were applied by earlier runs)" if inferred.held else ""
         return PruneReport(
             status="blocked",
             candidates=wanted,
             active=inferred.active,
-            fraction=wanted / max(inferred.active, 1),
+            fraction=(inferred.held + wanted) / max(inferred.base, 1),
             max_fraction=inferred.max_fraction,
             deleted=inferred.applied,
-            error=f"{inferred.blocked} inferred deletes (404/410) were not applied",
+            error=(
+                f"{inferred.blocked} inferred deletes (404/410) were not applied: past "
+                f"prune_max_fraction of the source{earlier}; if the pages are really gone, "
+                "`headwater sync --force` applies them"
+            ),
         )
 
     def _known(self, object_id: str) -> str | None:

@@ -25,7 +25,7 @@ def test_access_comes_from_space_permissions_and_restrictions(
         d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
     }
     assert docs[ids["home"]].access == Access(
-        users=("ann@example.com",), groups=("wiki:group:eng-team",)
+        users=("ann@example.com",), groups=("wiki:group:g-1",)
     )
     assert docs[ids["runbook"]].access == Access(users=("bob@example.com",))
     assert docs[ids["secret"]].access == Access(users=("ann@example.com",))
@@ -107,7 +107,7 @@ def test_a_429_with_retry_after_is_waited_out(site: FakeConfluence, tmp_path: Pa
 def test_groups_lists_members_by_email(site: FakeConfluence, tmp_path: Path) -> None:
     populate(site)
     assert list(make(site, tmp_path).groups()) == [
-        ("wiki:group:eng-team", ["ann@example.com", "bob@example.com"])
+        ("wiki:group:g-1", ["ann@example.com", "bob@example.com"])
     ]
 
 
@@ -122,7 +122,7 @@ def test_space_permission_pages_are_followed_from_the_site_root_or_the_base(
         d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
     }
     assert docs[ids["home"]].access == Access(
-        users=("ann@example.com",), groups=("wiki:group:eng-team",)
+        users=("ann@example.com",), groups=("wiki:group:g-1",)
     )
 
 
@@ -132,7 +132,7 @@ def test_groups_reads_every_page_when_the_server_caps_limit(
     populate(site)
     site.page_cap = 1  # one member per page, whatever `limit` asks for
     assert list(make(site, tmp_path).groups()) == [
-        ("wiki:group:eng-team", ["ann@example.com", "bob@example.com"])
+        ("wiki:group:g-1", ["ann@example.com", "bob@example.com"])
     ]
 
 

@@ -24,9 +24,10 @@ def test_access_from_visibility_collaborators_and_teams(gh: FakeGithub, tmp_path
     assert set(docs) == {f"{PUBLIC}/issues/1", f"{PUBLIC}/pulls/2", f"{SECRET}/issues/1",
                          f"{SECRET}/issues/2"}  # fmt: skip
     assert docs[f"{PUBLIC}/pulls/2"].access == Access(public=True)
-    # bob keeps his email private: he matches nobody; the team is a group principal
+    # bob keeps his email private: he matches nobody; the team is a group principal,
+    # named by its stable id; emails are passed on as written (the gate normalizes them)
     assert docs[f"{SECRET}/issues/1"].access == Access(
-        users=("ann@example.com",), groups=("gh:group:octo/core",)
+        users=("Ann@Example.com",), groups=(f"gh:group:team:{gh.team_id('octo/core')}",)
     )
     assert docs[f"{PUBLIC}/pulls/2"].metadata["kind"] == "pull_request"
 
@@ -40,7 +41,7 @@ def test_a_private_repo_of_a_user_is_read_by_its_collaborators(
     gh.add("ann/notes", "Todo", "Buy milk")
     connector = make(gh, tmp_path, repos=["ann/notes"])
     (doc,) = collect(connector.read(ALL, None, no_known)).documents
-    assert doc.access == Access(users=("ann@example.com",))
+    assert doc.access == Access(users=("Ann@Example.com",))  # as GitHub writes it
     assert list(connector.groups()) == []
 
 
@@ -123,8 +124,24 @@ def test_an_issue_deleted_before_its_fetch_is_an_item_error(gh: FakeGithub, tmp_
 def test_groups_lists_team_members(gh: FakeGithub, tmp_path: Path) -> None:
     populate(gh)
     assert list(make(gh, tmp_path).groups()) == [
-        ("gh:group:octo/core", ["ann@example.com", "cat@example.com"])
+        (f"gh:group:team:{gh.team_id('octo/core')}", ["Ann@Example.com", "cat@example.com"])
     ]
+
+
+def test_a_renamed_team_keeps_its_principal_and_a_new_team_with_its_old_slug_gets_none(
+    gh: FakeGithub, tmp_path: Path
+) -> None:
+    populate(gh)
+    core = f"gh:group:team:{gh.team_id('octo/core')}"
+    gh.team_ids["octo/platform"] = gh.team_ids.pop("octo/core")  # core is renamed
+    gh.teams["octo/platform"] = gh.teams.pop("octo/core")
+    gh.repos[SECRET]["teams"] = ["platform"]
+    gh.teams["octo/core"] = ["bob"]  # a new team takes the old slug, with no access
+    connector = make(gh, tmp_path)
+    docs = collect(connector.read(ALL, None, no_known)).documents
+    secret = next(d for d in docs if d.object_id == f"{SECRET}/issues/1")
+    assert secret.access is not None and secret.access.groups == (core,)
+    assert list(connector.groups()) == [(core, ["Ann@Example.com", "cat@example.com"])]
 
 
 def test_validate_names_token_permission_and_repo(gh: FakeGithub, tmp_path: Path) -> None:

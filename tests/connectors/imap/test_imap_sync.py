@@ -33,7 +33,7 @@ def _workspace(account: Account, tmp_path: Path, mailboxes: str) -> Workspace:
         '[[index]]\nname = "main"\ntype = "sqlite"\n'
         f'[[source]]\nid = "mail"\ntype = "imap"\nhost = "127.0.0.1"\nport = {account.port}\n'
         f'ssl = false\nusername = "{account.username}"\npassword = "${{HW_IMAP_PASSWORD}}"\n'
-        f'mailboxes = {mailboxes}\nprune_every = "0s"\nprune_max_fraction = 0.9\n'
+        f"mailboxes = {mailboxes}\nprune_max_fraction = 0.9\n"
         'access = { users = ["bob@example.org"] }\n'
     )
     return Workspace.open(config, connector_types={"imap": CountingImap})

@@ -31,28 +31,39 @@ def test_access_from_permission_scheme_roles_and_security_level(
     docs = {
         d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
     }
-    group, qa = "tickets:group:jira-devs", "tickets:group:qa"
-    # group + role actors (a user and a group) + the reporter of this issue
+    group, qa = "tickets:group:g1", "tickets:group:g2"  # named by groupId, not by name
+    # group + role actors (a user and a group) + the reporter of this issue (emails as
+    # Jira writes them: the gate normalizes them)
     assert docs[ids["eng1"]].access == Access(
-        users=("ann@example.com", "cat@example.com"), groups=(group, qa)
+        users=("Ann@Example.com", "cat@example.com"), groups=(group, qa)
     )
     assert docs[ids["eng2"]].access == Access(users=("cat@example.com",), groups=(group, qa))
     # a security level replaces the scheme: its user and the issue's assignee
-    assert docs[ids["eng3"]].access == Access(users=("ann@example.com", "bob@example.com"))
+    assert docs[ids["eng3"]].access == Access(users=("Ann@Example.com", "bob@example.com"))
     # the project lead and a named user
     assert docs[ids["ops1"]].access == Access(users=("bob@example.com", "cat@example.com"))
     assert docs[ids["eng1"]].title == "ENG-1: Build breaks"
     assert docs[ids["eng1"]].metadata["issue_type"] == "Bug"
 
 
-def test_a_group_holder_named_only_by_id_is_resolved(site: FakeJira, tmp_path: Path) -> None:
+def test_a_group_holder_is_named_by_its_id_whatever_its_name(
+    site: FakeJira, tmp_path: Path
+) -> None:
     """PermissionHolder: "As a group's name can change, use of value is recommended"."""
     ids = populate(site)
     site.projects["OPS"]["browse"] = [{"type": "group", "value": "g1"}]  # no `parameter`
     docs = {
         d.object_id: d for d in collect(make(site, tmp_path).read(ALL, None, no_known)).documents
     }
-    assert docs[ids["ops1"]].access == Access(groups=("tickets:group:jira-devs",))
+    assert docs[ids["ops1"]].access == Access(groups=("tickets:group:g1",))
+    # g1 is renamed and a new group g7 takes its old name: g1 keeps its issues, g7 gets none
+    site.groups["g1"] = ("jira-devs-old", site.groups["g1"][1])
+    site.groups["g7"] = ("jira-devs", ["acc-cat"])
+    site.projects["OPS"]["browse"] = [{"type": "group", "parameter": "jira-devs-old"}]
+    connector = make(site, tmp_path)  # a new connector: nothing cached
+    docs = {d.object_id: d for d in collect(connector.read(ALL, None, no_known)).documents}
+    assert docs[ids["ops1"]].access == Access(groups=("tickets:group:g1",))
+    assert ("tickets:group:g7", ["cat@example.com"]) in list(connector.groups())
 
 
 def test_fetch_renders_description_and_comments(site: FakeJira, tmp_path: Path) -> None:
@@ -134,7 +145,7 @@ def test_a_429_with_retry_after_is_waited_out(site: FakeJira, tmp_path: Path) ->
 def test_groups_lists_members_by_email(site: FakeJira, tmp_path: Path) -> None:
     populate(site)
     assert list(make(site, tmp_path).groups()) == [
-        ("tickets:group:jira-devs", ["ann@example.com", "bob@example.com"])
+        ("tickets:group:g1", ["Ann@Example.com", "bob@example.com"])
     ]
 
 

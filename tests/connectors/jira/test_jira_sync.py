@@ -38,7 +38,7 @@ def test_sync_edit_comment_add_delete_and_permission_change(site: FakeJira, tmp_
         fourth = ws.sync(index=False).runs[0]
         assert (fourth.counts.changed, fourth.fetched) == (2, 0), fourth.counts  # not ENG-3
         record = ws.manifest.document_by_object("tickets", ids["eng2"])
-        assert record is not None and record.acl == ("group:tickets:group:jira-devs",)
+        assert record is not None and record.acl == ("group:tickets:group:g1",)
 
 
 def test_a_security_level_change_arrives_with_the_acl_refresh(

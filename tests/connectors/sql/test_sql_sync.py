@@ -31,3 +31,70 @@ def test_sync_follows_the_table(db: Database, docs: str, tmp_path: Path) -> None
         third = ws.sync(index=False).runs[0]
         counts = third.counts
         assert (counts.changed, counts.unchanged, counts.deleted) == (1, 2, 1)
+
+
+FULLWIDTH_KIM = "user:\uff4bim@x.com"  # fullwidth k: NFKC reads it as kim@x.com
+
+
+def _titles(ws: Workspace, user: str) -> set[str]:
+    return {h["title"] for h in ws.search("body", user=user, k=50, mode="keyword")}
+
+
+def test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_apply(
+    db: Database, docs: str, tmp_path: Path
+) -> None:
+    db.execute(f"UPDATE {docs} SET readers = 'user:kim@x.com' WHERE id = 1")
+    db.execute(f"UPDATE {docs} SET readers = 'user:bob@x.com, user:kim@x.com' WHERE id = 2")
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 32\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+        'id_columns = ["id"]\ncontent_template = "# {title}\\n\\n{body}\\n"\n'
+        'title_column = "title"\naccess_column = "readers"\n'
+    )
+    with Workspace.open(config) as ws:
+        assert ws.sync().runs[0].status == "succeeded"
+        assert _titles(ws, "kim@x.com") == {"Alpha", "Beta"}
+        assert _titles(ws, "bob@x.com") == {"Beta", "Delta"}
+        # Row 1 now names a look-alike of kim; bob is revoked on row 2 in the same change.
+        db.execute(f"UPDATE {docs} SET readers = :r WHERE id = 1", r=f'["{FULLWIDTH_KIM}"]')
+        db.execute(f"UPDATE {docs} SET readers = 'user:kim@x.com' WHERE id = 2")
+        run = ws.sync().runs[0]
+        assert (run.status, run.counts.failed, run.counts.changed) == (
+            "completed_with_errors", 1, 1,
+        ), run  # fmt: skip
+        (failure,) = ws.failures("rows")
+        assert (failure.object_id, failure.error_class) == ("1", "invalid_principal")
+        assert FULLWIDTH_KIM[5:] in failure.message and failure.message.startswith("1: ")
+        assert _titles(ws, "bob@x.com") == {"Delta"}  # the revocation applied
+        assert _titles(ws, "kim@x.com") == {"Beta"}  # row 1 is withheld, not served stale
+        held = ws.manifest.document_by_object("rows", "1")
+        assert held is not None and held.acl == ()
+        db.execute(f"UPDATE {docs} SET readers = 'user:kim@x.com' WHERE id = 1")
+        fixed = ws.sync().runs[0]
+        assert (fixed.status, fixed.counts.failed) == ("succeeded", 0), fixed
+        assert ws.failures("rows") == []
+        assert _titles(ws, "kim@x.com") == {"Alpha", "Beta"}
+
+
+def test_a_padded_principal_in_an_array_is_refused_not_trimmed(
+    db: Database, docs: str, tmp_path: Path
+) -> None:
+    db.execute(f"UPDATE {docs} SET readers = :r WHERE id = 1", r='["user:kim@x.com "]')
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 32\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+        'id_columns = ["id"]\ncontent_template = "# {title}\\n\\n{body}\\n"\n'
+        'title_column = "title"\naccess_column = "readers"\n'
+    )
+    with Workspace.open(config) as ws:
+        run = ws.sync().runs[0]
+        assert (run.status, run.counts.new, run.counts.failed) == ("completed_with_errors", 3, 1)
+        (failure,) = ws.failures("rows")
+        assert (failure.object_id, failure.error_class) == ("1", "invalid_principal")
+        assert "Alpha" not in _titles(ws, "kim@x.com")

@@ -234,12 +234,16 @@ class FakeConfluence(FakeApi):
             }
         return row
 
+    def group_id(self, name: str) -> str:
+        """The id of the group called ``name`` (restrictions carry both)."""
+        return next((i for i, (n, _) in self.groups.items() if n == name), f"id-of-{name}")
+
     def _restrictions(self, item: Content | None) -> dict[str, Any]:
         users = [] if item is None else item.read_users
         groups = [] if item is None else item.read_groups
         return {
             "user": {"results": [{"type": "known", "accountId": a, "email": self.users.get(a, "")}
                                  for a in users], "size": len(users)},
-            "group": {"results": [{"type": "group", "name": g} for g in groups],
-                      "size": len(groups)},
+            "group": {"results": [{"type": "group", "name": g, "id": self.group_id(g)}
+                                  for g in groups], "size": len(groups)},
         }  # fmt: skip

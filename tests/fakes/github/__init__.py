@@ -60,6 +60,7 @@ class FakeGithub(FakeApi):
         self.repos: dict[str, dict[str, Any]] = {}
         self.users: dict[str, str | None] = {}
         self.teams: dict[str, list[str]] = {}  # "org/slug" -> logins
+        self.team_ids: dict[str, int] = {}  # "org/slug" -> the team's stable id
         self.primary_limited = 0  # the next n requests hit the primary rate limit
         # The next n requests hit a secondary limit that sends neither `retry-after` nor
         # `x-ratelimit-remaining: 0`, only its message (the docs: "Otherwise, wait for at
@@ -69,6 +70,10 @@ class FakeGithub(FakeApi):
         # Issue numbers deleted from a repo the token reads: "Get an issue" answers 410
         # Gone for them: https://docs.github.com/en/rest/issues/issues#get-an-issue
         self.gone: set[tuple[str, int]] = set()
+
+    def team_id(self, name: str) -> int:
+        """The stable id of team ``org/slug`` (given on first sight; a test may rename)."""
+        return self.team_ids.setdefault(name, 1000 + len(self.team_ids))
 
     def authorized(self, headers: dict[str, str]) -> bool:
         return headers.get("authorization") == f"Bearer {self.token}"
@@ -180,7 +185,9 @@ class FakeGithub(FakeApi):
         if rest == "/teams":
             if repo["user_owned"]:  # no teams: "List repository teams" answers 404
                 return Answer(404, {"message": "Not Found"})
-            return self._paged(path, [{"slug": t, "name": t} for t in repo["teams"]], q)
+            org = m.group(1).split("/")[0]
+            rows = [{"id": self.team_id(f"{org}/{t}"), "slug": t, "name": t} for t in repo["teams"]]
+            return self._paged(path, rows, q)
         if rest == "/issues":
             return self._issues(m.group(1), repo, q)
         if n := re.fullmatch(r"/issues/(\d+)", rest):

@@ -163,7 +163,7 @@ class FakeJira(FakeApi):
                                 "maxResults": size, "total": len(rows)})  # fmt: skip
         if path == "/rest/api/3/group/bulk":
             rows = [{"groupId": i, "name": g[0]} for i, g in sorted(self.groups.items())
-                    if q.get("groupId") in (None, i)]  # fmt: skip
+                    if q.get("groupId") in (None, i) and q.get("groupName") in (None, g[0])]  # fmt: skip
             return self._paged(rows, q)
         if path == "/rest/api/3/group/member":
             members = self.groups.get(q.get("groupId", ""), ("", []))[1]

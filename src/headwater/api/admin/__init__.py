@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from headwater.api.auth import LOCAL_ADMIN, KeyRing
 from headwater.api.deps import service_of
 from headwater.errors import HeadwaterError
 from headwater.manifest.failures import DEAD
@@ -59,6 +60,11 @@ def _session(request: Request) -> Session | None:
     if found is None or found.expires < time.time():
         return None
     return found
+
+
+def signed_in(request: Request) -> bool:
+    """Whether the request carries a live session (the guard asks before reading a form)."""
+    return _session(request) is not None
 
 
 class SignIn(Exception):
@@ -110,13 +116,9 @@ async def login(
     expected = request.cookies.get(LOGIN_COOKIE, "")
     if not expected or not hmac.compare_digest(csrf.encode(), expected.encode()):
         return RedirectResponse("/admin/login?error=expired", status_code=303)
-    ring = request.app.state.keys
-    caller = ring.identify(key) if not ring.open else None
-    if ring.open:
-        from headwater.api.auth import LOCAL_ADMIN
-
-        caller = LOCAL_ADMIN
-    if caller is None or caller.role != "admin":
+    ring: KeyRing = request.app.state.keys
+    caller = LOCAL_ADMIN if ring.open else ring.identify(key)
+    if caller is None or not caller.has("admin"):  # the API's own role check
         return RedirectResponse("/admin/login?error=key", status_code=303)
     sid = secrets.token_urlsafe(32)
     SESSIONS[sid] = Session(caller.name, secrets.token_urlsafe(24), time.time() + SESSION_SECONDS)

@@ -1,7 +1,8 @@
 """Who may read a Confluence page: space permissions, narrowed by read restrictions.
 
 A page's readers are its space's ``read`` permission holders (users by email, groups as
-``principal_for_group``), unless the page or any ancestor carries read restrictions:
+``principal_for_group`` of the group's stable id, never its name, which can be changed
+and given to another group), unless the page or any ancestor carries read restrictions:
 then the readers are the principals present at *every* restricted level (the page's own
 restriction and each ancestor's; Confluence requires all of them). That intersection is
 principal by principal, so a user allowed by a group at one level and by name at another
@@ -18,7 +19,7 @@ from typing import Any
 
 from headwater.connectors._atlassian import AtlassianClient
 from headwater.connectors.http import MissingAtServer
-from headwater.types import Access
+from headwater.types import Access, fold_identity
 
 SCOPE_PERMISSIONS = "read:space.permission:confluence"
 SCOPE_RESTRICTIONS = "read:confluence-content.permission"
@@ -27,7 +28,8 @@ SCOPE_GROUPS = "read:confluence-groups"
 
 
 def principal_for_group(source_id: str, name: str) -> str:
-    """The group principal of a Confluence group (the one place that names groups)."""
+    """The group principal of a Confluence group, by its id (the one place that names
+    groups)."""
     return f"{source_id}:group:{name}"
 
 
@@ -41,7 +43,7 @@ class Level:
 
 def fingerprint(access: Access) -> str:
     """A short, stable digest of an Access (stored in the checkpoint per space)."""
-    text = json.dumps(access.principals())
+    text = json.dumps(access.key())
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -80,7 +82,6 @@ class ConfluenceAcl:
         self._client = client
         self._source_id = source_id
         self._emails: dict[str, str | None] = {}
-        self._group_names: dict[str, str] = {}
         self._levels: dict[str, Level | None] = {}
 
     def space_access(self, space_id: str) -> Access:
@@ -103,8 +104,8 @@ class ConfluenceAcl:
                     email = self.email_of(ident)
                     if email:
                         users.add(email)
-                elif kind == "group":
-                    groups.add(principal_for_group(self._source_id, self.group_name(ident)))
+                elif kind == "group" and ident:
+                    groups.add(principal_for_group(self._source_id, ident))
                 elif kind == "anonymous":
                     public = True
             path = next_link(data, self._client.base_url)
@@ -146,8 +147,13 @@ class ConfluenceAcl:
         for row in user_rows:
             email = row.get("email") or self.email_of(str(row.get("accountId", "")))
             if email:
-                users.add(email.lower())
-        groups = {principal_for_group(self._source_id, row["name"]) for row in group_rows}
+                users.add(fold_identity(str(email), "user"))
+        # A restricting group is named by its id; one answered without an id grants nobody.
+        groups = {
+            principal_for_group(self._source_id, str(row["id"]))
+            for row in group_rows
+            if row.get("id")
+        }
         return Level(frozenset(users), frozenset(groups))
 
     def email_of(self, account_id: str) -> str | None:
@@ -160,26 +166,23 @@ class ConfluenceAcl:
             except MissingAtServer:
                 data = {}
             email = data.get("email") or None
-            self._emails[account_id] = email.lower() if email else None
+            # folded where valid (levels are intersected by email); a refused one is kept
+            # as written, for the gate to refuse with its page
+            self._emails[account_id] = fold_identity(str(email), "user") if email else None
         return self._emails[account_id]
-
-    def group_name(self, group_id: str) -> str:
-        if group_id not in self._group_names:
-            data = self._client.get(
-                "/wiki/rest/api/group/by-id", {"id": group_id}, scope=SCOPE_GROUPS
-            )
-            self._group_names[group_id] = str(data["name"])
-        return self._group_names[group_id]
 
     def groups(self) -> Iterator[tuple[str, list[str]]]:
         """Every group of the site as (group principal, member emails), offset paged."""
         for group in self._offset_paged("/wiki/rest/api/group"):
             members = self._offset_paged(f"/wiki/rest/api/group/{group['id']}/membersByGroupId")
-            emails = sorted({e.lower() for m in members if (e := self._member_email(m))})
-            yield principal_for_group(self._source_id, group["name"]), emails
+            emails = sorted({e for m in members if (e := self._member_email(m))})
+            yield principal_for_group(self._source_id, str(group["id"])), emails
 
     def _member_email(self, member: Mapping[str, Any]) -> str | None:
-        return member.get("email") or self.email_of(str(member.get("accountId", "")))
+        email = member.get("email")
+        if email:
+            return fold_identity(str(email), "user")
+        return self.email_of(str(member.get("accountId", "")))
 
     def _offset_paged(self, path: str, limit: int = 200) -> list[dict[str, Any]]:
         """Every row of a ``start``/``limit`` list. The server may cap ``limit`` ("restricted

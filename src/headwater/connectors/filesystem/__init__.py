@@ -3,15 +3,26 @@
 Object ids are POSIX paths relative to the root; the version hint is ``mtime_ns:size``,
 so an unchanged tree is re-synced without opening a file (content is fetched lazily).
 The walk visits each directory's entries in name order, which makes the whole listing
-ordered by path parts: a checkpoint is simply the last path yielded. Symlinks are skipped
-unless ``follow_symlinks``, and even then nothing outside the root is ever read. The
-workspace's ``state_dir``, when it lies under the root, is never listed.
+ordered by path parts: a checkpoint is simply the last path yielded. The workspace's
+``state_dir``, when it lies under the root, is never listed.
+
+Symlinks are skipped unless ``follow_symlinks``, and even then a link is followed only to
+a target inside this source's own scope: under the root *and* selected by its include and
+exclude (two sources over one root, ``public/**`` and ``hr/**``, must not publish each
+other's files); any other link is a permanent ``link_out_of_scope`` failure. A read
+re-checks what the listing saw: the ``fetch_ref`` carries the file's device and inode,
+and ``fetch`` opens the path one component at a time with ``O_NOFOLLOW`` (so no link is
+followed at read time), then compares the open file's ``fstat`` with the listing. A file
+swapped for a link, a folder swapped for a link, or any other file put in its place
+between listing and read is not read (``replaced``, retried by the next sync).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat as stat_mode
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,7 +140,11 @@ class FilesystemConnector:
         parts: tuple[str, ...],
         after: tuple[str, ...] | None,
         seen_dirs: frozenset[tuple[int, int]],
+        via_link: bool = False,
     ) -> Iterator[tuple[tuple[str, ...], os.stat_result] | Failure]:
+        """Files (path parts and stat, the target's for a followed link) under
+        ``directory``; ``via_link`` when a followed link led here (so every file's real
+        path is checked against this source's scope)."""
         try:
             entries = self._scandir(directory)
         except OSError as exc:
@@ -158,23 +173,64 @@ class FilesystemConnector:
                         what = "folder"
                     yield self._unlistable(here, exc, what)
                 continue
-            if is_link:
-                real = Path(os.path.realpath(entry.path))
-                if real != self.root and self.root not in real.parents:
-                    continue  # never read outside the root
+            linked = via_link or is_link
             if entry.is_dir(follow_symlinks=self.options.follow_symlinks):
                 if self._selects.excludes_folder("/".join(here)):
                     continue  # excluded whole: never listed, so never an unlistable failure
+                if linked and (refused := self._out_of_scope(here, entry.path, folder=True)):
+                    if after is None or here > after:
+                        yield refused
+                    continue
                 key = (st.st_dev, st.st_ino)
                 if key in seen_dirs or key == self._state_dir:
                     continue  # a symlink cycle, or Headwater's own state_dir
-                yield from self._walk(Path(entry.path), here, after, seen_dirs | {key})
+                yield from self._walk(Path(entry.path), here, after, seen_dirs | {key}, linked)
             elif entry.is_file(follow_symlinks=self.options.follow_symlinks):
                 if after is not None and here <= after:
                     continue
                 rel = "/".join(here)
-                if self.in_scope(rel):
-                    yield here, st
+                if not self.in_scope(rel):
+                    continue
+                if linked and (refused := self._out_of_scope(here, entry.path)):
+                    yield refused
+                    continue
+                yield here, st
+
+    def _real_parts(self, path: str) -> tuple[str, ...] | None:
+        """The parts of ``path``'s real location relative to the root, links resolved;
+        None when it lies outside the root."""
+        real = Path(os.path.realpath(path))
+        if real != self.root and self.root not in real.parents:
+            return None
+        return real.relative_to(self.root).parts
+
+    def _out_of_scope(
+        self, parts: tuple[str, ...], path: str, *, folder: bool = False
+    ) -> Failure | None:
+        """A failure when a followed link (``parts`` or a folder above it) leads outside
+        this source's scope: the root, and for a file this source's include/exclude."""
+        real = self._real_parts(path)
+        if real is None:
+            where = "outside the root"
+        elif folder and (not real or not self._selects.excludes_folder("/".join(real))):
+            return None  # each file under it is checked on its own
+        elif not folder and self.in_scope("/".join(real)):
+            return None
+        else:
+            where = f"to '{printable('/'.join(real))}', which this source does not select"
+        rel = "/".join(parts)
+        return Failure(
+            object_id=rel if is_utf8(rel) else printable(rel),
+            locator=printable(str(self.root.joinpath(*parts))),
+            stage=Stage.ENUMERATE.value,
+            error_class="link_out_of_scope",
+            message=(
+                f"'{printable(rel)}' is a link (or lies under one) that leads {where}; it was "
+                "not read: a link is followed only within the source's own root, include and "
+                "exclude. Point the link inside the source, or exclude it."
+            ),
+            permanent=True,
+        )
 
     def _listing(
         self, after: tuple[str, ...] | None = None
@@ -229,34 +285,102 @@ class FilesystemConnector:
             locator=locator,
             title="",
             version=f"{st.st_mtime_ns}:{st.st_size}",
-            fetch_ref=rel,
+            fetch_ref=json.dumps({"path": rel, "file": [st.st_dev, st.st_ino]}),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
             metadata={"path": rel},
         )
 
     def enumerate(self) -> Iterator[str]:
         """Every selected path; raises FatalError when a folder cannot be listed (a
-        partial enumeration must delete nothing)."""
+        partial enumeration must delete nothing). A link refused as out of scope counts
+        as present, as its failure does in a read."""
         for found in self._listing():
             if isinstance(found, Failure):
-                raise FatalError(found.message)
+                if found.prefix:
+                    raise FatalError(found.message)
+                yield found.object_id
+                continue
             yield printable("/".join(found[0]))
 
     def fetch(self, ref: str) -> bytes:
-        path = (self.root / ref).resolve()
-        if path != self.root and self.root not in path.parents:
-            raise ItemError("outside_root", f"{ref} resolves outside the root {self.root}")
+        """The bytes of the regular file the listing saw at ``ref``, never a link's target
+        outside this source's scope and never another file put in its place since."""
+        path, listed = _parse_ref(ref)
+        parts = self._parts_to_read(path)
         try:
-            with path.open("rb") as handle:
-                self.files_read += 1
-                return handle.read(self.options.max_file_bytes + 1)
+            fd = self._open_beneath(parts)
         except FileNotFoundError as exc:
             raise ItemError(
-                "vanished", f"{printable(ref)} disappeared while syncing", permanent=False
+                "vanished", f"{printable(path)} disappeared while syncing", permanent=False
             ) from exc
         except PermissionError as exc:
             raise ItemError(
                 "permission_denied",
-                f"{printable(ref)}: permission denied; grant read access to this user, then "
+                f"{printable(path)}: permission denied; grant read access to this user, then "
                 "`headwater sync --full` (or `headwater dlq redrive ID`) reads it again.",
             ) from exc
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            raise self._replaced(path, "a link now stands in its path") from exc
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat_mode.S_ISREG(st.st_mode):
+                raise self._replaced(path, "it is no longer a regular file")
+            if listed is not None and (st.st_dev, st.st_ino) != listed:
+                raise self._replaced(path, "another file now stands at its path")
+            self.files_read += 1
+            return handle.read(self.options.max_file_bytes + 1)
+
+    def _parts_to_read(self, path: str) -> tuple[str, ...]:
+        """The path parts to open under the root: ``path`` itself, or with
+        ``follow_symlinks`` its real location, which must still be in this source's scope."""
+        parts = tuple(p for p in path.split("/") if p not in ("", "."))
+        if ".." in parts:
+            raise ItemError("outside_root", f"{printable(path)} resolves outside the root")
+        if not self.options.follow_symlinks:
+            return parts
+        real = self._real_parts(str(self.root.joinpath(*parts)))
+        if real is None or not self.in_scope("/".join(real)):
+            raise ItemError(
+                "link_out_of_scope",
+                f"{printable(path)} now leads outside this source's root, include and "
+                "exclude; it was not read. Point the link inside the source, or exclude it.",
+            )
+        return real
+
+    def _open_beneath(self, parts: tuple[str, ...]) -> int:
+        """``parts`` under the root opened read-only, one component at a time with
+        ``O_NOFOLLOW`` (a link anywhere raises ELOOP or ENOTDIR), without blocking on a
+        FIFO put in a file's place."""
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in parts[:-1]:
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = child
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+            return os.open(parts[-1] if parts else ".", flags, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _replaced(path: str, why: str) -> ItemError:
+        return ItemError(
+            "replaced",
+            f"{printable(path)} changed between listing and read ({why}); nothing was read. "
+            "The next sync lists it again.",
+            permanent=False,
+        )
+
+
+def _parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
+    """A ``fetch_ref``: ``{"path": ..., "file": [dev, ino]}`` as listed, or a bare path."""
+    try:
+        parsed = json.loads(ref)
+    except ValueError:
+        return ref, None
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("path"), str):
+        return ref, None
+    dev, ino = parsed["file"]
+    return parsed["path"], (int(dev), int(ino))

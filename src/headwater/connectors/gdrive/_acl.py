@@ -3,7 +3,10 @@
 A ``user`` permission is the user's email; ``group`` and ``domain`` permissions become
 group principals prefixed by the source id (``principal_for_group``, ``principal_for_domain``)
 so that a later group sync can map them; ``anyone`` makes the file public. Every role
-(reader, commenter, writer, owner…) can read, so roles are not distinguished.
+(reader, commenter, writer, owner…) can read, so roles are not distinguished. A group is
+named by its email: Drive lists no group directory, so its principal is the one callers
+pass (``--group``); the email is lowercased only once ``fold_identity`` accepts it (a
+look-alike stays as written, and the gate refuses the file naming it).
 """
 
 from __future__ import annotations
@@ -11,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from headwater.types import Access
+from headwater.types import Access, fold_identity
 
 
 def principal_for_group(source_id: str, name: str) -> str:
     """The group principal of a Google group (its email) in this source."""
-    return f"{source_id}:group:{name.strip().lower()}"
+    return f"{source_id}:group:{fold_identity(name, 'user')}"
 
 
 def principal_for_domain(source_id: str, domain: str) -> str:
     """The principal of every user of one Google Workspace domain."""
-    return f"{source_id}:domain:{domain.strip().lower()}"
+    return f"{source_id}:domain:{fold_identity(domain, 'user')}"
 
 
 def access_from_permissions(source_id: str, permissions: Iterable[Mapping[str, Any]]) -> Access:
@@ -35,7 +38,7 @@ def access_from_permissions(source_id: str, permissions: Iterable[Mapping[str, A
         kind = permission.get("type")
         email = str(permission.get("emailAddress") or "")
         if kind == "user" and email:
-            users.add(email.strip().lower())
+            users.add(email)
         elif kind == "group" and email:
             groups.add(principal_for_group(source_id, email))
         elif kind == "domain" and permission.get("domain"):

@@ -2,9 +2,12 @@
 
 A public repository's items are public. A private (or internal) one is readable by its
 collaborators (``/repos/{repo}/collaborators``, users by their public email) and teams
-(``/repos/{repo}/teams``, as ``principal_for_group(source_id, "org/slug")``). GitHub shows
-no email for a user who keeps theirs private: such a user matches nobody here, so grant
-access through teams (``groups()`` lists team members by email, with the same limit).
+(``/repos/{repo}/teams``, as ``principal_for_group(source_id, "team:{id}")``: the team's
+stable numeric id, never its slug or name, which a rename changes and another team may
+then take). GitHub shows no email for a user who keeps theirs private: such a user matches
+nobody here, so grant access through teams (``groups()`` lists team members by email,
+with the same limit). Emails are passed on as GitHub answers them; the gate normalizes
+them, and refuses only the items of a repository whose readers hold a malformed one.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from headwater.connectors.github._client import GithubClient, MissingAtServer
 from headwater.types import Access
@@ -22,12 +26,17 @@ PERM_MEMBERS = "Members: read (organization)"
 
 
 def principal_for_group(source_id: str, name: str) -> str:
-    """The group principal of a GitHub team ``org/slug`` (the one place that names groups)."""
+    """The group principal of a GitHub team ``team:{id}`` (the one place that names groups)."""
     return f"{source_id}:group:{name}"
 
 
+def team_name(team: dict[str, Any]) -> str:
+    """How a team is named in principals: ``team:{id}``; its slug and name are labels."""
+    return f"team:{team['id']}"
+
+
 def fingerprint(access: Access) -> str:
-    return hashlib.sha256(json.dumps(access.principals()).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(access.key()).encode()).hexdigest()[:16]
 
 
 class GithubAcl:
@@ -37,7 +46,7 @@ class GithubAcl:
         self._client = client
         self._source_id = source_id
         self._emails: dict[str, str | None] = {}
-        self._teams: set[str] = set()
+        self._teams: dict[str, str] = {}  # team:{id} -> "org/slug", for listing its members
 
     def repo_access(self, repo: str) -> Access:
         info = self._client.get(f"/repos/{repo}", permission=PERM_METADATA)
@@ -49,14 +58,17 @@ class GithubAcl:
             permission=PERM_METADATA,
         )
         users = {e for row in rows if (e := self.email_of(str(row["login"])))}
-        teams = self._repo_teams(repo)
-        org = repo.split("/", 1)[0]
-        names = {f"{org}/{team['slug']}" for team in teams}
-        self._teams |= names
+        names = self._remember(repo, self._repo_teams(repo))
         groups = {principal_for_group(self._source_id, name) for name in names}
         return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
 
-    def _repo_teams(self, repo: str) -> list[dict[str, str]]:
+    def _remember(self, repo: str, teams: list[dict[str, Any]]) -> list[str]:
+        org = repo.split("/", 1)[0]
+        found = {team_name(team): f"{org}/{team['slug']}" for team in teams}
+        self._teams.update(found)
+        return sorted(found)
+
+    def _repo_teams(self, repo: str) -> list[dict[str, Any]]:
         """The teams with access to the repository; none when GitHub answers 404 (one of the
         endpoint's documented answers: a repository owned by a user has no teams)."""
         try:
@@ -72,17 +84,15 @@ class GithubAcl:
                 email = self._client.get(f"/users/{login}", permission=PERM_METADATA).get("email")
             except MissingAtServer:
                 email = None
-            self._emails[login] = str(email).lower() if email else None
+            self._emails[login] = str(email) if email else None
         return self._emails[login]
 
     def groups(self, repos: list[str]) -> Iterator[tuple[str, list[str]]]:
         """(team principal, member emails) for every team with access to the repos."""
         for repo in repos:
-            org = repo.split("/", 1)[0]
-            teams = self._repo_teams(repo)
-            self._teams |= {f"{org}/{team['slug']}" for team in teams}
-        for name in sorted(self._teams):
-            org, slug = name.split("/", 1)
+            self._remember(repo, self._repo_teams(repo))
+        for name, path in sorted(self._teams.items()):
+            org, slug = path.split("/", 1)
             members = self._client.every(
                 f"/orgs/{org}/teams/{slug}/members", {"per_page": 100}, permission=PERM_MEMBERS
             )

@@ -213,7 +213,9 @@ class GithubConnector:
             since = datetime.fromisoformat(before["newest"]) - self._overlap
         url = base + (f"&since={_z(since)}" if since is not None else "")
         entry = {"acl": mark, "url": url}
-        etag = before.get("etag") if before and before.get("url") == url else None
+        # A 304 proves only the listing unchanged: with new readers every item is re-sent
+        same = before is not None and before.get("url") == url and before.get("acl") == mark
+        etag = before.get("etag") if before is not None and same else None
         if etag:
             entry["etag"] = etag
         newest = before.get("newest") if before and since is not None else None

@@ -2,8 +2,10 @@
 
 An issue without a security level is visible to the holders of ``BROWSE_PROJECTS`` in its
 project's permission scheme; an issue with one is visible to the members of that level.
-Holders resolve to principals: users by email, groups as ``principal_for_group`` (named by
-``parameter``, else by the group id in ``value``, looked up once), project
+Holders resolve to principals: users by email, groups as ``principal_for_group`` of the
+group's stable ``groupId`` (a holder's ``value``; one named only by ``parameter`` is looked
+up by name once: "As a group's name can change, use of value is recommended"; a renamed
+group keeps its documents, a new group given an old name inherits none), project
 roles through their actors, ``anyone`` as public, an application role as one group
 (``jira-application-role:<key>``), ``projectLead`` by the lead's email, and
 ``reporter``/``assignee`` per issue. Other holder types (user or group custom fields,
@@ -29,7 +31,8 @@ BROWSE = "BROWSE_PROJECTS"
 
 
 def principal_for_group(source_id: str, name: str) -> str:
-    """The group principal of a Jira group (the one place that names groups)."""
+    """The group principal of a Jira group, by its ``groupId`` (the one place that names
+    groups; an application role is ``jira-application-role:<key>``)."""
     return f"{source_id}:group:{name}"
 
 
@@ -54,7 +57,7 @@ class Grant:
         for role, wanted in (("reporter", self.reporter), ("assignee", self.assignee)):
             email = (fields.get(role) or {}).get("emailAddress") if wanted else None
             if email:
-                users.add(str(email).lower())
+                users.add(str(email))
         return Access(
             users=tuple(sorted(users)), groups=tuple(sorted(self.groups)), public=self.public
         )
@@ -84,7 +87,7 @@ class JiraAcl:
         self._source_id = source_id
         self._emails: dict[str, str | None] = {}
         self._levels: dict[tuple[str, str], Grant] = {}
-        self._group_names: dict[str, str] = {}
+        self._group_ids: dict[str, str] = {}  # group name -> groupId ("" when unknown)
 
     def project_grant(self, project: str) -> Grant:
         """The holders of Browse Projects in the project's permission scheme."""
@@ -126,9 +129,9 @@ class JiraAcl:
             kind = holder.get("type")
             param = str(holder.get("parameter") or holder.get("value") or "")
             if kind == "group":
-                name = self._holder_group(holder)
-                if name:
-                    found.groups.add(principal_for_group(self._source_id, name))
+                group_id = self._holder_group(holder)
+                if group_id:
+                    found.groups.add(principal_for_group(self._source_id, group_id))
             elif kind == "user":
                 self._add_user(found, param)
             elif kind == "projectRole":
@@ -146,19 +149,21 @@ class JiraAcl:
         return found.grant()
 
     def _holder_group(self, holder: Mapping[str, Any]) -> str:
-        """A group holder's name: ``parameter`` (deprecated: "use of value is recommended"),
-        else the expanded ``group``, else the name of the group whose id is ``value``."""
-        name = holder.get("parameter") or (holder.get("group") or {}).get("name")
-        group_id = str(holder.get("value") or "")
-        if name or not group_id:
-            return str(name or "")
-        if group_id not in self._group_names:
-            data = self._client.get(
-                "/rest/api/3/group/bulk", {"groupId": group_id}, scope=SCOPE_USER
-            )
-            rows = [g for g in data.get("values", []) if str(g.get("groupId")) == group_id]
-            self._group_names[group_id] = str(rows[0].get("name") or "") if rows else ""
-        return self._group_names[group_id]
+        """A group holder's ``groupId``: ``value``, else the expanded ``group``'s, else the id
+        of the group named ``parameter`` (deprecated), looked up once; "" grants nobody."""
+        group = holder.get("group") or {}
+        group_id = str(holder.get("value") or group.get("groupId") or "")
+        if group_id:
+            return group_id
+        return self.group_id(str(holder.get("parameter") or group.get("name") or ""))
+
+    def group_id(self, name: str) -> str:
+        """The ``groupId`` of the group called ``name`` ("" when there is none)."""
+        if name and name not in self._group_ids:
+            data = self._client.get("/rest/api/3/group/bulk", {"groupName": name}, scope=SCOPE_USER)
+            rows = [g for g in data.get("values", []) if str(g.get("name")) == name]
+            self._group_ids[name] = str(rows[0].get("groupId") or "") if rows else ""
+        return self._group_ids.get(name, "")
 
     def _add_role(self, found: _Collect, project: str, role_id: str) -> None:
         role = self._client.get(
@@ -166,8 +171,12 @@ class JiraAcl:
         )
         for actor in role.get("actors", []):
             if actor.get("type") == "atlassian-group-role-actor":
-                name = actor.get("actorGroup", {}).get("name") or actor.get("name", "")
-                found.groups.add(principal_for_group(self._source_id, str(name)))
+                group = actor.get("actorGroup", {})
+                group_id = str(group.get("groupId") or "") or self.group_id(
+                    str(group.get("name") or actor.get("name") or "")
+                )
+                if group_id:
+                    found.groups.add(principal_for_group(self._source_id, group_id))
             elif actor.get("type") == "atlassian-user-role-actor":
                 self._add_user(found, str(actor.get("actorUser", {}).get("accountId", "")))
 
@@ -186,7 +195,7 @@ class JiraAcl:
             except MissingAtServer:
                 data = {}
             email = data.get("emailAddress") or None
-            self._emails[account_id] = str(email).lower() if email else None
+            self._emails[account_id] = str(email) if email else None
         return self._emails[account_id]
 
     def groups(self) -> Iterator[tuple[str, list[str]]]:
@@ -194,11 +203,11 @@ class JiraAcl:
         for group in self._paged("/rest/api/3/group/bulk", {}):
             members = self._paged("/rest/api/3/group/member", {"groupId": group["groupId"]})
             emails = {
-                str(e).lower()
+                str(e)
                 for m in members
                 if (e := m.get("emailAddress") or self.email_of(m["accountId"]))
             }
-            yield principal_for_group(self._source_id, group["name"]), sorted(emails)
+            yield principal_for_group(self._source_id, str(group["groupId"])), sorted(emails)
 
     def _paged(self, path: str, params: dict[str, str | int]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []

@@ -2,8 +2,9 @@
 
 Its ``read`` yields nothing, so a sync of a push source changes nothing; ``headwater
 serve`` commits pushed documents through the same version gates and manifest batch as
-the sync runner (``headwater.api.push``). The caller's per-object ``version`` becomes
-the document's sequence: replays are no-ops, older versions are stale.
+the sync runner (``Workspace.push``, in ``headwater.sync.push``). The caller's
+per-object ``version`` becomes the document's sequence: replays are no-ops, older
+versions are stale.
 """
 
 from __future__ import annotations

@@ -260,11 +260,12 @@ class SharepointConnector:
         return response.content
 
     def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """(group principal, member emails) of every Entra ID group (``GroupMember.Read.All``)."""
+        """(group principal, member emails) of every Entra ID group (``GroupMember.Read.All``),
+        named by object id like the ACLs' groups."""
         for group in self._list("/groups?$select=id,mail,displayName"):
             members = self._list(f"/groups/{group['id']}/members?$select=mail,userPrincipalName")
             emails = sorted(
-                str(m.get("mail") or m.get("userPrincipalName")).lower()
+                str(m.get("mail") or m.get("userPrincipalName"))
                 for m in members
                 if m.get("mail") or m.get("userPrincipalName")
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 def principal_for_group(source_id: str, name: str) -> str:
     """The group principal ``{source_id}:{name}`` (``workspace`` is the only group yet)."""
-    return f"{source_id}:{name.strip().lower()}"
+    return f"{source_id}:{name}"
 
 
 def workspace_principal(source_id: str) -> str:

@@ -252,7 +252,7 @@ class SlackConnector:
             if end.timestamp() <= horizon:
                 self._age(f"{cid}/{day}")
                 tracked.discard(day)
-        acl = access.principals()
+        acl = access.key()
         if st["acl"] is not None and st["acl"] != acl:  # membership changed: re-send ACLs
             ids = [f"{cid}/thread/{ts}" for ts in sorted(threads)]
             for object_id in ids + [f"{cid}/{day}" for day in sorted(tracked)]:
@@ -287,7 +287,7 @@ class SlackConnector:
         members = [m for page, _ in self._client.pages("conversations.members", "members", params)
                    for m in page]  # fmt: skip
         emails = {self._user(str(m)).get("profile", {}).get("email") for m in members}
-        return Access(users=tuple(sorted(str(e).lower() for e in emails if e)))
+        return Access(users=tuple(sorted(str(e) for e in emails if e)))
 
     def _user(self, user_id: str) -> Message:
         """The user's record; empty for one users.info does not know or show (a user of
@@ -388,7 +388,7 @@ class SlackConnector:
         """(``{source_id}:workspace``, every active human member's email) via ``users.list``."""
         params = {"limit": str(self.options.page_size)}
         emails = sorted(
-            str(u["profile"]["email"]).lower()
+            str(u["profile"]["email"])
             for page, _ in self._client.pages("users.list", "members", params)
             for u in page
             if not u.get("deleted")

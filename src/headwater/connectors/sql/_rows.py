@@ -99,11 +99,16 @@ def render(template: str, row: Mapping[str, Any]) -> str:
 
 
 def _items(value: Any) -> list[str]:
-    """A list of texts from an array, a JSON array text or a comma-separated text."""
+    """A list of texts from an array, a JSON array text or a comma-separated text.
+
+    An array's elements are kept exactly (a padded one is refused by the gate, never
+    trimmed into another identity); only the spaces around a comma-separated text's
+    commas are its syntax and dropped.
+    """
     if value is None:
         return []
     if isinstance(value, list | tuple):
-        return [text_of(v).strip() for v in value if v is not None]
+        return [text_of(v) for v in value if v is not None]
     text = text_of(value).strip()
     if text.startswith("["):
         try:
@@ -111,7 +116,7 @@ def _items(value: Any) -> list[str]:
         except ValueError:
             loaded = None
         if isinstance(loaded, list):
-            return [text_of(v).strip() for v in loaded if v is not None]
+            return [text_of(v) for v in loaded if v is not None]
     if text.startswith("{") and text.endswith("}"):  # a PostgreSQL array literal as text
         text = text[1:-1]
     return [part.strip().strip('"') for part in text.split(",")]
@@ -121,7 +126,9 @@ def access_of(value: Any) -> Access:
     """Principals (``user:email``, ``group:name``, ``public``) to an Access.
 
     A bare entry with ``@`` is a user, any other bare entry a group. NULL or an empty
-    list means nobody (default deny).
+    list means nobody (default deny). Names are not normalized here: the gate does it
+    (``normalize_identity``), so an entry that could pass as another identity fails only
+    its row (``invalid_principal``).
     """
     principals: list[str] = []
     for item in _items(value):
@@ -133,9 +140,7 @@ def access_of(value: Any) -> Access:
             principals.append(item)
         else:
             principals.append(f"user:{item}" if "@" in item else f"group:{item}")
-    access = Access.from_principals(principals)
-    users = tuple(sorted(u.strip().lower() for u in access.users))
-    return Access(users=users, groups=access.groups, public=access.public)
+    return Access.from_principals(principals)
 
 
 def decode_json(row: Mapping[str, Any], columns: set[str]) -> Mapping[str, Any]:
@@ -170,7 +175,7 @@ def version_of(
 ) -> str:
     """The version hint: a hash of everything a document carries, after updated_at if any."""
     payload = json.dumps(
-        [title, content, dict(sorted(metadata.items())), access and access.principals()],
+        [title, content, dict(sorted(metadata.items())), access and access.key()],
         ensure_ascii=False,
         separators=(",", ":"),
     )

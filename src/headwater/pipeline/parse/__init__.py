@@ -1,10 +1,12 @@
 """Parse raw bytes into normalized text: one parser per format, chosen by media type.
 
-``parse`` picks a parser by media type first, then by the extension of ``name``, runs it
-and normalizes the result. Every failure is an ``ItemError``: ``unsupported_type`` for a
-format we do not read (a binary file named ``.md`` or ``.txt`` included), ``too_large``
-for a zip-based file that would unpack past its limits, ``parse_error`` for a file its
-parser cannot read,
+``parse`` picks a parser by media type first, then by the extension of ``name`` (a
+source's ``ParseOptions`` may map more extensions to text or to a media type), runs it
+and normalizes the result. A compressed file (``README.gz``) is unpacked under limits
+and its inner name decides. Every failure is an ``ItemError``: ``unsupported_type`` for
+a format we do not read (a binary file named ``.md`` or ``.txt`` included), ``too_large``
+for a zip-based or compressed file that would unpack past its limits or a table over its
+row cap, ``parse_error`` for a file its parser cannot read,
 ``empty_document`` when no text is left. ``PARSER_VERSIONS`` is part of the pipeline
 version: bump a parser's version whenever its output for the same bytes may change.
 """
@@ -16,16 +18,52 @@ from typing import Final
 
 from headwater.errors import ItemError
 from headwater.pipeline.parse._common import (
+    Extracted,
     ParsedDocument,
+    ParseOptions,
     ParserFunc,
     binary_reason,
     normalize_text,
     normalize_title,
     reading,
 )
+from headwater.pipeline.parse._compressed import (
+    COMPRESSED_VERSION,
+    COMPRESSION_MEDIA_TYPES,
+    COMPRESSION_SUFFIXES,
+    compression_of,
+    decompress,
+    inner_name,
+    packed_as_named,
+)
+from headwater.pipeline.parse._data import (
+    JSON_VERSION,
+    JSONL_VERSION,
+    XML_VERSION,
+    parse_json,
+    parse_jsonl,
+    parse_xml,
+)
 from headwater.pipeline.parse._docx import DOCX_VERSION, parse_docx
+from headwater.pipeline.parse._eml import EML_VERSION, PARSED_METADATA_KEYS, parse_eml
 from headwater.pipeline.parse._html import HTML_VERSION, parse_html
+from headwater.pipeline.parse._markup import (
+    ASCIIDOC_VERSION,
+    ORG_VERSION,
+    RST_VERSION,
+    parse_asciidoc,
+    parse_org,
+    parse_rst,
+)
 from headwater.pipeline.parse._pdf import PDF_VERSION, parse_pdf
+from headwater.pipeline.parse._pptx import PPTX_VERSION, parse_pptx
+from headwater.pipeline.parse._table import (
+    CSV_VERSION,
+    XLSX_VERSION,
+    parse_csv,
+    parse_tsv,
+    parse_xlsx,
+)
 from headwater.pipeline.parse._text import (
     MARKDOWN_VERSION,
     TEXT_VERSION,
@@ -34,9 +72,12 @@ from headwater.pipeline.parse._text import (
 )
 
 __all__ = [
+    "CODE_EXTENSIONS",
+    "PARSED_METADATA_KEYS",
     "PARSER_VERSIONS",
     "SUPPORTED_EXTENSIONS",
     "SUPPORTED_MEDIA_TYPES",
+    "ParseOptions",
     "ParsedDocument",
     "normalize_text",
     "parse",
@@ -49,10 +90,52 @@ PARSER_VERSIONS: Final[dict[str, str]] = {
     "html": HTML_VERSION,
     "pdf": PDF_VERSION,
     "docx": DOCX_VERSION,
+    "code": "code-1",
+    "yaml": "yaml-1",
+    "rst": RST_VERSION,
+    "asciidoc": ASCIIDOC_VERSION,
+    "org": ORG_VERSION,
+    "json": JSON_VERSION,
+    "jsonl": JSONL_VERSION,
+    "xml": XML_VERSION,
+    "csv": CSV_VERSION,
+    "tsv": CSV_VERSION,
+    "xlsx": XLSX_VERSION,
+    "pptx": PPTX_VERSION,
+    "eml": EML_VERSION,
+    "compressed": COMPRESSED_VERSION,
 }
 
-_TEXT_PARSERS: Final = frozenset({"text", "markdown", "html"})
+_TEXT_PARSERS: Final = frozenset(
+    {"text", "markdown", "html", "code", "yaml", "rst", "asciidoc", "org", "json", "jsonl"}
+    | {"xml", "csv", "tsv"}
+)
 """Parsers that read the bytes as text: a binary file is refused before they run."""
+
+# fmt: off
+CODE_EXTENSIONS: Final = frozenset({
+    ".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".kts",
+    ".scala", ".groovy", ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx", ".cs",
+    ".fs", ".go", ".rs", ".swift", ".m", ".mm", ".rb", ".php", ".pl", ".pm", ".lua", ".r",
+    ".jl", ".hs", ".ml", ".mli", ".ex", ".exs", ".erl", ".hrl", ".clj", ".cljs", ".dart",
+    ".elm", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".cmd", ".sql", ".css", ".scss",
+    ".sass", ".less", ".vue", ".svelte", ".tf", ".proto", ".graphql", ".cmake", ".mk", ".el",
+    ".vim", ".awk", ".sed", ".cocci", ".perl", ".tcl", ".tex", ".texi", ".patch", ".diff",
+    ".in", ".po", ".pot", ".toml", ".ini", ".cfg", ".conf", ".properties", ".service",
+    ".socket", ".timer", ".desktop", ".bashrc", ".bash_profile", ".bash_logout", ".profile",
+    ".zshrc",
+})
+# fmt: on
+"""Source code and configuration read as plain text by the ``code`` parser."""
+
+# fmt: off
+_TEXT_NAMES: Final = frozenset({
+    "readme", "news", "changelog", "changes", "history", "copyright", "copying", "license",
+    "licence", "authors", "contributors", "credits", "thanks", "todo", "install", "bugs",
+    "faq", "notice", "hacking", "maintainers",
+})
+# fmt: on
+"""Stems of documentation files whose suffix says nothing (``README.Debian``)."""
 
 _PARSERS: Final[dict[str, ParserFunc]] = {
     "text": parse_text,
@@ -60,11 +143,25 @@ _PARSERS: Final[dict[str, ParserFunc]] = {
     "html": parse_html,
     "pdf": parse_pdf,
     "docx": parse_docx,
+    "code": parse_text,
+    "yaml": parse_text,
+    "rst": parse_rst,
+    "asciidoc": parse_asciidoc,
+    "org": parse_org,
+    "json": parse_json,
+    "jsonl": parse_jsonl,
+    "xml": parse_xml,
+    "csv": parse_csv,
+    "tsv": parse_tsv,
+    "xlsx": parse_xlsx,
+    "pptx": parse_pptx,
+    "eml": parse_eml,
 }
 
 SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
     ".txt": "text",
     ".text": "text",
+    ".log": "text",
     ".md": "markdown",
     ".markdown": "markdown",
     ".html": "html",
@@ -72,6 +169,26 @@ SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
     ".xhtml": "html",
     ".pdf": "pdf",
     ".docx": "docx",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".rst": "rst",
+    ".rest": "rst",
+    ".adoc": "asciidoc",
+    ".asciidoc": "asciidoc",
+    ".org": "org",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".xml": "xml",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".pptx": "pptx",
+    ".eml": "eml",
+    **dict.fromkeys(COMPRESSION_SUFFIXES, "compressed"),
+    **dict.fromkeys(CODE_EXTENSIONS, "code"),
 }
 """Extension (lower case, with dot) → parser name."""
 
@@ -83,36 +200,87 @@ SUPPORTED_MEDIA_TYPES: Final[dict[str, str]] = {
     "application/xhtml+xml": "html",
     "application/pdf": "pdf",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "text/x-rst": "rst",
+    "text/asciidoc": "asciidoc",
+    "text/org": "org",
+    "application/json": "json",
+    "application/x-ndjson": "jsonl",
+    "application/jsonl": "jsonl",
+    "application/xml": "xml",
+    "text/xml": "xml",
+    "application/yaml": "yaml",
+    "application/x-yaml": "yaml",
+    "text/yaml": "yaml",
+    "text/csv": "csv",
+    "text/tab-separated-values": "tsv",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "message/rfc822": "eml",
+    **dict.fromkeys(COMPRESSION_MEDIA_TYPES, "compressed"),
 }
 
 
-def parser_for(name: str, media_type: str | None) -> str | None:
+def parser_for(
+    name: str, media_type: str | None, options: ParseOptions | None = None
+) -> str | None:
     """The parser name for a file, or None when no parser reads it.
 
-    A specific media type decides; a generic one (``application/octet-stream``, or a
-    ``text/plain`` that a server sends for ``.md`` files) defers to the extension.
+    A media type that ``options`` gives the extension decides first, then a specific media
+    type; a generic one (``application/octet-stream``, or a ``text/plain`` that a server
+    sends for ``.md`` or ``.csv`` files) defers to the extension, and an extension listed
+    in ``options.text_extensions`` is plain text.
     """
-    mime, _ = _split_media_type(media_type)
-    by_extension = SUPPORTED_EXTENSIONS.get(PurePosixPath(name).suffix.lower())
+    options = options or ParseOptions()
+    suffix = PurePosixPath(name).suffix.lower()
+    mime, _ = _split_media_type(options.media_types.get(suffix) or media_type)
     by_media = SUPPORTED_MEDIA_TYPES.get(mime) if mime else None
-    if by_media == "text" and by_extension == "markdown":
+    if suffix in options.text_extensions and by_media in (None, "text"):
+        return "text"
+    by_extension = SUPPORTED_EXTENSIONS.get(suffix)
+    if by_media == "text" and by_extension in _TEXT_PARSERS:
         return by_extension
     return by_media or by_extension
 
 
-def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocument:
+def parse(
+    content: bytes,
+    *,
+    name: str,
+    media_type: str | None,
+    options: ParseOptions | None = None,
+) -> ParsedDocument:
     """Parse one file's bytes into normalized text and a title.
 
     Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``parse_error`` or
     ``empty_document``, all permanent); never anything else.
     """
-    parser = parser_for(name, media_type) or _extensionless_text(name, media_type)
+    return _parse(content, name, media_type, options or ParseOptions(), unpacked=False)
+
+
+def _parse(
+    content: bytes, name: str, media_type: str | None, options: ParseOptions, *, unpacked: bool
+) -> ParsedDocument:
+    media_type = options.media_types.get(PurePosixPath(name).suffix.lower()) or media_type
+    parser = parser_for(name, media_type, options) or _doc_name_text(name, media_type)
+    if parser != "compressed" and packed_as_named(name, content):
+        parser = "compressed"  # and the media type that came with it is the inside's
+    if parser == "compressed":
+        if unpacked:
+            raise ItemError(
+                "unsupported_type",
+                f"{name!r} is compressed twice; one level of compression is read. Unpack "
+                "it once at the source, or exclude it.",
+            )
+        return _parse_compressed(content, name=name, media_type=media_type, options=options)
     if parser is None:
         raise ItemError(
             "unsupported_type",
             f"{name!r} (media type {media_type or 'unknown'}) is not a supported format; "
-            f"expected one of {', '.join(sorted(SUPPORTED_EXTENSIONS))}. "
-            "Exclude it in the source's configuration to skip it quietly.",
+            f"expected one of {', '.join(sorted(set(SUPPORTED_EXTENSIONS) - CODE_EXTENSIONS))}"
+            ", source code, or a name without an extension. List the extension in [parse] "
+            "text_extensions to read it as text, or exclude it in the source's "
+            "configuration to skip it quietly.",
         )
     _, charset = _split_media_type(media_type)
     if parser in _TEXT_PARSERS and (why := binary_reason(content, charset)):
@@ -124,7 +292,11 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
             "real format.",
         )
     with reading(parser):
-        raw_text, raw_title = _PARSERS[parser](content, charset)
+        result = _PARSERS[parser](content, charset)
+        if isinstance(result, Extracted):
+            raw_text, raw_title, metadata = result.text, result.title, dict(result.metadata)
+        else:
+            (raw_text, raw_title), metadata = result, {}
         text = normalize_text(raw_text)
         title = normalize_title(raw_title)
     if not text.strip():
@@ -134,18 +306,43 @@ def parse(content: bytes, *, name: str, media_type: str | None) -> ParsedDocumen
             + ("a scanned PDF without a text layer?" if parser == "pdf" else "an empty file?")
             + "); it is read again when it changes, or exclude it.",
         )
-    return ParsedDocument(text=text, title=title, parser=parser)
+    return ParsedDocument(text=text, title=title, parser=parser, metadata=metadata)
 
 
-def _extensionless_text(name: str, media_type: str | None) -> str | None:
-    """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``)
-    whose media type says nothing more specific: read as plain text, and refused as
-    binary by the sniff below when its bytes are not text. Hidden files (``.gitignore``)
-    are not documents: they stay unsupported."""
+def _parse_compressed(
+    content: bytes, *, name: str, media_type: str | None, options: ParseOptions
+) -> ParsedDocument:
+    """Unpack a ``.gz``/``.bz2``/``.xz`` file and parse it as its inner name says."""
+    mime, _ = _split_media_type(media_type)
+    method = compression_of(name, mime) or "gzip"
+    inner = inner_name(name)
+    if inner == name:  # an extension [parse] media_types calls compressed: drop it too
+        inner = str(PurePosixPath(name).with_suffix(""))
+    with reading("compressed"):
+        unpacked = decompress(content, method)
+    inner_media = None if mime in COMPRESSION_MEDIA_TYPES or mime is None else media_type
+    try:
+        return _parse(unpacked, inner, inner_media, options, unpacked=True)
+    except ItemError as exc:
+        raise ItemError(
+            exc.error_class, f"{name!r}, unpacked: {exc}", permanent=exc.permanent
+        ) from exc
+
+
+def _doc_name_text(name: str, media_type: str | None) -> str | None:
+    """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``), or
+    the name of a documentation file with a suffix that names no format
+    (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says
+    nothing more specific: read as plain text, and refused as binary by the sniff below
+    when its bytes are not text. Hidden files (``.gitignore``) are not documents: they
+    stay unsupported."""
     mime, _ = _split_media_type(media_type)
     generic = mime is None or mime == "application/octet-stream" or mime.startswith("text/")
     path = PurePosixPath(name)
-    return "text" if generic and not path.suffix and not path.name.startswith(".") else None
+    if not generic or path.name.startswith("."):
+        return None
+    parts = {part.lower() for part in path.name.split(".")}
+    return "text" if not path.suffix or parts & _TEXT_NAMES else None
 
 
 def _split_media_type(media_type: str | None) -> tuple[str | None, str | None]:

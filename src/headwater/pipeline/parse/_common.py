@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from headwater.errors import ItemError
 
@@ -22,12 +22,46 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 @dataclass(frozen=True)
 class ParsedDocument:
-    """Normalized text of one document, its title if the format carries one, and the
-    name of the parser that produced it (a key of ``PARSER_VERSIONS``)."""
+    """Normalized text of one document, its title if the format carries one, the name of
+    the parser that produced it (a key of ``PARSER_VERSIONS``) and what the format says
+    about the document (an e-mail's ``from``, ``subject``…), which becomes metadata."""
 
     text: str
     title: str | None
     parser: str
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """What a workspace or source says about its files beyond their names.
+
+    ``text_extensions`` (lower case, with dot) are read as plain text; ``media_types``
+    maps an extension to the media type its files have (``".tpl"`` → ``"text/html"``),
+    which then decides like a media type the source sent. Both enter the source's
+    content version (``describe``), so changing them reads the source's files again.
+    """
+
+    text_extensions: frozenset[str] = frozenset()
+    media_types: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, object]:
+        """The options as plain data for the content version; empty when default."""
+        described: dict[str, object] = {}
+        if self.text_extensions:
+            described["text_extensions"] = sorted(self.text_extensions)
+        if self.media_types:
+            described["media_types"] = dict(sorted(self.media_types.items()))
+        return described
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What a parser returns when its format carries metadata besides text and title."""
+
+    text: str
+    title: str | None
+    metadata: Mapping[str, str]
 
 
 def normalize_text(text: str) -> str:
@@ -146,5 +180,5 @@ def reading(parser: str) -> Iterator[None]:
         ) from exc
 
 
-ParserFunc = Callable[[bytes, str | None], tuple[str, str | None]]
-"""``(content, charset) -> (raw text, title)``; the caller normalizes."""
+ParserFunc = Callable[[bytes, str | None], tuple[str, str | None] | Extracted]
+"""``(content, charset) -> (raw text, title)`` or ``Extracted``; the caller normalizes."""

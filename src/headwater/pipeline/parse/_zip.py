@@ -60,8 +60,8 @@ def checked_archive(content: bytes, *, kind: str, limits: ZipLimits | None = Non
 
 def _check_declared(entries: list[zipfile.ZipInfo], kind: str, limits: ZipLimits) -> None:
     if len(entries) > limits.max_entries:
-        raise _too_large(kind, f"holds {len(entries):,} entries; the limit is "
-                         f"{limits.max_entries:,}")  # fmt: skip
+        raise too_large(kind, f"holds {len(entries):,} entries; the limit is "
+                        f"{limits.max_entries:,}")  # fmt: skip
     total = 0
     for info in entries:
         if info.compress_type not in _SAFE_METHODS:
@@ -73,7 +73,7 @@ def _check_declared(entries: list[zipfile.ZipInfo], kind: str, limits: ZipLimits
             )
         ratio = info.file_size / max(info.compress_size, 1)
         if info.file_size > limits.ratio_floor_bytes and ratio > limits.max_ratio:
-            raise _too_large(
+            raise too_large(
                 kind,
                 f"entry {info.filename!r} inflates {info.compress_size:,} bytes to "
                 f"{info.file_size:,} ({ratio:,.0f}:1); the limit is {limits.max_ratio}:1 "
@@ -81,7 +81,7 @@ def _check_declared(entries: list[zipfile.ZipInfo], kind: str, limits: ZipLimits
             )
         total += info.file_size
         if total > limits.max_unpacked_bytes:
-            raise _too_large(
+            raise too_large(
                 kind,
                 f"unpacks to more than {limits.max_unpacked_bytes:,} bytes "
                 f"({total:,} declared so far, at entry {info.filename!r})",
@@ -115,7 +115,7 @@ def _inflate(content: bytes, info: zipfile.ZipInfo, cap: int, kind: str) -> byte
                 pending = inflater.unconsumed_tail
             size += len(step)
             if size > limit:
-                raise _too_large(
+                raise too_large(
                     kind,
                     f"entry {info.filename!r} inflates past {limit:,} bytes although it "
                     f"declares {info.file_size:,} (a zip bomb with a false size?)",
@@ -133,7 +133,8 @@ def _inflate(content: bytes, info: zipfile.ZipInfo, cap: int, kind: str) -> byte
     return data
 
 
-def _too_large(kind: str, detail: str) -> ItemError:
+def too_large(kind: str, detail: str) -> ItemError:
+    """The permanent failure of a ``kind`` file past a limit; ``detail`` names it."""
     return ItemError(
         "too_large",
         f"the {kind} file {detail}. It is not read, so memory stays bounded; exclude it in "

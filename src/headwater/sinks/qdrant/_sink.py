@@ -29,7 +29,6 @@ from qdrant_client import models as qm
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
 from headwater.sinks.base import (
-    Binding,
     InventoryRow,
     SearchRequest,
     SinkCapabilities,
@@ -197,21 +196,21 @@ class QdrantSink:
                         wait=True,
                     )
 
-    def bind(self, manifest_id: str) -> Binding:
-        """Bind the index to ``manifest_id``; an index bound to another one is emptied."""
+    def bound_manifest(self) -> str | None:
         with guard(self.where):
             found = self._client.retrieve(self.revisions, ids=[BINDING_ID], with_payload=True)
-            bound = found[0].payload.get("manifest_id") if found and found[0].payload else None
-            if bound == manifest_id:
-                return Binding.KEPT
-            reset = bound is not None
-            if reset:
+        bound = found[0].payload.get("manifest_id") if found and found[0].payload else None
+        return None if bound is None else str(bound)
+
+    def bind(self, manifest_id: str, *, empty: bool = False) -> None:
+        """Bind the index to ``manifest_id`` (``empty``: both collections are recreated)."""
+        with guard(self.where):
+            if empty:
                 self._client.delete_collection(self.collection)
                 self._client.delete_collection(self.revisions)
                 self._ensure_collections()
             point = qm.PointStruct(id=BINDING_ID, vector={}, payload={"manifest_id": manifest_id})
             self._client.upsert(self.revisions, points=[point], wait=True)
-        return Binding.RESET if reset else Binding.NEW
 
     # ---- reads --------------------------------------------------------------------
 

@@ -24,7 +24,6 @@ from pydantic import Field
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
 from headwater.sinks.base import (
-    Binding,
     InventoryRow,
     SearchRequest,
     SinkCapabilities,
@@ -236,14 +235,14 @@ class SqliteSink:
                 [(d,) for d in document_ids],
             )
 
-    def bind(self, manifest_id: str) -> Binding:
-        """Bind the index to ``manifest_id``; an index bound to another one is emptied."""
+    def bound_manifest(self) -> str | None:
+        rows = self._db.execute("SELECT value FROM meta WHERE key = 'manifest_id'")
+        return str(rows[0][0]) if rows else None
+
+    def bind(self, manifest_id: str, *, empty: bool = False) -> None:
+        """Bind the index to ``manifest_id`` (``empty``: everything it holds goes first)."""
         with self._db.transaction() as db:
-            rows = db.execute("SELECT value FROM meta WHERE key = 'manifest_id'")
-            bound = str(rows[0][0]) if rows else None
-            if bound == manifest_id:
-                return Binding.KEPT
-            if bound is not None:
+            if empty:
                 db.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
                 for table in ("vectors", "ann_codes", "chunks", "documents"):
                     db.execute(f"DELETE FROM {table}")
@@ -253,7 +252,8 @@ class SqliteSink:
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 [manifest_id],
             )
-        return Binding.NEW if bound is None else Binding.RESET
+        if empty:
+            self._code_cache = None
 
     # ---- reads --------------------------------------------------------------------
 

@@ -1,0 +1,159 @@
+"""Writing one ``BatchCommit`` inside the manifest transaction ``Manifest.commit_batch`` opened.
+
+Document rows, tombstones, failures, resolutions and last-seen marks of one batch land
+together or not at all. A checked write (the version gates set them, see
+``RowVersion``) applies only onto the row it was decided from: an update whose row
+moved on matches nothing, an insert whose row exists (or is inserted concurrently: the
+unique key) fails, and either is a ``WriteConflict`` that rolls the whole batch back.
+So two processes deciding from the same read can never both win: the loser reads again
+and decides again (invariant 5 across processes, not only within one).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from headwater.clock import utcnow
+from headwater.errors import WriteConflict
+from headwater.manifest import schema as t
+from headwater.manifest.failures import FailureLedger
+from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentWrite, RowVersion
+
+CHUNK = 500
+
+
+def _at(expect: RowVersion | None) -> list[Any]:
+    """The WHERE terms that hold only while a documents row is still at ``expect``."""
+    if expect is None:
+        return []
+    docs = t.documents.c
+    return [
+        docs.revision == expect.revision,
+        docs.sequence.is_not_distinct_from(expect.sequence),
+        docs.state == expect.state,
+    ]
+
+
+def _conflict(document_id: str) -> WriteConflict:
+    return WriteConflict(
+        f"document {document_id} changed in the manifest after this batch read it; "
+        "nothing was written, decide again from the manifest"
+    )
+
+
+def _checked(result: Any, checked: bool, document_id: str) -> None:
+    """A checked write that matched no row lost a race: the batch is a conflict."""
+    if checked and result.rowcount != 1:
+        raise _conflict(document_id)
+
+
+def write_batch(conn: Connection, run_id: str, batch: BatchCommit, failures: FailureLedger) -> None:
+    """Every change of ``batch`` on ``conn`` (the caller commits or rolls back)."""
+    now = utcnow()
+    floors: dict[str, int] = {}  # rows inserted here: the floor their revision starts above
+    for write in batch.writes:
+        floor = _write_document(conn, write, now)
+        if floor is not None:
+            floors[write.document_id] = floor
+    for start in range(0, len(batch.seen), CHUNK):
+        conn.execute(
+            update(t.documents)
+            .where(t.documents.c.document_id.in_(batch.seen[start : start + CHUNK]))
+            .values(last_seen_run=run_id)
+        )
+    for source_id, folder in batch.seen_prefixes:
+        under = folder if folder.endswith("/") else folder + "/"
+        conn.execute(
+            update(t.documents)
+            .where(
+                t.documents.c.source_id == source_id,
+                t.documents.c.state == ACTIVE,
+                (t.documents.c.object_id == folder)
+                | t.documents.c.object_id.startswith(under, autoescape=True),
+            )
+            .values(last_seen_run=run_id)
+        )
+    for doc_id in batch.cleared_tombstones:
+        conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id == doc_id))
+    for tomb in batch.tombstones:
+        revision = tomb.revision + floors.get(tomb.document_id, 0)
+        # The row first: a concurrent delete of it waits on this row's lock, then finds
+        # it changed (its condition fails) before it touches the tombstone.
+        _checked(
+            conn.execute(
+                update(t.documents)
+                .where(t.documents.c.document_id == tomb.document_id, *_at(tomb.expect))
+                .values(
+                    state=DELETED,
+                    revision=revision,
+                    sequence=tomb.sequence if tomb.sequence is not None else t.documents.c.sequence,
+                    updated_at=now,
+                )
+            ),
+            tomb.expect is not None,
+            tomb.document_id,
+        )
+        conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id == tomb.document_id))
+        conn.execute(
+            insert(t.tombstones).values(
+                document_id=tomb.document_id,
+                source_id=tomb.source_id,
+                object_id=tomb.object_id,
+                revision=revision,
+                sequence=tomb.sequence,
+                reason=tomb.reason,
+                detected_at=now,
+                completed_at=None,
+            )
+        )
+    failures.write(conn, batch.failures, run_id, now)
+    failures.resolve_in(conn, batch.resolved, now)
+    failures.touch_in(conn, batch.still_failing, run_id)
+
+
+def _write_document(conn: Connection, write: DocumentWrite, now: datetime) -> int | None:
+    """Insert or update one row; a checked write only onto the row it was decided from.
+    Returns the revision floor an inserted row started above (``None``: an update)."""
+    values = write.values()
+    exists = _exists(conn, write.document_id)
+    if write.is_new and write.checked and exists:
+        raise _conflict(write.document_id)
+    if write.is_new and not exists:
+        # A concurrent insert of the same id fails the unique key: a conflict.
+        floor = _take_floor(conn, write.document_id)
+        values["revision"] += floor
+        conn.execute(insert(t.documents).values(created_at=now, updated_at=now, **values))
+        return floor
+    expect = write.expect if write.checked else None
+    _checked(
+        conn.execute(
+            update(t.documents)
+            .where(t.documents.c.document_id == write.document_id, *_at(expect))
+            .values(updated_at=now, **values)
+        ),
+        write.checked,
+        write.document_id,
+    )
+    return None
+
+
+def _take_floor(conn: Connection, document_id: str) -> int:
+    """The revision a purged document reached (0 if none); it now lives in its row."""
+    floors = t.revision_floors
+    floor = conn.execute(
+        select(floors.c.revision).where(floors.c.document_id == document_id)
+    ).scalar()
+    if floor is None:
+        return 0
+    conn.execute(delete(floors).where(floors.c.document_id == document_id))
+    return int(floor)
+
+
+def _exists(conn: Connection, document_id: str) -> bool:
+    found = conn.execute(
+        select(t.documents.c.document_id).where(t.documents.c.document_id == document_id)
+    ).first()
+    return found is not None
