@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+from pgdb import database
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -40,7 +40,6 @@ sys.path.insert(0, str(ROOT / "src"))
 from headwater import Workspace  # noqa: E402
 from headwater.executor.dispatch import app_for  # noqa: E402
 
-PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
 REDIS = "redis://127.0.0.1:6379/9"
 PUBLIC = "{ public = true }"
 
@@ -81,20 +80,6 @@ def serve(pages: int, sections: int, delay_s: float) -> ThreadingHTTPServer:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
-
-
-@contextmanager
-def database() -> Iterator[str]:
-    name = f"hw_scaleout_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(f"{PG}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{PG}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def write_config(tmp: Path, manifest: str, sources: str, prefix: str) -> Path:
@@ -161,7 +146,7 @@ def timed(
     count: int, sources: Callable[[Path], str], work: Callable[[Workspace], int],
     prepare: Callable[[Workspace], None] | None = None,
 ) -> tuple[float, int]:  # fmt: skip
-    with tempfile.TemporaryDirectory() as d, database() as manifest:
+    with tempfile.TemporaryDirectory() as d, database("hw_scaleout") as manifest:
         tmp = Path(d)
         config = write_config(tmp, manifest, sources(tmp), uuid.uuid4().hex[:10])
         if prepare is not None:

@@ -40,39 +40,22 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from sqlalchemy import create_engine, text
+from pgdb import database
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from headwater import Workspace  # noqa: E402
 
-PG = os.environ.get("HW_TORTURE_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
 REDIS = os.environ.get("HW_TORTURE_REDIS", "redis://127.0.0.1:6379/11")
 USERS = [f"u{i}@acme.test" for i in range(4)]
 TEAMS = {"team-a": ["u0@acme.test", "u1@acme.test"], "team-b": ["u2@acme.test", "u3@acme.test"]}
 INGEST_KEY = "torture-ingest-0123456789abcdef"
 LEASE_SECONDS = 4
-
-
-@contextmanager
-def database() -> Iterator[str]:
-    name = f"hw_torture_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(f"{PG}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{PG}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def write_configs(tmp: Path, manifest: str, prefix: str) -> tuple[Path, Path]:
@@ -479,7 +462,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="Keep the temporary directory.")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="hw-torture-"))
-    with database() as manifest:
+    with database("hw_torture") as manifest:
         report = Torture(tmp, args, manifest).run()
     ok = (
         report["lost_acknowledged_pushes"] == 0 and report["leaks"] == 0
