@@ -49,15 +49,16 @@ def texts(corpus: Path, docs: int, count: int) -> list[str]:
 
 def one(args: argparse.Namespace) -> dict[str, float]:
     import headwater.pipeline.embed.onnx as onnx
+    import headwater.pipeline.embed.onnx_session as onnx_session
     from headwater.pipeline.embed.local import bundled_model_dir
 
     sample = texts(args.corpus, args.docs, args.texts)
     prepared = onnx.OnnxEmbedder(runtime="onnx-int8").prepare()
-    onnx.PARALLEL_BATCHES, onnx.BATCH_TOKENS = args.at_once, args.tokens
-    session = onnx.OnnxSession(
+    onnx_session.PARALLEL_BATCHES, onnx_session.BATCH_TOKENS = args.at_once, args.tokens
+    session = onnx_session.OnnxSession(
         bundled_model_dir(),
         prepared.path,
-        optimized_file=prepared.path.with_name(onnx.OPTIMIZED_FILE),
+        optimized_file=prepared.path.with_name(onnx_session.OPTIMIZED_FILE),
     )
     session.embed(sample[:32])
     started = time.perf_counter()

@@ -325,6 +325,44 @@ class HeadwaterConfig(Strict):
         )
 
 
+BROKER_SCHEMES = ("redis://", "rediss://", "amqp://", "amqps://", "pyamqp://")
+
+
+def executor_problems(config: HeadwaterConfig) -> list[str]:
+    """Config errors of ``[executor]`` (an empty list when it is valid).
+
+    Celery workers on several hosts share the manifest, so it must be a server database.
+    """
+    executor = config.executor
+    if executor.type != "celery":
+        return []
+    problems: list[str] = []
+    broker = executor.broker_url
+    if not broker:
+        problems.append(
+            "executor.broker_url: required with type = 'celery'; "
+            "set e.g. 'redis://host:6379/0' or 'amqp://user:pass@host:5672//'"
+        )
+    elif not broker.startswith(BROKER_SCHEMES):
+        problems.append(
+            f"executor.broker_url: {broker.split('@')[-1]!r} is not a Redis or RabbitMQ URL; "
+            "expected redis://… or amqp://…"
+        )
+    url = config.manifest.url
+    if url is None or url.startswith("sqlite"):
+        problems.append(
+            f"manifest.url: {url or 'the default SQLite file'!r} cannot be shared by Celery "
+            "workers; expected a PostgreSQL URL, e.g. "
+            "'postgresql+psycopg://user@host/headwater' (or set executor.type = 'local')"
+        )
+    if executor.queues.sync == executor.queues.index:
+        problems.append(
+            f"executor.queues: sync and index are both {executor.queues.sync!r}; "
+            "give them different names so index batches never wait behind source runs"
+        )
+    return problems
+
+
 def api_key_problems(config: HeadwaterConfig) -> list[str]:
     """``sources`` scopes an ingest key, and names configured push sources only."""
     push = {s.id for s in config.source if s.type == "push"}
@@ -498,8 +536,6 @@ def load_config(
         except ValidationError as exc:
             problems.extend(_format_errors(exc, where))
     if config is not None:
-        from headwater.executor.checks import executor_problems
-
         problems.extend(executor_problems(config))
         problems.extend(api_key_problems(config))
     if problems or config is None:

@@ -22,8 +22,9 @@ from headwater.config import EmbedderSection
 from headwater.errors import ConfigError, FatalError
 from headwater.pipeline.embed import LOCAL_MODEL_ID, LocalEmbedder
 from headwater.pipeline.embed.local import bundled_model_dir
-from headwater.pipeline.embed.onnx import OPTIMIZED_FILE, OnnxEmbedder, OnnxSession
+from headwater.pipeline.embed.onnx import OnnxEmbedder
 from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample, weights_sha256
+from headwater.pipeline.embed.onnx_session import OPTIMIZED_FILE, OnnxSession
 from headwater.pipeline.embed.registry import describe_embedder
 from headwater.pipeline.version import chunking_version, content_version, index_version
 from headwater.workspace import embedder_spec
@@ -220,7 +221,7 @@ def test_runtime_is_refused_for_a_remote_or_fake_embedder() -> None:
 
 def test_onnx_batches_hold_at_most_batch_tokens_padded_tokens() -> None:
     # Long texts go a few at a time (memory and speed), short ones many at a time.
-    from headwater.pipeline.embed.onnx import BATCH_TOKENS, _batches
+    from headwater.pipeline.embed.onnx_session import BATCH_TOKENS, _batches
 
     lengths = [256] * 9 + [16] * 100 + [300]  # one text longer than the budget alone
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
@@ -238,13 +239,13 @@ def test_onnx_batches_hold_at_most_batch_tokens_padded_tokens() -> None:
 def test_batches_run_side_by_side_give_the_vectors_of_one_at_a_time_in_input_order(
     int8_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import headwater.pipeline.embed.onnx as onnx
+    import headwater.pipeline.embed.onnx_session as onnx_session
 
     model_file = _prepared_dir(int8_cache) / MODEL_FILE
     texts = [f"{i}: " + HELD_OUT[i % len(HELD_OUT)] * (1 + i % 5) for i in range(60)]
-    monkeypatch.setattr(onnx, "PARALLEL_BATCHES", 1)
+    monkeypatch.setattr(onnx_session, "PARALLEL_BATCHES", 1)
     expected = OnnxSession(bundled_model_dir(), model_file, threads=2).embed(texts)
-    monkeypatch.setattr(onnx, "PARALLEL_BATCHES", 2)
+    monkeypatch.setattr(onnx_session, "PARALLEL_BATCHES", 2)
     side_by_side = OnnxSession(bundled_model_dir(), model_file, threads=2)
     assert side_by_side.embed(texts[:1]).shape == (1, 384)
     assert side_by_side._pool is None  # one batch (a search query): the caller's thread

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.errors import ConfigError, FatalError
+from headwater.pipeline.embed.onnx_session import INPUT_NAMES, OnnxSession
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,6 @@ FP32_MIN_COSINE = 0.999  # fp32 ONNX vs torch: anything less is a broken export
 SAMPLE_FILE = Path(__file__).with_name("quality_sample.txt")
 RECORD = "prepared.json"
 MODEL_FILE = "model.onnx"
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 Quantizer = Callable[[Path, Path], None]
 
@@ -192,7 +192,6 @@ def _prepare_into(
     texts = quality_sample()
     fp32 = directory / "model.fp32.onnx"
     reference = _export_and_reference(model_dir, fp32, texts)
-    from headwater.pipeline.embed.onnx import OnnxSession
 
     fp32_stats = fp32_gate(OnnxSession(model_dir, fp32).embed(texts), reference, model_dir)
     record: dict[str, Any] = {
