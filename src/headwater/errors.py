@@ -125,10 +125,6 @@ class PushConflict(HeadwaterError):
         self.current = current
 
 
-class StaleWrite(HeadwaterError):
-    """A sink refused a write for a revision older than the one it holds (invariant 5)."""
-
-
 def error_class_of(exc: BaseException) -> str:
     """A short stable name for an exception, used in failure records."""
     if isinstance(exc, ItemError):

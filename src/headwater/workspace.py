@@ -15,7 +15,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -486,9 +485,6 @@ class Workspace(WorkspaceReads):
             rate=rate,
             rereadable=lambda s: s in configured and self.source_section(s).type != "push",
         )
-
-    def tombstone_age_limit(self) -> timedelta:
-        return timedelta(days=self.config.sync.tombstone_retention_days)
 
 
 __all__ = ["PruneReport", "Workspace"]

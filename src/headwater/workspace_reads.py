@@ -18,7 +18,7 @@ from headwater.errors import ConfigError, NotFoundError
 from headwater.indexer.reconcile import ReconcileReport, ReconcileTarget, reconcile
 from headwater.manifest.failures import DEAD
 from headwater.manifest.generations import RETIRED, WRITE_STATES, Generation
-from headwater.manifest.records import DocumentRecord, FailureRecord, RunCounts
+from headwater.manifest.records import DocumentRecord, FailureRecord
 from headwater.reports import (
     DocumentReport,
     IndexInfo,
@@ -272,10 +272,6 @@ class WorkspaceReads(WorkspaceIndexes):
 
     def last_prune_at(self, source_id: str) -> datetime | None:
         return self.manifest.runs.last_prune_at(source_id)
-
-    def run_counts(self, source_id: str) -> RunCounts | None:
-        last = self.manifest.runs.latest(source_id)
-        return last.counts if last else None
 
     def last_runs(self) -> dict[str, RunReport | None]:
         out: dict[str, RunReport | None] = {}

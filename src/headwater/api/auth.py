@@ -21,7 +21,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from headwater.config import ApiKeySection
 from headwater.errors import ConfigError
 
-ROLES = ("search", "ingest", "admin")
 # Declares the bearer scheme in /openapi.json; ``caller_of`` reads the header itself.
 BEARER = HTTPBearer(auto_error=False, description="A secret from [[api.keys]].")
 

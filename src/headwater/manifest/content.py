@@ -30,9 +30,6 @@ class ContentStore:
     def path(self, checksum: str) -> Path:
         return self.root / checksum[:2] / f"{checksum}.zst"
 
-    def has(self, checksum: str) -> bool:
-        return self.path(checksum).exists()
-
     def put(self, checksum: str, text: str) -> None:
         target = self.path(checksum)
         if target.exists():

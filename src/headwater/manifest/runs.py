@@ -94,14 +94,6 @@ class RunLedger:
                 .values(attempts=t.runs.c.attempts + 1)
             )
 
-    def save_counts(self, run_id: str, counts: RunCounts, duration_s: float) -> None:
-        with begin_write(self.engine) as conn:
-            conn.execute(
-                update(t.runs)
-                .where(t.runs.c.run_id == run_id)
-                .values(duration_s=duration_s, **counts.as_dict())
-            )
-
     def finish(
         self,
         run_id: str,

@@ -22,7 +22,6 @@ from typing import Any
 from headwater.connectors.imap._message import Token, parse_sexp
 from headwater.errors import ConfigError, CredentialError, TransientError
 
-_UIDVALIDITY = re.compile(rb"UIDVALIDITY (\d+)")
 _UID = re.compile(rb"UID (\d+)")
 
 

@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 # Bump when the export, quantization or gate changes what a prepared model holds.
 EXPORT_CODE_VERSION = "1"
-RUNTIMES = ("onnx-int8", "onnx", "torch")
 MIN_COSINE = 0.98  # int8 vs torch, every text of the sample
 FP32_MIN_COSINE = 0.999  # fp32 ONNX vs torch: anything less is a broken export
 SAMPLE_FILE = Path(__file__).with_name("quality_sample.txt")
