@@ -29,7 +29,7 @@ def make(root: Path, **options: object) -> FilesystemConnector:
     return FilesystemConnector(FilesystemOptions(root=str(root), **options))  # type: ignore[arg-type]
 
 
-class TestFilesystemConformance(ConnectorConformance):
+class TestFilesystemConformance(ConnectorConformance, connector=FilesystemConnector):
     @pytest.fixture
     def harness(self, corpus: Path, tmp_path: Path) -> ConnectorHarness:
         return ConnectorHarness(

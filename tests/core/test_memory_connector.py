@@ -10,7 +10,7 @@ from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 from memory_connector import SOURCES, Item, MemoryConnector, MemoryOptions, MemorySource
 
 
-class TestMemoryConformance(ConnectorConformance):
+class TestMemoryConformance(ConnectorConformance, connector=MemoryConnector):
     @pytest.fixture
     def harness(self) -> ConnectorHarness:
         name, broken = uuid.uuid4().hex, uuid.uuid4().hex

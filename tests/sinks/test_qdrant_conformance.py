@@ -20,7 +20,7 @@ class _Faults(SinkConformance):
         return fail_midway
 
 
-class TestQdrantInMemoryConformance(_Faults):
+class TestQdrantInMemoryConformance(_Faults, sink=QdrantSink):
     @pytest.fixture
     def sink(self, tmp_path: Path) -> Iterator[Sink]:
         sink = QdrantSink(QdrantOptions(location=":memory:"), sink_context(tmp_path))
@@ -28,7 +28,7 @@ class TestQdrantInMemoryConformance(_Faults):
         sink.close()
 
 
-class TestQdrantLocalConformance(_Faults):
+class TestQdrantLocalConformance(_Faults, sink=QdrantSink):
     @pytest.fixture
     def reopen(self, tmp_path: Path) -> Callable[[], Sink]:
         return lambda: QdrantSink(QdrantOptions(), sink_context(tmp_path))

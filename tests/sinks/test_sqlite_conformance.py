@@ -25,7 +25,7 @@ class _Faults(SinkConformance):
         return fail_midway
 
 
-class TestSqliteConformance(_Faults):
+class TestSqliteConformance(_Faults, sink=SqliteSink):
     @pytest.fixture
     def reopen(self, tmp_path: Path, driver: str) -> Callable[[], Sink]:
         options = SqliteOptions.model_validate({"driver": driver})
@@ -38,7 +38,7 @@ class TestSqliteConformance(_Faults):
         sink.close()
 
 
-class TestSqliteConformanceApproximate(_Faults):
+class TestSqliteConformanceApproximate(_Faults, sink=SqliteSink):
     """The same suite with the approximate path taken for every search (``exact_below=0``)."""
 
     @pytest.fixture

@@ -1,15 +1,19 @@
 """The shipped connector conformance suite.
 
-A connector's own test file subclasses ``ConnectorConformance`` and provides one fixture,
-``harness``, returning a ``ConnectorHarness``; every contract check then runs for it:
+A connector's own test file subclasses ``ConnectorConformance``, naming the connector
+class, and provides one fixture, ``harness``, returning a ``ConnectorHarness``; every
+contract check that its capabilities call for then runs for it (the others are not
+defined on the class, so they never run):
 
-    class TestMyConformance(ConnectorConformance):
+    class TestMyConformance(ConnectorConformance, connector=MyConnector):
         @pytest.fixture
         def harness(self, tmp_path):
             return ConnectorHarness(make=lambda: MyConnector(...), make_broken=...)
 
-Checks: full read, window filtering with an open lower bound, resume from every
-checkpoint, stable order, ``enumerate()`` equals a full read, lazy fetch, readable
+Checks: the declared capabilities, full read, window filtering with an open lower bound
+(``windowed``) or the window ignored (not), resume from every checkpoint, stable order,
+``enumerate()`` equals a full read (``Enumerating``), every ``fetch_ref`` fetches
+(``LazyFetching``) or none is given (not), known versions keep every id, readable
 ``validate()`` errors, and that a listing failing part way deletes nothing (the harness's
 ``make_failing_listing``). Requires pytest (a dev dependency).
 """
@@ -19,11 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from headwater.connectors.base import Connector, Enumerating, LazyFetching
+from headwater.connectors.base import (
+    Connector,
+    ConnectorCapabilities,
+    Enumerating,
+    LazyFetching,
+)
 from headwater.errors import ConfigError, TransientError
 from headwater.types import Checkpoint, Deleted, Failure, SourceDocument, SourceItem, Window
 
@@ -81,7 +90,37 @@ class ConnectorHarness:
 
 
 class ConnectorConformance:
-    """Subclass in a test module and provide a ``harness`` fixture."""
+    """Subclass in a test module, name the connector class, provide a ``harness`` fixture.
+
+    ``class TestX(ConnectorConformance, connector=MyConnector)``: the checks a connector's
+    declared capabilities call for are defined on the subclass (``_checks_for``), the
+    others are not, so a check that does not apply is never run (nor passes silently).
+    A class pytest collects (``Test…``) must name its connector, itself or by a parent;
+    where capabilities follow the options (sql), it passes them too (``capabilities=``),
+    and ``test_declared_capabilities_are_the_connectors`` holds it to them.
+    """
+
+    connector_class: ClassVar[type[Connector] | None] = None
+    declared_capabilities: ClassVar[ConnectorCapabilities | None] = None
+
+    def __init_subclass__(
+        cls,
+        connector: type[Connector] | None = None,
+        capabilities: ConnectorCapabilities | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if connector is not None:
+            cls.connector_class = connector
+            cls.declared_capabilities = capabilities or connector.capabilities
+            for name, check in _checks_for(connector, cls.declared_capabilities).items():
+                setattr(cls, name, check)
+        elif cls.connector_class is None and cls.__name__.startswith("Test"):
+            raise TypeError(
+                f"{cls.__name__}: name the connector under test, e.g. "
+                f"`class {cls.__name__}(ConnectorConformance, connector=MyConnector)`, so "
+                "the suite runs the checks its capabilities call for"
+            )
 
     @pytest.fixture
     def harness(self) -> ConnectorHarness:  # pragma: no cover - overridden
@@ -90,6 +129,10 @@ class ConnectorConformance:
     def _full(self, harness: ConnectorHarness) -> ReadResult:
         connector = harness.make()
         return collect(connector.read(Window(None, FAR_FUTURE), None, no_known))
+
+    def test_declared_capabilities_are_the_connectors(self, harness: ConnectorHarness) -> None:
+        """The capabilities the checks were chosen by are the connector's own."""
+        assert harness.make().capabilities == self.declared_capabilities
 
     def test_full_read_yields_documents(self, harness: ConnectorHarness) -> None:
         result = self._full(harness)
@@ -106,27 +149,6 @@ class ConnectorConformance:
     def test_stable_order(self, harness: ConnectorHarness) -> None:
         assert self._full(harness).object_ids == self._full(harness).object_ids
 
-    def test_window_has_open_lower_bound(self, harness: ConnectorHarness) -> None:
-        connector = harness.make()
-        if not connector.capabilities.windowed:
-            # A connector that is not windowed must ignore the window entirely.
-            narrow = Window(FAR_FUTURE - timedelta(days=1), FAR_FUTURE)
-            windowed = collect(connector.read(narrow, None, no_known)).object_ids
-            assert windowed == self._full(harness).object_ids
-            return
-        docs = self._full(harness).documents
-        times = sorted({d.updated_at for d in docs if d.updated_at is not None})
-        assert len(times) >= 2, "a windowed connector's test source needs two update times"
-        start, end = times[0], times[-1]
-        expected = {
-            d.object_id for d in docs if d.updated_at is not None and start < d.updated_at <= end
-        }
-        # The window filters objects the manifest holds; a connector may still yield an
-        # object it was never given (an rss entry first seen with an old date).
-        versions = {d.object_id: d.version for d in docs}
-        got = collect(harness.make().read(Window(start, end), None, lambda o: versions.get(o)))
-        assert {d.object_id for d in got.documents} == expected
-
     def test_resume_from_each_checkpoint(self, harness: ConnectorHarness) -> None:
         full = self._full(harness)
         window = Window(None, FAR_FUTURE)
@@ -138,25 +160,6 @@ class ConnectorConformance:
             assert resumed.object_ids == after.object_ids, (
                 f"resuming from {item.cursor!r} did not continue where the read left off"
             )
-
-    def test_enumerate_equals_full_read(self, harness: ConnectorHarness) -> None:
-        connector = harness.make()
-        if not isinstance(connector, Enumerating) and not connector.capabilities.full_listing:
-            return  # deletes for this connector come as explicit Deleted items only
-        read_ids = {i for i in self._full(harness).object_ids}
-        if isinstance(connector, Enumerating):
-            assert set(connector.enumerate()) == read_ids
-
-    def test_lazy_fetch(self, harness: ConnectorHarness) -> None:
-        connector = harness.make()
-        docs = collect(connector.read(Window(None, FAR_FUTURE), None, no_known)).documents
-        lazy = [d for d in docs if d.content is None and d.fetch_ref is not None]
-        if not lazy:
-            return
-        assert isinstance(connector, LazyFetching), "fetch_ref given but no fetch()"
-        for doc in lazy:
-            assert doc.fetch_ref is not None
-            assert len(connector.fetch(doc.fetch_ref)) > 0
 
     def test_known_versions_are_respected(self, harness: ConnectorHarness) -> None:
         """With every version known, a connector may omit content but must still list ids."""
@@ -213,3 +216,71 @@ class ConnectorConformance:
         message = str(caught.value)
         assert len(message) > 20 and "\n" not in message.strip(), message
         assert "Traceback" not in message
+
+
+class _CapabilityChecks:
+    """Checks defined on a conformance class only when its connector declares (or lacks)
+    a capability: ``_checks_for`` picks them; never inherited by the suite itself."""
+
+    harness: Any
+    _full: Callable[[Any, ConnectorHarness], ReadResult]
+
+    def test_window_has_open_lower_bound(self, harness: ConnectorHarness) -> None:
+        """``windowed``: a read over ``(start, end]`` yields exactly what changed in it."""
+        docs = self._full(harness).documents
+        times = sorted({d.updated_at for d in docs if d.updated_at is not None})
+        assert len(times) >= 2, "a windowed connector's test source needs two update times"
+        start, end = times[0], times[-1]
+        expected = {
+            d.object_id for d in docs if d.updated_at is not None and start < d.updated_at <= end
+        }
+        # The window filters objects the manifest holds; a connector may still yield an
+        # object it was never given (an rss entry first seen with an old date).
+        versions = {d.object_id: d.version for d in docs}
+        got = collect(harness.make().read(Window(start, end), None, lambda o: versions.get(o)))
+        assert {d.object_id for d in got.documents} == expected
+
+    def test_an_unwindowed_connector_ignores_the_window(self, harness: ConnectorHarness) -> None:
+        """Not ``windowed``: a narrow window reads exactly what a full read does."""
+        narrow = Window(FAR_FUTURE - timedelta(days=1), FAR_FUTURE)
+        windowed = collect(harness.make().read(narrow, None, no_known)).object_ids
+        assert windowed == self._full(harness).object_ids
+
+    def test_enumerate_equals_full_read(self, harness: ConnectorHarness) -> None:
+        """``Enumerating``: ``enumerate()`` lists exactly the ids a full read yields."""
+        read_ids = set(self._full(harness).object_ids)  # first: a read fills link caches
+        connector = harness.make()
+        assert isinstance(connector, Enumerating)
+        assert set(connector.enumerate()) == read_ids
+
+    def test_lazy_fetch(self, harness: ConnectorHarness) -> None:
+        """``LazyFetching``: every document read with a ``fetch_ref`` fetches to bytes."""
+        connector = harness.make()
+        assert isinstance(connector, LazyFetching)
+        docs = collect(connector.read(Window(None, FAR_FUTURE), None, no_known)).documents
+        for doc in docs:
+            if doc.content is None and doc.fetch_ref is not None:
+                assert len(connector.fetch(doc.fetch_ref)) > 0, doc.object_id
+
+    def test_no_fetch_ref_without_fetch(self, harness: ConnectorHarness) -> None:
+        """Not ``LazyFetching``: every document read carries its content."""
+        docs = self._full(harness).documents
+        lazy = [d.object_id for d in docs if d.content is None and d.fetch_ref is not None]
+        assert not lazy, f"fetch_ref given but the connector has no fetch(): {lazy}"
+
+
+def _checks_for(
+    connector: type[Connector], capabilities: ConnectorCapabilities
+) -> dict[str, Callable[..., None]]:
+    """The capability checks that apply to ``connector`` with ``capabilities``, by name."""
+    names = [
+        "test_window_has_open_lower_bound"
+        if capabilities.windowed
+        else "test_an_unwindowed_connector_ignores_the_window",
+        "test_lazy_fetch"
+        if issubclass(connector, LazyFetching)
+        else "test_no_fetch_ref_without_fetch",
+    ]
+    if issubclass(connector, Enumerating):
+        names.append("test_enumerate_equals_full_read")
+    return {name: vars(_CapabilityChecks)[name] for name in names}

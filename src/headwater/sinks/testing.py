@@ -4,9 +4,11 @@ A sink's test module subclasses ``SinkConformance`` and provides the ``sink`` fi
 fresh, opened sink of dimension ``DIMENSION``), ``fail_midway`` (fault injection: a
 context manager in which the sink's storage fails half-way through writing a replace's
 new chunks) and, for a sink that persists, ``reopen`` (a callable opening the same
-storage again); every contract check then runs for it:
+storage again); it names the sink class, and every contract check that applies then
+runs for it (the keyword check only for a ``keyword`` sink, persistence only with
+``reopen``; the others are not defined on the class, so they never run):
 
-    class TestMySinkConformance(SinkConformance):
+    class TestMySinkConformance(SinkConformance, sink=MySink):
         @pytest.fixture
         def sink(self, tmp_path):
             sink = MySink(MySink.Options(), sink_context(tmp_path))
@@ -19,7 +21,7 @@ storage again); every contract check then runs for it:
 
 Checks: idempotent replace, exact swaps, deletes to zero, ACL updates without
 re-embedding, ABSENT for a document the sink does not hold, no invisible hit and no
-starvation by the ACL filter (per capability), stale writes refused, no resurrection,
+starvation by the ACL filter (per search mode), stale writes refused, no resurrection,
 a replace failing midway leaves the old revision whole and alone, forgotten tombstones,
 manifest binding, inventory in document_id order, the sources filter, persistence, and
 generations (separate storage per generation, chunk texts, drop).
@@ -29,6 +31,7 @@ Vectors are deterministic and unit-length. Requires pytest (a dev dependency).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 import pytest
 
@@ -65,8 +68,31 @@ __all__ = [
 
 
 class SinkConformance(LifecycleChecks, GenerationChecks):
-    """Subclass in a test module and provide ``sink`` and ``fail_midway`` (and ``reopen``
-    if the sink persists)."""
+    """Subclass in a test module, name the sink class, provide ``sink`` and ``fail_midway``
+    (and ``reopen`` if the sink persists).
+
+    ``class TestX(SinkConformance, sink=MySink)``: the checks the sink's declared
+    capabilities call for are defined on the subclass, the others are not, so a check
+    that does not apply is never run (nor passes silently): the keyword check for a sink
+    with ``keyword`` search, the persistence check for a class that defines ``reopen``.
+    A class pytest collects (``Test…``) must name its sink, itself or by a parent.
+    """
+
+    sink_class: ClassVar[type[Sink] | None] = None
+
+    def __init_subclass__(cls, sink: type[Sink] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if sink is not None:
+            cls.sink_class = sink
+        if cls.sink_class is not None:
+            for name, check in _checks_for(cls.sink_class, _defines_reopen(cls)).items():
+                setattr(cls, name, check)
+        elif cls.__name__.startswith("Test"):
+            raise TypeError(
+                f"{cls.__name__}: name the sink under test, e.g. "
+                f"`class {cls.__name__}(SinkConformance, sink=MySink)`, so the suite runs "
+                "the checks its capabilities call for"
+            )
 
     # ---- writes -------------------------------------------------------------------
 
@@ -252,16 +278,6 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
             assert len(self.find(sink, mode, "mixed lantern", EVERYONE, k=3)) == 3, mode
             assert self.find(sink, mode, "mixed lantern", EVERYONE, k=0) == [], mode
 
-    def test_keyword_text_is_never_syntax(self, sink: Sink) -> None:
-        if not sink.capabilities.keyword:
-            return
-        doc = make_document("syntax", Access(public=True))
-        sink.replace(doc, make_chunks(doc, ["foo bar baz and near stuff"]), 1)
-        for text in ['foo-bar "x', "AND", "foo OR", "NEAR(foo", "*", '"', "", "bar*", "a:b ^c"]:
-            sink.search(ask(SearchMode.KEYWORD, text=text, principals=["public"]))
-        hits = sink.search(ask(SearchMode.KEYWORD, text='foo-bar "x', principals=["public"]))
-        assert [h.document_id for h in hits] == [doc.document_id]
-
     # ---- inventory and persistence ------------------------------------------------
 
     def test_inventory_lists_exactly_live_documents(self, sink: Sink) -> None:
@@ -275,11 +291,22 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
         assert rows == {docs[i].document_id: (10 + i, i + 1) for i in range(1, 4)}
         assert [r.document_id for r in listed] == sorted(rows), "not in document_id order"
 
-    def test_data_persists_after_reopen(
-        self, sink: Sink, reopen: Callable[[], Sink] | None
-    ) -> None:
-        if reopen is None:
-            return  # an in-memory sink: nothing outlives close()
+
+class _CapabilityChecks(SuiteBase):
+    """Checks defined on a conformance class only when its sink declares a capability
+    (``_checks_for`` picks them); never inherited by the suite itself."""
+
+    def test_keyword_text_is_never_syntax(self, sink: Sink) -> None:
+        """``keyword``: no query text is read as query syntax, nor refused as such."""
+        doc = make_document("syntax", Access(public=True))
+        sink.replace(doc, make_chunks(doc, ["foo bar baz and near stuff"]), 1)
+        for text in ['foo-bar "x', "AND", "foo OR", "NEAR(foo", "*", '"', "", "bar*", "a:b ^c"]:
+            sink.search(ask(SearchMode.KEYWORD, text=text, principals=["public"]))
+        hits = sink.search(ask(SearchMode.KEYWORD, text='foo-bar "x', principals=["public"]))
+        assert [h.document_id for h in hits] == [doc.document_id]
+
+    def test_data_persists_after_reopen(self, sink: Sink, reopen: Callable[[], Sink]) -> None:
+        """A sink with a ``reopen`` fixture: what was written outlives ``close()``."""
         doc = make_document("kept", Access(groups=("a",)))
         sink.replace(doc, make_chunks(doc, ["kept willow", "kept aspen"]), 3)
         sink.delete(make_document("dropped", Access()).document_id, 9)
@@ -295,3 +322,17 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
                 assert hits and hits[0].text == "kept aspen", mode
         finally:
             again.close()
+
+
+def _defines_reopen(cls: type) -> bool:
+    """Whether ``cls`` (or a parent below ``SuiteBase``) overrides the ``reopen`` fixture."""
+    owner = next(klass for klass in cls.__mro__ if "reopen" in vars(klass))
+    return owner is not SuiteBase
+
+
+def _checks_for(sink: type[Sink], persists: bool) -> dict[str, Callable[..., None]]:
+    """The capability checks that apply to ``sink`` (persisting or not), by name."""
+    names = ["test_keyword_text_is_never_syntax"] if sink.capabilities.keyword else []
+    if persists:
+        names.append("test_data_persists_after_reopen")
+    return {name: vars(_CapabilityChecks)[name] for name in names}

@@ -12,7 +12,7 @@ from headwater.connectors.confluence import ConfluenceConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
 
-class TestConfluenceConformance(ConnectorConformance):
+class TestConfluenceConformance(ConnectorConformance, connector=ConfluenceConnector):
     @pytest.fixture
     def harness(self, site: FakeConfluence, tmp_path: Path) -> ConnectorHarness:
         populate(site)

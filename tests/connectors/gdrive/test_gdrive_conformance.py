@@ -21,7 +21,7 @@ def make(base_url: str, tmp_path: Path, token: str = TOKEN, **extra: object) -> 
     return GdriveConnector(options, SourceContext(source_id="gd", state_dir=tmp_path))
 
 
-class TestGdriveConformance(ConnectorConformance):
+class TestGdriveConformance(ConnectorConformance, connector=GdriveConnector):
     @pytest.fixture
     def harness(self, drive: FakeDrive, tmp_path: Path) -> ConnectorHarness:
         return ConnectorHarness(
@@ -31,7 +31,7 @@ class TestGdriveConformance(ConnectorConformance):
         )
 
 
-class TestGdriveSharedDrivesConformance(ConnectorConformance):
+class TestGdriveSharedDrivesConformance(ConnectorConformance, connector=GdriveConnector):
     """Two scopes (My Drive is not one of them): checkpoints between scopes resume too."""
 
     @pytest.fixture

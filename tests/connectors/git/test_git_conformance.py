@@ -18,7 +18,7 @@ from headwater.connectors.testing import (
 from headwater.types import Window
 
 
-class TestGitConformance(ConnectorConformance):
+class TestGitConformance(ConnectorConformance, connector=GitConnector):
     @pytest.fixture
     def harness(self, repo: GitRepo, tmp_path: Path) -> ConnectorHarness:
         state = tmp_path / "state"

@@ -12,7 +12,7 @@ from headwater.connectors.github import GithubConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
 
-class TestGithubConformance(ConnectorConformance):
+class TestGithubConformance(ConnectorConformance, connector=GithubConnector):
     @pytest.fixture
     def harness(self, gh: FakeGithub, tmp_path: Path) -> ConnectorHarness:
         populate(gh)

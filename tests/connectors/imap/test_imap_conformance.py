@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from imap_support import Account, free_port, make_connector, message
 
+from headwater.connectors.imap import ImapConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
 
-class TestImapConformance(ConnectorConformance):
+class TestImapConformance(ConnectorConformance, connector=ImapConnector):
     @pytest.fixture
     def harness(self, account: Account, tmp_path: Path) -> ConnectorHarness:
         account.create("Archive")

@@ -12,7 +12,7 @@ from headwater.connectors.jira import JiraConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
 
-class TestJiraConformance(ConnectorConformance):
+class TestJiraConformance(ConnectorConformance, connector=JiraConnector):
     @pytest.fixture
     def harness(self, site: FakeJira, tmp_path: Path) -> ConnectorHarness:
         populate(site)

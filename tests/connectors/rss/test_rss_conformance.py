@@ -10,7 +10,7 @@ from headwater.connectors.rss import RssConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
 
-class TestRssConformance(ConnectorConformance):
+class TestRssConformance(ConnectorConformance, connector=RssConnector):
     @pytest.fixture
     def harness(self, feeds: LocalHttpServer, make_rss: MakeRss) -> ConnectorHarness:
         urls = [feeds.url(p) for p in ("/rss2.xml", "/atom.xml", "/rss1.xml")]
@@ -26,7 +26,7 @@ class TestRssConformance(ConnectorConformance):
         )
 
 
-class TestRssLinkedPageConformance(ConnectorConformance):
+class TestRssLinkedPageConformance(ConnectorConformance, connector=RssConnector):
     @pytest.fixture
     def harness(self, feeds: LocalHttpServer, make_rss: MakeRss) -> ConnectorHarness:
         def failing() -> RssConnector:

@@ -12,7 +12,7 @@ from headwater.connectors.s3 import S3Connector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
 
-class TestS3Conformance(ConnectorConformance):
+class TestS3Conformance(ConnectorConformance, connector=S3Connector):
     @pytest.fixture
     def harness(
         self, s3_server: S3Server, bucket: str, tmp_path: Path

@@ -21,7 +21,7 @@ def make(base_url: str, tmp_path: Path, token: str = TOKEN, **extra: object) -> 
     return SharepointConnector(options, SourceContext(source_id="sp", state_dir=tmp_path))
 
 
-class TestSharepointConformance(ConnectorConformance):
+class TestSharepointConformance(ConnectorConformance, connector=SharepointConnector):
     @pytest.fixture
     def harness(self, graph: FakeGraph, tmp_path: Path) -> ConnectorHarness:
         def failing() -> SharepointConnector:

@@ -21,7 +21,7 @@ def make(base_url: str, tmp_path: Path, token: str = TOKEN, **extra: object) -> 
     return SlackConnector(options, SourceContext(source_id="sl", state_dir=tmp_path))
 
 
-class TestSlackConformance(ConnectorConformance):
+class TestSlackConformance(ConnectorConformance, connector=SlackConnector):
     @pytest.fixture
     def harness(self, slack: FakeSlack, tmp_path: Path) -> ConnectorHarness:
         def failing() -> SlackConnector:

@@ -7,10 +7,16 @@ from pathlib import Path
 import pytest
 from sql_support import Database, docs_options, make_connector
 
+from headwater.connectors.base import ConnectorCapabilities
+from headwater.connectors.sql import SqlConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
 
-class TestSqlTableConformance(ConnectorConformance):
+class TestSqlTableConformance(
+    ConnectorConformance,
+    connector=SqlConnector,
+    capabilities=ConnectorCapabilities(windowed=True, full_listing=False),
+):
     """A table with an updated_at column: windowed, keyset pages of two rows."""
 
     @pytest.fixture
@@ -33,7 +39,11 @@ class TestSqlTableConformance(ConnectorConformance):
         )
 
 
-class TestSqlQueryConformance(ConnectorConformance):
+class TestSqlQueryConformance(
+    ConnectorConformance,
+    connector=SqlConnector,
+    capabilities=ConnectorCapabilities(windowed=False, full_listing=True),
+):
     """A query with two id columns and a template: not windowed, a full listing."""
 
     @pytest.fixture

@@ -10,7 +10,7 @@ from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 from headwater.connectors.web import WebConnector
 
 
-class TestWebSitemapConformance(ConnectorConformance):
+class TestWebSitemapConformance(ConnectorConformance, connector=WebConnector):
     @pytest.fixture
     def harness(self, site: LocalHttpServer, make_web: MakeWeb) -> ConnectorHarness:
         def failing() -> WebConnector:
@@ -24,7 +24,7 @@ class TestWebSitemapConformance(ConnectorConformance):
         )
 
 
-class TestWebCrawlConformance(ConnectorConformance):
+class TestWebCrawlConformance(ConnectorConformance, connector=WebConnector):
     @pytest.fixture
     def harness(self, site: LocalHttpServer, make_web: MakeWeb) -> ConnectorHarness:
         def failing() -> WebConnector:

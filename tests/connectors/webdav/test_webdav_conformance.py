@@ -12,7 +12,7 @@ from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 from headwater.connectors.webdav import WebdavConnector
 
 
-class TestWebdavConformance(ConnectorConformance):
+class TestWebdavConformance(ConnectorConformance, connector=WebdavConnector):
     @pytest.fixture
     def harness(self, share: tuple[str, Path], tmp_path: Path) -> ConnectorHarness:
         url, folder = share
