@@ -1,11 +1,14 @@
-"""Group memberships synced from sources: who is in which namespaced group.
+"""Group memberships synced from sources: who is in which group, per source.
 
 A connector that lists its groups (``GroupListing``) hands the whole listing to
 ``GroupLedger.replace``, which swaps the source's rows in one transaction: a member
 removed in the source is gone from the manifest after the next listing, and a listing
 that fails half way changes nothing. At search, ``groups_of(user)`` expands a caller's
-email into the groups every source says they belong to. Group principals are namespaced
-by source id (``"{source_id}:group:{name}"``), so equal names of two sources never meet.
+email into the groups every source says they belong to. Rows are keyed by source, so
+one source's listing never replaces another's; the group principal is stored as the
+connector gives it (normalized). Namespacing is the connectors' job: the shipped ones
+name a group ``"{source_id}:group:{id}"`` (their ``principal_for_group``), so equal names
+of two sources never meet; this ledger does not check that prefix.
 """
 
 from __future__ import annotations

@@ -6,7 +6,11 @@ pipeline version to be unchanged (invariant 3); ``decide`` is that rule as a pur
 function, tested as a table (tests/core/test_core_skip_rule.py). Ordering: an upsert
 older than the recorded source sequence, or not newer than a tombstone's, is ``stale``
 (invariant 5).
-Nothing here touches the database; ``BatchBuilder`` only decides.
+
+Nothing here writes the manifest: ``BatchBuilder`` decides and collects the batch the
+runner commits. It is not free of effects, though: for a document that passes gate 1 it
+fetches the content through the connector (``fetch``, for a ``fetch_ref``) and stores the
+parsed text in the content store (``ContentStore.put``) before the batch commits.
 """
 
 from __future__ import annotations
