@@ -72,6 +72,11 @@ def collect(stream: Iterator[SourceItem] | Any) -> ReadResult:
             return ReadResult(items=items, final=stop.value)
 
 
+def full_read(harness: ConnectorHarness) -> ReadResult:
+    """Everything a fresh connector of ``harness`` yields over an unbounded window."""
+    return collect(harness.make().read(Window(None, FAR_FUTURE), None, no_known))
+
+
 @dataclass
 class ConnectorHarness:
     """How the suite builds the connector under test.
@@ -127,8 +132,7 @@ class ConnectorConformance:
         raise RuntimeError("override the `harness` fixture in your conformance test class")
 
     def _full(self, harness: ConnectorHarness) -> ReadResult:
-        connector = harness.make()
-        return collect(connector.read(Window(None, FAR_FUTURE), None, no_known))
+        return full_read(harness)
 
     def test_declared_capabilities_are_the_connectors(self, harness: ConnectorHarness) -> None:
         """The capabilities the checks were chosen by are the connector's own."""
@@ -222,8 +226,8 @@ class _CapabilityChecks:
     """Checks defined on a conformance class only when its connector declares (or lacks)
     a capability: ``_checks_for`` picks them; never inherited by the suite itself."""
 
-    harness: Any
-    _full: Callable[[Any, ConnectorHarness], ReadResult]
+    def _full(self, harness: ConnectorHarness) -> ReadResult:
+        return full_read(harness)
 
     def test_window_has_open_lower_bound(self, harness: ConnectorHarness) -> None:
         """``windowed``: a read over ``(start, end]`` yields exactly what changed in it."""
