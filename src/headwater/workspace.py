@@ -58,11 +58,11 @@ from headwater.reports import (
 )
 from headwater.sinks import Sink
 from headwater.sync.gates import SourceIdentity
+from headwater.sync.parallel import run_each
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.push import PushOp, PushResult, push
 from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.removal import RemovalReport
-from headwater.sync.parallel import run_each
 from headwater.sync.report import PruneReport, PruneResult, RunReport, SkippedRun
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
@@ -306,7 +306,6 @@ class Workspace(WorkspaceReads):
         problems: list[str] = []
         drain = partial(self.drain_writable, problems)
         worker = IndexWorker(drain).start() if indexer else None
-
 
         def one(section: SourceSection) -> RunReport | SkippedRun:
             try:

@@ -28,6 +28,7 @@ from workspace_helpers import filesystem_source, write_config
 HEADWATER = [sys.executable, "-m", "headwater.cli"]
 PUBLIC = "{ public = true }"
 WAIT_S = 60.0  # deadlines of a broken test; a passing one never reaches them
+HOLD_S = 20.0  # a page waits this long at most for other sources (the client's timeout: 30)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -118,7 +119,7 @@ def test_a_source_held_by_another_sync_is_skipped_and_the_others_are_reported(
 
 class Site:
     """Pages ``/sN/`` for N sources; a request is answered only once requests of
-    ``need`` different sources are in flight together (or after ``WAIT_S``)."""
+    ``need`` different sources are in flight together (or after ``HOLD_S``)."""
 
     def __init__(self, need: int) -> None:
         self.need = need
@@ -129,7 +130,7 @@ class Site:
         site = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 source = self.path.strip("/").split("/")[0]
                 with site.cond:
                     site.inflight[source] = site.inflight.get(source, 0) + 1
@@ -138,7 +139,7 @@ class Site:
                     if busy >= site.need:
                         site.overlapped = True
                         site.cond.notify_all()
-                    site.cond.wait_for(lambda: site.overlapped, timeout=WAIT_S)
+                    site.cond.wait_for(lambda: site.overlapped, timeout=HOLD_S)
                     site.inflight[source] -= 1
                 body = (
                     f"<html><head><title>{source}</title></head><body><p>The page of "
@@ -194,3 +195,41 @@ def test_sync_runs_max_concurrent_sources_at_once(
     ], runs
     assert all(r["counts"]["new"] == 1 for r in runs), runs
     assert web.overlapped and web.most == need  # never more sources at once than allowed
+
+
+def test_ctrl_c_cancels_every_source_running_at_once(tmp_path: Path) -> None:
+    sources = ""
+    for source_id in ("left", "right"):
+        root = tmp_path / source_id
+        root.mkdir()
+        for n in range(1500):
+            (root / f"doc{n:05d}.txt").write_text(f"{source_id} document {n}.\n")
+        sources += filesystem_source(root, source_id, access=PUBLIC, extra="batch_size = 1\n")
+    write_config(tmp_path, manifest_url=None, sources=sources)
+    proc = subprocess.Popen(
+        [*HEADWATER, "sync", "--no-index"],
+        cwd=tmp_path,
+        env=_env(HEADWATER_PROGRESS_INTERVAL="0.2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + WAIT_S
+        moving: set[str] = set()
+        while moving != {"left", "right"} and time.monotonic() < deadline:
+            line = proc.stderr.readline()  # a progress line per running source every 0.2 s
+            moving.update(s for s in ("left", "right") if f"sync {s}: " in line)
+        assert moving == {"left", "right"}, "both sources should be running at once"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    for source_id in ("left", "right"):
+        runs = json.loads(run(["runs", source_id, "--json"], tmp_path).stdout)["runs"]
+        assert runs[0]["status"] == "cancelled", runs
+        assert runs[0]["counts"]["seen"] < 1500
