@@ -540,6 +540,24 @@ MUTANTS: list[Mutant] = [
             "tests/correctness/test_index_identity.py::test_storage_of_an_index_bound_to_another_manifest_is_never_dropped[sqlite]",
         ),
     ),
+    Mutant(
+        "sync-runs-its-sources-one-after-another",
+        "src/headwater/workspace.py",
+        "run_each(selected, one, limit=max_concurrent, cancel=self.cancel)",
+        "run_each(selected, one, limit=1, cancel=self.cancel)",
+        (
+            "tests/core/test_sync_parallel.py::test_two_sources_run_at_once_and_are_reported_in_config_order",
+        ),
+    ),
+    Mutant(
+        "a-busy-source-fails-the-whole-sync",
+        "src/headwater/workspace.py",
+        "                if not skip_busy:\n                    raise\n",
+        "                raise\n",
+        (
+            "tests/core/test_sync_parallel.py::test_a_busy_source_raises_after_the_others_or_is_skipped",
+        ),
+    ),
 ]
 
 

@@ -12,11 +12,13 @@ Messages name the value, what was expected and the fix.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NEEDS_PERSON = 3  # done, but a person must look (a blocked prune, index drift)
+EXIT_BUSY = 75  # done, but a source was skipped: another process held it (EX_TEMPFAIL)
 EXIT_CANCELLED = 130  # Ctrl-C: the run stopped after its current batch
 
 
@@ -70,6 +72,17 @@ class LeaseLost(FatalError):
     Raised by a heartbeat that finds the lease gone and by every fenced commit whose lease
     epoch no longer matches; the transaction that raised it rolled back.
     """
+
+
+class SourceBusy(FatalError):
+    """The source's lease is held by another live process (``holder``, until ``until``):
+    this process must not run it now. ``headwater sync`` reports it as skipped."""
+
+    def __init__(self, message: str, *, source_id: str, holder: str, until: datetime) -> None:
+        super().__init__(message)
+        self.source_id = source_id
+        self.holder = holder
+        self.until = until
 
 
 class ConfigError(HeadwaterError):

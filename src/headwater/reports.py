@@ -16,7 +16,7 @@ from headwater.indexer.report import IndexReport
 from headwater.jsonview import JsonView
 from headwater.manifest.records import DocumentRecord, FailureRecord
 from headwater.manifest.store import Manifest
-from headwater.sync.report import RunReport
+from headwater.sync.report import RunReport, SkippedRun
 
 
 @dataclass
@@ -25,10 +25,12 @@ class SyncResult:
     index: IndexReport = field(default_factory=IndexReport)
     warnings: list[str] = field(default_factory=list)
     duration_s: float = 0.0  # the whole sync's wall time; index.duration_s is indexing's
+    skipped: list[SkippedRun] = field(default_factory=list)  # busy: another process's
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "runs": [r.as_dict() for r in self.runs],
+            "skipped": [s.as_dict() for s in self.skipped],
             "index": self.index.as_dict(),
             "warnings": list(self.warnings),
             "duration_s": round(self.duration_s, 3),

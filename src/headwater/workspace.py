@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from headwater.clock import utcnow
+from headwater.clock import iso, utcnow
 from headwater.config import (
     EmbedderSection,
     LoadedConfig,
@@ -35,6 +35,7 @@ from headwater.errors import (
     IndexOwnedElsewhere,
     NotFoundError,
     PushConflict,
+    SourceBusy,
 )
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
@@ -56,11 +57,12 @@ from headwater.reports import (
 )
 from headwater.sinks import Sink
 from headwater.sync.gates import SourceIdentity
+from headwater.sync.parallel import run_each
 from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
 from headwater.sync.push import PushOp, PushResult, push
 from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.removal import RemovalReport
-from headwater.sync.report import PruneReport, PruneResult, RunReport
+from headwater.sync.report import PruneReport, PruneResult, RunReport, SkippedRun
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access, CountProgress
@@ -262,11 +264,18 @@ class Workspace(WorkspaceReads):
         full: bool = False,
         progress: Progress | None = None,
         executor: str | None = None,
+        max_concurrent: int = 1,
+        skip_busy: bool = False,
     ) -> SyncResult:
         """Sync the given sources (all by default) and, unless ``index=False``, index.
 
         ``full=True`` re-reads each source from the beginning: no cursor, no window start,
         no skip by version hint (unchanged content is still skipped by checksum).
+
+        Up to ``max_concurrent`` sources run at once, each in its own thread under its own
+        lease (``sync.parallel``); ``result.runs`` keeps the sources' order. A source whose
+        lease another live process holds raises ``SourceBusy`` once the other runs are
+        done, or, with ``skip_busy=True``, is listed in ``result.skipped`` with its holder.
 
         With ``[executor] type = "celery"`` the runs are enqueued and awaited instead;
         ``executor="local"`` runs here regardless (what a Celery worker does).
@@ -296,11 +305,25 @@ class Workspace(WorkspaceReads):
         problems: list[str] = []
         drain = partial(self.drain_writable, problems)
         worker = IndexWorker(drain).start() if indexer else None
+
+        def one(section: SourceSection) -> RunReport | SkippedRun:
+            try:
+                return self._sync_source(section, force, full, progress, worker)
+            except SourceBusy as busy:
+                if not skip_busy:
+                    raise
+                log.info("skipping %s: %s", section.id, busy)
+                until = iso(busy.until)
+                return SkippedRun(section.id, section.type, busy.holder, until)
+
         try:
-            for section in self._selected(sources):
-                if self.cancel.is_set():
-                    break
-                result.runs.append(self._sync_source(section, force, full, progress, worker))
+            selected = self._selected(sources)
+            done = run_each(selected, one, limit=max_concurrent, cancel=self.cancel)
+            for outcome in done:
+                if isinstance(outcome, SkippedRun):
+                    result.skipped.append(outcome)
+                elif outcome is not None:
+                    result.runs.append(outcome)
         finally:
             if worker is not None:
                 result.index.add(worker.stop())

@@ -45,7 +45,8 @@ def test_sync_json_shape_and_status_and_doc_show(workspace: Path) -> None:
     result = run(["sync", "--json", "--no-index"], workspace)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"runs", "index", "warnings", "duration_s"}
+    assert set(data) == {"runs", "skipped", "index", "warnings", "duration_s"}
+    assert data["skipped"] == []
     (run_report,) = data["runs"]
     assert {"run_id", "source", "status", "window", "counts", "duration_s"} <= set(run_report)
     assert set(run_report["window"]) == {"start", "end"}

@@ -72,6 +72,12 @@ def sync(
     no_wait: bool = typer.Option(
         False, "--no-wait", help="Celery executor: enqueue the runs, print their task ids, exit."
     ),
+    max_concurrent: int = typer.Option(
+        None,
+        "--max-concurrent",
+        min=1,
+        help="Sources synced at once (default: [scheduler] max_concurrent, 2).",
+    ),
 ) -> None:
     """Sync sources into the manifest and index what changed."""
 
@@ -99,12 +105,20 @@ def sync(
                     force=force,
                     full=full,
                     progress=bars.sync,
+                    max_concurrent=max_concurrent or ws.config.scheduler.max_concurrent,
+                    skip_busy=True,
                 )
             log_sync(result)
             if as_json:
                 print_json(result.as_dict())
             else:
                 _print_sync(result)
+            for skipped in result.skipped:  # stderr, with --json too
+                err.print(
+                    f"[yellow]{safe(skipped.source)}: skipped (busy)[/]: being synced by "
+                    f"{safe(skipped.holder)} until {skipped.until}; not run here. Run "
+                    f"`headwater sync {safe(skipped.source)}` once that run ends."
+                )
             return sync_exit(result, cancelled=ws.cancel.is_set())
 
     raise typer.Exit(run_command(body))
@@ -195,6 +209,8 @@ def _print_sync(result: Any) -> None:
             ),
             f"{run.duration_s:.1f}",
         )
+    for skipped in result.skipped:
+        table.add_row(skipped.source, "skipped (busy)", *("-" * 8))
     out.print(table)
     for run in result.runs:
         if run.error:

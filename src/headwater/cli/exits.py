@@ -2,8 +2,10 @@
 
 0: done (every run succeeded or completed with errors); 1: a run failed; 2: usage or
 configuration error; 3: done, but a person must look (a prune blocked by the safety
-fraction, an index that drifted from the manifest and was not repaired); 130: cancelled
-by Ctrl-C. Automation (cron, systemd, CI) branches on these; docs/cli.md lists them.
+fraction, an index that drifted from the manifest and was not repaired); 75: done, but
+``sync`` skipped a source another process was syncing (EX_TEMPFAIL: run it again later);
+130: cancelled by Ctrl-C. Automation (cron, systemd, CI) branches on these; docs/cli.md
+lists them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from headwater.errors import (
+    EXIT_BUSY,
     EXIT_CANCELLED,
     EXIT_NEEDS_PERSON,
     EXIT_OK,
@@ -21,6 +24,7 @@ from headwater.errors import (
 )
 
 __all__ = [
+    "EXIT_BUSY",
     "EXIT_CANCELLED",
     "EXIT_NEEDS_PERSON",
     "EXIT_OK",
@@ -33,14 +37,19 @@ __all__ = [
 ]
 
 
-def for_runs(statuses: Iterable[str], *, needs_person: bool, cancelled: bool = False) -> int:
-    """A batch of runs: cancelled beats failed, failed beats needs-a-person."""
+def for_runs(
+    statuses: Iterable[str], *, needs_person: bool, cancelled: bool = False, busy: bool = False
+) -> int:
+    """A batch of runs: cancelled beats failed, failed beats needs-a-person, which beats
+    busy (a source skipped because another process held its lease)."""
     seen = set(statuses)
     if cancelled or "cancelled" in seen:
         return EXIT_CANCELLED
     if "failed" in seen:
         return EXIT_RUN_FAILED
-    return EXIT_NEEDS_PERSON if needs_person else EXIT_OK
+    if needs_person:
+        return EXIT_NEEDS_PERSON
+    return EXIT_BUSY if busy else EXIT_OK
 
 
 def for_prunes(reports: Iterable[Mapping[str, Any]]) -> int:

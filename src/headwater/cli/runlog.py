@@ -37,6 +37,14 @@ def log_sync(result: SyncResult) -> None:
             log.warning(
                 "prune of %s blocked by the safety fraction: %s", run.source, run.prune_blocked
             )
+    for skipped in result.skipped:
+        log.info(
+            "%s skipped: its lease is held by %s until %s",
+            skipped.source,
+            skipped.holder,
+            skipped.until,
+            extra={"source": skipped.source, "status": "skipped", "holder": skipped.holder},
+        )
     idx = result.index
     log.info(
         "sync done in %.1f s; indexing %.1f s: %d replaced, %d deleted, %d chunks, %d failed",
@@ -51,9 +59,11 @@ def log_sync(result: SyncResult) -> None:
 
 
 def sync_exit(result: SyncResult, *, cancelled: bool) -> int:
-    """0 done, 1 a run failed, 3 a prune was blocked, 130 Ctrl-C (see ``cli/exits.py``)."""
+    """0 done, 1 a run failed, 3 a prune was blocked, 75 a source was skipped as busy,
+    130 Ctrl-C (see ``cli/exits.py``)."""
     return exits.for_runs(
         (r.status for r in result.runs),
         needs_person=any(r.prune_blocked for r in result.runs),
         cancelled=cancelled,
+        busy=bool(result.skipped),
     )

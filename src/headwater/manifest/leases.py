@@ -37,7 +37,7 @@ from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import OperationalError
 
 from headwater.clock import as_utc, utcnow
-from headwater.errors import FatalError, LeaseLost
+from headwater.errors import FatalError, LeaseLost, SourceBusy
 from headwater.manifest import schema as t
 from headwater.manifest.db import IDLE_SLACK_SECONDS, begin_write
 from headwater.manifest.owners import lease_owner, owner_is_dead
@@ -103,13 +103,16 @@ def fence(conn: Connection, lease: Lease) -> None:
 
 
 def _refuse_if_held(source_id: str, owner: str, holder: str, until: datetime) -> None:
-    """FatalError when another owner holds an unexpired lease and is not provably dead."""
+    """SourceBusy when another owner holds an unexpired lease and is not provably dead."""
     if holder != owner and until > utcnow() and not owner_is_dead(holder):
-        raise FatalError(
+        raise SourceBusy(
             f"source {source_id!r} is being synced by {holder} until {until.isoformat()}; "
             "wait for that run to finish, or stop that process. (A lease is taken over "
             "before it expires only when its owner is provably gone: a process of this "
-            "host and PID namespace that no longer runs.)"
+            "host and PID namespace that no longer runs.)",
+            source_id=source_id,
+            holder=holder,
+            until=until,
         )
 
 

@@ -116,3 +116,22 @@ class RunReport:
         if self.resumed:
             data["resumed"] = True
         return data
+
+
+@dataclass(frozen=True)
+class SkippedRun:
+    """A source ``sync`` did not run: another live process held its lease (``busy``)."""
+
+    source: str
+    source_type: str
+    holder: str
+    until: str | None
+    reason: str = "busy"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "reason": self.reason,
+            "holder": self.holder,
+            "until": self.until,
+        }
