@@ -81,9 +81,9 @@ def test_failures_page_shows_each_group_with_its_fix_and_drops_one(synced: Serve
         assert "unsupported_type .gif" in groups_of(synced)
         dropped = browser.post("/admin/failures/drop", data={**gif, "csrf": csrf})
         assert dropped.status_code == 303
-        assert "dropped+1+entries+of+docs+parse+unsupported_type+.gif" in dropped.headers[
-            "location"
-        ]
+        assert (
+            "dropped+1+entries+of+docs+parse+unsupported_type+.gif" in dropped.headers["location"]
+        )
     after = groups_of(synced)
     assert "unsupported_type .gif" not in after
     assert after["unsupported_type .nginx"]["count"] == 3  # the other groups stay
