@@ -558,6 +558,25 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_sync_parallel.py::test_a_busy_source_raises_after_the_others_or_is_skipped",
         ),
     ),
+    Mutant(
+        "failure-groups-lose-the-extension",
+        "src/headwater/manifest/failure_groups.py",
+        '    return error_class == "unsupported_type" or stage == "parse"',
+        "    return False",
+        (
+            "tests/core/test_failure_summary.py::test_open_failures_group_by_source_stage_class_and_extension[sqlite]",
+        ),
+    ),
+    Mutant(
+        "a-group-bulk-action-takes-the-whole-class",
+        "src/headwater/manifest/failure_groups.py",
+        "            if key_of(key.source_id, key.stage, key.error_class, object_id) == key:",
+        "            if True:",
+        (
+            "tests/core/test_failure_summary.py::test_open_failures_group_by_source_stage_class_and_extension[sqlite]",
+            "tests/api/test_api_admin_failures.py::test_failures_page_shows_each_group_with_its_fix_and_drops_one",
+        ),
+    ),
 ]
 
 

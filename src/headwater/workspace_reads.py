@@ -33,13 +33,14 @@ from headwater.search.service import (
     parse_mode,
     run_search,
 )
+from headwater.sync.fixes import SIZE_SETTINGS, FailureSummary, SourceFacts, summary_of
 from headwater.sync.report import RunReport
 from headwater.workspace_indexes import WorkspaceIndexes
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from headwater.config import SourceSection
+    from headwater.config import LoadedConfig, SourceSection
     from headwater.indexer.report import IndexReport
     from headwater.rebuilds.pipelines import GenerationIndexer
     from headwater.scheduler.history import ScheduleStore
@@ -52,6 +53,7 @@ class WorkspaceReads(WorkspaceIndexes):
 
     if TYPE_CHECKING:  # what these methods use of ``Workspace``
         count_progress: CountProgress | None
+        loaded: LoadedConfig
         pipeline_version: str
         content_version: str
 
@@ -102,6 +104,28 @@ class WorkspaceReads(WorkspaceIndexes):
 
     def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
         return self.manifest.failures.list(source_id=source, stage=stage)
+
+    def failure_summary(self, source: str | None = None) -> FailureSummary:
+        """Open failures grouped by source, stage, class (and extension), each group
+        with a few example ids and the config line that fixes or silences it."""
+        return summary_of(self.manifest.failures.summary(source), self._source_facts)
+
+    def _source_facts(self, source_id: str) -> SourceFacts:
+        chars = self.config.chunker.max_document_chars
+        if source_id not in {s.id for s in self.config.source}:
+            return SourceFacts(type=None, document_chars=chars)
+        options = self.loaded.source_options.get(source_id)
+        limits = {
+            name: value
+            for name in SIZE_SETTINGS
+            if isinstance(value := getattr(options, name, None), int)
+        }
+        return SourceFacts(
+            type=self.source_section(source_id).type,
+            excludable=isinstance(getattr(options, "exclude", None), list),
+            limits=limits,
+            document_chars=chars,
+        )
 
     def dead_letters(
         self, source: str | None = None, stage: str | None = None

@@ -57,6 +57,16 @@ async def failures(
     return {"failures": [failure_dict(f) for f in rows]}
 
 
+@router.get("/v1/failures/summary", tags=["failures"])
+async def failures_summary(request: Request, _c: Admin, source: str | None = None) -> Json:
+    """``headwater failures --summary --json``: open failures grouped by cause."""
+    ws = service_of(request).ws
+    if source is not None:
+        ws.require_known_source(source)
+    report = await run_in_threadpool(ws.failure_summary, source)
+    return report.as_dict()
+
+
 @router.get("/v1/dlq", tags=["dlq"])
 async def dlq(
     request: Request, _c: Admin, source: str | None = None, stage: str | None = None

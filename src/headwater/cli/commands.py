@@ -384,8 +384,14 @@ def doc_show(
 def failures(
     source: str = typer.Option(None, "--source", help="Only this source."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+    summary: bool = typer.Option(
+        False, "--summary", help="Group by source, stage and cause, each with its fix."
+    ),
 ) -> None:
     """Open failure records (retrying and dead-lettered)."""
+    if summary:
+        run_command(lambda: failures_summary(source, as_json))
+        return
 
     def body() -> None:
         with open_workspace() as ws:
@@ -408,6 +414,32 @@ def failures(
             )
 
     run_command(body)
+
+
+def failures_summary(source: str | None, as_json: bool) -> None:
+    """``failures --summary``: one block per cause, with examples and the fix."""
+    with open_workspace() as ws:
+        if source is not None:
+            ws.require_known_source(source)
+        report = ws.failure_summary(source)
+    if as_json:
+        print_json(report.as_dict())
+        return
+    if not report.groups:
+        out.print("no open failures")
+        return
+    out.print(f"{report.total} open failures in {len(report.groups)} groups", markup=False)
+    for cause in report.groups:
+        g = cause.group
+        dead = f" ({g.dead} dead)" if g.dead else ""
+        lines = [
+            f"{g.key.source_id}  {g.key.stage}  {g.key.label()}: {g.count}{dead}",
+            f"    e.g. {', '.join(g.examples)}",
+            f"    fix: {cause.fix.line}",
+            f"         in {cause.fix.where}: {cause.fix.detail}",
+        ]
+        for line in lines:
+            out.print(safe(line, markup=False), markup=False)
 
 
 @app.command()

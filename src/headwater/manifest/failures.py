@@ -27,6 +27,7 @@ from sqlalchemy import (
 from headwater.clock import utcnow
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
+from headwater.manifest.failure_groups import FailureGroup, GroupKey, entries_of, summarize
 from headwater.manifest.records import SOURCE_STAGES, FailureRecord, FailureWrite
 
 RETRYING = "retrying"
@@ -208,6 +209,17 @@ class FailureLedger:
         query = query.order_by(t.failures.c.priority.desc(), t.failures.c.entry_id).limit(limit)
         with self.engine.connect() as conn:
             return [FailureRecord.from_row(r) for r in conn.execute(query)]
+
+    def summary(self, source_id: str | None = None) -> Sequence[FailureGroup]:
+        """Open failures grouped by source, stage, class (and extension), largest first:
+        one streaming pass, so a share with 100k failures is summed in bounded memory."""
+        with self.engine.connect() as conn:
+            return summarize(conn, source_id=source_id, statuses=OPEN, dead_status=DEAD)
+
+    def group_entries(self, key: GroupKey, statuses: Sequence[str] = OPEN) -> Sequence[int]:
+        """The entry ids of one group's failures with one of ``statuses``."""
+        with self.engine.connect() as conn:
+            return entries_of(conn, key, statuses)
 
     def get(self, entry_id: int) -> FailureRecord | None:
         with self.engine.connect() as conn:

@@ -2,8 +2,9 @@
 
 Sign in with an admin key; the server keeps a random session id in memory and sets it
 as an HttpOnly, SameSite=Strict cookie. Every form carries the session's CSRF token.
-Pages: overview, one source, dead letters, indexes and a search tester that shows, for
-each hit, which of the caller's principals made it visible (the manifest ACL ∩ caller).
+Pages: overview, one source, failures by cause (each group with its fix, redrive and
+drop), dead letters, indexes and a search tester that shows, for each hit, which of the
+caller's principals made it visible (the manifest ACL ∩ caller).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from fastapi.templating import Jinja2Templates
 from headwater.api.auth import LOCAL_ADMIN, KeyRing
 from headwater.api.deps import service_of
 from headwater.errors import HeadwaterError
+from headwater.manifest.failure_groups import GroupKey
 from headwater.manifest.failures import DEAD
 from headwater.manifest.runs import lease_owner
 from headwater.reports import failure_dict
@@ -240,6 +242,73 @@ async def dlq_action(
     else:
         raise HTTPException(404, f"no action {action!r}; expected redrive or drop.")
     return RedirectResponse(f"/admin/dlq?{urlencode({'flash': flash})}", status_code=303)
+
+
+@router.get("/admin/failures", response_class=HTMLResponse)
+async def failures_by_cause(
+    request: Request, sess: Signed, source: str | None = None, flash: str | None = None
+) -> Response:
+    ws = service_of(request).ws
+    report = await run_in_threadpool(ws.failure_summary, source or None)
+    return page(
+        request,
+        "failures.html",
+        sess,
+        groups=report.groups,
+        total=report.total,
+        source=source or "",
+        sources=[s.id for s in ws.config.source],
+        flash=flash,
+    )
+
+
+@router.post("/admin/failures/{action}")
+async def failures_action(
+    request: Request,
+    action: str,
+    sess: Posted,
+    source: Annotated[str, Form()],
+    stage: Annotated[str, Form()],
+    error_class: Annotated[str, Form()],
+    extension: Annotated[str | None, Form()] = None,
+    back: Annotated[str, Form()] = "",
+) -> Response:
+    """Redrive a group's dead-lettered entries, or drop every open entry of it."""
+    if action not in ("redrive", "drop"):
+        raise HTTPException(404, f"no action {action!r}; expected redrive or drop.")
+    # The form writes "." for "no extension" (an empty field would read as absent).
+    key = GroupKey(source, stage, error_class, "" if extension == "." else extension)
+    service = service_of(request)
+    ledger = service.ws.manifest.failures
+    name = f"{source} {stage} {key.label()}"
+    if action == "drop":
+        dropped = await run_in_threadpool(
+            lambda: service.ws.drop_failures(ledger.group_entries(key))
+        )
+        flash = f"dropped {dropped} entries of {name}"
+    else:
+        dead = await run_in_threadpool(ledger.group_entries, key, (DEAD,))
+
+        def work() -> dict[str, Any]:
+            with service.index_lock:
+                return service.ws.redrive(dead).as_dict()
+
+        if not dead:
+            flash = (
+                f"{name} has no dead-lettered entries; its retrying ones are tried again "
+                "by the next sync"
+            )
+        else:
+            try:
+                report = await run_in_threadpool(work)
+                flash = (
+                    f"{name}: redriven {report['redriven']}: {report['resolved']} "
+                    f"resolved, {report['still_failing']} still failing"
+                )
+            except HeadwaterError as exc:  # e.g. a push source's entries: say why
+                flash = str(exc)
+    query = {"flash": flash, **({"source": back} if back else {})}
+    return RedirectResponse(f"/admin/failures?{urlencode(query)}", status_code=303)
 
 
 @router.get("/admin/indexes", response_class=HTMLResponse)
