@@ -173,8 +173,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "index-not-bound-to-its-manifest",
         "src/headwater/workspace_indexes.py",
-        "            binding = sink.bind(self.manifest.manifest_id)",
-        "            binding = Binding.KEPT",
+        "            elif bound != mine:\n                sink.close()",
+        "            elif False:\n                sink.close()",
         (f"{REPAIR}::test_an_index_of_a_lost_manifest_never_serves_its_old_permissions[sqlite]",),
     ),
     Mutant(

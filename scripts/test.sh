@@ -5,8 +5,8 @@
 #   bash scripts/test.sh --fast     # the unit tier: in-process, no server (ruff, mypy too)
 #   bash scripts/test.sh -k leases  # anything else is passed to pytest
 #
-# Test files run on parallel workers (HW_TEST_WORKERS, default 3: most tests wait on
-# subprocesses and servers, so 3 workers keep 2 cores busy); HW_TEST_WORKERS=0 runs them
+# Test files run on parallel workers (HW_TEST_WORKERS, default 4: most tests wait on
+# subprocesses and servers, so 4 workers keep 2 cores busy); HW_TEST_WORKERS=0 runs them
 # in this process. Every PostgreSQL test creates its own database, so workers never share one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,4 +19,4 @@ bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check src tests bench examples scripts
 .venv/bin/mypy
-.venv/bin/python -m pytest -n "${HW_TEST_WORKERS:-3}" --dist loadfile "${tier[@]}" "$@"
+.venv/bin/python -m pytest -n "${HW_TEST_WORKERS:-4}" --dist loadfile "${tier[@]}" "$@"
