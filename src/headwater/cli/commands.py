@@ -199,6 +199,8 @@ def _print_sync(result: Any) -> None:
     for run in result.runs:
         if run.error:
             err.print(f"[red]{run.source}:[/] {safe(run.error)}")
+        if run.note:
+            err.print(f"[yellow]{run.source}: note:[/] {safe(run.note)}")
         if run.prune_blocked:
             b = run.prune_blocked
             err.print(
