@@ -10,6 +10,7 @@ enumeration (its ``prune`` report exists) is a ``prune`` run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -260,7 +261,7 @@ def _short_ids(conn: Any, run_ids: list[str]) -> dict[str, str]:
     return short
 
 
-def _ambiguous(prefix: str, matches: list[Any]) -> ConfigError:
+def _ambiguous(prefix: str, matches: Sequence[Any]) -> ConfigError:
     shown = [f"{m.run_id} ({m.source_id}, {iso(m.started_at)})" for m in matches]
     more = ", …" if len(shown) > CANDIDATES_SHOWN else ""
     return ConfigError(
