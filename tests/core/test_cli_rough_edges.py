@@ -17,12 +17,14 @@ import pytest
 from sqlalchemy import insert, select
 
 from headwater import Workspace
+from headwater.api.admin import templates
 from headwater.cli import exits
 from headwater.config import load_config
 from headwater.connectors.filesystem import FilesystemConnector, FilesystemOptions
 from headwater.errors import ConfigError
 from headwater.manifest import schema as t
 from headwater.manifest.records import FailureWrite
+from headwater.scheduler.history import ScheduleStore
 from headwater.sync.redrive import UNREADABLE
 from workspace_helpers import filesystem_source, write_config
 
@@ -93,6 +95,19 @@ def test_runs_show_takes_a_unique_prefix_and_names_the_candidates_of_an_ambiguou
     message = " ".join(ambiguous.stderr.split())
     assert "ambiguous" in message and twins[0] in message and twins[1] in message
     assert cli(config, "runs", "show", "ffffffff").returncode == 2  # no such run
+    # The admin page's run history shows the same short ids.
+    with Workspace.open(config) as ws:
+        html = templates.get_template("source.html").render(
+            source=ws.source_section("docs"),
+            runs=ScheduleStore(ws.manifest.engine).list_runs("docs"),
+            failures=[],
+            paused=False,
+            session=None,
+            csrf="",
+            flash=None,
+        )
+    assert ">abcdef01-2<" in html and ">abcdef01-1<" in html
+    assert f">{own['run_id'][:8]}<" in html
 
 
 # -- item 8: exit codes and CLI text -----------------------------------------------
