@@ -13,6 +13,7 @@ then drives the real ``headwater`` CLI, printing each command before its output:
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,8 +25,13 @@ WORK = ROOT / ".demo-workspace"
 HEADWATER = [sys.executable, "-m", "headwater.cli"]
 
 
+def shown(args: tuple[str, ...]) -> str:
+    """The command line as printed: quoted as a shell reads it, so it can be pasted."""
+    return f"$ {shlex.join(['headwater', *args])}"
+
+
 def headwater(*args: str, capture: bool = False) -> str:
-    print(f"\n$ headwater {' '.join(args)}", flush=True)
+    print(f"\n{shown(args)}", flush=True)
     result = subprocess.run(
         [*HEADWATER, *args], cwd=WORK, text=True, capture_output=capture, check=False
     )

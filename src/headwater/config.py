@@ -437,6 +437,27 @@ def _substitute(value: Any, path: str, missing: list[str]) -> Any:
     return value
 
 
+UNSET = ": environment variable "
+_ANNOTATION = re.compile(r" \((?:id|name)=[^)]*\)")  # "source[1] (id=w)" names source[1]
+
+
+def _without_echoes(problems: list[str]) -> list[str]:
+    """``problems`` less the validation errors of values an unset ``${VAR}`` left empty
+    (``'' is not an http(s) URL``, ``String should have at least 1 character``): they
+    only repeat, in pydantic's words, the line that names the variable to export."""
+    unset = [p.split(UNSET, 1)[0] for p in problems if UNSET in p]
+    if not unset:
+        return problems
+
+    def echoes(problem: str) -> bool:
+        location = _ANNOTATION.sub("", problem.split(": ", 1)[0])
+        return bool(location) and any(
+            u == location or u.startswith((f"{location}.", f"{location}[")) for u in unset
+        )
+
+    return [p for p in problems if UNSET in p or not echoes(p)]
+
+
 def _format_errors(error: ValidationError, prefix: str) -> list[str]:
     problems = []
     for item in error.errors():
@@ -539,7 +560,7 @@ def load_config(
         problems.extend(executor_problems(config))
         problems.extend(api_key_problems(config))
     if problems or config is None:
-        raise ConfigError("invalid configuration", problems)
+        raise ConfigError("invalid configuration", _without_echoes(problems))
     return LoadedConfig(
         path=path.resolve(),
         root=path.resolve().parent,

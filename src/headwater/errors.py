@@ -58,6 +58,13 @@ class FatalError(HeadwaterError):
     """The run cannot go on (the connector raised, a sink or the manifest is unusable)."""
 
 
+class ListingCapped(FatalError):
+    """A listing stopped at a cap the config sets (the web connector's ``max_pages``).
+
+    Incomplete by configuration, not by a fault: nothing is deleted, and a sync records
+    no failure for it; its report says so (``"deletes": "capped"`` with a ``note``)."""
+
+
 class ContentMissing(FatalError):
     """A stored normalized text is not in the content store.
 

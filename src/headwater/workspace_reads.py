@@ -29,6 +29,7 @@ from headwater.reports import (
 from headwater.search.service import (
     CallerPrincipals,
     SearchResult,
+    check_min_score,
     expand_principals,
     parse_mode,
     run_search,
@@ -249,13 +250,16 @@ class WorkspaceReads(WorkspaceIndexes):
         sources: Sequence[str] | None = None,
         index: str | None = None,
         per_document: bool = True,
+        min_score: float | None = None,
     ) -> list[SearchResult]:
         """Search as a user; one result per document (its best chunk) unless
         ``per_document=False``, which returns the top chunks themselves. Every configured
-        index serving the mode is asked and the lists fused; ``index`` asks that one only."""
+        index serving the mode is asked and the lists fused; ``index`` asks that one only.
+        ``min_score`` leaves out results scoring below it (docs/api.md, "min_score")."""
         parse_mode(mode)  # a bad mode is refused before any index is opened
         if k < 1:
             raise ConfigError(f"--k {k} must be at least 1")
+        check_min_score(min_score)
         if not query.strip():  # vectors would still rank something: arbitrary results
             raise ConfigError("the query is empty; give the words to search for")
         if index is not None:
@@ -282,6 +286,7 @@ class WorkspaceReads(WorkspaceIndexes):
             sources=configured,
             per_document=per_document,
             admitted=self.manifest.visible_to,
+            min_score=min_score,
         )
 
     def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:

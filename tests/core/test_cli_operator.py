@@ -100,12 +100,15 @@ def test_exit_2_for_config_and_usage_errors(tmp_path: Path, workspace: Path) -> 
     assert wrong_format.returncode == 2 and "--log-format 'xml'" in wrong_format.stderr
 
 
-def test_exit_1_when_a_run_fails(tmp_path: Path) -> None:
+def test_exit_2_when_a_run_fails_on_its_configuration(tmp_path: Path) -> None:
+    """A root that went away fails the run on a ConfigError (fix `root`): exit 2, as for
+    every configuration error; a run failing otherwise exits 1 (an unreachable index:
+    test_core_cli_errors.test_cli_sync_with_an_unreachable_qdrant_exits_1)."""
     root = write_files(tmp_path / "gone", 3)
     write_config(tmp_path, manifest_url=None, sources=filesystem_source(root, access=PUBLIC))
     shutil.rmtree(root)
     result = run(["sync"], tmp_path)
-    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert result.returncode == 2, (result.stdout, result.stderr)
     assert "failed" in result.stdout
 
 

@@ -103,7 +103,7 @@ def test_runs_list_show_and_filters(tmp_path: Path) -> None:
     assert once.returncode == 1, once.stderr  # b failed
     listed = json.loads(cli(config, "runs", "--json").stdout)["runs"]
     assert {r["source"] for r in listed} == {"a", "b"}
-    keys = {"run_id", "source", "kind", "status", "owner", "started_at", "finished_at"}
+    keys = {"run_id", "short_id", "source", "kind", "status", "owner", "started_at", "finished_at"}
     keys |= {"duration_s", "window", "counts", "fetched", "error", "resumed"}
     assert all(set(r) == keys for r in listed)
     ok = next(r for r in listed if r["source"] == "a")

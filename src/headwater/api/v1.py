@@ -35,6 +35,7 @@ class SearchRequest(CleanModel):
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     sources: list[str] | None = None
     chunks: bool = False
+    min_score: float | None = Field(default=None, allow_inf_nan=False)
 
 
 def principals_of(caller: Caller, body: SearchRequest) -> tuple[str | None, list[str]]:
@@ -92,6 +93,7 @@ async def search(
         mode=body.mode,
         sources=sources,
         per_document=not body.chunks,
+        min_score=body.min_score,
     )
     request.app.state.metrics.search_latency.labels(body.mode).observe(
         time.perf_counter() - started

@@ -196,7 +196,25 @@ def register_commands() -> typer.Typer:
     from headwater.cli import commands, dlq, examples, ops, rebuild, schedule, serve, workers  # noqa: F401
 
     examples.attach(app)
+    untyped_flags()
     return app
+
+
+def untyped_flags() -> None:
+    """Help without a type beside flags: typer's Rich help printed ``--json <bool>`` and
+    ``-v <int>`` as if they took a value. A flag (``is_flag``, ``count``) takes none, so
+    its type column stays empty; options that take a value keep ``<str>``, ``<int>``."""
+    from typer.core import TyperOption
+
+    typed = TyperOption.display_type_rich
+    if getattr(typed, "untyped_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag or self.count else typed(self, ctx)
+
+    display_type_rich.untyped_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 def usage_error_line(exc: Exception) -> None:

@@ -215,6 +215,8 @@ def _print_sync(result: Any) -> None:
     for run in result.runs:
         if run.error:
             err.print(f"[red]{run.source}:[/] {safe(run.error)}")
+        if run.note:
+            err.print(f"[yellow]{run.source}: note:[/] {safe(run.note)}")
         if run.prune_blocked:
             b = run.prune_blocked
             err.print(
@@ -315,6 +317,9 @@ def search(
     sources: list[str] = typer.Option([], "--source", help="Limit to these sources."),
     index_name: str = typer.Option(None, "--index", help="Which configured index to search."),
     chunks: bool = typer.Option(False, "--chunks", help="Top chunks, not one result per document."),
+    min_score: float = typer.Option(
+        None, "--min-score", help="Leave out results scoring below this (see docs/cli.md)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
     explain: bool = typer.Option(
         False, "--explain", help="Show the principals used: user, given and synced groups."
@@ -334,6 +339,7 @@ def search(
                 sources=sources or None,
                 index=index_name,
                 per_document=not chunks,
+                min_score=min_score,
             )
         if as_json:
             print_json(

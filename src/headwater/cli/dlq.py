@@ -7,6 +7,7 @@ import typer
 from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe, usage_error
 from headwater.errors import NotFoundError
 from headwater.reports import failure_dict
+from headwater.sync.redrive import UNREADABLE, Skipped
 
 dlq_app = typer.Typer(
     help="The dead-letter queue of documents that exhausted their attempts.", no_args_is_help=True
@@ -90,8 +91,25 @@ def dlq_redrive(
             out.print(
                 f"redriven {report['redriven']}: {report['resolved']} resolved, {report['still_failing']} still failing"
             )
+            print_skipped(report.skipped)
 
     run_command(body)
+
+
+def print_skipped(skipped: tuple[Skipped, ...]) -> None:
+    """The entries ``--all``/``--stage`` left dead, so "redriven 0" is never the whole story."""
+    if not skipped:
+        return
+    out.print(f"skipped {len(skipped)}, left dead: {UNREADABLE}:", markup=False)
+    for s in skipped:
+        out.print(safe(f"  #{s.entry_id} {s.source}/{s.object_id} {s.stage}", markup=False),
+                  markup=False)  # fmt: skip
+    ids = " ".join(str(s.entry_id) for s in skipped[:10])
+    out.print(
+        "push those documents again at a higher version, or forget the entries: "
+        f"`headwater dlq drop {ids}{' …' if len(skipped) > 10 else ''}`",
+        markup=False,
+    )
 
 
 @dlq_app.command("drop")

@@ -59,11 +59,15 @@ def log_sync(result: SyncResult) -> None:
 
 
 def sync_exit(result: SyncResult, *, cancelled: bool) -> int:
-    """0 done, 1 a run failed, 3 a prune was blocked, 75 a source was skipped as busy,
+    """0 done, 1 a run failed, 2 one failed on its configuration, 3 a prune was blocked,
+    75 a source was skipped as busy,
     130 Ctrl-C (see ``cli/exits.py``)."""
     return exits.for_runs(
         (r.status for r in result.runs),
         needs_person=any(r.prune_blocked for r in result.runs),
         cancelled=cancelled,
         busy=bool(result.skipped),
+        config_error=any(
+            r.status == "failed" and exits.failed_on_config(r.error) for r in result.runs
+        ),
     )

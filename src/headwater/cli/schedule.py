@@ -68,7 +68,7 @@ def _runs_table(rows: list[dict[str, Any]]) -> Table:
     for r in rows:
         c = r["counts"]
         table.add_row(
-            r["run_id"][:8],
+            r["short_id"],
             r["source"],
             r["kind"],
             r["status"] + (" (resumed)" if r["resumed"] else ""),

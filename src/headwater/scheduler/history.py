@@ -10,19 +10,24 @@ enumeration (its ``prune`` report exists) is a ``prune`` run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, delete, desc, insert, select, update
+from sqlalchemy import Engine, delete, desc, func, insert, select, update
 
 from headwater.clock import as_utc, iso, utcnow
+from headwater.errors import ConfigError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.records import RunRecord
 from headwater.manifest.runs import CANCELLED, FAILED, RUNNING
 
 BACKOFF_LOOKBACK = 30  # consecutive failures counted at most (the wait is capped anyway)
+SHORT_ID = 8  # characters of a run id that tables show, more only where two runs share them
+MIN_PREFIX = 4  # the shortest prefix `runs show` takes for a run id
+CANDIDATES_SHOWN = 5  # run ids an ambiguous prefix's error lists
 
 
 @dataclass(frozen=True)
@@ -188,13 +193,28 @@ class ScheduleStore:
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
             leases = {r.source_id: r.owner for r in conn.execute(select(t.leases))}
-        return [run_dict(r, leases) for r in rows]
+            short = _short_ids(conn, [r.run_id for r in rows])
+        return [run_dict(r, leases, short) for r in rows]
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
+        """The run ``run_id`` names: its full id, or a unique prefix of one (at least
+        ``MIN_PREFIX`` characters, as git takes commits); None when nothing matches. An
+        ambiguous prefix is a ``ConfigError`` (exit code 2) listing the candidates."""
         with self.engine.connect() as conn:
             row = conn.execute(select(t.runs).where(t.runs.c.run_id == run_id)).first()
+            if row is None and len(run_id) >= MIN_PREFIX:
+                matches = conn.execute(
+                    select(t.runs)
+                    .where(t.runs.c.run_id.startswith(run_id, autoescape=True))
+                    .order_by(desc(t.runs.c.started_at))
+                    .limit(CANDIDATES_SHOWN + 1)
+                ).all()
+                if len(matches) > 1:
+                    raise _ambiguous(run_id, matches)
+                row = matches[0] if matches else None
             leases = {r.source_id: r.owner for r in conn.execute(select(t.leases))}
-        return run_dict(row, leases) if row is not None else None
+            short = _short_ids(conn, [row.run_id]) if row is not None else {}
+        return run_dict(row, leases, short) if row is not None else None
 
 
 def _newest_successful(conn: Any) -> set[str]:
@@ -217,14 +237,51 @@ def _newest_successful(conn: Any) -> set[str]:
     return keep
 
 
-def run_dict(row: Any, leases: dict[str, str]) -> dict[str, Any]:
-    """One run as ``headwater runs --json`` shows it."""
+def _short_ids(conn: Any, run_ids: list[str]) -> dict[str, str]:
+    """Each run id's shortest prefix of at least ``SHORT_ID`` characters that no other
+    run in the manifest shares: what ``headwater runs`` and the admin page show, and
+    what ``runs show`` takes back."""
+    heads = sorted({run_id[:SHORT_ID] for run_id in run_ids})
+    others: list[str] = []
+    for start in range(0, len(heads), 500):
+        part = heads[start : start + 500]
+        others += [
+            r[0]
+            for r in conn.execute(
+                select(t.runs.c.run_id).where(func.substr(t.runs.c.run_id, 1, SHORT_ID).in_(part))
+            )
+        ]
+    short: dict[str, str] = {}
+    for run_id in run_ids:
+        rivals = [o for o in others if o != run_id and o[:SHORT_ID] == run_id[:SHORT_ID]]
+        length = SHORT_ID
+        while length < len(run_id) and any(o[:length] == run_id[:length] for o in rivals):
+            length += 1
+        short[run_id] = run_id[:length]
+    return short
+
+
+def _ambiguous(prefix: str, matches: Sequence[Any]) -> ConfigError:
+    shown = [f"{m.run_id} ({m.source_id}, {iso(m.started_at)})" for m in matches]
+    more = ", …" if len(shown) > CANDIDATES_SHOWN else ""
+    return ConfigError(
+        f"run id prefix {prefix!r} is ambiguous; it matches "
+        f"{', '.join(shown[:CANDIDATES_SHOWN])}{more}. Give more of the id."
+    )
+
+
+def run_dict(
+    row: Any, leases: dict[str, str], short: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """One run as ``headwater runs --json`` shows it; ``short_id`` is the prefix the
+    tables show (``short`` maps run ids to it; the first ``SHORT_ID`` characters else)."""
     record = RunRecord.from_row(row)
     owner = row._mapping["owner"]
     if record.status == RUNNING and record.source_id in leases:
         owner = leases[record.source_id]  # the process holding it now
     return {
         "run_id": record.run_id,
+        "short_id": (short or {}).get(record.run_id, record.run_id[:SHORT_ID]),
         "source": record.source_id,
         "kind": row._mapping["kind"] or "sync",
         "status": record.status,

@@ -18,6 +18,7 @@ It takes the parts it uses (named sinks, an embedding function), never a Workspa
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 
 SNIPPET_CHARS = 240
+SCORE_DIGITS = 6  # a result's score is rounded to this many decimals
 OVERFETCH = 4  # chunks asked of the sink per document result wanted
 # The deepest list a search asks for when too few results came back (see run_search).
 MAX_WANTED = 16_384
@@ -45,9 +47,21 @@ MAX_DEPTH = 2**31 - 1
 Admitted = Callable[[Sequence[str], Sequence[str]], set[str]]
 
 
+# A code span (kept as it is: a backslash inside one is literal), or a Markdown backslash
+# escape of ASCII punctuation (``malloc\_free\_fill``, as HTML reaches the text through
+# trafilatura's Markdown) whose backslash a reader should not see.
+_ESCAPE_OR_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1|\\([!-/:-@\[-`{-~])")
+
+
+def unescape_markdown(text: str) -> str:
+    """``text`` without Markdown backslash escapes outside code spans."""
+    return _ESCAPE_OR_CODE.sub(lambda m: m.group(2) if m.group(2) else m.group(0), text)
+
+
 def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
-    """A window of ``text`` around the first query term found, on word boundaries."""
-    flat = " ".join(text.split())
+    """A window of ``text`` around the first query term found, on word boundaries,
+    Markdown escapes removed (``chunk`` keeps the indexed text as it is)."""
+    flat = unescape_markdown(" ".join(text.split()))
     if len(flat) <= width:
         return flat
     terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 2]
@@ -83,7 +97,7 @@ class SearchResult(JsonView):
             title=hit.title,
             locator=hit.locator,
             source=hit.source,
-            score=round(float(hit.score), 6),
+            score=round(float(hit.score), SCORE_DIGITS),
             snippet=snippet(hit.text, query),
             chunk=hit.text,
             chunk_id=hit.chunk_id,
@@ -102,6 +116,15 @@ class SearchResult(JsonView):
             "chunk_id": self.chunk_id,
             "ordinal": self.ordinal,
         }
+
+
+def check_min_score(min_score: float | None) -> None:
+    if min_score is not None and not math.isfinite(min_score):
+        raise ConfigError(
+            f"--min-score {min_score} is not a finite number; give one on the scale of the "
+            "mode's scores (hybrid: fused, 0 to about 1; vector: cosine similarity, -1 to "
+            "1; keyword: bm25, 0 and up)"
+        )
 
 
 def parse_mode(mode: str) -> SearchMode:
@@ -163,6 +186,7 @@ def run_search(
     sources: Sequence[str],
     per_document: bool = True,
     admitted: Admitted | None = None,
+    min_score: float | None = None,
 ) -> list[SearchResult]:
     """Search ``sinks`` (name, sink) for ``query`` as the caller, within ``sources``.
 
@@ -171,10 +195,16 @@ def run_search(
     a keyword search never loads a model. ``admitted(document_ids, principals)`` names
     those the manifest lets the caller see now; a hit outside it is dropped before the
     top-k is taken (and the indexes are asked deeper, as for any short list).
+
+    Results never pad ``k`` with hits that carry no signal: a hybrid hit only one
+    retriever returned, at the floor (score 0: the lowest of its list; see
+    ``signal_only``), is left out, and ``min_score`` leaves out every result scoring
+    below it (then the indexes are not asked deeper once a hit fell below it).
     """
     search_mode = parse_mode(mode)
     if k < 1:
         raise ConfigError(f"--k {k} must be at least 1")
+    check_min_score(min_score)
     if not sources:
         return []
     vector_sinks = [(n, s) for n, s in sinks if s.capabilities.vector]
@@ -194,6 +224,7 @@ def run_search(
         plans += [(n, sink, SearchMode.KEYWORD) for n, sink in keyword_sinks]
     principals = caller_principals(user, groups)
     vectors = {n: embed(n, query) for n, _, m in plans if m is SearchMode.VECTOR}
+    below = False  # a hit fell below ``min_score``: deeper lists would add none above it
     checked: set[str] = set()  # document ids already put to ``admitted``
     visible: set[str] = set()  # those of them the caller may see
     while True:
@@ -222,11 +253,14 @@ def run_search(
             hits = [h for h in hits if h.document_id in visible]
         if per_document:
             hits = best_chunk_per_document(hits)
+        if min_score is not None:  # on the score as results show it (rounded)
+            below = any(round(h.score, SCORE_DIGITS) < min_score for h in hits)
+            hits = [h for h in hits if round(h.score, SCORE_DIGITS) >= min_score]
         # Too few results while some list may hold more (a few long documents took every
         # place, or function-word-only keyword hits were left out): ask deeper, so the
         # caller gets ``k`` whenever ``k`` visible results match.
         exhausted = all(len(found) < depth for found in lists)
-        if len(hits) >= k or exhausted or wanted_k >= MAX_WANTED:
+        if len(hits) >= k or exhausted or below or wanted_k >= MAX_WANTED:
             return [SearchResult.from_hit(h, query) for h in hits[:k]]
         wanted_k = min(wanted_k * OVERFETCH, MAX_WANTED)
 
@@ -259,7 +293,20 @@ def _fused(
         else reciprocal_rank_fusion(ranked, k=DEFAULT_RRF_K, limit=depth)
         for ranked in (by_mode[SearchMode.VECTOR], by_mode[SearchMode.KEYWORD])
     )
-    return fuse(vector_hits, keyword_hits, limit=len(vector_hits) + len(keyword_hits), query=query)
+    fused = fuse(vector_hits, keyword_hits, limit=len(vector_hits) + len(keyword_hits), query=query)
+    return signal_only(fused, vector_hits, keyword_hits) if vector_hits and keyword_hits else fused
+
+
+def signal_only(
+    fused: Sequence[SearchHit], vector: Sequence[SearchHit], keyword: Sequence[SearchHit]
+) -> list[SearchHit]:
+    """The fused hits less those only one retriever returned that scored at the floor
+    (fused score 0 or below): the lowest of the one list that had them, absent from the
+    other. Such a hit was there only to fill ``k`` (a vector index always has k nearest
+    neighbours); its score says nothing about the query. A hit both lists returned is
+    kept whatever its score: each retriever found it."""
+    both = {h.chunk_id for h in vector} & {h.chunk_id for h in keyword}
+    return [hit for hit in fused if hit.score > 0.0 or hit.chunk_id in both]
 
 
 def best_chunk_per_document(hits: Sequence[SearchHit]) -> list[SearchHit]:

@@ -17,18 +17,44 @@ from headwater.jsonview import JsonView
 from headwater.manifest.failures import DEAD, RESOLVED, FailureLedger
 from headwater.manifest.records import SOURCE_STAGES
 
+UNREADABLE = "a sync cannot read its source again (a push source, or one no longer configured)"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A dead entry ``--all``/``--stage`` left dead, and why."""
+
+    entry_id: int
+    source: str
+    stage: str
+    object_id: str
+    reason: str = UNREADABLE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.entry_id,
+            "source": self.source,
+            "stage": self.stage,
+            "object_id": self.object_id,
+            "reason": self.reason,
+        }
+
 
 @dataclass(frozen=True, eq=False)
 class RedriveReport(JsonView):
     redriven: int
     resolved: int
+    skipped: tuple[Skipped, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "redriven": self.redriven,
             "resolved": self.resolved,
             "still_failing": self.redriven - self.resolved,
         }
+        if self.skipped:
+            data["skipped"] = [s.as_dict() for s in self.skipped]
+        return data
 
 
 def redrive(
@@ -47,13 +73,20 @@ def redrive(
 
     A source-stage entry of a source a sync cannot read again (``rereadable`` false: a
     push source, or one no longer configured) stays dead: reopened, nothing would ever
-    retry it. Named by id it is a ConfigError; ``all_entries``/``stage`` leave it out.
+    retry it. Named by id it is a ConfigError; ``all_entries``/``stage`` leave it out
+    and the report names it (``skipped``).
     """
     if all_entries or stage:
-        entries = failures.list(stage=stage, statuses=(DEAD,), limit=100_000)
-        entries = [e for e in entries if e.stage not in SOURCE_STAGES or rereadable(e.source_id)]
+        listed = failures.list(stage=stage, statuses=(DEAD,), limit=100_000)
+        entries = [e for e in listed if e.stage not in SOURCE_STAGES or rereadable(e.source_id)]
+        kept = {e.entry_id for e in entries}
+        skipped = tuple(
+            Skipped(e.entry_id, e.source_id, e.stage, e.object_id)
+            for e in listed
+            if e.entry_id not in kept
+        )
     else:
-        entries = []
+        entries, skipped = [], ()
         for entry_id in entry_ids:
             entry = failures.get(entry_id)
             if entry is None:
@@ -85,4 +118,4 @@ def redrive(
         reindex(index_docs)
     after = [failures.get(e.entry_id) for e in entries]
     resolved = sum(1 for e in after if e is None or e.status == RESOLVED)
-    return RedriveReport(redriven=len(entries), resolved=resolved)
+    return RedriveReport(redriven=len(entries), resolved=resolved, skipped=skipped)

@@ -88,6 +88,14 @@ class RunReport:
         )
 
     @property
+    def note(self) -> str | None:
+        """What a person may want to know about a run that did not fail: its listing
+        stopped at a configured cap (``max_pages``), so it deleted nothing."""
+        if self.prune and self.prune.get("status") == "capped":
+            return str(self.prune.get("error") or "the listing stopped at a configured cap")
+        return None
+
+    @property
     def prune_blocked(self) -> dict[str, Any] | None:
         if self.prune and self.prune.get("status") == "blocked":
             return {k: v for k, v in self.prune.items() if k != "status"}
@@ -109,8 +117,11 @@ class RunReport:
         if self.prune is not None and self.prune.get("status") in (
             "unsupported",
             "enumeration_failed",
+            "capped",
         ):
             data["deletes"] = self.prune["status"]
+        if self.note:
+            data["note"] = self.note
         if self.prune_blocked is not None:
             data["prune_blocked"] = self.prune_blocked
         if self.resumed:

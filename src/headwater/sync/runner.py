@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from headwater import failpoints
 from headwater.clock import as_utc, utcnow
 from headwater.connectors.base import Connector, Enumerating, LazyFetching
-from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
+from headwater.errors import Cancelled, HeadwaterError, LeaseLost, ListingCapped, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
 from headwater.manifest.records import RunCounts
@@ -418,6 +418,11 @@ class SyncRunner:
                 return self.prune_by_enumeration(run_id, counts, options)
             except (LeaseLost, Cancelled):
                 raise
+            except ListingCapped as exc:  # incomplete as configured: no deletes, no failure
+                log.info(
+                    "enumeration of %s capped; nothing deleted: %s", self.source.source_id, exc
+                )
+                return PruneReport(status="capped", error=str(exc))
             except Exception as exc:  # a partial enumeration deletes nothing
                 log.warning(
                     "enumeration of %s failed; nothing deleted: %s", self.source.source_id, exc

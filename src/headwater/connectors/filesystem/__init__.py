@@ -83,14 +83,22 @@ class FilesystemConnector:
                 pass
 
     def validate(self) -> None:
+        file = next((p for p in (self.root, *self.root.parents) if p.is_file()), None)
+        if file is not None:  # the root, or a folder on its way, is a file
+            what = "is a file" if file == self.root else f"lies under {str(file)!r}, a file"
+            raise ConfigError(
+                f"filesystem root {str(self.root)!r} {what}, not a folder; point `root` at "
+                f"a folder (this file's is {str(file.parent)!r}) and choose files with "
+                "`include`."
+            )
         if not self.root.exists():
             raise ConfigError(
-                f"filesystem root {str(self.root)!r} does not exist; expected a directory. "
-                "Fix `root` or create the directory."
+                f"filesystem root {str(self.root)!r} does not exist; expected a folder. "
+                "Fix `root` or create the folder."
             )
         if not self.root.is_dir():
             raise ConfigError(
-                f"filesystem root {str(self.root)!r} is not a directory; point `root` at one."
+                f"filesystem root {str(self.root)!r} is not a folder; point `root` at one."
             )
         if not os.access(self.root, os.R_OK | os.X_OK):
             raise ConfigError(

@@ -36,7 +36,7 @@ from headwater.connectors.web.crawl import (
 from headwater.connectors.web.linkcache import LinkCache
 from headwater.connectors.web.robots import RobotsRules
 from headwater.connectors.web.urls import DEFAULT_DROP_QUERY_PARAMS, Scope, canonicalize
-from headwater.errors import ConfigError, FatalError, ItemError, TransientError
+from headwater.errors import ConfigError, FatalError, ItemError, ListingCapped, TransientError
 from headwater.types import (
     Checkpoint,
     Deleted,
@@ -275,7 +275,7 @@ class WebConnector:
             if isinstance(outcome, Page | Problem):
                 yield outcome.object_id
         if crawler.truncated:
-            raise FatalError(
+            raise ListingCapped(
                 f"the crawl stopped at max_pages = {self.options.max_pages} before it saw every "
                 "page; the listing is incomplete, so no page is deleted; raise `max_pages`"
             )
