@@ -18,13 +18,15 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.types import Access, KnownVersions, SourceDocument, Window
+from headwater.types import Access, KnownVersions, ListedGroup, SourceDocument, Window
 
 
 @dataclass
 class AclSource:
     docs: dict[str, Access] = field(default_factory=dict)  # object id -> ACL
     members: dict[str, list[str]] = field(default_factory=dict)  # group principal -> emails
+    # group principal -> (display name, mail); a group without labels is listed as a pair
+    labels: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     reads: int = 0  # documents whose content was read
     listings: int = 0  # calls of permissions()
     groups_fail: bool = False
@@ -65,7 +67,11 @@ class AclConnector:
     def groups(self) -> Iterator[tuple[str, list[str]]]:
         if self.state.groups_fail:
             raise RuntimeError("the directory is down")
-        yield from sorted(self.state.members.items())
+        for group, members in sorted(self.state.members.items()):
+            if group in self.state.labels:
+                yield ListedGroup(group, members, *self.state.labels[group])
+            else:
+                yield group, members
 
     def permissions(self) -> Iterator[tuple[str, Access]]:
         self.state.listings += 1

@@ -85,6 +85,52 @@ def group_principal(group: str) -> str:
     return f"group:{normalize_identity(group, 'group')}"
 
 
+class ListedGroup(tuple[str, Sequence[str]]):
+    """One group of a source's group listing: ``(principal, members)``, with labels.
+
+    ``principal`` is the one the connector writes into ACLs, naming the group by the
+    directory's stable id (``principal_for_group``); members are emails as the source
+    writes them. ``display_name`` and ``mail`` are labels for people (``search
+    --explain``): they can change or be given to another group, so nothing compares them.
+    It is the plain pair older connectors yield (it unpacks and compares as one), so
+    listings with and without labels mix freely.
+    """
+
+    display_name: str | None
+    mail: str | None
+
+    def __new__(
+        cls,
+        principal: str,
+        members: Sequence[str],
+        display_name: str | None = None,
+        mail: str | None = None,
+    ) -> ListedGroup:
+        listed = super().__new__(cls, (principal, members))
+        listed.display_name, listed.mail = display_name, mail
+        return listed
+
+    @property
+    def principal(self) -> str:
+        """The group's principal, as written into ACLs."""
+        return self[0]
+
+    @property
+    def members(self) -> Sequence[str]:
+        """The members' emails, as the source writes them."""
+        return self[1]
+
+    def __getnewargs__(self) -> tuple[str, Sequence[str], str | None, str | None]:
+        """The arguments that rebuild it (pickle, copy), labels included."""
+        return self.principal, self.members, self.display_name, self.mail
+
+    def __repr__(self) -> str:
+        return (
+            f"ListedGroup({self.principal!r}, {list(self.members)!r}, "
+            f"display_name={self.display_name!r}, mail={self.mail!r})"
+        )
+
+
 @dataclass(frozen=True)
 class Access:
     """Who may see a document. Empty means nobody (default deny, invariant 12)."""

@@ -316,3 +316,54 @@ def test_a_lookalike_in_a_permission_listing_withholds_the_document(
         assert visible(ws, "u1@x.com") == set() and visible(ws, "u2@x.com") == {"a-2"}
         record = ws.manifest.document_by_object("a", "a-1")
         assert record is not None and record.acl == ()
+
+
+def test_group_labels_are_shown_and_never_matched(
+    tmp_path: Path, manifest_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 item 14: a group is its directory id; its name and mail are labels only.
+
+    A new group given a deleted group's name and mail inherits none of its documents, and
+    ``--explain`` shows each synced group's labels beside its stable principal.
+    """
+    config = workspace(tmp_path, manifest_url, "a")
+    a = state(tmp_path, "a")
+    old, new = principal("a", "0f1e"), principal("a", "9c2d")
+    a.members = {old: ["u0@x.com"]}
+    a.labels = {old: ("Engineering", "eng@x.com")}
+    a.docs = {"a-1": Access(groups=(old,))}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+        assert ws.manifest.groups.groups_of("u0@x.com") == [
+            SyncedGroup(old, "a", "Engineering", "eng@x.com")
+        ]
+        assert visible(ws, "u0@x.com") == {"a-1"}
+    runner, app = CliRunner(), register_commands()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("headwater.connectors.load_connector_class", lambda name: TYPES[name])
+    args = ["search", "report", "--as", "u0@x.com", "--mode", "keyword", "--explain"]
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert data["principals"]["synced_groups"] == [
+        {"group": old, "source": "a", "display_name": "Engineering", "mail": "eng@x.com"}
+    ]
+    plain = runner.invoke(app, args)
+    assert f"{old} Engineering <eng@x.com> (from a)" in plain.output, plain.output
+
+    # The group is deleted; a new one takes its name and mail address, with u1 in it.
+    a.members, a.labels = {new: ["u1@x.com"]}, {new: ("Engineering", "eng@x.com")}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        (report,) = ws.sync_permissions(["a"]).sources
+        assert report.status == "succeeded"
+        assert ws.manifest.groups.labels("a") == {new: ("Engineering", "eng@x.com")}
+        assert visible(ws, "u1@x.com") == set()  # the ACL names the old group's id
+        assert visible(ws, "u0@x.com") == set()
+        # A listing without labels (or a relabelled group) leaves no stale label behind.
+        a.labels = {}
+        ws.sync_permissions(["a"])
+        assert ws.manifest.groups.labels("a") == {}
+        assert ws.manifest.groups.groups_of("u1@x.com") == [SyncedGroup(new, "a")]
+        a.labels = {new: ("Platform\x07 ", None)}  # control characters never reach a screen
+        ws.sync_permissions(["a"])
+        assert ws.manifest.groups.groups_of("u1@x.com")[0].label == "Platform"
+        ws.remove_source("a")
+        assert ws.manifest.groups.labels("a") == {}

@@ -350,7 +350,10 @@ def search(
             )
             return
         if explain:
-            synced = ", ".join(f"{g.group} (from {g.source_id})" for g in used.synced_groups)
+            synced = ", ".join(
+                f"{g.group}{f' {g.label}' if g.label != g.group else ''} (from {g.source_id})"
+                for g in used.synced_groups
+            )
             out.print(
                 f"principals: user {safe(used.user or '-')}; groups given: "
                 f"{safe(', '.join(used.given_groups) or '-')}; groups synced: {safe(synced or '-')}"

@@ -24,7 +24,14 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from headwater.types import Access, Checkpoint, KnownVersions, SourceItem, Window
+from headwater.types import (
+    Access,
+    Checkpoint,
+    KnownVersions,
+    ListedGroup,
+    SourceItem,
+    Window,
+)
 
 ReadStream = Generator[SourceItem, None, Checkpoint | None]
 
@@ -106,16 +113,18 @@ class LazyFetching(Protocol):
 class GroupListing(Protocol):
     """A connector that can list its source's groups and their members.
 
-    ``groups()`` yields ``(group principal, member emails)``; the group principal is the
-    one the connector writes into ACLs (namespaced by source id, ``principal_for_group``),
-    so a group ``eng`` of one source is never ``eng`` of another, and names the group by the
+    ``groups()`` yields a ``ListedGroup`` per group (or, from older connectors, a plain
+    ``(group principal, member emails)`` pair); the group principal is the one the
+    connector writes into ACLs (namespaced by source id, ``principal_for_group``), so a
+    group ``eng`` of one source is never ``eng`` of another, and names the group by the
     directory's stable id where it has one (never a mail or display name, which can be
-    reassigned to another group). Member emails are passed on as the source writes them:
+    reassigned to another group: those go in ``display_name`` and ``mail``, labels shown
+    to people and never compared). Member emails are passed on as the source writes them:
     the ledger normalizes them and refuses one that could pass as another. The listing is
     complete: after it the manifest holds exactly these memberships for the source.
     """
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]: ...
+    def groups(self) -> Iterator[ListedGroup | tuple[str, list[str]]]: ...
 
 
 @runtime_checkable

@@ -8,7 +8,9 @@ email into the groups every source says they belong to. Rows are keyed by source
 one source's listing never replaces another's; the group principal is stored as the
 connector gives it (normalized). Namespacing is the connectors' job: the shipped ones
 name a group ``"{source_id}:group:{id}"`` (their ``principal_for_group``), so equal names
-of two sources never meet; this ledger does not check that prefix.
+of two sources never meet; this ledger does not check that prefix. Each group's display
+name and mail (``group_labels``) are stored beside it, replaced in the same transaction,
+and only ever shown (``search --explain``): a group is matched by its stable principal.
 """
 
 from __future__ import annotations
@@ -16,23 +18,35 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy import Engine, and_, delete, insert, select
 
 from headwater.errors import ConfigError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.leases import Lease, fence
-from headwater.types import normalize_identity
+from headwater.types import ListedGroup, normalize_identity
 
 INSERT_BATCH = 500
 
 
 @dataclass(frozen=True)
 class SyncedGroup:
-    """One group a user belongs to, and the source that said so."""
+    """One group a user belongs to, the source that said so, and the group's labels."""
 
     group: str
     source_id: str
+    display_name: str | None = None
+    mail: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The group as a person reads it: ``Display Name <mail>``, or its principal."""
+        name = self.display_name or ""
+        mail = f"<{self.mail}>" if self.mail else ""
+        return " ".join(part for part in (name, mail) if part) or self.group
+
+
+Labels = dict[str, tuple[str | None, str | None]]
 
 
 @dataclass(frozen=True)
@@ -55,20 +69,39 @@ class GroupSyncReport:
         }
 
 
+def _label(value: str | None, limit: int) -> str | None:
+    """A label as stored: control characters out, blank as None, cut to the column."""
+    if value is None:
+        return None
+    text = "".join(ch if ch.isprintable() else " " for ch in str(value)).strip()
+    return text[:limit] or None
+
+
+def _listed(entry: ListedGroup | tuple[str, list[str]]) -> ListedGroup:
+    """A listing entry as a ``ListedGroup`` (older connectors yield plain pairs)."""
+    if isinstance(entry, ListedGroup):
+        return entry
+    group, members = entry
+    return ListedGroup(group, members)
+
+
 def _rows(
-    source_id: str, listing: Iterable[tuple[str, list[str]]]
-) -> tuple[set[tuple[str, str]], set[str], list[str]]:
-    """Normalized (group, member) pairs; an identity that could pass as another is refused."""
+    source_id: str, listing: Iterable[ListedGroup | tuple[str, list[str]]]
+) -> tuple[set[tuple[str, str]], Labels, list[str]]:
+    """Normalized (group, member) pairs and each group's labels; an identity that could
+    pass as another is refused."""
     pairs: set[tuple[str, str]] = set()
-    groups: set[str] = set()
+    groups: Labels = {}
     rejected: list[str] = []
-    for group, members in listing:
+    for entry in listing:
+        listed = _listed(entry)
         try:
-            name = normalize_identity(group, "group")
+            name = normalize_identity(listed.principal, "group")
         except ConfigError as exc:
             rejected.append(str(exc))
             continue
-        groups.add(name)
+        groups[name] = (_label(listed.display_name, 500), _label(listed.mail, 320))
+        members = listed.members
         for member in members:
             try:
                 pairs.add((name, normalize_identity(member, "user")))
@@ -86,7 +119,7 @@ class GroupLedger:
     def replace(
         self,
         source_id: str,
-        listing: Iterable[tuple[str, list[str]]],
+        listing: Iterable[ListedGroup | tuple[str, list[str]]],
         *,
         lease: Lease | None = None,
     ) -> GroupSyncReport:
@@ -101,6 +134,14 @@ class GroupLedger:
             if lease is not None:
                 fence(conn, lease)
             conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))
+            conn.execute(delete(t.group_labels).where(t.group_labels.c.source_id == source_id))
+            labelled = [
+                {"source_id": source_id, "group_principal": g, "display_name": n, "mail": m}
+                for g, (n, m) in sorted(groups.items())
+                if n or m
+            ]
+            for start in range(0, len(labelled), INSERT_BATCH):
+                conn.execute(insert(t.group_labels), labelled[start : start + INSERT_BATCH])
             for start in range(0, len(ordered), INSERT_BATCH):
                 conn.execute(
                     insert(t.group_members),
@@ -114,13 +155,35 @@ class GroupLedger:
     def groups_of(self, user: str) -> list[SyncedGroup]:
         """Every synced group of ``user`` (an email, compared normalized), all sources."""
         member = normalize_identity(user, "user")
+        gm, gl = t.group_members, t.group_labels
         query = (
-            select(t.group_members.c.group_principal, t.group_members.c.source_id)
-            .where(t.group_members.c.member == member)
-            .order_by(t.group_members.c.source_id, t.group_members.c.group_principal)
+            select(gm.c.group_principal, gm.c.source_id, gl.c.display_name, gl.c.mail)
+            .select_from(
+                gm.outerjoin(
+                    gl,
+                    and_(
+                        gl.c.source_id == gm.c.source_id,
+                        gl.c.group_principal == gm.c.group_principal,
+                    ),
+                )
+            )
+            .where(gm.c.member == member)
+            .order_by(gm.c.source_id, gm.c.group_principal)
         )
         with self.engine.connect() as conn:
-            return [SyncedGroup(str(g), str(s)) for g, s in conn.execute(query)]
+            return [
+                SyncedGroup(str(g), str(s), _opt(name), _opt(mail))
+                for g, s, name, mail in conn.execute(query)
+            ]
+
+    def labels(self, source_id: str) -> Labels:
+        """The source's labelled groups: principal → (display name, mail), as last synced."""
+        gl = t.group_labels
+        query = select(gl.c.group_principal, gl.c.display_name, gl.c.mail).where(
+            gl.c.source_id == source_id
+        )
+        with self.engine.connect() as conn:
+            return {str(g): (_opt(n), _opt(m)) for g, n, m in conn.execute(query)}
 
     def members(self, source_id: str) -> dict[str, list[str]]:
         """The source's groups and their members, as last synced."""
@@ -134,3 +197,8 @@ class GroupLedger:
             for group, member in conn.execute(query):
                 found.setdefault(str(group), []).append(str(member))
         return found
+
+
+def _opt(value: object) -> str | None:
+    """A nullable column's value as ``str | None``."""
+    return None if value is None else str(value)

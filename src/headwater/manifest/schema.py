@@ -231,6 +231,17 @@ group_members = Table(
     Index("ix_group_members_member", "member"),
 )
 
+# Labels of synced groups (migration 0009): shown to people, never compared. Replaced
+# whole with the source's memberships after each group listing.
+group_labels = Table(
+    "group_labels",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("group_principal", String(500), primary_key=True),
+    Column("display_name", String(500), nullable=True),
+    Column("mail", String(320), nullable=True),
+)
+
 # Index generations (migration 0007): each configured index is a sequence of generations;
 # exactly one is ``live``. Applied revisions of generation 1 live under the bare index
 # name in ``document_indexes``, those of generation N > 1 under ``{index}@{N}``.

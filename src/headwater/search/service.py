@@ -153,11 +153,19 @@ class CallerPrincipals:
         return {
             "user": self.user,
             "groups": list(self.given_groups),
-            "synced_groups": [
-                {"group": g.group, "source": g.source_id} for g in self.synced_groups
-            ],
+            "synced_groups": [_synced(g) for g in self.synced_groups],
             "principals": self.principals,
         }
+
+
+def _synced(group: SyncedGroup) -> dict[str, str]:
+    """One synced group for ``--explain --json``: its labels only where the source has them."""
+    shown = {"group": group.group, "source": group.source_id}
+    if group.display_name:
+        shown["display_name"] = group.display_name
+    if group.mail:
+        shown["mail"] = group.mail
+    return shown
 
 
 def expand_principals(

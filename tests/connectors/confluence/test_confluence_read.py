@@ -106,9 +106,9 @@ def test_a_429_with_retry_after_is_waited_out(site: FakeConfluence, tmp_path: Pa
 
 def test_groups_lists_members_by_email(site: FakeConfluence, tmp_path: Path) -> None:
     populate(site)
-    assert list(make(site, tmp_path).groups()) == [
-        ("wiki:group:g-1", ["ann@example.com", "bob@example.com"])
-    ]
+    listed = list(make(site, tmp_path).groups())
+    assert listed == [("wiki:group:g-1", ["ann@example.com", "bob@example.com"])]
+    assert all(g.display_name for g in listed)  # the group's name travels as a label
 
 
 @pytest.mark.timeout(30)  # a next link followed without its cursor loops forever

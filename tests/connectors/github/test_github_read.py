@@ -123,9 +123,11 @@ def test_an_issue_deleted_before_its_fetch_is_an_item_error(gh: FakeGithub, tmp_
 
 def test_groups_lists_team_members(gh: FakeGithub, tmp_path: Path) -> None:
     populate(gh)
-    assert list(make(gh, tmp_path).groups()) == [
+    listed = list(make(gh, tmp_path).groups())
+    assert listed == [
         (f"gh:group:team:{gh.team_id('octo/core')}", ["Ann@Example.com", "cat@example.com"])
     ]
+    assert [g.display_name for g in listed] == ["octo/core"]  # org/team name: a label
 
 
 def test_a_renamed_team_keeps_its_principal_and_a_new_team_with_its_old_slug_gets_none(

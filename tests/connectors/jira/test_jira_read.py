@@ -144,9 +144,9 @@ def test_a_429_with_retry_after_is_waited_out(site: FakeJira, tmp_path: Path) ->
 
 def test_groups_lists_members_by_email(site: FakeJira, tmp_path: Path) -> None:
     populate(site)
-    assert list(make(site, tmp_path).groups()) == [
-        ("tickets:group:g1", ["Ann@Example.com", "bob@example.com"])
-    ]
+    listed = list(make(site, tmp_path).groups())
+    assert listed == [("tickets:group:g1", ["Ann@Example.com", "bob@example.com"])]
+    assert [g.display_name for g in listed] == [site.groups["g1"][0]]  # the name: a label
 
 
 def test_validate_names_token_scope_project_and_jql(site: FakeJira, tmp_path: Path) -> None:

@@ -49,3 +49,6 @@ def test_groups_lists_members_under_the_group_principal(graph: FakeGraph, tmp_pa
         ("sp:group:g2", ["cy@contoso.com"]),
     ]
     assert principal_for_group("sp", "g2") == "sp:group:g2"
+    # Display name and mail travel as labels only (issue 23 item 14).
+    labels = [(g.display_name, g.mail) for g in make(graph.url, tmp_path).groups()]
+    assert labels == [("g1", "Eng@contoso.com"), ("g2", None)]

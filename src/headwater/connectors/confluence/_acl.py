@@ -19,7 +19,7 @@ from typing import Any
 
 from headwater.connectors._atlassian import AtlassianClient
 from headwater.connectors.http import MissingAtServer
-from headwater.types import Access, fold_identity
+from headwater.types import Access, ListedGroup, fold_identity
 
 SCOPE_PERMISSIONS = "read:space.permission:confluence"
 SCOPE_RESTRICTIONS = "read:confluence-content.permission"
@@ -171,12 +171,17 @@ class ConfluenceAcl:
             self._emails[account_id] = fold_identity(str(email), "user") if email else None
         return self._emails[account_id]
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """Every group of the site as (group principal, member emails), offset paged."""
+    def groups(self) -> Iterator[ListedGroup]:
+        """Every group of the site with its member emails, named by id (its name is the
+        label), offset paged."""
         for group in self._offset_paged("/wiki/rest/api/group"):
             members = self._offset_paged(f"/wiki/rest/api/group/{group['id']}/membersByGroupId")
             emails = sorted({e for m in members if (e := self._member_email(m))})
-            yield principal_for_group(self._source_id, str(group["id"])), emails
+            yield ListedGroup(
+                principal_for_group(self._source_id, str(group["id"])),
+                emails,
+                display_name=group.get("name") or None,
+            )
 
     def _member_email(self, member: Mapping[str, Any]) -> str | None:
         email = member.get("email")

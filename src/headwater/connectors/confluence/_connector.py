@@ -41,7 +41,14 @@ from headwater.connectors.http import MissingAtServer
 from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
-from headwater.types import Access, Checkpoint, KnownVersions, SourceDocument, Window
+from headwater.types import (
+    Access,
+    Checkpoint,
+    KnownVersions,
+    ListedGroup,
+    SourceDocument,
+    Window,
+)
 
 SCOPE_SPACES = "read:space:confluence"
 SCOPE_SEARCH = "search:confluence"
@@ -258,8 +265,8 @@ class ConfluenceConnector:
                 if not path:
                     break
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """(group principal, member emails) for every group of the site."""
+    def groups(self) -> Iterator[ListedGroup]:
+        """Every group of the site with its member emails and name (its label)."""
         return self._acl.groups()
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from headwater.connectors.github._client import GithubClient, MissingAtServer
-from headwater.types import Access
+from headwater.types import Access, ListedGroup
 
 PERM_METADATA = "Metadata: read"
 PERM_ADMIN = "Administration: read"
@@ -47,6 +47,7 @@ class GithubAcl:
         self._source_id = source_id
         self._emails: dict[str, str | None] = {}
         self._teams: dict[str, str] = {}  # team:{id} -> "org/slug", for listing its members
+        self._team_labels: dict[str, str] = {}  # team:{id} -> "org/Team Name", for people
 
     def repo_access(self, repo: str) -> Access:
         info = self._client.get(f"/repos/{repo}", permission=PERM_METADATA)
@@ -66,6 +67,9 @@ class GithubAcl:
         org = repo.split("/", 1)[0]
         found = {team_name(team): f"{org}/{team['slug']}" for team in teams}
         self._teams.update(found)
+        self._team_labels.update(
+            {team_name(team): f"{org}/{team.get('name') or team['slug']}" for team in teams}
+        )
         return sorted(found)
 
     def _repo_teams(self, repo: str) -> list[dict[str, Any]]:
@@ -87,8 +91,9 @@ class GithubAcl:
             self._emails[login] = str(email) if email else None
         return self._emails[login]
 
-    def groups(self, repos: list[str]) -> Iterator[tuple[str, list[str]]]:
-        """(team principal, member emails) for every team with access to the repos."""
+    def groups(self, repos: list[str]) -> Iterator[ListedGroup]:
+        """Every team with access to the repos, with its member emails; named by team id,
+        labelled ``org/Team Name``."""
         for repo in repos:
             self._remember(repo, self._repo_teams(repo))
         for name, path in sorted(self._teams.items()):
@@ -97,4 +102,8 @@ class GithubAcl:
                 f"/orgs/{org}/teams/{slug}/members", {"per_page": 100}, permission=PERM_MEMBERS
             )
             emails = sorted({e for m in members if (e := self.email_of(str(m["login"])))})
-            yield principal_for_group(self._source_id, name), emails
+            yield ListedGroup(
+                principal_for_group(self._source_id, name),
+                emails,
+                display_name=self._team_labels.get(name),
+            )

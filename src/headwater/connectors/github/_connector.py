@@ -34,7 +34,14 @@ from headwater.connectors.github._client import GithubClient, MissingAtServer
 from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
-from headwater.types import Access, Checkpoint, KnownVersions, SourceDocument, Window
+from headwater.types import (
+    Access,
+    Checkpoint,
+    KnownVersions,
+    ListedGroup,
+    SourceDocument,
+    Window,
+)
 
 PERM_ISSUES = "Issues: read"
 PERM_PULLS = "Pull requests: read"
@@ -300,6 +307,6 @@ class GithubConnector:
             return f"{repo}/pulls/{item['number']}" if self.options.include_pull_requests else ""
         return f"{repo}/issues/{item['number']}"
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """(team principal, member emails) for every team with access to the repos."""
+    def groups(self) -> Iterator[ListedGroup]:
+        """Every team with access to the repos, with its member emails and label."""
         return self._acl.groups(self.options.repos)

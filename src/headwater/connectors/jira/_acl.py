@@ -22,7 +22,7 @@ from typing import Any
 
 from headwater.connectors._atlassian import AtlassianClient
 from headwater.connectors.http import MissingAtServer
-from headwater.types import Access
+from headwater.types import Access, ListedGroup
 
 SCOPE_PROJECT = "read:jira-work"
 SCOPE_USER = "read:jira-user"
@@ -198,8 +198,8 @@ class JiraAcl:
             self._emails[account_id] = str(email) if email else None
         return self._emails[account_id]
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """Every group as (group principal, member emails)."""
+    def groups(self) -> Iterator[ListedGroup]:
+        """Every group with its member emails, named by groupId; its name is the label."""
         for group in self._paged("/rest/api/3/group/bulk", {}):
             members = self._paged("/rest/api/3/group/member", {"groupId": group["groupId"]})
             emails = {
@@ -207,7 +207,11 @@ class JiraAcl:
                 for m in members
                 if (e := m.get("emailAddress") or self.email_of(m["accountId"]))
             }
-            yield principal_for_group(self._source_id, str(group["groupId"])), sorted(emails)
+            yield ListedGroup(
+                principal_for_group(self._source_id, str(group["groupId"])),
+                sorted(emails),
+                display_name=group.get("name") or None,
+            )
 
     def _paged(self, path: str, params: dict[str, str | int]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []

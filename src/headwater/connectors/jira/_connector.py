@@ -35,7 +35,7 @@ from headwater.connectors.jira._adf import adf_to_text
 from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
-from headwater.types import Checkpoint, KnownVersions, SourceDocument, Window
+from headwater.types import Checkpoint, KnownVersions, ListedGroup, SourceDocument, Window
 
 SEARCH = "/rest/api/3/search/jql"
 LIST_FIELDS = "summary,updated,project,security,reporter,assignee,issuetype"
@@ -288,6 +288,6 @@ class JiraConnector:
                 if not token:
                     break
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """(group principal, member emails) for every group of the site."""
+    def groups(self) -> Iterator[ListedGroup]:
+        """Every group of the site with its member emails and name (its label)."""
         return self._acl.groups()

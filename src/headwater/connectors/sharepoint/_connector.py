@@ -46,6 +46,7 @@ from headwater.types import (
     Deleted,
     Failure,
     KnownVersions,
+    ListedGroup,
     SourceDocument,
     SourceItem,
     Stage,
@@ -259,9 +260,9 @@ class SharepointConnector:
             raise ItemError("too_large", f"{url} is over max_object_bytes")
         return response.content
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """(group principal, member emails) of every Entra ID group (``GroupMember.Read.All``),
-        named by object id like the ACLs' groups."""
+    def groups(self) -> Iterator[ListedGroup]:
+        """Every Entra ID group (``GroupMember.Read.All``) with its member emails, named by
+        object id like the ACLs' groups; display name and mail are its labels."""
         for group in self._list("/groups?$select=id,mail,displayName"):
             members = self._list(f"/groups/{group['id']}/members?$select=mail,userPrincipalName")
             emails = sorted(
@@ -269,4 +270,9 @@ class SharepointConnector:
                 for m in members
                 if m.get("mail") or m.get("userPrincipalName")
             )
-            yield principal_for_group(self.source_id, group_name(group)), emails
+            yield ListedGroup(
+                principal_for_group(self.source_id, group_name(group)),
+                emails,
+                display_name=group.get("displayName") or None,
+                mail=group.get("mail") or None,
+            )

@@ -42,6 +42,7 @@ from headwater.types import (
     Checkpoint,
     Deleted,
     KnownVersions,
+    ListedGroup,
     SourceDocument,
     SourceItem,
     Window,
@@ -384,8 +385,9 @@ class SlackConnector:
             yield from (f"{cid}/{day}" for day in sorted(days))
         yield from self._aged()
 
-    def groups(self) -> Iterator[tuple[str, list[str]]]:
-        """(``{source_id}:workspace``, every active human member's email) via ``users.list``."""
+    def groups(self) -> Iterator[ListedGroup]:
+        """``{source_id}:workspace`` with every active human member's email, via
+        ``users.list``."""
         params = {"limit": str(self.options.page_size)}
         emails = sorted(
             str(u["profile"]["email"])
@@ -395,4 +397,6 @@ class SlackConnector:
             and not u.get("is_bot")
             and (u.get("profile") or {}).get("email")
         )
-        yield workspace_principal(self.source_id), emails
+        yield ListedGroup(
+            workspace_principal(self.source_id), emails, display_name="everyone in the workspace"
+        )
