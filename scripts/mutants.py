@@ -577,6 +577,13 @@ MUTANTS: list[Mutant] = [
             "tests/api/test_api_admin_failures.py::test_failures_page_shows_each_group_with_its_fix_and_drops_one",
         ),
     ),
+    Mutant(
+        "a-relisting-keeps-the-old-group-labels",
+        "src/headwater/manifest/groups.py",
+        "            conn.execute(delete(t.group_labels).where(t.group_labels.c.source_id == source_id))\n",
+        "",
+        ("tests/core/test_groups.py::test_group_labels_are_shown_and_never_matched[sqlite]",),
+    ),
 ]
 
 
