@@ -39,7 +39,7 @@ from headwater.errors import (
 )
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
-from headwater.manifest.content import ContentStore
+from headwater.manifest.content import FolderContentStore
 from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
@@ -113,7 +113,7 @@ class Workspace(WorkspaceReads):
             max_attempts=self.config.sync.attempts,
             lease_seconds=self.config.sync.lease_seconds,
         )
-        self.content_store = ContentStore(self.state_dir / "content")
+        self.content_store = FolderContentStore(self.state_dir / "content")
         self.cancel = threading.Event()
         self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
         self.count_progress: CountProgress | None = None  # prune enumeration, reconcile

@@ -11,17 +11,16 @@ row that points at it is committed (a fresh orphan may be a commit in flight, an
 of an existing object refreshes its mtime); and each file's age is read *after* the
 manifest was asked, just before it is unlinked.
 
-The walk streams: one prefix directory (the first two hex digits) at a time, one range
-query on ``ix_documents_checksum`` per prefix, so memory holds one 256th of the
-checksums, never the whole manifest's.
+The walk streams: one prefix (the first two hex digits) at a time, one range query on
+``ix_documents_checksum`` per prefix, so memory holds one 256th of the checksums, never
+the whole manifest's. It sees the store only through ``ContentStore``'s listing calls,
+so a folder and an S3 bucket are walked alike (an S3 object's age is its LastModified).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -29,12 +28,10 @@ from sqlalchemy import Engine, select
 from headwater.clock import utcnow
 from headwater.jsonview import JsonView
 from headwater.manifest import schema as t
-from headwater.manifest.content import ContentStore
+from headwater.manifest.content import SUFFIX, TEMP_PREFIX, ContentStore
 from headwater.manifest.records import ACTIVE
 
 MIN_AGE = timedelta(hours=1)
-SUFFIX = ".zst"
-TEMP_PREFIX = ".tmp-"
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,10 +78,10 @@ def collect_garbage(
     """Delete (or, with ``dry_run``, count) unreferenced objects older than ``min_age``."""
     cutoff = ((now or utcnow()) - min_age).timestamp()
     scanned = removed = removed_bytes = young = 0
-    for directory in store.prefixes():
-        keep = referenced(engine, directory.name)
-        for path in store.files(directory):
-            name = path.name
+    for prefix in store.prefixes():
+        keep = referenced(engine, prefix)
+        for entry in store.objects(prefix):
+            name = entry.name
             is_object = name.endswith(SUFFIX) and not name.startswith(TEMP_PREFIX)
             if is_object:
                 scanned += 1
@@ -92,30 +89,12 @@ def collect_garbage(
                     continue
             elif not name.startswith(TEMP_PREFIX):
                 continue  # not ours: left alone
-            size = _old_size(path, cutoff)
-            if size is None:
-                young += int(is_object)
+            now_entry = store.stat(prefix, name)  # its age read just before it goes
+            if now_entry is None or now_entry.modified >= cutoff:
+                young += int(is_object and now_entry is not None)
                 continue
-            if not dry_run and not _unlink(path):
+            if not dry_run and not store.remove(prefix, name):
                 continue
             removed += 1
-            removed_bytes += size
+            removed_bytes += now_entry.size
     return GarbageReport(scanned, removed, removed_bytes, young, dry_run)
-
-
-def _old_size(path: Path, cutoff: float) -> int | None:
-    """The file's size when it was last written before ``cutoff``; None when younger
-    (or gone)."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    return info.st_size if info.st_mtime < cutoff else None
-
-
-def _unlink(path: Path) -> bool:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    return True

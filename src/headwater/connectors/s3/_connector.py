@@ -29,8 +29,8 @@ from headwater.connectors.base import (
     SourceContext,
 )
 from headwater.connectors.globs import KeyFilter
-from headwater.connectors.s3._client import call, make_client
 from headwater.errors import ConfigError, CredentialError, ItemError
+from headwater.objectstore import call, make_client
 from headwater.retry import RetryPolicy
 from headwater.types import (
     Checkpoint,

@@ -1,9 +1,12 @@
-"""The boto3 side of the S3 connector: building a client and classifying its errors.
+"""S3-compatible object storage through boto3: one client builder, one error classifier.
 
-botocore's own retries are switched off so that the one retry helper
-(``headwater.retry``) decides; every call goes through ``call`` which turns botocore
-exceptions into Headwater errors: connection faults, throttling and 5xx are transient,
-401/403 are credential errors, a missing bucket is a config error.
+Shared by everything that talks S3: the ``s3`` connector (reads a bucket) and the
+object-storage content store (``[content] url = "s3://..."``). botocore's own retries
+are switched off so that the one retry helper (``headwater.retry``) decides; every call
+goes through ``call``, which turns botocore exceptions into Headwater errors: connection
+faults, throttling and 5xx are transient, 401/403 are credential errors, a missing
+bucket is a config error. ``settings`` names the configuration keys a message tells the
+user to fix (the connector's source keys by default).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ _FIX_CREDENTIALS = (
     "fix `access_key_id`/`secret_access_key` (or the AWS credential chain) "
     "or grant s3:ListBucket and s3:GetObject"
 )
+SOURCE_KEYS = "`bucket` or `endpoint_url`"  # what a connector's user fixes for a bad bucket
 
 
 def make_client(
@@ -94,7 +98,12 @@ def status_of(exc: ClientError) -> tuple[str, int]:
 
 
 def classify(
-    exc: Exception, *, bucket: str, endpoint: str, key: str | None = None
+    exc: Exception,
+    *,
+    bucket: str,
+    endpoint: str,
+    key: str | None = None,
+    settings: str = SOURCE_KEYS,
 ) -> HeadwaterError:
     """One Headwater error, with a one-line message naming the value and the fix."""
     where = f"s3 bucket {bucket!r} at {endpoint}"
@@ -115,8 +124,7 @@ def classify(
             return CredentialError(f"{where}: access denied ({label}); {_FIX_CREDENTIALS}")
         if code == "NoSuchBucket" or (status == 404 and key is None):
             return ConfigError(
-                f"{where}: no such bucket ({label}); expected an existing bucket; "
-                "fix `bucket` or `endpoint_url`"
+                f"{where}: no such bucket ({label}); expected an existing bucket; fix {settings}"
             )
         if code in ("NoSuchKey", "NotFound") or status == 404:
             return ItemError("not_found", f"s3 object {key!r} in {bucket!r} vanished ({label})")
@@ -135,6 +143,7 @@ def call(
     endpoint: str,
     key: str | None = None,
     policy: RetryPolicy = DEFAULT_POLICY,
+    settings: str = SOURCE_KEYS,
 ) -> T:
     """Run one S3 call with the shared retry policy and classified errors."""
 
@@ -142,6 +151,8 @@ def call(
         try:
             return fn()
         except (BotoCoreError, ClientError) as exc:
-            raise classify(exc, bucket=bucket, endpoint=endpoint, key=key) from exc
+            raise classify(
+                exc, bucket=bucket, endpoint=endpoint, key=key, settings=settings
+            ) from exc
 
     return call_with_retry(attempt, policy)
