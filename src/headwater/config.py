@@ -26,13 +26,12 @@ from pydantic import (
     field_validator,
 )
 
-from headwater.durations import MIN_INTERVAL, check_duration
-from headwater.durations import parse_duration as parse_duration  # re-exported
 from headwater.errors import ConfigError
 from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
-from headwater.sizes import parse_size
 from headwater.types import Access, normalize_identity
+from headwater.units import MIN_INTERVAL, check_duration, parse_size
+from headwater.units import parse_duration as parse_duration  # re-exported
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 COMMON_SOURCE_KEYS = {

@@ -1,7 +1,7 @@
 """The layer rule, read from the source with ``ast``: lower layers never import upward.
 
 Connectors, sync, manifest, pipeline, sinks, search, indexer and the core modules
-(types, errors, clock, identity, retry, durations) must not import the workspace, the
+(types, errors, clock, identity, retry, units) must not import the workspace, the
 CLI, the config, the HTTP API, the scheduler or the executor: not at module level, not
 inside a function, not under ``TYPE_CHECKING``. Sinks never import search (search asks
 sinks and fuses), and search never imports the CLI. Only the composition root
@@ -88,7 +88,7 @@ LOWER = (
     "clock",
     "identity",
     "retry",
-    "durations",
+    "units",
     "jsonview",
 )
 UPPER = (

@@ -38,10 +38,10 @@ from headwater.connectors.confluence._acl import (
     next_link,
 )
 from headwater.connectors.http import MissingAtServer
-from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import Access, Checkpoint, KnownVersions, SourceDocument, Window
+from headwater.units import parse_duration
 
 SCOPE_SPACES = "read:space:confluence"
 SCOPE_SEARCH = "search:confluence"

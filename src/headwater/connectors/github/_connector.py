@@ -31,10 +31,10 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.github._acl import PERM_METADATA, GithubAcl, fingerprint
 from headwater.connectors.github._client import GithubClient, MissingAtServer
-from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import Access, Checkpoint, KnownVersions, SourceDocument, Window
+from headwater.units import parse_duration
 
 PERM_ISSUES = "Issues: read"
 PERM_PULLS = "Pull requests: read"
