@@ -30,10 +30,8 @@ def coverage() -> ModuleType:
 def test_the_documented_share_stays_at_or_above_the_floor() -> None:
     script = coverage()
     found = script.entries(ROOT)
-    assert script.share(found) >= FLOOR, "\n".join(
-        ["documented share fell below FLOOR; document these (scripts/docstring_coverage.py):"]
-        + script.report(found)
-    )
+    heading = "documented share fell below FLOOR; document these (scripts/docstring_coverage.py):"
+    assert script.share(found) >= FLOOR, "\n".join([heading, *script.report(found)])
 
 
 def test_the_count_follows_its_stated_rules(tmp_path: Path) -> None:
