@@ -48,10 +48,12 @@ class LoadedConfig(BaseModel):
 
     @property
     def state_dir(self) -> Path:
+        """The workspace's state directory, resolved against the config's directory."""
         return resolve_path(self.root, self.config.workspace.state_dir)
 
     @property
     def manifest_url(self) -> str:
+        """The manifest's database URL; the default and relative SQLite paths resolved to files."""
         url = self.config.manifest.url
         if url is None:
             return f"sqlite:///{self.state_dir / 'manifest.db'}"
@@ -63,6 +65,7 @@ class LoadedConfig(BaseModel):
 
 
 def resolve_path(root: Path, value: str) -> Path:
+    """``value`` as a path (``~`` expanded), relative ones resolved against ``root``."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else (root / path).resolve()
 

@@ -28,19 +28,27 @@ from headwater.units import MIN_INTERVAL, check_duration, parse_size
 
 
 class Strict(BaseModel):
+    """A frozen config model that refuses unknown keys."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class WorkspaceSection(Strict):
+    """``[workspace]``: the tenant name and where the state directory is."""
+
     tenant: str = Field(min_length=1)
     state_dir: str = ".headwater"
 
 
 class ManifestSection(Strict):
+    """``[manifest]``: the manifest's database URL (None: a SQLite file in the state directory)."""
+
     url: str | None = None
 
 
 class AccessSection(Strict):
+    """A source's ``access``: the users, groups or public that may read all of its documents."""
+
     users: list[str] = []
     groups: list[str] = []
     public: bool = False
@@ -57,6 +65,7 @@ class AccessSection(Strict):
         return values
 
     def to_access(self) -> Access:
+        """This section as an ``Access``, users normalized and both lists sorted."""
         return Access(
             users=tuple(sorted(normalize_identity(u, "user") for u in self.users)),
             groups=tuple(sorted(self.groups)),
@@ -133,10 +142,13 @@ class SourceSection(BaseModel):
         return None if value is None else _check_interval(value)
 
     def options(self) -> dict[str, Any]:
+        """The connector's own options: the keys this model does not declare."""
         return dict(self.model_extra or {})
 
 
 class IndexSection(BaseModel):
+    """``[[index]]``: a named index of a sink type; the rest are the sink's own options."""
+
     model_config = ConfigDict(extra="allow", frozen=True)
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -150,10 +162,13 @@ class IndexSection(BaseModel):
         return _check_duration(value)
 
     def options(self) -> dict[str, Any]:
+        """The sink's own options: the keys this model does not declare."""
         return dict(self.model_extra or {})
 
 
 class EmbedderSection(BaseModel):
+    """``[embedder]``: its type, runtime and cache cap; the rest are the embedder's options."""
+
     model_config = ConfigDict(extra="allow", frozen=True)
 
     # An embedder type of the registry (headwater.pipeline.embed.registry).
@@ -178,15 +193,20 @@ class EmbedderSection(BaseModel):
         return value
 
     def options(self) -> dict[str, Any]:
+        """The embedder's own options: the keys this model does not declare."""
         return dict(self.model_extra or {})
 
 
 class ChunkerSection(Strict):
+    """``[chunker]``: the chunk size in tokens and the longest document text chunked."""
+
     max_tokens: int | None = Field(default=None, ge=16, le=8192)
     max_document_chars: int = Field(default=5_000_000, ge=1)
 
 
 class SyncSection(Strict):
+    """``[sync]``: retries, tombstone retention, index batch size and lease length."""
+
     attempts: int = Field(default=3, ge=1, le=20)
     run_attempts: int = Field(default=3, ge=1, le=20)
     tombstone_retention_days: int = Field(default=30, ge=0)
@@ -227,6 +247,8 @@ class SchedulerSection(Strict):
 
 
 class ApiPrincipals(Strict):
+    """The users and groups an API key searches as."""
+
     users: list[str] = []
     groups: list[str] = []
 
@@ -262,6 +284,8 @@ class ApiSection(Strict):
 
 
 class ExecutorQueues(Strict):
+    """The Celery queue names for source runs and for index batches."""
+
     sync: str = Field(default="headwater.sync", min_length=1)
     index: str = Field(default="headwater.index", min_length=1)
 
@@ -280,6 +304,8 @@ class ExecutorSection(Strict):
 
 
 class HeadwaterConfig(Strict):
+    """The whole ``headwater.toml``, every table validated."""
+
     workspace: WorkspaceSection
     manifest: ManifestSection = ManifestSection()
     embedder: EmbedderSection = EmbedderSection()
@@ -293,6 +319,7 @@ class HeadwaterConfig(Strict):
     source: list[SourceSection] = []
 
     def source_by_id(self, source_id: str) -> SourceSection:
+        """The source section with id ``source_id``, or ConfigError naming the configured ones."""
         for section in self.source:
             if section.id == source_id:
                 return section
