@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 
 def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
     return datetime.now(UTC)
 
 
@@ -15,4 +16,5 @@ def as_utc(moment: datetime) -> datetime:
 
 
 def iso(moment: datetime | None) -> str | None:
+    """``moment`` in UTC as ISO 8601 text; None stays None."""
     return None if moment is None else as_utc(moment).isoformat()

@@ -19,12 +19,14 @@ class JsonView:
     __hash__ = None  # type: ignore[assignment]  # equal to dicts, so never hashable
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as the JSON its command prints (each report defines it)."""
         raise NotImplementedError
 
     def __getitem__(self, key: str) -> Any:
         return self.as_dict()[key]
 
     def get(self, key: str, default: Any = None) -> Any:
+        """``as_dict()[key]``, or ``default`` when the key is absent."""
         return self.as_dict().get(key, default)
 
     def __eq__(self, other: object) -> bool:

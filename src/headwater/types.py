@@ -141,6 +141,7 @@ class Access:
 
     @classmethod
     def nobody(cls) -> Access:
+        """An access that lets nobody read."""
         return cls()
 
     def principals(self) -> list[str]:
@@ -165,6 +166,7 @@ class Access:
 
     @classmethod
     def from_principals(cls, principals: Sequence[str]) -> Access:
+        """The access that ``principals`` (``user:``, ``group:`` or public) grant."""
         users: list[str] = []
         groups: list[str] = []
         public = False
@@ -178,6 +180,7 @@ class Access:
         return cls(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)
 
     def is_empty(self) -> bool:
+        """Whether nobody may read (no user, no group, not public)."""
         return not (self.users or self.groups or self.public)
 
 
@@ -345,6 +348,8 @@ class EmbeddedChunk:
 
 
 class SearchMode(StrEnum):
+    """How a search ranks: hybrid (both fused), vector or keyword."""
+
     HYBRID = "hybrid"
     VECTOR = "vector"
     KEYWORD = "keyword"

@@ -28,7 +28,6 @@ from headwater.config import (
 )
 from headwater.connectors import Connector, SourceContext, load_connector_class
 from headwater.connectors.base import Enumerating
-from headwater.durations import parse_duration
 from headwater.errors import (
     ConfigError,
     HeadwaterError,
@@ -66,6 +65,7 @@ from headwater.sync.report import PruneReport, PruneResult, RunReport, SkippedRu
 from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access, CountProgress
+from headwater.units import parse_duration
 from headwater.workspace_reads import WorkspaceReads
 
 if TYPE_CHECKING:

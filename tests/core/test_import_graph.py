@@ -1,11 +1,14 @@
-"""The layer rule, read from the source with ``ast``: lower layers never import upward.
+"""The layer rule and the no-cycle rule, read from the source with ``ast``.
 
-Connectors, sync, manifest, pipeline, sinks, search, indexer and the core modules
-(types, errors, clock, identity, retry, durations) must not import the workspace, the
-CLI, the config, the HTTP API, the scheduler or the executor: not at module level, not
-inside a function, not under ``TYPE_CHECKING``. Sinks never import search (search asks
-sinks and fuses), and search never imports the CLI. Only the composition root
-(``headwater.workspace``) and the layers above it wire parts together.
+Layers, each importing only its own layer and those below it (``LAYERS``, lowest
+first): core modules (types, errors, clock, identity, retry, units…) ← manifest,
+pipeline, sinks, connectors ← sync, indexer, search ← config ← runtime (the composition
+root) and reports ← rebuilds, executor, scheduler ← the workspace facade ← cli, api.
+Every import counts: module level, inside a function, under ``TYPE_CHECKING``. Every
+package and top-level module of ``src/headwater`` must appear in ``LAYERS``: a new one
+fails the rule until it is given its layer. ``UPWARD_EDGES`` lists, module by module,
+the arrows that still point up today (the workspace/executor/rebuilds/scheduler
+tangle); it must only shrink: when an arrow is gone, delete its entry.
 
 No import cycle, anywhere in the package, TYPE_CHECKING imports included (a cycle of
 types is still a cycle for a reader): ``scripts/import_cycles.py`` computes the
@@ -17,8 +20,8 @@ delete its entry (or replace it by the smaller set that remains).
 
 from __future__ import annotations
 
-import ast
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -41,18 +44,6 @@ ALLOWED_CYCLES = (
             "headwater.workspace_reads",
         }
     ),
-    frozenset(
-        {
-            "headwater.cli.app",
-            "headwater.cli.commands",
-            "headwater.cli.dlq",
-            "headwater.cli.ops",
-            "headwater.cli.rebuild",
-            "headwater.cli.schedule",
-            "headwater.cli.serve",
-            "headwater.cli.workers",
-        }
-    ),
 )
 
 
@@ -66,109 +57,151 @@ def import_cycles() -> ModuleType:
     return module
 
 
-def cycle_problems(found: list[frozenset[str]]) -> list[str]:
-    """Each cycle in ``found`` that no entry of ``ALLOWED_CYCLES`` contains."""
+def cycle_problems(
+    found: list[frozenset[str]], allowed: tuple[frozenset[str], ...] = ALLOWED_CYCLES
+) -> list[str]:
+    """Each cycle in ``found`` that no entry of ``allowed`` contains."""
     return [
         f"import cycle: {' -> '.join(sorted(cycle))}"
         for cycle in found
-        if not any(cycle <= allowed for allowed in ALLOWED_CYCLES)
+        if not any(cycle <= entry for entry in allowed)
     ]
 
 
-LOWER = (
-    "connectors",
-    "sync",
-    "manifest",
-    "pipeline",
-    "sinks",
-    "search",
-    "indexer",
-    "types",
-    "errors",
-    "clock",
-    "identity",
-    "retry",
-    "durations",
-    "jsonview",
+# Lowest first. A name is a package or top-level module of src/headwater; "" is the
+# package root (headwater/__init__.py, the public surface), "__main__" `python -m`.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "types",
+        "errors",
+        "clock",
+        "identity",
+        "retry",
+        "units",
+        "jsonview",
+        "failpoints",
+        "plugins",
+        "objectstore",
+    ),
+    ("manifest", "pipeline", "sinks", "connectors"),
+    ("sync", "indexer", "search"),
+    ("config",),
+    ("runtime", "reports"),
+    ("rebuilds", "executor", "scheduler"),
+    ("workspace", "workspace_indexes", "workspace_reads"),
+    ("cli", "api", "__main__", ""),
 )
-UPPER = (
-    "workspace",
-    "workspace_indexes",
-    "workspace_reads",
-    "cli",
-    "config",
-    "api",
-    "scheduler",
-    "executor",
-    "reports",
+# Names of LAYERS that need not exist yet: the composition root being built for issue 24.
+PLANNED = frozenset({"runtime"})
+# Arrows that point up today, (importer, imported) by module: lower layers that still take
+# the Workspace. Shrink only: delete an entry when its import is gone.
+UPWARD_EDGES = frozenset(
+    {
+        ("headwater.executor.dispatch", "headwater.workspace"),
+        ("headwater.executor.observe", "headwater.workspace"),
+        ("headwater.executor.tasks", "headwater.workspace"),
+        ("headwater.executor.work", "headwater.workspace"),
+        ("headwater.rebuilds.orchestrate", "headwater.workspace"),
+        ("headwater.rebuilds.pipelines", "headwater.workspace"),
+        ("headwater.scheduler.daemon", "headwater.workspace"),
+        ("headwater.scheduler.housekeeping", "headwater.workspace"),
+        ("headwater.scheduler.plans", "headwater.workspace"),
+    }
 )
-EXTRA = {"sinks": ("search",), "search": ("cli",)}
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def top_level(module: str) -> str:
+    """The package or top-level module ``module`` belongs to ("" for the package root)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
 
 
-def imported(tree: ast.AST, module: str) -> list[str]:
-    """Every module an import statement anywhere in ``tree`` names (relative ones too)."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                package = module.split(".")[: -node.level]
-                base = ".".join([*package, base] if base else package)
-            found.append(base)
-            found += [f"{base}.{alias.name}" for alias in node.names]
-    return found
-
-
-def violations(root: Path) -> list[str]:
-    problems: set[str] = set()
-    for path in sorted(root.rglob("*.py")):
-        module = module_name(path)
-        layer = module.split(".")[1] if "." in module else ""
-        if layer not in LOWER:
-            continue
-        banned = [f"headwater.{name}" for name in UPPER + EXTRA.get(layer, ())]
-        for target in imported(ast.parse(path.read_text(), str(path)), module):
-            for bad in banned:
-                if target == bad or target.startswith(bad + "."):
-                    problems.add(f"{module} imports {bad}")
+def layer_problems(
+    graph: Mapping[str, set[str]],
+    layers: tuple[tuple[str, ...], ...] = LAYERS,
+    allowed: frozenset[tuple[str, str]] = UPWARD_EDGES,
+) -> list[str]:
+    """Each module of ``graph`` in no layer, and each arrow up that ``allowed`` lacks."""
+    level = {name: n for n, names in enumerate(layers) for name in names}
+    problems = {
+        f"{top_level(module) or module} is in no layer; add it to LAYERS"
+        for module in graph
+        if top_level(module) not in level
+    }
+    for module, targets in graph.items():
+        for target in targets:
+            source_level = level.get(top_level(module))
+            target_level = level.get(top_level(target))
+            if source_level is None or target_level is None or target_level <= source_level:
+                continue
+            if (module, target) not in allowed:
+                problems.add(
+                    f"{module} imports {target}: layer {source_level} may not import layer "
+                    f"{target_level} ({' '.join(n or '(root)' for n in layers[target_level])})"
+                )
     return sorted(problems)
 
 
-def test_lower_layers_never_import_upper_ones() -> None:
-    assert violations(ROOT) == []
+def test_every_arrow_points_down_the_layers() -> None:
+    graph = import_cycles().import_graph(ROOT)
+    assert layer_problems(graph) == []
 
 
-def test_the_rule_sees_imports_in_functions_and_type_checking(tmp_path: Path) -> None:
+def test_the_layer_lists_name_every_package_and_only_existing_ones() -> None:
+    names = [name for layer in LAYERS for name in layer]
+    assert len(names) == len(set(names)), "a name is in two layers"
+    existing = {top_level(module) for module in import_cycles().import_graph(ROOT)}
+    assert set(names) - PLANNED == existing - PLANNED
+    assert not PLANNED & existing, "a planned name exists now: delete it from PLANNED"
+
+
+def test_the_upward_allowlist_only_lists_arrows_that_still_point_up() -> None:
+    graph = import_cycles().import_graph(ROOT)
+    still = {(source, target) for source, target in UPWARD_EDGES if target in graph.get(source, ())}
+    assert still == UPWARD_EDGES, f"gone, delete from UPWARD_EDGES: {UPWARD_EDGES - still}"
+    assert layer_problems(graph, allowed=frozenset()) == sorted(
+        f"{source} imports {target}: layer {_level(source)} may not import layer "
+        f"{_level(target)} ({' '.join(n or '(root)' for n in LAYERS[_level(target)])})"
+        for source, target in UPWARD_EDGES
+    )
+
+
+def _level(module: str) -> int:
+    return next(n for n, names in enumerate(LAYERS) if top_level(module) in names)
+
+
+def test_the_layer_rule_sees_type_checking_function_and_relative_imports(
+    tmp_path: Path,
+) -> None:
     package = tmp_path / "headwater"
     (package / "sinks").mkdir(parents=True)
     (package / "search").mkdir()
+    (package / "__init__.py").write_text("from headwater.cli import main\n")
+    (package / "sinks" / "__init__.py").write_text("")
+    (package / "search" / "__init__.py").write_text("")
     (package / "sinks" / "bad.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from headwater.workspace import Workspace\n"
         "def f():\n    from headwater.search import fusion\n"
         "    import headwater.config\n"
     )
-    (package / "search" / "bad.py").write_text("from ..cli import app\n")
+    (package / "search" / "fusion.py").write_text("from ..cli import app\n")
+    (package / "search" / "ok.py").write_text("from headwater.sinks import bad\n")
     (package / "cli.py").write_text("import headwater.workspace\n")  # upper layers may
-    global ROOT
-    saved, ROOT = ROOT, package
-    try:
-        found = violations(package)
-    finally:
-        ROOT = saved
-    assert found == [
-        "headwater.search.bad imports headwater.cli",
-        "headwater.sinks.bad imports headwater.config",
-        "headwater.sinks.bad imports headwater.search",
-        "headwater.sinks.bad imports headwater.workspace",
+    (package / "config.py").write_text("")
+    (package / "workspace.py").write_text("")
+    (package / "extra.py").write_text("")
+    graph = import_cycles().import_graph(package)
+    layers = (("sinks",), ("search",), ("config",), ("workspace",), ("cli", ""))
+    assert layer_problems(graph, layers, frozenset()) == [
+        "extra is in no layer; add it to LAYERS",
+        "headwater.search.fusion imports headwater.cli: layer 1 may not import layer 4 (cli (root))",
+        "headwater.sinks.bad imports headwater.config: layer 0 may not import layer 2 (config)",
+        "headwater.sinks.bad imports headwater.search.fusion: layer 0 may not import layer 1 (search)",
+        "headwater.sinks.bad imports headwater.workspace: layer 0 may not import layer 3 (workspace)",
     ]
+    allowed = frozenset({("headwater.sinks.bad", "headwater.config")})
+    assert len(layer_problems(graph, layers, allowed)) == 4
 
 
 def test_no_import_cycle_beyond_the_shrinking_allowlist() -> None:
@@ -198,6 +231,7 @@ def test_the_cycle_rule_sees_type_checking_function_and_relative_imports(
     assert cycle_problems(found) == [
         "import cycle: headwater.a.one -> headwater.a.two -> headwater.b"
     ]
-    grown = frozenset({*ALLOWED_CYCLES[1], "headwater.config"})
-    assert cycle_problems([grown]) == [f"import cycle: {' -> '.join(sorted(grown))}"]
-    assert cycle_problems([ALLOWED_CYCLES[1]]) == []
+    allowed = (frozenset({"headwater.workspace", "headwater.executor.work"}),)
+    grown = frozenset({*allowed[0], "headwater.config"})
+    assert cycle_problems([grown], allowed) == [f"import cycle: {' -> '.join(sorted(grown))}"]
+    assert cycle_problems([allowed[0]], allowed) == []

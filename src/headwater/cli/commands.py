@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from headwater.cli.app import (
+from headwater.cli.common import (
     app,
     cancel_on_interrupt,
     err,

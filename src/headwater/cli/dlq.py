@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from headwater.cli.app import app, open_workspace, out, print_json, run_command, safe, usage_error
+from headwater.cli.common import (
+    app,
+    open_workspace,
+    out,
+    print_json,
+    run_command,
+    safe,
+    usage_error,
+)
 from headwater.errors import NotFoundError
 from headwater.reports import failure_dict
 from headwater.sync.redrive import UNREADABLE, Skipped

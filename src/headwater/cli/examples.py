@@ -39,6 +39,7 @@ EXAMPLES: dict[str, str] = {
 
 
 def command_name(info: typer.models.CommandInfo) -> str:
+    """The name a registered command is typed as (its callback's name, dashed, when unnamed)."""
     if info.name:
         return info.name
     assert info.callback is not None
@@ -55,6 +56,7 @@ def walk(app: typer.Typer, prefix: str = "") -> list[tuple[str, typer.models.Com
 
 
 def attach(app: typer.Typer) -> None:
+    """Set each command's help epilog to its example, unless it already has one."""
     for path, info in walk(app):
         example = EXAMPLES.get(path)
         if example is not None and not info.epilog:

@@ -89,6 +89,7 @@ def failed_on_config(error: str | None) -> bool:
 
 
 def for_error(exc: BaseException) -> int:
+    """The exit code for ``exc``: its own for a HeadwaterError, 130 for Ctrl-C, else 1."""
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_CANCELLED
     if isinstance(exc, HeadwaterError):

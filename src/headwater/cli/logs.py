@@ -29,6 +29,7 @@ _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"mess
 
 
 def register_secrets(values: list[str]) -> None:
+    """Remember ``values`` (those long enough to be secrets) to mask in every log line and error."""
     _secrets.update(v for v in values if len(v) >= MIN_SECRET_LENGTH)
 
 
@@ -43,13 +44,17 @@ def register_config_secrets(config: Path) -> None:
 
 
 def redact(text: str) -> str:
+    """``text`` with every registered secret replaced by the mask."""
     for secret in sorted(_secrets, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
 
 
 class RedactSecrets(logging.Filter):
+    """A logging filter that masks registered secrets in messages and tracebacks."""
+
     def filter(self, record: logging.LogRecord) -> bool:
+        """Mask the record's message and traceback text; always keep the record."""
         if _secrets:
             record.msg = redact(record.getMessage())
             record.args = None
@@ -63,6 +68,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg, then the record's extras."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON line."""
         data: dict[str, Any] = {
             "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
             "level": record.levelname,

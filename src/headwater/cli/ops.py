@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from headwater.cli import exits
-from headwater.cli.app import (
+from headwater.cli.common import (
     app,
     err,
     open_workspace,

@@ -37,6 +37,7 @@ DEFAULT_INTERVAL_S = 10.0
 
 
 def interval_s() -> float:
+    """Seconds between progress lines: ``HEADWATER_PROGRESS_INTERVAL`` or the default of 10."""
     raw = os.environ.get(INTERVAL_ENV)
     if raw is None:
         return DEFAULT_INTERVAL_S

@@ -20,7 +20,7 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from headwater.cli.app import app, err, open_workspace, out, print_json, run_command, usage_error
+from headwater.cli.common import app, err, open_workspace, out, print_json, run_command, usage_error
 from headwater.rebuilds import orchestrate as core
 from headwater.workspace import Workspace
 

@@ -16,6 +16,7 @@ log = logging.getLogger("headwater.cli")
 
 
 def log_sync(result: SyncResult) -> None:
+    """Log one INFO line per source run of ``result`` with its counts."""
     for run in result.runs:
         c = run.counts
         log.info(

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from headwater.cli.app import (
+from headwater.cli.common import (
     app,
     err,
     open_workspace,

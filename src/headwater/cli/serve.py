@@ -14,7 +14,7 @@ import threading
 
 import typer
 
-from headwater.cli.app import app, run_command, state
+from headwater.cli.common import app, run_command, state
 from headwater.errors import ConfigError
 
 STARTUP_FAILURE = 3  # uvicorn's exit code when it could not start (bind, lifespan)

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from headwater.cli.app import app, err, out, print_json, run_command, state, usage_error
+from headwater.cli.common import app, err, out, print_json, run_command, state, usage_error
 from headwater.config import load_config
 
 QUEUE_NAMES = ("sync", "index")

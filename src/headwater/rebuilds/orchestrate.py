@@ -25,7 +25,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from headwater.clock import as_utc, iso, utcnow
-from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError
 from headwater.indexer.reconcile import compare
 from headwater.indexer.report import IndexReport
@@ -41,6 +40,7 @@ from headwater.manifest.generations import (
     Generation,
 )
 from headwater.pipeline.chunk import chunk_document
+from headwater.units import parse_duration
 
 if TYPE_CHECKING:
     from headwater.rebuilds.pipelines import GenerationIndexer

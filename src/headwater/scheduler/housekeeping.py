@@ -17,11 +17,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from headwater.clock import utcnow
-from headwater.durations import parse_duration
 from headwater.errors import HeadwaterError
 from headwater.jsonview import JsonView
 from headwater.manifest.garbage import GarbageReport, collect_garbage
 from headwater.pipeline.embed.cache import CACHE_FILE, CacheTrim, EmbeddingCache
+from headwater.units import parse_duration
 
 if TYPE_CHECKING:
     from headwater.workspace import Workspace

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from headwater.clock import iso, utcnow
 from headwater.config import SourceSection
 from headwater.connectors import load_connector_class
-from headwater.durations import parse_duration
 from headwater.scheduler.due import Backoff, Decision, SourceState, decide
+from headwater.units import parse_duration
 
 if TYPE_CHECKING:
     from headwater.workspace import Workspace

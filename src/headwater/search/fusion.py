@@ -133,12 +133,14 @@ def hybrid_fusion(
 
 
 def rrf(vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int) -> list[SearchHit]:
+    """Reciprocal rank fusion of the two lists, scores ignored."""
     return reciprocal_rank_fusion([vector, keyword], k=DEFAULT_RRF_K, limit=limit)
 
 
 def minmax(
     vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
 ) -> list[SearchHit]:
+    """The two lists' scores min-max scaled to [0, 1], weighted and added."""
     weights = [1.0 - KEYWORD_WEIGHT, KEYWORD_WEIGHT]
     return _ranked([vector, keyword], weights, [_minmax(vector), _minmax(keyword)], limit)
 
@@ -146,6 +148,7 @@ def minmax(
 def zscore(
     vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
 ) -> list[SearchHit]:
+    """The two lists' scores standardized, weighted and added."""
     weights = [1.0 - KEYWORD_WEIGHT, KEYWORD_WEIGHT]
     return _ranked([vector, keyword], weights, [_zscore(vector), _zscore(keyword)], limit)
 
@@ -153,6 +156,7 @@ def zscore(
 def confident(
     vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
 ) -> list[SearchHit]:
+    """``minmax``, with the top hit of a list that leads by a wide margin put first."""
     fused = minmax(vector, keyword, limit=max(limit, 1) + 1)
     leader = _confident_top(keyword, KEYWORD_MARGIN) or _confident_top(vector, VECTOR_MARGIN)
     if leader is not None:

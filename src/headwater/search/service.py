@@ -92,6 +92,7 @@ class SearchResult(JsonView):
 
     @classmethod
     def from_hit(cls, hit: SearchHit, query: str) -> SearchResult:
+        """The result for one sink hit of ``query``."""
         return cls(
             document_id=hit.document_id,
             title=hit.title,
@@ -105,6 +106,7 @@ class SearchResult(JsonView):
         )
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as the JSON ``headwater search --json`` prints."""
         return {
             "document_id": self.document_id,
             "title": self.title,
@@ -119,6 +121,7 @@ class SearchResult(JsonView):
 
 
 def check_min_score(min_score: float | None) -> None:
+    """Refuse a ``--min-score`` that is not a finite number (ConfigError)."""
     if min_score is not None and not math.isfinite(min_score):
         raise ConfigError(
             f"--min-score {min_score} is not a finite number; give one on the scale of the "
@@ -128,6 +131,7 @@ def check_min_score(min_score: float | None) -> None:
 
 
 def parse_mode(mode: str) -> SearchMode:
+    """``mode`` as a SearchMode, or ConfigError naming the modes."""
     try:
         return SearchMode(mode)
     except ValueError as exc:
@@ -146,10 +150,12 @@ class CallerPrincipals:
 
     @property
     def principals(self) -> list[str]:
+        """The principals searched as: public, the user's, each group's (given or synced)."""
         groups = [*self.given_groups, *(g.group for g in self.synced_groups)]
         return caller_principals(self.user, groups)
 
     def as_dict(self) -> dict[str, Any]:
+        """The caller as JSON: user, given groups and synced groups with their sources."""
         return {
             "user": self.user,
             "groups": list(self.given_groups),

@@ -38,7 +38,6 @@ from headwater.connectors.confluence._acl import (
     next_link,
 )
 from headwater.connectors.http import MissingAtServer
-from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import (
@@ -49,6 +48,7 @@ from headwater.types import (
     SourceDocument,
     Window,
 )
+from headwater.units import parse_duration
 
 SCOPE_SPACES = "read:space:confluence"
 SCOPE_SEARCH = "search:confluence"

@@ -31,7 +31,6 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.github._acl import PERM_METADATA, GithubAcl, fingerprint
 from headwater.connectors.github._client import GithubClient, MissingAtServer
-from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import (
@@ -42,6 +41,7 @@ from headwater.types import (
     SourceDocument,
     Window,
 )
+from headwater.units import parse_duration
 
 PERM_ISSUES = "Issues: read"
 PERM_PULLS = "Pull requests: read"

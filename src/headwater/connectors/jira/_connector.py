@@ -32,10 +32,10 @@ from headwater.connectors.base import (
 from headwater.connectors.http import MissingAtServer
 from headwater.connectors.jira._acl import SCOPE_ADMIN, SCOPE_PROJECT, Grant, JiraAcl
 from headwater.connectors.jira._adf import adf_to_text
-from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import Checkpoint, KnownVersions, ListedGroup, SourceDocument, Window
+from headwater.units import parse_duration
 
 SEARCH = "/rest/api/3/search/jql"
 LIST_FIELDS = "summary,updated,project,security,reporter,assignee,issuetype"

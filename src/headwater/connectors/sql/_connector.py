@@ -33,10 +33,10 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.sql import _rows
 from headwater.connectors.sql._database import classify, make_engine, parse_url, safe_url
-from headwater.durations import parse_duration
 from headwater.errors import ConfigError, ItemError
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Stage, Window
+from headwater.units import parse_duration
 
 log = logging.getLogger(__name__)
 

@@ -1,11 +1,13 @@
-"""Durations as users write them: ``"30m"``, ``"6h"``, ``"1d"``, ``"2w"`` or seconds.
+"""Units as users write them: durations (``"30m"``, ``"6h"``, ``"1d"``, ``"2w"`` or seconds)
+and byte sizes (``"500MB"``, ``"2GB"``, ``"1GiB"``, ``"64kB"`` or bytes).
 
-A neutral module so connectors, the scheduler and the config all parse durations the
+A neutral core module, so connectors, the scheduler and the config all parse units the
 same way without the lower layers importing ``headwater.config``. Every duration lies
 between zero and ``MAX_DURATION`` (ten years): past it, date arithmetic such as
 "next run = last run + refresh_every" overflows, and nothing is meant by it. A setting
 that is an interval between runs also has a floor (``check_duration``): ``"0s"`` would
-make the scheduler spin.
+make the scheduler spin. Decimal size units are powers of 1000, binary ones (``KiB``,
+``MiB``…) of 1024.
 """
 
 from __future__ import annotations
@@ -66,3 +68,33 @@ def show(duration: timedelta) -> str:
         if seconds and seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKMGT]i?B|B)?\s*$")
+SIZE_UNITS = {
+    "B": 1,
+    "kB": 1000,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+    "KiB": 1024,
+    "kiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+    "TiB": 1024**4,
+}
+
+
+def parse_size(value: str | int | None) -> int | None:
+    """``"500MB"``, ``"2GiB"`` or a number of bytes; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value!r} is a negative size; expected bytes >= 0")
+        return value
+    match = SIZE.match(value)
+    if not match or (match.group(2) or "B") not in SIZE_UNITS:
+        raise ValueError(f"{value!r} is not a size; expected e.g. '500MB', '2GB' or '1GiB'")
+    return int(float(match.group(1)) * SIZE_UNITS[match.group(2) or "B"])

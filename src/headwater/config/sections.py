@@ -1,0 +1,331 @@
+"""The tables of ``headwater.toml`` as frozen pydantic models, one per section.
+
+Each model checks its own keys (types, ranges, durations, sizes, identities) and
+forbids unknown ones; a source's and an index's plugin options are left as extras, for
+``config.load`` to validate against the plugin's ``Options``. ``HeadwaterConfig`` is the
+whole file.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+)
+
+from headwater.errors import ConfigError
+from headwater.pipeline.embed.registry import available_embedder_types
+from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
+from headwater.types import Access, normalize_identity
+from headwater.units import MIN_INTERVAL, check_duration, parse_size
+
+
+class Strict(BaseModel):
+    """A frozen config model that refuses unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WorkspaceSection(Strict):
+    """``[workspace]``: the tenant name and where the state directory is."""
+
+    tenant: str = Field(min_length=1)
+    state_dir: str = ".headwater"
+
+
+class ManifestSection(Strict):
+    """``[manifest]``: the manifest's database URL (None: a SQLite file in the state directory)."""
+
+    url: str | None = None
+
+
+class AccessSection(Strict):
+    """A source's ``access``: the users, groups or public that may read all of its documents."""
+
+    users: list[str] = []
+    groups: list[str] = []
+    public: bool = False
+
+    @field_validator("users", "groups")
+    @classmethod
+    def _identities(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        kind: Literal["user", "group"] = "user" if info.field_name == "users" else "group"
+        for n, value in enumerate(values):
+            try:
+                normalize_identity(value, kind)
+            except ConfigError as exc:
+                raise ValueError(f"[{n}]: {exc}") from exc
+        return values
+
+    def to_access(self) -> Access:
+        """This section as an ``Access``, users normalized and both lists sorted."""
+        return Access(
+            users=tuple(sorted(normalize_identity(u, "user") for u in self.users)),
+            groups=tuple(sorted(self.groups)),
+            public=self.public,
+        )
+
+
+class ParseSection(Strict):
+    """``[parse]`` (workspace) or a source's ``parse``: what its files are, by extension.
+
+    ``text_extensions`` are read as plain text; ``media_types`` gives an extension the
+    media type of a supported format (``".tpl" = "text/html"``). A source's lists add to
+    the workspace's, its mapping overrides the workspace's per extension.
+    """
+
+    text_extensions: list[str] = []
+    media_types: dict[str, str] = {}
+
+    @field_validator("text_extensions")
+    @classmethod
+    def _extensions(cls, values: list[str]) -> list[str]:
+        return [_extension(value) for value in values]
+
+    @field_validator("media_types")
+    @classmethod
+    def _media_types(cls, values: dict[str, str]) -> dict[str, str]:
+        checked: dict[str, str] = {}
+        for key, value in values.items():
+            mime = value.split(";")[0].strip().lower()
+            if mime not in SUPPORTED_MEDIA_TYPES:
+                raise ValueError(
+                    f"{key!r} = {value!r}: not the media type of a supported format; "
+                    f"expected one of {', '.join(sorted(SUPPORTED_MEDIA_TYPES))}"
+                )
+            checked[_extension(key)] = value
+        return checked
+
+    def options(self, override: ParseSection | None = None) -> ParseOptions:
+        """This section's options, with a source's ``override`` laid over them."""
+        extensions = set(self.text_extensions)
+        media_types = dict(self.media_types)
+        if override is not None:
+            extensions |= set(override.text_extensions)
+            media_types |= override.media_types
+        return ParseOptions(text_extensions=frozenset(extensions), media_types=media_types)
+
+
+def _extension(value: str) -> str:
+    if not re.fullmatch(r"\.[A-Za-z0-9_+-][A-Za-z0-9_.+-]*", value):
+        raise ValueError(
+            f"{value!r} is not a file extension; expected a dot and letters, e.g. '.conf'"
+        )
+    return value.lower()
+
+
+class SourceSection(BaseModel):
+    """The keys every source has; the rest are the connector's own options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    type: str
+    access: AccessSection | None = None
+    refresh_every: str | None = None
+    prune_every: str | None = None
+    permissions_every: str | None = None  # `headwater sync --permissions` interval
+    prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
+    batch_size: int = Field(default=64, ge=1, le=10_000)
+    parse: ParseSection | None = None  # laid over the workspace's [parse]
+
+    @field_validator("refresh_every", "prune_every", "permissions_every")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        return None if value is None else _check_interval(value)
+
+    def options(self) -> dict[str, Any]:
+        """The connector's own options: the keys this model does not declare."""
+        return dict(self.model_extra or {})
+
+
+class IndexSection(BaseModel):
+    """``[[index]]``: a named index of a sink type; the rest are the sink's own options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    type: str
+    # How long a switched-away generation is kept for rollback before it is retired.
+    keep_previous_for: str = "7d"
+
+    @field_validator("keep_previous_for")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _check_duration(value)
+
+    def options(self) -> dict[str, Any]:
+        """The sink's own options: the keys this model does not declare."""
+        return dict(self.model_extra or {})
+
+
+class EmbedderSection(BaseModel):
+    """``[embedder]``: its type, runtime and cache cap; the rest are the embedder's options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    # An embedder type of the registry (headwater.pipeline.embed.registry).
+    type: str = "local"
+    # How the local model runs; part of its model id, so a change means re-indexing.
+    runtime: Literal["onnx-int8", "onnx", "torch"] = "onnx-int8"
+    # Cap of the embedding cache (bytes, or "2GB"); housekeeping evicts the least
+    # recently used vectors above it. None: no cap. Not an embedder option.
+    cache_max_bytes: int | None = Field(default=None, ge=0)
+
+    @field_validator("cache_max_bytes", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        return parse_size(value) if isinstance(value, str) else value
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        known = available_embedder_types()
+        if value not in known:
+            raise ValueError(f"embedder type {value!r} is not installed; expected one of {known}")
+        return value
+
+    def options(self) -> dict[str, Any]:
+        """The embedder's own options: the keys this model does not declare."""
+        return dict(self.model_extra or {})
+
+
+class ChunkerSection(Strict):
+    """``[chunker]``: the chunk size in tokens and the longest document text chunked."""
+
+    max_tokens: int | None = Field(default=None, ge=16, le=8192)
+    max_document_chars: int = Field(default=5_000_000, ge=1)
+
+
+class SyncSection(Strict):
+    """``[sync]``: retries, tombstone retention, index batch size and lease length."""
+
+    attempts: int = Field(default=3, ge=1, le=20)
+    run_attempts: int = Field(default=3, ge=1, le=20)
+    tombstone_retention_days: int = Field(default=30, ge=0)
+    index_batch_size: int = Field(default=32, ge=1, le=4096)
+    lease_seconds: int = Field(default=60, ge=1, le=86_400)
+
+
+def _check_duration(value: str) -> str:
+    """A retention (``keep_runs_for``, ``keep_previous_for``): 0s to ten years."""
+    check_duration(value)
+    return value
+
+
+def _check_interval(value: str) -> str:
+    """An interval between runs or retries: 1s to ten years ("0s" would spin)."""
+    check_duration(value, MIN_INTERVAL)
+    return value
+
+
+class SchedulerSection(Strict):
+    """``[scheduler]``: ``headwater run``'s concurrency, backoff and retention."""
+
+    max_concurrent: int = Field(default=2, ge=1, le=64)
+    failure_backoff: str = "1m"
+    backoff_max: str = "1h"
+    keep_runs_for: str = "30d"
+    refresh_every: str = "1h"
+
+    @field_validator("failure_backoff", "backoff_max", "refresh_every")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        return _check_interval(value)
+
+    @field_validator("keep_runs_for")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        return _check_duration(value)
+
+
+class ApiPrincipals(Strict):
+    """The users and groups an API key searches as."""
+
+    users: list[str] = []
+    groups: list[str] = []
+
+
+class ApiKeySection(Strict):
+    """``[[api.keys]]``: one bearer key of ``headwater serve`` (see docs/api.md)."""
+
+    name: str = Field(min_length=1)
+    secret: SecretStr
+    role: Literal["search", "ingest", "admin"]
+    principals: ApiPrincipals | None = None
+    assert_principals: bool = False
+    sources: list[str] = []  # the push sources an ingest key may write to (none by default)
+
+    @field_validator("secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value()) < 16:
+            raise ValueError("an API key secret needs at least 16 characters; use a random one")
+        return value
+
+
+class ApiSection(Strict):
+    """``[api]``: the HTTP service's keys, and the largest push request body it reads."""
+
+    keys: list[ApiKeySection] = []
+    max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
+
+    @field_validator("max_push_bytes", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        return parse_size(value) if isinstance(value, str) else value
+
+
+class ExecutorQueues(Strict):
+    """The Celery queue names for source runs and for index batches."""
+
+    sync: str = Field(default="headwater.sync", min_length=1)
+    index: str = Field(default="headwater.index", min_length=1)
+
+
+class ExecutorSection(Strict):
+    """``[executor]``: where runs execute. ``local`` (this process) or ``celery`` workers."""
+
+    type: Literal["local", "celery"] = "local"
+    broker_url: str | None = None
+    result_backend: str | None = None
+    queues: ExecutorQueues = ExecutorQueues()
+    visibility_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
+    claim_seconds: int = Field(default=300, ge=1, le=86_400)
+    max_retries: int = Field(default=3, ge=0, le=100)
+    index_tasks: int = Field(default=4, ge=1, le=1024)
+
+
+class HeadwaterConfig(Strict):
+    """The whole ``headwater.toml``, every table validated."""
+
+    workspace: WorkspaceSection
+    manifest: ManifestSection = ManifestSection()
+    embedder: EmbedderSection = EmbedderSection()
+    chunker: ChunkerSection = ChunkerSection()
+    parse: ParseSection = ParseSection()
+    sync: SyncSection = SyncSection()
+    scheduler: SchedulerSection = SchedulerSection()
+    api: ApiSection = ApiSection()
+    executor: ExecutorSection = ExecutorSection()
+    index: list[IndexSection] = []
+    source: list[SourceSection] = []
+
+    def source_by_id(self, source_id: str) -> SourceSection:
+        """The source section with id ``source_id``, or ConfigError naming the configured ones."""
+        for section in self.source:
+            if section.id == source_id:
+                return section
+        known = ", ".join(s.id for s in self.source) or "none"
+        raise ConfigError(
+            f"source {source_id!r} is not configured; expected one of: {known}. "
+            "Check the id or add a [[source]] table; to delete the documents of a source "
+            "removed from the config, run `headwater source remove ID`."
+        )
