@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.clock import iso, utcnow
 from headwater.config import (
+    ContentSection,
     EmbedderSection,
     LoadedConfig,
     SourceSection,
@@ -38,7 +39,8 @@ from headwater.errors import (
 )
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.indexer.worker import IndexWorker
-from headwater.manifest.content import FolderContentStore
+from headwater.manifest.content import ContentStore, FolderContentStore
+from headwater.manifest.content_s3 import S3ContentStore
 from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
@@ -72,6 +74,21 @@ if TYPE_CHECKING:
     pass
 
 log = logging.getLogger(__name__)
+
+
+def open_content_store(section: ContentSection, state_dir: Path) -> ContentStore:
+    """The ``[content]`` store: the folder ``state_dir/content``, or the S3 url's bucket."""
+    if section.url is None:
+        return FolderContentStore(state_dir / "content")
+    return S3ContentStore(
+        section.url,
+        endpoint_url=section.endpoint_url,
+        region=section.region,
+        access_key_id=section.access_key_id,
+        secret_access_key=section.secret_access_key,
+        session_token=section.session_token,
+        addressing_style=section.addressing_style,
+    )
 
 
 def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
@@ -113,7 +130,7 @@ class Workspace(WorkspaceReads):
             max_attempts=self.config.sync.attempts,
             lease_seconds=self.config.sync.lease_seconds,
         )
-        self.content_store = FolderContentStore(self.state_dir / "content")
+        self.content_store = open_content_store(self.config.content, self.state_dir)
         self.cancel = threading.Event()
         self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
         self.count_progress: CountProgress | None = None  # prune enumeration, reconcile

@@ -18,9 +18,11 @@ from pydantic import (
     SecretStr,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from headwater.errors import ConfigError
+from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
 from headwater.types import Access, normalize_identity
@@ -44,6 +46,51 @@ class ManifestSection(Strict):
     """``[manifest]``: the manifest's database URL (None: a SQLite file in the state directory)."""
 
     url: str | None = None
+
+
+class ContentSection(Strict):
+    """``[content]``: where normalized text is stored (no ``url``: the folder
+    ``state_dir/content``; ``url = "s3://bucket/prefix"``: S3-compatible object storage,
+    shared by every host)."""
+
+    url: str | None = None
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    session_token: SecretStr | None = None
+    addressing_style: Literal["auto", "path", "virtual"] = "auto"
+
+    @field_validator("url")
+    @classmethod
+    def _object_storage_url(cls, url: str | None) -> str | None:
+        if url is not None:
+            try:
+                S3Location.parse(url)
+            except ConfigError as exc:  # collected with every other problem
+                raise ValueError(str(exc)) from None
+        return url
+
+    @model_validator(mode="after")
+    def _keys_need_a_url(self) -> ContentSection:
+        if self.url is None:
+            given = [
+                key
+                for key in ("endpoint_url", "region", "access_key_id", "secret_access_key")
+                if getattr(self, key) is not None
+            ]
+            if given:
+                raise ValueError(
+                    f"[content] sets {', '.join(given)} but no `url`; expected "
+                    'url = "s3://BUCKET/PREFIX" with them; add it, or remove them to keep '
+                    "the content store in state_dir/content"
+                )
+        if (self.access_key_id is None) != (self.secret_access_key is None):
+            raise ValueError(
+                "[content]: only one of `access_key_id`/`secret_access_key` is set; expected "
+                "both or neither (then the AWS credential chain is used); set the other one"
+            )
+        return self
 
 
 class AccessSection(Strict):
@@ -308,6 +355,7 @@ class HeadwaterConfig(Strict):
 
     workspace: WorkspaceSection
     manifest: ManifestSection = ManifestSection()
+    content: ContentSection = ContentSection()
     embedder: EmbedderSection = EmbedderSection()
     chunker: ChunkerSection = ChunkerSection()
     parse: ParseSection = ParseSection()
