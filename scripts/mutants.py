@@ -584,6 +584,13 @@ MUTANTS: list[Mutant] = [
         "",
         ("tests/core/test_groups.py::test_group_labels_are_shown_and_never_matched[sqlite]",),
     ),
+    Mutant(
+        "nested-groups-are-not-followed",
+        "src/headwater/manifest/groups.py",
+        "            for _ in range(MAX_NESTING):",
+        "            for _ in range(0):",
+        ("tests/core/test_groups.py::test_nested_groups_are_expanded_transitively_at_search[sqlite]",),
+    ),
 ]
 
 

@@ -27,6 +27,7 @@ class AclSource:
     members: dict[str, list[str]] = field(default_factory=dict)  # group principal -> emails
     # group principal -> (display name, mail); a group without labels is listed as a pair
     labels: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    nested: dict[str, list[str]] = field(default_factory=dict)  # group -> groups nested in it
     reads: int = 0  # documents whose content was read
     listings: int = 0  # calls of permissions()
     groups_fail: bool = False
@@ -68,8 +69,9 @@ class AclConnector:
         if self.state.groups_fail:
             raise RuntimeError("the directory is down")
         for group, members in sorted(self.state.members.items()):
-            if group in self.state.labels:
-                yield ListedGroup(group, members, *self.state.labels[group])
+            if group in self.state.labels or group in self.state.nested:
+                name, mail = self.state.labels.get(group, (None, None))
+                yield ListedGroup(group, members, name, mail, self.state.nested.get(group, ()))
             else:
                 yield group, members
 

@@ -92,12 +92,15 @@ class ListedGroup(tuple[str, Sequence[str]]):
     directory's stable id (``principal_for_group``); members are emails as the source
     writes them. ``display_name`` and ``mail`` are labels for people (``search
     --explain``): they can change or be given to another group, so nothing compares them.
-    It is the plain pair older connectors yield (it unpacks and compares as one), so
-    listings with and without labels mix freely.
+    ``subgroups`` are the principals of groups nested in this one (their members are
+    this group's members too, expanded transitively at search). It is the plain pair
+    older connectors yield (it unpacks and compares as one), so listings with and
+    without labels mix freely.
     """
 
     display_name: str | None
     mail: str | None
+    subgroups: tuple[str, ...]
 
     def __new__(
         cls,
@@ -105,9 +108,11 @@ class ListedGroup(tuple[str, Sequence[str]]):
         members: Sequence[str],
         display_name: str | None = None,
         mail: str | None = None,
+        subgroups: Sequence[str] = (),
     ) -> ListedGroup:
         listed = super().__new__(cls, (principal, members))
         listed.display_name, listed.mail = display_name, mail
+        listed.subgroups = tuple(subgroups)
         return listed
 
     @property
@@ -120,14 +125,17 @@ class ListedGroup(tuple[str, Sequence[str]]):
         """The members' emails, as the source writes them."""
         return self[1]
 
-    def __getnewargs__(self) -> tuple[str, Sequence[str], str | None, str | None]:
-        """The arguments that rebuild it (pickle, copy), labels included."""
-        return self.principal, self.members, self.display_name, self.mail
+    def __getnewargs__(
+        self,
+    ) -> tuple[str, Sequence[str], str | None, str | None, tuple[str, ...]]:
+        """The arguments that rebuild it (pickle, copy), labels and subgroups included."""
+        return self.principal, self.members, self.display_name, self.mail, self.subgroups
 
     def __repr__(self) -> str:
         return (
             f"ListedGroup({self.principal!r}, {list(self.members)!r}, "
-            f"display_name={self.display_name!r}, mail={self.mail!r})"
+            f"display_name={self.display_name!r}, mail={self.mail!r}, "
+            f"subgroups={self.subgroups!r})"
         )
 
 

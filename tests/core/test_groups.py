@@ -367,3 +367,60 @@ def test_group_labels_are_shown_and_never_matched(
         assert ws.manifest.groups.groups_of("u1@x.com")[0].label == "Platform"
         ws.remove_source("a")
         assert ws.manifest.groups.labels("a") == {}
+
+
+def test_nested_groups_are_expanded_transitively_at_search(
+    tmp_path: Path, manifest_url: str
+) -> None:
+    """Issue 31 item 2: a member of a group nested (at any depth) in a document's group
+    sees the document; a cycle is followed once; unnesting revokes at the next listing."""
+    config = workspace(tmp_path, manifest_url, "a")
+    a = state(tmp_path, "a")
+    company, eng, platform = (principal("a", n) for n in ("company", "eng", "platform"))
+    a.members = {company: [], eng: ["u1@x.com"], platform: ["u0@x.com"]}
+    a.nested = {company: [eng], eng: [platform], platform: [company]}  # a cycle back to the top
+    a.docs = {"all-hands": Access(groups=(company,)), "eng-only": Access(groups=(eng,))}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+        assert ws.manifest.groups.subgroups("a") == {
+            company: [eng],
+            eng: [platform],
+            platform: [company],
+        }
+        assert visible(ws, "u0@x.com") == {"all-hands", "eng-only"}
+        assert visible(ws, "u1@x.com") == {"all-hands", "eng-only"}
+        expanded = ws.manifest.groups.groups_of("u0@x.com")
+        assert [(g.group, g.via) for g in expanded] == [
+            (platform, None),
+            (eng, platform),  # platform is a member of eng
+            (company, eng),  # eng is a member of company (which is in platform: followed once)
+        ]
+        a.nested = {company: [eng]}  # platform leaves eng (and company leaves platform)
+        ws.sync_permissions(["a"])
+        assert visible(ws, "u0@x.com") == set()
+        assert visible(ws, "u1@x.com") == {"all-hands", "eng-only"}
+        ws.remove_source("a")
+        assert ws.manifest.groups.subgroups("a") == {}
+
+
+def test_explain_names_the_group_a_nested_membership_comes_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = workspace(tmp_path, None, "a")
+    a = state(tmp_path, "a")
+    company, eng = principal("a", "company"), principal("a", "eng")
+    a.members, a.nested = {company: [], eng: ["u0@x.com"]}, {company: [eng]}
+    a.docs = {"a-1": Access(groups=(company,))}
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+    runner, app = CliRunner(), register_commands()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("headwater.connectors.load_connector_class", lambda name: TYPES[name])
+    args = ["search", "report", "--as", "u0@x.com", "--mode", "keyword", "--explain"]
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert [r["title"] for r in data["results"]] == ["a-1"]
+    assert data["principals"]["synced_groups"] == [
+        {"group": eng, "source": "a"},
+        {"group": company, "source": "a", "via": eng},
+    ]
+    assert f"{company} (from a, via {eng})" in runner.invoke(app, args).output

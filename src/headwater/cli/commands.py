@@ -351,7 +351,8 @@ def search(
             return
         if explain:
             synced = ", ".join(
-                f"{g.group}{f' {g.label}' if g.label != g.group else ''} (from {g.source_id})"
+                f"{g.group}{f' {g.label}' if g.label != g.group else ''} (from {g.source_id}"
+                f"{f', via {g.via}' if g.via else ''})"
                 for g in used.synced_groups
             )
             out.print(

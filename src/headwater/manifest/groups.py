@@ -16,9 +16,10 @@ and only ever shown (``search --explain``): a group is matched by its stable pri
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import Engine, and_, delete, insert, select
+from sqlalchemy import Engine, Select, Table, and_, delete, insert, literal, select
 
 from headwater.errors import ConfigError
 from headwater.manifest import schema as t
@@ -27,16 +28,22 @@ from headwater.manifest.leases import Lease, fence
 from headwater.types import ListedGroup, normalize_identity
 
 INSERT_BATCH = 500
+MAX_NESTING = 32  # levels of nested groups followed at search; deeper ones are not reached
 
 
 @dataclass(frozen=True)
 class SyncedGroup:
-    """One group a user belongs to, the source that said so, and the group's labels."""
+    """One group a user belongs to, the source that said so, and the group's labels.
+
+    ``via`` is the group through which the membership holds when it is nested (the
+    user is in ``via``, which is a member of ``group``); None for a direct membership.
+    """
 
     group: str
     source_id: str
     display_name: str | None = None
     mail: str | None = None
+    via: str | None = None
 
     @property
     def label(self) -> str:
@@ -69,6 +76,39 @@ class GroupSyncReport:
         }
 
 
+@dataclass
+class _Listing:
+    """A group listing, normalized: user memberships, nesting edges, labels, refusals."""
+
+    members: set[tuple[str, str]] = field(default_factory=set)  # (group, user)
+    nesting: set[tuple[str, str]] = field(default_factory=set)  # (group, member group)
+    labels: Labels = field(default_factory=dict)
+    rejected: list[str] = field(default_factory=list)
+
+    def add(self, entry: ListedGroup | tuple[str, list[str]]) -> None:
+        """Normalize one listed group; an identity that could pass as another is refused."""
+        listed = _listed(entry)
+        try:
+            name = normalize_identity(listed.principal, "group")
+        except ConfigError as exc:
+            self.rejected.append(str(exc))
+            return
+        self.labels[name] = (_label(listed.display_name, 500), _label(listed.mail, 320))
+        for member in listed.members:
+            try:
+                self.members.add((name, normalize_identity(member, "user")))
+            except ConfigError as exc:
+                self.rejected.append(str(exc))
+        for subgroup in listed.subgroups:
+            try:
+                child = normalize_identity(subgroup, "group")
+            except ConfigError as exc:
+                self.rejected.append(str(exc))
+                continue
+            if child != name:
+                self.nesting.add((name, child))
+
+
 def _label(value: str | None, limit: int) -> str | None:
     """A label as stored: control characters out, blank as None, cut to the column."""
     if value is None:
@@ -85,33 +125,13 @@ def _listed(entry: ListedGroup | tuple[str, list[str]]) -> ListedGroup:
     return ListedGroup(group, members)
 
 
-def _rows(
-    source_id: str, listing: Iterable[ListedGroup | tuple[str, list[str]]]
-) -> tuple[set[tuple[str, str]], Labels, list[str]]:
-    """Normalized (group, member) pairs and each group's labels; an identity that could
-    pass as another is refused."""
-    pairs: set[tuple[str, str]] = set()
-    groups: Labels = {}
-    rejected: list[str] = []
-    for entry in listing:
-        listed = _listed(entry)
-        try:
-            name = normalize_identity(listed.principal, "group")
-        except ConfigError as exc:
-            rejected.append(str(exc))
-            continue
-        groups[name] = (_label(listed.display_name, 500), _label(listed.mail, 320))
-        members = listed.members
-        for member in members:
-            try:
-                pairs.add((name, normalize_identity(member, "user")))
-            except ConfigError as exc:
-                rejected.append(str(exc))
-    return pairs, groups, rejected
+def _batches(rows: list[dict[str, object]]) -> Iterable[list[dict[str, object]]]:
+    for start in range(0, len(rows), INSERT_BATCH):
+        yield rows[start : start + INSERT_BATCH]
 
 
 class GroupLedger:
-    """The ``group_members`` table."""
+    """The ``group_members``, ``group_nesting`` and ``group_labels`` tables."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -128,53 +148,62 @@ class GroupLedger:
         The listing is consumed before the transaction starts, so an exception raised by
         the connector while listing leaves the previous memberships untouched.
         """
-        pairs, groups, rejected = _rows(source_id, listing)
-        ordered = sorted(pairs)
+        found = _Listing()
+        for entry in listing:
+            found.add(entry)
+        members: list[dict[str, object]] = [
+            {"source_id": source_id, "group_principal": g, "member": m}
+            for g, m in sorted(found.members)
+        ]
+        nesting: list[dict[str, object]] = [
+            {"source_id": source_id, "group_principal": g, "member_group": c}
+            for g, c in sorted(found.nesting)
+        ]
+        labelled: list[dict[str, object]] = [
+            {"source_id": source_id, "group_principal": g, "display_name": n, "mail": m}
+            for g, (n, m) in sorted(found.labels.items())
+            if n or m
+        ]
         with begin_write(self.engine) as conn:
             if lease is not None:
                 fence(conn, lease)
-            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))
-            conn.execute(delete(t.group_labels).where(t.group_labels.c.source_id == source_id))
-            labelled = [
-                {"source_id": source_id, "group_principal": g, "display_name": n, "mail": m}
-                for g, (n, m) in sorted(groups.items())
-                if n or m
-            ]
-            for start in range(0, len(labelled), INSERT_BATCH):
-                conn.execute(insert(t.group_labels), labelled[start : start + INSERT_BATCH])
-            for start in range(0, len(ordered), INSERT_BATCH):
-                conn.execute(
-                    insert(t.group_members),
-                    [
-                        {"source_id": source_id, "group_principal": g, "member": m}
-                        for g, m in ordered[start : start + INSERT_BATCH]
-                    ],
-                )
-        return GroupSyncReport(source_id, len(groups), len(ordered), tuple(rejected))
+            for table, rows in (
+                (t.group_members, members),
+                (t.group_nesting, nesting),
+                (t.group_labels, labelled),
+            ):
+                conn.execute(delete(table).where(table.c.source_id == source_id))
+                for batch in _batches(rows):
+                    conn.execute(insert(table), batch)
+        return GroupSyncReport(source_id, len(found.labels), len(members), tuple(found.rejected))
 
-    def groups_of(self, user: str) -> list[SyncedGroup]:
-        """Every synced group of ``user`` (an email, compared normalized), all sources."""
-        member = normalize_identity(user, "user")
-        gm, gl = t.group_members, t.group_labels
-        query = (
-            select(gm.c.group_principal, gm.c.source_id, gl.c.display_name, gl.c.mail)
-            .select_from(
-                gm.outerjoin(
-                    gl,
-                    and_(
-                        gl.c.source_id == gm.c.source_id,
-                        gl.c.group_principal == gm.c.group_principal,
-                    ),
-                )
-            )
-            .where(gm.c.member == member)
+    def groups_of(self, user: str, *aliases: str) -> list[SyncedGroup]:
+        """Every synced group of ``user`` (an email, compared normalized) or of one of its
+        ``aliases``, all sources: direct memberships first, then the groups they are
+        nested in, transitively (cycles and repeats are followed once)."""
+        users = sorted({normalize_identity(u, "user") for u in (user, *aliases)})
+        gm = t.group_members
+        direct = (
+            select(gm.c.group_principal, gm.c.source_id, *_label_columns(), literal(None))
+            .select_from(_with_labels(gm))
+            .where(gm.c.member.in_(users))
             .order_by(gm.c.source_id, gm.c.group_principal)
         )
         with self.engine.connect() as conn:
-            return [
-                SyncedGroup(str(g), str(s), _opt(name), _opt(mail))
-                for g, s, name, mail in conn.execute(query)
-            ]
+            found = _unique(conn.execute(direct), set())
+            seen = {g.group for g in found}
+            frontier = sorted(seen)
+            for _ in range(MAX_NESTING):
+                if not frontier:
+                    break
+                level: list[SyncedGroup] = []
+                for start in range(0, len(frontier), INSERT_BATCH):
+                    level += _unique(
+                        conn.execute(_parents(frontier[start : start + INSERT_BATCH])), seen
+                    )
+                found += level
+                frontier = sorted(g.group for g in level)
+        return found
 
     def labels(self, source_id: str) -> Labels:
         """The source's labelled groups: principal → (display name, mail), as last synced."""
@@ -186,7 +215,7 @@ class GroupLedger:
             return {str(g): (_opt(n), _opt(m)) for g, n, m in conn.execute(query)}
 
     def members(self, source_id: str) -> dict[str, list[str]]:
-        """The source's groups and their members, as last synced."""
+        """The source's groups and their (direct, user) members, as last synced."""
         query = (
             select(t.group_members.c.group_principal, t.group_members.c.member)
             .where(t.group_members.c.source_id == source_id)
@@ -197,6 +226,58 @@ class GroupLedger:
             for group, member in conn.execute(query):
                 found.setdefault(str(group), []).append(str(member))
         return found
+
+    def subgroups(self, source_id: str) -> dict[str, list[str]]:
+        """The source's groups and the groups nested directly in each, as last synced."""
+        gn = t.group_nesting
+        query = (
+            select(gn.c.group_principal, gn.c.member_group)
+            .where(gn.c.source_id == source_id)
+            .order_by(gn.c.group_principal, gn.c.member_group)
+        )
+        found: dict[str, list[str]] = {}
+        with self.engine.connect() as conn:
+            for group, child in conn.execute(query):
+                found.setdefault(str(group), []).append(str(child))
+        return found
+
+
+def _label_columns() -> tuple[Any, Any]:
+    return t.group_labels.c.display_name, t.group_labels.c.mail
+
+
+def _with_labels(table: Table) -> Any:
+    """``table`` left-joined to its groups' labels."""
+    gl = t.group_labels
+    return table.outerjoin(
+        gl,
+        and_(
+            gl.c.source_id == table.c.source_id,
+            gl.c.group_principal == table.c.group_principal,
+        ),
+    )
+
+
+def _parents(children: list[str]) -> Select[Any]:
+    """The groups that ``children`` are nested in, with labels and the child."""
+    gn = t.group_nesting
+    return (
+        select(gn.c.group_principal, gn.c.source_id, *_label_columns(), gn.c.member_group)
+        .select_from(_with_labels(gn))
+        .where(gn.c.member_group.in_(children))
+        .order_by(gn.c.source_id, gn.c.group_principal, gn.c.member_group)
+    )
+
+
+def _unique(rows: Iterable[Any], seen: set[str]) -> list[SyncedGroup]:
+    """Rows as ``SyncedGroup``s, each group once (``seen`` is updated)."""
+    found: list[SyncedGroup] = []
+    for group, source, name, mail, via in rows:
+        if str(group) in seen:
+            continue
+        seen.add(str(group))
+        found.append(SyncedGroup(str(group), str(source), _opt(name), _opt(mail), _opt(via)))
+    return found
 
 
 def _opt(value: object) -> str | None:

@@ -231,6 +231,17 @@ group_members = Table(
     Index("ix_group_members_member", "member"),
 )
 
+# Nested groups (migration 0010): ``member_group`` is a member of ``group_principal``;
+# expanded transitively at search. Replaced whole after each group listing.
+group_nesting = Table(
+    "group_nesting",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("group_principal", String(500), primary_key=True),
+    Column("member_group", String(500), primary_key=True),
+    Index("ix_group_nesting_member_group", "member_group"),
+)
+
 # Labels of synced groups (migration 0009): shown to people, never compared. Replaced
 # whole with the source's memberships after each group listing.
 group_labels = Table(

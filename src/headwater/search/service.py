@@ -171,6 +171,8 @@ def _synced(group: SyncedGroup) -> dict[str, str]:
         shown["display_name"] = group.display_name
     if group.mail:
         shown["mail"] = group.mail
+    if group.via:
+        shown["via"] = group.via
     return shown
 
 

@@ -154,7 +154,7 @@ def incomplete_deletes(manifest: Manifest, source_id: str) -> int:
 
 def forget_source(manifest: Manifest, source_id: str) -> None:
     """Drop the source's runs, checkpoints, lease, enumerations, failure records, group
-    memberships and group labels."""
+    memberships, nesting and labels."""
     with begin_write(manifest.engine) as conn:
         run_ids = select(t.runs.c.run_id).where(t.runs.c.source_id == source_id)
         conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id.in_(run_ids)))
@@ -165,6 +165,7 @@ def forget_source(manifest: Manifest, source_id: str) -> None:
         conn.execute(delete(t.source_schedule).where(t.source_schedule.c.source_id == source_id))
         conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))
         conn.execute(delete(t.group_labels).where(t.group_labels.c.source_id == source_id))
+        conn.execute(delete(t.group_nesting).where(t.group_nesting.c.source_id == source_id))
         conn.execute(delete(t.sources).where(t.sources.c.source_id == source_id))
 
 

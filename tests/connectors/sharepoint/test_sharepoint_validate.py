@@ -50,5 +50,12 @@ def test_groups_lists_members_under_the_group_principal(graph: FakeGraph, tmp_pa
     ]
     assert principal_for_group("sp", "g2") == "sp:group:g2"
     # Display name and mail travel as labels only (issue 23 item 14).
+    graph.nested["g1"] = ["g2"]  # g2 is a member of g1: a subgroup, never a user by its mail
+    graph.groups["g2"] = ("ops@contoso.com", ["cy@contoso.com"])
+    listed = {g.principal: g for g in make(graph.url, tmp_path).groups()}
+    assert listed["sp:group:g1"].subgroups == ("sp:group:g2",)
+    assert listed["sp:group:g1"].members == ["Bob@contoso.com", "ann@contoso.com"]
+    graph.nested.clear()
+    graph.groups["g2"] = ("", ["cy@contoso.com"])
     labels = [(g.display_name, g.mail) for g in make(graph.url, tmp_path).groups()]
     assert labels == [("g1", "Eng@contoso.com"), ("g2", None)]

@@ -77,6 +77,7 @@ class FakeGraph(FakeService):
         self.drives: dict[str, str] = {"lib1": "Documents", "lib2": "Policies"}
         self.items: dict[str, dict[str, Item]] = {d: {} for d in self.drives}
         self.groups: dict[str, tuple[str, list[str]]] = {}  # id -> (mail, member emails)
+        self.nested: dict[str, list[str]] = {}  # group id -> ids of groups that are members
         self.seq = 0
         self.epoch = 1
         self.broken = False  # True: every delta page after the first answers 500
@@ -194,6 +195,15 @@ class FakeGraph(FakeService):
             value = [{"id": g, "mail": mail, "displayName": g} for g, (mail, _) in
                      sorted(self.groups.items())]  # fmt: skip
             return 200, {"value": value}, {}
+        # https://learn.microsoft.com/en-us/graph/api/group-list-members: directory objects,
+        # each with its @odata.type (users, and groups nested in this one)
         group = path.split("/")[2]
-        members = [{"mail": m, "userPrincipalName": m} for m in self.groups[group][1]]
+        members: list[dict[str, str]] = [
+            {"@odata.type": "#microsoft.graph.user", "id": f"u-{m}", "mail": m,
+             "userPrincipalName": m} for m in self.groups[group][1]
+        ]  # fmt: skip
+        members += [
+            {"@odata.type": "#microsoft.graph.group", "id": child, "mail": self.groups[child][0]}
+            for child in self.nested.get(group, [])
+        ]
         return 200, {"value": members}, {}

@@ -56,6 +56,8 @@ from headwater.types import (
 PREFER = {"Prefer": "deltashowsharingchanges, hierarchicalsharing"}
 
 
+GRAPH_GROUP = "#microsoft.graph.group"  # a directory object that is a group
+
 class SharepointOptions(BearerApiOptions):
     """The keys of a ``sharepoint`` source."""
 
@@ -261,18 +263,29 @@ class SharepointConnector:
         return response.content
 
     def groups(self) -> Iterator[ListedGroup]:
-        """Every Entra ID group (``GroupMember.Read.All``) with its member emails, named by
-        object id like the ACLs' groups; display name and mail are its labels."""
+        """Every Entra ID group (``GroupMember.Read.All``) with its member emails and the
+        groups nested in it (members of ``@odata.type`` group, by object id), named by
+        object id like the ACLs' groups; display name and mail are its labels. A nested
+        group's mail is never taken for a user's."""
         for group in self._list("/groups?$select=id,mail,displayName"):
-            members = self._list(f"/groups/{group['id']}/members?$select=mail,userPrincipalName")
+            members = self._list(
+                f"/groups/{group['id']}/members?$select=id,mail,userPrincipalName"
+            )
+            nested = [m for m in members if m.get("@odata.type") == GRAPH_GROUP]
             emails = sorted(
                 str(m.get("mail") or m.get("userPrincipalName"))
                 for m in members
-                if m.get("mail") or m.get("userPrincipalName")
+                if m.get("@odata.type") != GRAPH_GROUP
+                and (m.get("mail") or m.get("userPrincipalName"))
             )
             yield ListedGroup(
                 principal_for_group(self.source_id, group_name(group)),
                 emails,
                 display_name=group.get("displayName") or None,
                 mail=group.get("mail") or None,
+                subgroups=sorted(
+                    principal_for_group(self.source_id, name)
+                    for m in nested
+                    if (name := group_name(m))
+                ),
             )
