@@ -192,11 +192,15 @@ class Access:
         return not (self.users or self.groups or self.public)
 
 
-def caller_principals(email: str | None, groups: Sequence[str] = ()) -> list[str]:
-    """The principals of a searching user: their email, their groups and PUBLIC."""
+def caller_principals(
+    email: str | None, groups: Sequence[str] = (), aliases: Sequence[str] = ()
+) -> list[str]:
+    """The principals of a searching user: their email (and other names), their groups
+    and PUBLIC."""
     found = [PUBLIC_PRINCIPAL]
     if email:
         found.append(user_principal(email))
+    found.extend(user_principal(a) for a in aliases)
     found.extend(group_principal(g) for g in groups)
     return sorted(set(found))
 

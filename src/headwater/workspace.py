@@ -56,6 +56,7 @@ from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
 from headwater.reports import (
     SyncResult,
 )
+from headwater.search.aliases import IdentityAliases
 from headwater.sinks import Sink
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.parallel import run_each
@@ -131,6 +132,7 @@ class Workspace(WorkspaceReads):
             lease_seconds=self.config.sync.lease_seconds,
         )
         self.content_store = open_content_store(self.config.content, self.state_dir)
+        self.aliases = IdentityAliases.from_table(self.config.identity.aliases)
         self.cancel = threading.Event()
         self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
         self.count_progress: CountProgress | None = None  # prune enumeration, reconcile

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from headwater.indexer.report import IndexReport
     from headwater.rebuilds.pipelines import GenerationIndexer
     from headwater.scheduler.history import ScheduleStore
+    from headwater.search.aliases import IdentityAliases
     from headwater.types import CountProgress
     from headwater.workspace import Workspace
 
@@ -57,6 +58,7 @@ class WorkspaceReads(WorkspaceIndexes):
         loaded: LoadedConfig
         pipeline_version: str
         content_version: str
+        aliases: IdentityAliases
 
         def source_section(self, source_id: str) -> SourceSection: ...
         def index(
@@ -280,7 +282,8 @@ class WorkspaceReads(WorkspaceIndexes):
             lambda name, text: self.query_embedder(name).embed([text])[0],
             query,
             user=caller.user,
-            groups=[*caller.given_groups, *(g.group for g in caller.synced_groups)],
+            groups=caller.groups,
+            aliases=caller.aliases,
             k=k,
             mode=mode,
             sources=configured,
@@ -291,7 +294,7 @@ class WorkspaceReads(WorkspaceIndexes):
 
     def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
         """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""
-        return expand_principals(self.manifest.groups, user, groups)
+        return expand_principals(self.manifest.groups, user, groups, self.aliases)
 
     def schedule_store(self) -> ScheduleStore:
         """The scheduler's run history and pauses, in this workspace's manifest database."""

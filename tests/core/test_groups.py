@@ -24,7 +24,7 @@ from headwater.connectors.base import (
     GroupListing,
     PermissionListing,
 )
-from headwater.errors import LeaseLost
+from headwater.errors import ConfigError, LeaseLost
 from headwater.manifest import schema as t
 from headwater.manifest.groups import SyncedGroup
 from headwater.manifest.store import Manifest
@@ -424,3 +424,85 @@ def test_explain_names_the_group_a_nested_membership_comes_through(
         {"group": company, "source": "a", "via": eng},
     ]
     assert f"{company} (from a, via {eng})" in runner.invoke(app, args).output
+
+
+def test_aliases_make_one_person_of_several_names_at_search(
+    tmp_path: Path, manifest_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 item 1: ``[identity] aliases`` map each name to one canonical user; a
+    search by any name runs as all of them (their principals and their synced groups),
+    and changing the table takes effect without reading a source."""
+    key = tmp_path.name
+    STATE[f"{key}-a"] = a = AclSource()
+    eng = principal("a", "eng")
+    a.members = {eng: ["ann@corp.onmicrosoft.com"]}
+    a.docs = {
+        "by-email": Access(users=("ann@corp.com",)),
+        "by-tenant-name": Access(users=("ann@corp.onmicrosoft.com",)),
+        "by-login": Access(users=("github:ann",)),
+        "by-group": Access(groups=(eng,)),
+        "bob-only": Access(users=("bob@corp.com",)),
+    }
+    identity = (
+        '[identity]\naliases = { "Ann@Corp.onmicrosoft.com" = "ann@corp.com", '
+        '"github:ann" = "ann@corp.com" }\n'
+    )
+    sources = f'[[source]]\nid = "a"\ntype = "acl"\nname = "{key}-a"\n'
+    config = write_config(tmp_path, manifest_url=manifest_url, sources=sources, extra=identity)
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        ws.sync()
+        reads = a.reads
+        everything = {"by-email", "by-tenant-name", "by-login", "by-group"}
+        for name in ("ann@corp.com", "github:ann", "ANN@corp.onmicrosoft.com"):
+            assert visible(ws, name) == everything, name
+        caller = ws.principals_of("github:ann")
+        assert (caller.user, caller.aliases) == (
+            "ann@corp.com",
+            ("ann@corp.onmicrosoft.com", "github:ann"),
+        )
+        assert visible(ws, "bob@corp.com") == {"bob-only"}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("headwater.connectors.load_connector_class", lambda name: TYPES[name])
+    runner, app = CliRunner(), register_commands()
+    result = runner.invoke(app, ["whois", "github:ann", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {
+        "user": "ann@corp.com",
+        "aliases": ["ann@corp.onmicrosoft.com", "github:ann"],
+        "groups": [],
+        "synced_groups": [{"group": eng, "source": "a"}],
+        "principals": [
+            f"group:{eng}",
+            "public",
+            "user:ann@corp.com",
+            "user:ann@corp.onmicrosoft.com",
+            "user:github:ann",
+        ],
+    }
+    plain = runner.invoke(app, ["whois", "ann@corp.com"]).output
+    assert "aliases ([identity]): ann@corp.onmicrosoft.com, github:ann" in plain
+    assert f"group {eng}: from a, direct member" in plain
+    # Without the table, each name is only itself: no source is read again.
+    config.write_text(config.read_text().replace(identity, ""))
+    with Workspace.open(config, connector_types=TYPES) as ws:
+        assert visible(ws, "ann@corp.com") == {"by-email"}
+        assert visible(ws, "github:ann") == {"by-login"}
+    assert a.reads == reads
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('{ "a@x.com" = "b@x.com", "b@x.com" = "c@x.com" }', "which is itself an alias"),
+        ('{ "A@x.com" = "b@x.com", "a@x.com" = "c@x.com" }', "is given for both"),
+        ('{ "\\u212aim@x.com" = "kim@x.com" }', "compatibility characters"),
+    ],
+)
+def test_bad_aliases_are_config_errors_naming_the_fix(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    config = write_config(
+        tmp_path, manifest_url=None, sources="", extra=f"[identity]\naliases = {table}\n"
+    )
+    with pytest.raises(ConfigError, match=message):
+        Workspace.open(config)

@@ -58,7 +58,17 @@ __all__ = [
 
 def register_commands() -> typer.Typer:
     """Import every command module (each registers itself) and attach the help examples."""
-    from headwater.cli import commands, dlq, examples, ops, rebuild, schedule, serve, workers  # noqa: F401
+    from headwater.cli import (  # noqa: F401
+        commands,
+        dlq,
+        examples,
+        identity,
+        ops,
+        rebuild,
+        schedule,
+        serve,
+        workers,
+    )
 
     examples.attach(app)
     untyped_flags()

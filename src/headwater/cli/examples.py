@@ -15,6 +15,7 @@ EXAMPLES: dict[str, str] = {
     "index": "headwater index -v",
     "status": "headwater status --json",
     "search": 'headwater search "vacation policy" --as ann@acme.com --group staff --k 5 --explain',
+    "whois": "headwater whois ann@acme.com --json",
     "doc show": "headwater doc show --source docs --object guides/vacation.md",
     "failures": "headwater failures --source docs --json",
     "validate": "headwater validate docs",

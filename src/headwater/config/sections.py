@@ -25,6 +25,7 @@ from headwater.errors import ConfigError
 from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
+from headwater.search.aliases import IdentityAliases
 from headwater.types import Access, normalize_identity
 from headwater.units import MIN_INTERVAL, check_duration, parse_size
 
@@ -46,6 +47,21 @@ class ManifestSection(Strict):
     """``[manifest]``: the manifest's database URL (None: a SQLite file in the state directory)."""
 
     url: str | None = None
+
+
+class IdentitySection(Strict):
+    """``[identity]``: one person's names across sources, ``aliases = { ALIAS = USER }``."""
+
+    aliases: dict[str, str] = {}
+
+    @field_validator("aliases")
+    @classmethod
+    def _checked(cls, aliases: dict[str, str]) -> dict[str, str]:
+        try:
+            IdentityAliases.from_table(aliases)
+        except ConfigError as exc:  # collected with every other problem
+            raise ValueError(str(exc)) from None
+        return aliases
 
 
 class ContentSection(Strict):
@@ -356,6 +372,7 @@ class HeadwaterConfig(Strict):
     workspace: WorkspaceSection
     manifest: ManifestSection = ManifestSection()
     content: ContentSection = ContentSection()
+    identity: IdentitySection = IdentitySection()
     embedder: EmbedderSection = EmbedderSection()
     chunker: ChunkerSection = ChunkerSection()
     parse: ParseSection = ParseSection()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.errors import ConfigError
 from headwater.jsonview import JsonView
+from headwater.search.aliases import IdentityAliases
 from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
 from headwater.search.terms import answering
 from headwater.sinks.base import SearchRequest, Sink
@@ -142,22 +143,31 @@ def parse_mode(mode: str) -> SearchMode:
 
 @dataclass(frozen=True)
 class CallerPrincipals:
-    """Who a search runs as: the user, the groups given, the groups synced for the user."""
+    """Who a search runs as: the user (canonical), the user's other names (``[identity]
+    aliases``), the groups given and the groups synced for any of those names."""
 
     user: str | None
     given_groups: tuple[str, ...]
     synced_groups: tuple[SyncedGroup, ...]
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def groups(self) -> list[str]:
+        """Every group searched as: given, then synced (nested ones included)."""
+        return [*self.given_groups, *(g.group for g in self.synced_groups)]
 
     @property
     def principals(self) -> list[str]:
-        """The principals searched as: public, the user's, each group's (given or synced)."""
-        groups = [*self.given_groups, *(g.group for g in self.synced_groups)]
-        return caller_principals(self.user, groups)
+        """The principals searched as: public, each of the user's names, every group."""
+        return caller_principals(self.user, self.groups, self.aliases)
 
     def as_dict(self) -> dict[str, Any]:
-        """The caller as JSON: user, given groups and synced groups with their sources."""
-        return {
-            "user": self.user,
+        """The caller as JSON: user, given groups and synced groups with their sources
+        (and the user's aliases, where ``[identity]`` gives some)."""
+        shown: dict[str, Any] = {"user": self.user}
+        if self.aliases:
+            shown["aliases"] = list(self.aliases)
+        return shown | {
             "groups": list(self.given_groups),
             "synced_groups": [_synced(g) for g in self.synced_groups],
             "principals": self.principals,
@@ -177,17 +187,24 @@ def _synced(group: SyncedGroup) -> dict[str, str]:
 
 
 def expand_principals(
-    groups_ledger: GroupLedger, user: str | None, groups: Sequence[str]
+    groups_ledger: GroupLedger,
+    user: str | None,
+    groups: Sequence[str],
+    aliases: IdentityAliases | None = None,
 ) -> CallerPrincipals:
     """The caller's principals, with the groups Headwater synced for ``user``.
 
     ``user`` is normalized here (``Kim@X.com`` is ``kim@x.com``, as in every ACL), so
     ``--explain`` shows the identity the search runs as; an empty or ambiguous one is a
-    ``ConfigError`` (exit code 2), never a silent search as nobody.
+    ``ConfigError`` (exit code 2), never a silent search as nobody. With ``aliases``, the
+    user is their canonical name and searches as every name they have, with the groups
+    synced for each.
     """
-    member = normalize_identity(user, "user") if user is not None else None
-    synced = tuple(groups_ledger.groups_of(member)) if member else ()
-    return CallerPrincipals(member, tuple(groups), synced)
+    if user is None:
+        return CallerPrincipals(None, tuple(groups), ())
+    member, others = (aliases or IdentityAliases()).identities_of(normalize_identity(user, "user"))
+    synced = tuple(groups_ledger.groups_of(member, *others))
+    return CallerPrincipals(member, tuple(groups), synced, others)
 
 
 def run_search(
@@ -203,8 +220,11 @@ def run_search(
     per_document: bool = True,
     admitted: Admitted | None = None,
     min_score: float | None = None,
+    aliases: Sequence[str] = (),
 ) -> list[SearchResult]:
     """Search ``sinks`` (name, sink) for ``query`` as the caller, within ``sources``.
+
+    The caller is ``user`` (and their other names, ``aliases``) with ``groups``.
 
     ``embed(index_name, text)`` turns the query into that index's vector (each index's live
     generation has its own embedder); it is called only for indexes asked for vectors, so
@@ -238,7 +258,7 @@ def run_search(
         plans += [(n, sink, SearchMode.VECTOR) for n, sink in vector_sinks]
     if search_mode is not SearchMode.VECTOR:
         plans += [(n, sink, SearchMode.KEYWORD) for n, sink in keyword_sinks]
-    principals = caller_principals(user, groups)
+    principals = caller_principals(user, groups, aliases)
     vectors = {n: embed(n, query) for n, _, m in plans if m is SearchMode.VECTOR}
     below = False  # a hit fell below ``min_score``: deeper lists would add none above it
     checked: set[str] = set()  # document ids already put to ``admitted``
