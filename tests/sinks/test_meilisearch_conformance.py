@@ -2,11 +2,14 @@
 
 No Meilisearch server can run here; ``tests/fakes/meilisearch`` follows its API
 documentation (task lifecycle, filters, user-provided vectors, error codes). Each test
-gets indexes of its own on one fake server per module.
+gets indexes of its own on one fake server per module. With ``HEADWATER_MEILI_URL`` (and
+``HEADWATER_MEILI_KEY``) set, the same suite runs against that real server instead
+(docs/sinks/meilisearch.md, "Running against a real server").
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -55,9 +58,14 @@ def fail_midway(sink: Sink) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[FakeMeilisearch]:
+def server() -> Iterator[tuple[str, str | None]]:
+    """(url, api key): the real server the environment names, else the fake."""
+    url = os.environ.get("HEADWATER_MEILI_URL")
+    if url:
+        yield url, os.environ.get("HEADWATER_MEILI_KEY")
+        return
     with FakeMeilisearch(master_key="m4ster") as fake:
-        yield fake
+        yield fake.url, "m4ster"
 
 
 class TestMeilisearchConformance(SinkConformance, sink=MeilisearchSink):
@@ -66,8 +74,8 @@ class TestMeilisearchConformance(SinkConformance, sink=MeilisearchSink):
         return fail_midway
 
     @pytest.fixture
-    def reopen(self, server: FakeMeilisearch, tmp_path: Path) -> Callable[[], Sink]:
-        options = MeilisearchOptions(url=server.url, api_key="m4ster")
+    def reopen(self, server: tuple[str, str | None], tmp_path: Path) -> Callable[[], Sink]:
+        options = MeilisearchOptions(url=server[0], api_key=server[1])
         context = sink_context(tmp_path, name=f"t{uuid.uuid4().hex[:12]}")
         return lambda: MeilisearchSink(options, context)
 
@@ -76,3 +84,4 @@ class TestMeilisearchConformance(SinkConformance, sink=MeilisearchSink):
         sink = reopen()
         yield sink
         sink.close()
+        reopen().drop()  # a real server keeps no test indexes behind
