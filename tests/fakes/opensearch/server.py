@@ -128,6 +128,7 @@ class FakeOpensearch:
                 del self.indexes[name]
                 for members in self.aliases.values():
                     members.discard(name)
+                self.aliases = {a: m for a, m in self.aliases.items() if m}
                 return {"acknowledged": True}
         index = self._index(name)
         if rest == ["_mapping"] and method == "GET":
