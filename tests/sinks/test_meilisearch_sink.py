@@ -171,7 +171,7 @@ def test_documents_are_always_sent_whole(sink: MeilisearchSink, server: FakeMeil
         r.body for r in log if r.method == "POST" and r.path == f"/indexes/{sink.index}/documents"
     ]
     fields = {"id", "chunk_id", "document_id", "ordinal", "text", "title", "locator"}
-    fields |= {"source", "principals", "revision", "write", "_vectors"}
+    fields |= {"source", "source_key", "principals", "acl", "revision", "write", "_vectors"}
     assert len(added) == 2 and all(set(d) == fields for body in added for d in body)
     # the vector Meilisearch stored (float32) is sent back as it is
     stored = [
@@ -185,7 +185,7 @@ def test_settings_are_applied_and_verified_on_open(
     sink: MeilisearchSink, server: FakeMeilisearch
 ) -> None:
     settings = server.indexes[sink.index].settings
-    assert set(settings["filterableAttributes"]) == {"document_id", "principals", "source", "write"}
+    assert set(settings["filterableAttributes"]) == {"document_id", "acl", "source_key", "write"}
     assert settings["searchableAttributes"] == ["text", "title"]
     assert settings["embedders"] == {"default": {"source": "userProvided", "dimensions": 8}}
     assert server.indexes[sink.index].primary_key == "id"
@@ -199,7 +199,7 @@ def test_a_lost_setting_is_applied_again(
     sink._api.write("PATCH", f"/indexes/{sink.index}/settings", {"filterableAttributes": []})
     again = MeilisearchSink(options, sink.context)
     try:
-        assert "principals" in server.indexes[sink.index].settings["filterableAttributes"]
+        assert "acl" in server.indexes[sink.index].settings["filterableAttributes"]
     finally:
         again.close()
 
@@ -229,6 +229,20 @@ def test_the_acl_filter_runs_inside_the_search(sink: MeilisearchSink) -> None:
         assert [h.text for h in hits] == ["acl river odd"], mode
         everyone = sink.search(ask(mode, text="acl river", vector=vector, principals=EVERYONE))
         assert [h.text for h in everyone] == ["acl river plain"], mode
+
+
+def test_principals_that_differ_only_in_case_stay_apart(sink: MeilisearchSink) -> None:
+    """Meilisearch matches filter strings case-insensitively; the ACL keys are opaque."""
+    upper = make_document("case-upper", Access(groups=("Admins",)))
+    sink.replace(upper, make_chunks(upper, ["case harbour"]), 1)
+    lower_caller = caller_principals(None, ["admins"])
+    for mode in (SearchMode.KEYWORD, SearchMode.VECTOR):
+        vector = None if mode is SearchMode.KEYWORD else unit_vector("case harbour")
+        found = sink.search(ask(mode, text="case harbour", vector=vector, principals=lower_caller))
+        assert found == [], mode
+        upper_caller = caller_principals(None, ["Admins"])
+        found = sink.search(ask(mode, text="case harbour", vector=vector, principals=upper_caller))
+        assert [h.text for h in found] == ["case harbour"], mode
 
 
 def test_the_fake_refuses_a_filter_on_an_attribute_that_is_not_filterable(

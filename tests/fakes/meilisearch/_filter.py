@@ -6,7 +6,8 @@ conditions ``attr = v``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``attr IN [v, …
 joined by ``AND`` / ``OR`` (AND binds tighter), negated by ``NOT``, grouped by
 parentheses. Values are bare words or single/double-quoted strings in which a backslash
 escapes the quote. An array attribute matches when one of its elements does; booleans
-compare as ``true``/``false``; ``!=`` also matches documents without the attribute.
+compare as ``true``/``false``; strings compare case-insensitively (normalized as
+milli's ``normalize_facet`` does); ``!=`` also matches documents without the attribute.
 Filtering on an attribute not in ``filterableAttributes`` is an error
 (https://www.meilisearch.com/docs/reference/errors/error_codes#invalid_search_filter):
 ``attributes(expr)`` lists what a filter names so the caller can refuse it.
@@ -15,6 +16,7 @@ Filtering on an attribute not in ``filterableAttributes`` is an error
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -143,14 +145,17 @@ class _Parser:
 
 
 def _scalar(value: Any) -> str:
+    """A value as Meilisearch compares it in a filter: strings normalized (trimmed,
+    Unicode compatibility decomposition, lowercase; milli's ``normalize_facet``), so
+    ``genre = ACTION`` matches ``"Action"``."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return unicodedata.normalize("NFKD", str(value).strip()).lower()
 
 
 def _equal(held: Any, wanted: str) -> bool:
     items = held if isinstance(held, list) else [held]
-    return any(item is not None and _scalar(item) == wanted for item in items)
+    return any(item is not None and _scalar(item) == _scalar(wanted) for item in items)
 
 
 def _compare(attribute: str, op: str, value: str) -> Predicate:

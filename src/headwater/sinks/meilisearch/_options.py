@@ -3,7 +3,8 @@
 Meilisearch accepts only ``a-z A-Z 0-9 - _`` in index uids and document ids
 (https://www.meilisearch.com/docs/learn/getting_started/primary_key#formatting-the-document-id),
 so a chunk's document id is the hex uuid5 of its ``chunk_id`` and write token, and a
-record's id is the ``document_id`` itself when it is already spelled that way.
+record's id is the ``document_id`` itself when it is already spelled that way. ACL
+principals and sources are filtered as opaque hex keys (``token``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ def record_id(document_id: str) -> str:
     if _ID.fullmatch(document_id) and document_id != BINDING_ID:
         return document_id
     return "x" + hashlib.sha256(document_id.encode()).hexdigest()
+
+
+def token(kind: str, value: str) -> str:
+    """An opaque filter key for ``value`` (``kind`` + 32 hex digits of its sha256).
+
+    Meilisearch compares filter strings after normalizing them (lowercase, Unicode
+    compatibility decomposition), so ``group:Admins`` would match ``group:admins``; the
+    ACL and source are filtered through these keys, which normalization leaves alone."""
+    return kind + hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
 def chunk_doc_id(chunk_id: str, write: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from headwater.errors import ConfigError
 from headwater.sinks.base import SearchRequest
 from headwater.sinks.meilisearch._client import MeiliApi
-from headwater.sinks.meilisearch._options import EMBEDDER, any_of
+from headwater.sinks.meilisearch._options import EMBEDDER, any_of, token
 from headwater.types import SearchHit, SearchMode
 
 OVERFETCH = 4
@@ -51,9 +51,9 @@ def search(
     body = _body(request, semantic_ratio)
     if body is None:
         return []
-    conditions = [any_of("principals", request.principals)]
+    conditions = [any_of("acl", [token("p", p) for p in request.principals])]
     if request.sources is not None:
-        conditions.append(any_of("source", request.sources))
+        conditions.append(any_of("source_key", [token("s", s) for s in request.sources]))
     body["filter"] = " AND ".join(conditions)
     limit = min(request.k * OVERFETCH, MAX_TOTAL_HITS)
     while True:

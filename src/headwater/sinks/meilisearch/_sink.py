@@ -2,9 +2,9 @@
 
 Each chunk is one complete Meilisearch document (added with ``POST …/documents``,
 add-or-replace; never the ``PUT`` that merges fields) carrying its text, title, locator,
-``source``, the document's ACL as ``principals``, the write token ``write`` and its
-vector under ``_vectors.default`` for a ``userProvided`` embedder. Every write waits on
-its task until it ``succeeded``.
+``source``, the document's ACL as ``principals`` (and, filtered on, as opaque keys in
+``acl``), the write token ``write`` and its vector under ``_vectors.default`` for a
+``userProvided`` embedder. Every write waits on its task until it ``succeeded``.
 
 Meilisearch has no multi-document transactions, so a per-document switch does the
 work, as in the qdrant sink. A second index, ``{index}_revisions``, holds one record
@@ -45,6 +45,7 @@ from headwater.sinks.meilisearch._options import (
     index_uid,
     quoted,
     record_id,
+    token,
 )
 from headwater.sinks.meilisearch._search import search as search_chunks
 from headwater.sinks.meilisearch._settings import chunk_settings, ensure_index, record_settings
@@ -125,6 +126,7 @@ class MeilisearchSink:
                     **{k: v for k, v in doc.items() if k != "_vectors"},
                     "id": chunk_doc_id(str(doc["chunk_id"]), write),
                     "principals": principals,
+                    "acl": [token("p", p) for p in principals],
                     "revision": revision,
                     "write": write,
                     "_vectors": {EMBEDDER: vector},
@@ -332,7 +334,9 @@ class MeilisearchSink:
             "title": document.title,
             "locator": document.locator,
             "source": document.source,
+            "source_key": token("s", document.source),
             "principals": principals,
+            "acl": [token("p", p) for p in principals],
             "revision": revision,
             "write": write,
             "_vectors": {EMBEDDER: [float(v) for v in item.vector]},
