@@ -27,7 +27,9 @@ EMBEDDER = "default"
 class MeilisearchOptions(SinkOptions):
     """Options of the ``meilisearch`` index."""
 
-    url: str = Field(description="The Meilisearch server, e.g. http://localhost:7700.")
+    url: str = Field(
+        default="http://localhost:7700", description="The Meilisearch server (its default port)."
+    )
     api_key: SecretStr | None = Field(
         default=None, description='The API key, sent as a Bearer token; e.g. "${MEILI_KEY}".'
     )

@@ -24,7 +24,7 @@ BINDING_ID = "headwater-binding"
 class OpensearchOptions(SinkOptions):
     """Options of the ``opensearch`` index."""
 
-    url: str = Field(description="The cluster, e.g. https://localhost:9200.")
+    url: str = Field(default="http://localhost:9200", description="The cluster (its default port).")
     username: str | None = Field(default=None, description="HTTP basic auth user.")
     password: SecretStr | None = Field(default=None, description='e.g. "${OPENSEARCH_PASSWORD}".')
     index: str | None = Field(
