@@ -24,6 +24,7 @@ from headwater.sinks.meilisearch import (
     MeilisearchSink,
     MeilisearchTaskFailed,
 )
+from headwater.sinks.meilisearch import _sink as meili_sink
 from headwater.sinks.testing import (
     EVERYONE,
     ask,
@@ -309,3 +310,25 @@ def test_the_sink_is_registered_by_entry_point() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     sinks = pyproject["project"]["entry-points"]["headwater.sinks"]
     assert sinks["meilisearch"] == "headwater.sinks.meilisearch:MeilisearchSink"
+
+
+def test_pages_of_chunks_and_records_are_all_read(
+    sink: MeilisearchSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(meili_sink, "FETCH_PAGE", 3)
+    monkeypatch.setattr(meili_sink, "ADD_BATCH", 4)
+    monkeypatch.setattr(meili_sink, "PAGE", 2)
+    docs = [make_document(f"paged{i}", Access(public=True)) for i in range(5)]
+    for i, doc in enumerate(docs):
+        sink.replace(doc, make_chunks(doc, [f"paged {i} part {j}" for j in range(7 + i)]), 1)
+    big = docs[-1].document_id
+    assert sink.chunk_texts(big) == [f"paged 4 part {j}" for j in range(11)]
+    assert sink.update_access(big, Access(groups=("a",)), 2).value == "applied"
+    assert sink.count(big) == 11 and sink.chunk_texts(big)[-1] == "paged 4 part 10"
+    rows = list(sink.inventory())
+    assert [r.document_id for r in rows] == sorted(d.document_id for d in docs)
+    assert {r.document_id: r.chunks for r in rows} == {
+        d.document_id: 7 + i for i, d in enumerate(docs)
+    }
+    sink.forget_tombstones([d.document_id for d in docs])  # live: untouched
+    assert sink.revision(big) == 2

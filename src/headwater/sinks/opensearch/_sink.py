@@ -48,7 +48,7 @@ from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit
 SCHEMA_VERSION = "1"
 BULK_BATCH = 500
 PAGE = 500
-MAX_CHUNKS = 10_000  # a document's chunks read in one search (index.max_result_window)
+CHUNK_PAGE = 1000  # a document's chunks read per search
 
 
 def _term(field: str, value: str) -> dict[str, Any]:
@@ -330,16 +330,22 @@ class OpensearchSink:
     def _live_chunks(
         self, document_id: str, write: str, fields: list[str] | None
     ) -> list[dict[str, Any]]:
-        """The chunks of the document's live write, in ordinal order (whole, or ``fields``)."""
+        """The chunks of the document's live write, in ordinal order (whole, or ``fields``),
+        paged with ``search_after`` on the ordinal (unique within a write)."""
+        held: list[dict[str, Any]] = []
         body: dict[str, Any] = {
-            "size": MAX_CHUNKS,
+            "size": CHUNK_PAGE,
             "query": self._of_write(document_id, write),
             "sort": [{"ordinal": "asc"}],
         }
         if fields is not None:
             body["_source"] = fields
-        hits = self._api.call("POST", f"/{self.index}/_search", body)["hits"]["hits"]
-        return [dict(h["_source"]) for h in hits]
+        while True:
+            hits = self._api.call("POST", f"/{self.index}/_search", body)["hits"]["hits"]
+            held.extend(dict(h["_source"]) for h in hits)
+            if len(hits) < CHUNK_PAGE:
+                return held
+            body["search_after"] = hits[-1]["sort"]
 
     def _count_writes(self, writes: list[str]) -> dict[str, int]:
         if not writes:
