@@ -21,6 +21,10 @@ Behaviour and its sources:
   ``invalid_search_facets``; values sorted alpha, ``maxValuesPerFacet`` 100), results
   capped at ``pagination.maxTotalHits`` 1000:
   https://www.meilisearch.com/docs/reference/api/search
+Error codes taken from Meilisearch's snapshots or error reference, except three the
+sink never provokes, chosen by us and not confirmed: ``invalid_vectors`` (a document
+names an embedder that is not configured), ``invalid_search_hybrid_query`` (``vector``
+without ``hybrid``) and ``invalid_search_vector`` (``hybrid`` without ``vector``).
 What it does not model: typo tolerance, proximity/attribute/exactness ranking rules
 (keyword ties keep insertion order), Meilisearch's exact hybrid merge (a hybrid search
 with 0 < semanticRatio < 1 ranks each document by the better of its two scores).
