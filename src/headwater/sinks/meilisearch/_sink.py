@@ -182,6 +182,7 @@ class MeilisearchSink:
         """Live documents in document_id order (records sorted by the server, a page of
         100 at a time), each page's live chunks counted by one facet search over ``write``."""
         offset = 0
+        last = ""  # offset pages can shift under concurrent writes: never repeat or go back
         while True:
             found = self._api.fetch(
                 self.records,
@@ -191,7 +192,9 @@ class MeilisearchSink:
                 limit=PAGE,
                 offset=offset,
             )
-            page = [r for r in found["results"] if r.get("live")]
+            page = [r for r in found["results"] if r.get("live") and r["document_id"] > last]
+            if page:
+                last = str(page[-1]["document_id"])
             counts = self._count_writes([str(r["live"]) for r in page])
             for record in page:
                 yield InventoryRow(
