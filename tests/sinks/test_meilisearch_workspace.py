@@ -1,0 +1,42 @@
+"""A workspace syncs into Meilisearch (the fake) and searches it: the index type from
+``headwater.toml``, its API key from ``${ENV}``, ACLs, deletes and reconcile end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fakes.meilisearch import FakeMeilisearch
+from headwater import Workspace
+from headwater.sinks.meilisearch import MeilisearchSink
+from workspace_helpers import filesystem_source, write_config
+
+
+def test_a_workspace_indexes_into_meilisearch_and_searches_it(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HW_TEST_MEILI_KEY", "s3cret-key")
+    with FakeMeilisearch(master_key="s3cret-key") as fake:
+        indexes = (
+            f'[[index]]\nname = "main"\ntype = "meilisearch"\nurl = "{fake.url}"\n'
+            'api_key = "${HW_TEST_MEILI_KEY}"\n'
+        )
+        config = write_config(
+            tmp_path, manifest_url=None, indexes=indexes, sources=filesystem_source(corpus)
+        )
+        with Workspace.open(config, sink_types={"meilisearch": MeilisearchSink}) as ws:
+            ws.sync()
+            for mode in ("keyword", "vector", "hybrid"):
+                hits = ws.search("vacation days per year", groups=["staff"], mode=mode)
+                assert hits, mode
+                assert any("vacation" in h.locator for h in hits), mode
+                assert ws.search("vacation days per year", groups=["other"], mode=mode) == []
+            (corpus / "guides" / "vacation.md").unlink()
+            ws.sync()
+            hits = ws.search("vacation days per year", groups=["staff"], mode="keyword")
+            assert not any("vacation" in h.locator for h in hits)
+            report = ws.reconcile()
+            drift = report.sinks["main"]
+            assert drift.checked > 0 and drift.drifted == 0
+        assert "headwater_main" in fake.indexes and "headwater_main_revisions" in fake.indexes
