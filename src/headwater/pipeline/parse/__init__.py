@@ -3,11 +3,13 @@
 ``parse`` picks a parser by media type first, then by the extension of ``name`` (a
 source's ``ParseOptions`` may map more extensions to text or to a media type), runs it
 and normalizes the result. A compressed file (``README.gz``) is unpacked under limits
-and its inner name decides. Every failure is an ``ItemError``: ``unsupported_type`` for
-a format we do not read (a binary file named ``.md`` or ``.txt`` included), ``too_large``
-for a zip-based or compressed file that would unpack past its limits or a table over its
-row cap, ``parse_error`` for a file its parser cannot read,
-``empty_document`` when no text is left. ``PARSER_VERSIONS`` is part of the pipeline
+and its inner name decides; a name that says nothing, or names another container
+format, yields to the bytes' magic number (``_sniff``). Every failure is an
+``ItemError``: ``unsupported_type`` for a format we do not read (a binary file named
+``.md`` or ``.txt`` included), ``too_large`` for a zip-based or compressed file that
+would unpack past its limits, a table over its row cap or a parse past its time budget,
+``encrypted`` for a password-protected file, ``parse_error`` for a file its parser
+cannot read, ``empty_document`` when no text is left. ``PARSER_VERSIONS`` is part of the pipeline
 version: bump a parser's version whenever its output for the same bytes may change.
 """
 
@@ -26,6 +28,7 @@ from headwater.pipeline.parse._common import (
     normalize_text,
     normalize_title,
     reading,
+    time_budget,
 )
 from headwater.pipeline.parse._compressed import (
     COMPRESSED_VERSION,
@@ -46,6 +49,7 @@ from headwater.pipeline.parse._data import (
 )
 from headwater.pipeline.parse._docx import DOCX_VERSION, parse_docx
 from headwater.pipeline.parse._eml import EML_VERSION, PARSED_METADATA_KEYS, parse_eml
+from headwater.pipeline.parse._epub import EPUB_VERSION, parse_epub
 from headwater.pipeline.parse._html import HTML_VERSION, parse_html
 from headwater.pipeline.parse._markup import (
     ASCIIDOC_VERSION,
@@ -55,8 +59,18 @@ from headwater.pipeline.parse._markup import (
     parse_org,
     parse_rst,
 )
+from headwater.pipeline.parse._odf import (
+    ODP_VERSION,
+    ODS_VERSION,
+    ODT_VERSION,
+    parse_odp,
+    parse_ods,
+    parse_odt,
+)
 from headwater.pipeline.parse._pdf import PDF_VERSION, parse_pdf
 from headwater.pipeline.parse._pptx import PPTX_VERSION, parse_pptx
+from headwater.pipeline.parse._rtf import RTF_VERSION, parse_rtf
+from headwater.pipeline.parse._sniff import CONTAINER_PARSERS, check_not_encrypted_office, sniff
 from headwater.pipeline.parse._table import (
     CSV_VERSION,
     XLSX_VERSION,
@@ -104,6 +118,11 @@ PARSER_VERSIONS: Final[dict[str, str]] = {
     "pptx": PPTX_VERSION,
     "eml": EML_VERSION,
     "compressed": COMPRESSED_VERSION,
+    "odt": ODT_VERSION,
+    "ods": ODS_VERSION,
+    "odp": ODP_VERSION,
+    "rtf": RTF_VERSION,
+    "epub": EPUB_VERSION,
 }
 
 _TEXT_PARSERS: Final = frozenset(
@@ -156,6 +175,11 @@ _PARSERS: Final[dict[str, ParserFunc]] = {
     "xlsx": parse_xlsx,
     "pptx": parse_pptx,
     "eml": parse_eml,
+    "odt": parse_odt,
+    "ods": parse_ods,
+    "odp": parse_odp,
+    "rtf": parse_rtf,
+    "epub": parse_epub,
 }
 
 SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
@@ -187,6 +211,11 @@ SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
     ".xlsm": "xlsx",
     ".pptx": "pptx",
     ".eml": "eml",
+    ".odt": "odt",
+    ".ods": "ods",
+    ".odp": "odp",
+    ".rtf": "rtf",
+    ".epub": "epub",
     **dict.fromkeys(COMPRESSION_SUFFIXES, "compressed"),
     **dict.fromkeys(CODE_EXTENSIONS, "code"),
 }
@@ -217,6 +246,12 @@ SUPPORTED_MEDIA_TYPES: Final[dict[str, str]] = {
     "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
     "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
     "message/rfc822": "eml",
+    "application/vnd.oasis.opendocument.text": "odt",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
+    "application/vnd.oasis.opendocument.presentation": "odp",
+    "application/rtf": "rtf",
+    "text/rtf": "rtf",
+    "application/epub+zip": "epub",
     **dict.fromkeys(COMPRESSION_MEDIA_TYPES, "compressed"),
 }
 
@@ -252,19 +287,26 @@ def parse(
 ) -> ParsedDocument:
     """Parse one file's bytes into normalized text and a title.
 
-    Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``parse_error`` or
-    ``empty_document``, all permanent); never anything else.
+    Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``encrypted``,
+    ``parse_error`` or ``empty_document``, all permanent); never anything else.
     """
-    return _parse(content, name, media_type, options or ParseOptions(), unpacked=False)
+    options = options or ParseOptions()
+    with time_budget(options.time_budget_s, options.clock):
+        return _parse(content, name, media_type, options, unpacked=False)
 
 
 def _parse(
     content: bytes, name: str, media_type: str | None, options: ParseOptions, *, unpacked: bool
 ) -> ParsedDocument:
     media_type = options.media_types.get(PurePosixPath(name).suffix.lower()) or media_type
-    parser = parser_for(name, media_type, options) or _doc_name_text(name, media_type)
+    parser = parser_for(name, media_type, options)
+    named = parser is not None
+    parser = parser or _doc_name_text(name, media_type)
     if parser != "compressed" and packed_as_named(name, content):
         parser = "compressed"  # and the media type that came with it is the inside's
+    if parser != "compressed" and (not named or parser in CONTAINER_PARSERS):
+        check_not_encrypted_office(content, (parser or "Office").upper())
+        parser = sniff(content) or parser  # no name, or a container named as another
     if parser == "compressed":
         if unpacked:
             raise ItemError(
