@@ -15,10 +15,13 @@ version: bump a parser's version whenever its output for the same bytes may chan
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import PurePosixPath
 from typing import Final
 
 from headwater.errors import ItemError
+from headwater.pipeline.parse._attachments import AttachmentReader
 from headwater.pipeline.parse._common import (
     Extracted,
     ParsedDocument,
@@ -70,7 +73,13 @@ from headwater.pipeline.parse._odf import (
 from headwater.pipeline.parse._pdf import PDF_VERSION, parse_pdf
 from headwater.pipeline.parse._pptx import PPTX_VERSION, parse_pptx
 from headwater.pipeline.parse._rtf import RTF_VERSION, parse_rtf
-from headwater.pipeline.parse._sniff import CONTAINER_PARSERS, check_not_encrypted_office, sniff
+from headwater.pipeline.parse._sniff import (
+    CONTAINER_PARSERS,
+    check_not_encrypted_office,
+    doc_name_text,
+    sniff,
+    split_media_type,
+)
 from headwater.pipeline.parse._table import (
     CSV_VERSION,
     XLSX_VERSION,
@@ -97,6 +106,8 @@ __all__ = [
     "parse",
     "parser_for",
 ]
+
+MailParserFunc = Callable[[bytes, str | None, AttachmentReader | None], Extracted]
 
 PARSER_VERSIONS: Final[dict[str, str]] = {
     "text": TEXT_VERSION,
@@ -147,14 +158,8 @@ CODE_EXTENSIONS: Final = frozenset({
 # fmt: on
 """Source code and configuration read as plain text by the ``code`` parser."""
 
-# fmt: off
-_TEXT_NAMES: Final = frozenset({
-    "readme", "news", "changelog", "changes", "history", "copyright", "copying", "license",
-    "licence", "authors", "contributors", "credits", "thanks", "todo", "install", "bugs",
-    "faq", "notice", "hacking", "maintainers",
-})
-# fmt: on
-"""Stems of documentation files whose suffix says nothing (``README.Debian``)."""
+_MAIL_PARSERS: Final[dict[str, MailParserFunc]] = {"eml": parse_eml}
+"""Parsers of messages: they take a reader for their attachments (None: list them)."""
 
 _PARSERS: Final[dict[str, ParserFunc]] = {
     "text": parse_text,
@@ -268,7 +273,7 @@ def parser_for(
     """
     options = options or ParseOptions()
     suffix = PurePosixPath(name).suffix.lower()
-    mime, _ = _split_media_type(options.media_types.get(suffix) or media_type)
+    mime, _ = split_media_type(options.media_types.get(suffix) or media_type)
     by_media = SUPPORTED_MEDIA_TYPES.get(mime) if mime else None
     if suffix in options.text_extensions and by_media in (None, "text"):
         return "text"
@@ -296,12 +301,18 @@ def parse(
 
 
 def _parse(
-    content: bytes, name: str, media_type: str | None, options: ParseOptions, *, unpacked: bool
+    content: bytes,
+    name: str,
+    media_type: str | None,
+    options: ParseOptions,
+    *,
+    unpacked: bool,
+    attached: bool = False,
 ) -> ParsedDocument:
     media_type = options.media_types.get(PurePosixPath(name).suffix.lower()) or media_type
     parser = parser_for(name, media_type, options)
     named = parser is not None
-    parser = parser or _doc_name_text(name, media_type)
+    parser = parser or doc_name_text(name, media_type)
     if parser != "compressed" and packed_as_named(name, content):
         parser = "compressed"  # and the media type that came with it is the inside's
     if parser != "compressed" and (not named or parser in CONTAINER_PARSERS):
@@ -314,7 +325,9 @@ def _parse(
                 f"{name!r} is compressed twice; one level of compression is read. Unpack "
                 "it once at the source, or exclude it.",
             )
-        return _parse_compressed(content, name=name, media_type=media_type, options=options)
+        return _parse_compressed(
+            content, name=name, media_type=media_type, options=options, attached=attached
+        )
     if parser is None:
         raise ItemError(
             "unsupported_type",
@@ -324,7 +337,7 @@ def _parse(
             "text_extensions to read it as text, or exclude it in the source's "
             "configuration to skip it quietly.",
         )
-    _, charset = _split_media_type(media_type)
+    _, charset = split_media_type(media_type)
     if parser in _TEXT_PARSERS and (why := binary_reason(content, charset)):
         raise ItemError(
             "unsupported_type",
@@ -334,7 +347,12 @@ def _parse(
             "real format.",
         )
     with reading(parser):
-        result = _PARSERS[parser](content, charset)
+        result: tuple[str, str | None] | Extracted
+        if parser in _MAIL_PARSERS:  # attachments: one level, as their own formats
+            read = None if attached else partial(_attached, options=options)
+            result = _MAIL_PARSERS[parser](content, charset, read)
+        else:
+            result = _PARSERS[parser](content, charset)
         if isinstance(result, Extracted):
             raw_text, raw_title, metadata = result.text, result.title, dict(result.metadata)
         else:
@@ -351,11 +369,16 @@ def _parse(
     return ParsedDocument(text=text, title=title, parser=parser, metadata=metadata)
 
 
+def _attached(name: str, content: bytes, media_type: str | None, *, options: ParseOptions) -> str:
+    """The text of a message's attachment; a message attached lists its own."""
+    return _parse(content, name, media_type, options, unpacked=False, attached=True).text
+
+
 def _parse_compressed(
-    content: bytes, *, name: str, media_type: str | None, options: ParseOptions
+    content: bytes, *, name: str, media_type: str | None, options: ParseOptions, attached: bool
 ) -> ParsedDocument:
     """Unpack a ``.gz``/``.bz2``/``.xz`` file and parse it as its inner name says."""
-    mime, _ = _split_media_type(media_type)
+    mime, _ = split_media_type(media_type)
     method = compression_of(name, mime) or "gzip"
     inner = inner_name(name)
     if inner == name:  # an extension [parse] media_types calls compressed: drop it too
@@ -364,37 +387,8 @@ def _parse_compressed(
         unpacked = decompress(content, method)
     inner_media = None if mime in COMPRESSION_MEDIA_TYPES or mime is None else media_type
     try:
-        return _parse(unpacked, inner, inner_media, options, unpacked=True)
+        return _parse(unpacked, inner, inner_media, options, unpacked=True, attached=attached)
     except ItemError as exc:
         raise ItemError(
             exc.error_class, f"{name!r}, unpacked: {exc}", permanent=exc.permanent
         ) from exc
-
-
-def _doc_name_text(name: str, media_type: str | None) -> str | None:
-    """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``), or
-    the name of a documentation file with a suffix that names no format
-    (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says
-    nothing more specific: read as plain text, and refused as binary by the sniff below
-    when its bytes are not text. Hidden files (``.gitignore``) are not documents: they
-    stay unsupported."""
-    mime, _ = _split_media_type(media_type)
-    generic = mime is None or mime == "application/octet-stream" or mime.startswith("text/")
-    path = PurePosixPath(name)
-    if not generic or path.name.startswith("."):
-        return None
-    parts = {part.lower() for part in path.name.split(".")}
-    return "text" if not path.suffix or parts & _TEXT_NAMES else None
-
-
-def _split_media_type(media_type: str | None) -> tuple[str | None, str | None]:
-    """``"text/html; charset=latin-1"`` → ``("text/html", "latin-1")``."""
-    if not media_type:
-        return None, None
-    mime, *params = (part.strip() for part in media_type.split(";"))
-    charset = None
-    for param in params:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            charset = value.strip().strip("\"'")
-    return mime.lower() or None, charset

@@ -1,4 +1,8 @@
-"""Content sniffing: what a file is by its first bytes, when its name does not say.
+"""What a file is when its name does not say: documentation names and magic numbers.
+
+A name without an extension (``README``, ``Makefile``, an S3 key) or a documentation
+name whose suffix names no format (``README.Debian``) is plain text when its media type
+says nothing more (``doc_name_text``); its bytes still decide whether it is text.
 
 A few magic numbers pick the parser when the extension is missing, unknown or names
 another container format: ``%PDF-`` is PDF, ``{\\rtf`` is RTF, a zip holding
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import PurePosixPath
 from typing import Final
 
 from headwater.errors import ItemError
@@ -78,3 +83,42 @@ def _zip_kind(content: bytes) -> str | None:
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
         return None
     return _ZIP_MIMETYPES.get(mimetype)
+
+
+# fmt: off
+_TEXT_NAMES: Final = frozenset({
+    "readme", "news", "changelog", "changes", "history", "copyright", "copying", "license",
+    "licence", "authors", "contributors", "credits", "thanks", "todo", "install", "bugs",
+    "faq", "notice", "hacking", "maintainers",
+})
+# fmt: on
+"""Stems of documentation files whose suffix says nothing (``README.Debian``)."""
+
+
+def doc_name_text(name: str, media_type: str | None) -> str | None:
+    """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``), or
+    the name of a documentation file with a suffix that names no format
+    (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says
+    nothing more specific: read as plain text, and refused as binary by ``parse``
+    (``binary_reason``) when its bytes are not text. Hidden files (``.gitignore``) are
+    not documents: they stay unsupported."""
+    mime, _ = split_media_type(media_type)
+    generic = mime is None or mime == "application/octet-stream" or mime.startswith("text/")
+    path = PurePosixPath(name)
+    if not generic or path.name.startswith("."):
+        return None
+    parts = {part.lower() for part in path.name.split(".")}
+    return "text" if not path.suffix or parts & _TEXT_NAMES else None
+
+
+def split_media_type(media_type: str | None) -> tuple[str | None, str | None]:
+    """``"text/html; charset=latin-1"`` → ``("text/html", "latin-1")``."""
+    if not media_type:
+        return None, None
+    mime, *params = (part.strip() for part in media_type.split(";"))
+    charset = None
+    for param in params:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip("\"'")
+    return mime.lower() or None, charset
