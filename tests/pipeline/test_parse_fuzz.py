@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable
 
 import pytest
+from cfb import sample_msg
 from formats import CHANGELOG, RST, compressed, make_eml, make_pptx, make_xlsx
 from formats_more import RTF, make_epub, make_odp, make_ods, make_odt, make_pdf
 
@@ -47,6 +48,7 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "notes.rtf": lambda: RTF * 1,
     "guide.epub": make_epub,
     "report.pdf": lambda: make_pdf(["First page of the report", "Second page"]),
+    "budget.msg": lambda: sample_msg(attachments=(("figures.xlsx", make_xlsx()),)),
     "LICENSE": lambda: b"Permission is hereby granted, free of charge.\n" * 20,
 }
 

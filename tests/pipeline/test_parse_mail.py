@@ -1,17 +1,20 @@
 """A message's attachments: parsed as their own formats, as sections named by file name.
 
-The ``email`` package writes the messages; openpyxl, python-pptx and odfpy write the
-attached files.
+The ``email`` package writes the e-mails, ``cfb.make_msg`` the Outlook messages (as
+[MS-OXMSG] lays them out); openpyxl, python-pptx and odfpy write the attached files.
 """
 
 from __future__ import annotations
 
 from email.message import EmailMessage
 
+import pytest
+from cfb import sample_msg, write_cfb
 from formats import make_pptx, make_xlsx
 from formats_more import make_odt
 
-from headwater.pipeline.parse import PARSER_VERSIONS, parse
+from headwater.errors import ItemError
+from headwater.pipeline.parse import PARSED_METADATA_KEYS, PARSER_VERSIONS, parse
 from headwater.pipeline.parse._attachments import MAX_ATTACHMENTS
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -78,3 +81,42 @@ def test_past_the_attachment_limit_the_rest_are_noted_not_read() -> None:
     assert f"Note number {MAX_ATTACHMENTS - 1} body." in text
     assert f"Note number {MAX_ATTACHMENTS} body." not in text
     assert text.count("Not read: past the limit of 20 attachments") == 3
+
+
+def test_msg_headers_are_metadata_like_eml_and_the_body_is_text() -> None:
+    parsed = parse(sample_msg(), name="mail/budget.msg", media_type=None)
+    assert parsed.parser == "msg" and PARSER_VERSIONS["msg"] == "msg-1+olefile"
+    assert parsed.title == "Budget for Q3"
+    assert dict(parsed.metadata) == {
+        "from": "Alice Example <alice@example.org>",
+        "to": "Bob Example",
+        "cc": "Carol Example",
+        "subject": "Budget for Q3",
+        "date": "Tue, 01 Oct 2024 10:00:00 +0000",
+    }
+    assert set(parsed.metadata) <= PARSED_METADATA_KEYS
+    assert parsed.text.split("\n\n") == [
+        "From: Alice Example <alice@example.org>\nTo: Bob Example\nCc: Carol Example\n"
+        "Subject: Budget for Q3\nDate: Tue, 01 Oct 2024 10:00:00 +0000",
+        "The travel budget is approved.\nSee the attached sheet.",
+    ]
+
+
+def test_msg_attachments_are_sections_like_an_emails() -> None:
+    content = sample_msg(
+        attachments=(("figures.xlsx", make_xlsx()), ("broken.docx", b"PK\x03\x04 cut"))
+    )
+    text = parse(content, name="budget.msg", media_type="application/vnd.ms-outlook").text
+    assert "Attachments: figures.xlsx, broken.docx" in text
+    figures = text.split("# Attachment: figures.xlsx\n\n")[1]
+    assert figures.startswith("# Sales\n\nRegion: North; Quarter: Q1; Revenue: 1000")
+    assert "# Attachment: broken.docx\n\nNot read (parse_error):" in text
+
+
+def test_a_compound_file_that_is_no_message_is_a_parse_error() -> None:
+    with pytest.raises(ItemError) as caught:
+        parse(write_cfb({"WordDocument": b"x" * 100}), name="old.msg", media_type=None)
+    assert caught.value.error_class == "parse_error"
+    with pytest.raises(ItemError) as short:  # a short bytes object is never taken as a path
+        parse(b"/etc/passwd", name="x.msg", media_type=None)
+    assert short.value.error_class == "parse_error"

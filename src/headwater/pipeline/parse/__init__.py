@@ -62,6 +62,7 @@ from headwater.pipeline.parse._markup import (
     parse_org,
     parse_rst,
 )
+from headwater.pipeline.parse._msg import MSG_VERSION, parse_msg
 from headwater.pipeline.parse._odf import (
     ODP_VERSION,
     ODS_VERSION,
@@ -134,6 +135,7 @@ PARSER_VERSIONS: Final[dict[str, str]] = {
     "odp": ODP_VERSION,
     "rtf": RTF_VERSION,
     "epub": EPUB_VERSION,
+    "msg": MSG_VERSION,
 }
 
 _TEXT_PARSERS: Final = frozenset(
@@ -158,7 +160,7 @@ CODE_EXTENSIONS: Final = frozenset({
 # fmt: on
 """Source code and configuration read as plain text by the ``code`` parser."""
 
-_MAIL_PARSERS: Final[dict[str, MailParserFunc]] = {"eml": parse_eml}
+_MAIL_PARSERS: Final[dict[str, MailParserFunc]] = {"eml": parse_eml, "msg": parse_msg}
 """Parsers of messages: they take a reader for their attachments (None: list them)."""
 
 _PARSERS: Final[dict[str, ParserFunc]] = {
@@ -185,6 +187,7 @@ _PARSERS: Final[dict[str, ParserFunc]] = {
     "odp": parse_odp,
     "rtf": parse_rtf,
     "epub": parse_epub,
+    "msg": parse_msg,
 }
 
 SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
@@ -221,6 +224,7 @@ SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
     ".odp": "odp",
     ".rtf": "rtf",
     ".epub": "epub",
+    ".msg": "msg",
     **dict.fromkeys(COMPRESSION_SUFFIXES, "compressed"),
     **dict.fromkeys(CODE_EXTENSIONS, "code"),
 }
@@ -257,6 +261,7 @@ SUPPORTED_MEDIA_TYPES: Final[dict[str, str]] = {
     "application/rtf": "rtf",
     "text/rtf": "rtf",
     "application/epub+zip": "epub",
+    "application/vnd.ms-outlook": "msg",
     **dict.fromkeys(COMPRESSION_MEDIA_TYPES, "compressed"),
 }
 
