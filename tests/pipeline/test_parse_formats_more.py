@@ -228,3 +228,15 @@ def test_the_budget_is_counted_along_a_document_not_per_call() -> None:
     error = _error(buffer.getvalue(), "long.pptx", ParseOptions(time_budget_s=30, clock=ticks))
     assert error.error_class == "too_large"
     assert ticks.reads == 32  # the start, then 31 checks: stopped at the first past 30 s
+
+
+def test_an_odt_whose_content_is_over_the_tree_limit_is_too_large(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from headwater.pipeline.parse import _odf
+
+    monkeypatch.setattr(_odf, "MAX_TREE_XML_BYTES", 1000)
+    error = _error(make_odt(), "plan.odt")
+    assert error.error_class == "too_large"
+    assert "bytes of content.xml; the limit is 1,000" in str(error)
+    assert parse(make_ods(), name="figures.ods", media_type=None).text  # streamed: no limit

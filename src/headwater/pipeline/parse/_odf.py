@@ -10,13 +10,17 @@ encrypted part is ``encrypted``: ciphertext, unreadable without the password), t
 - ODS: one section per sheet (``# Sheet name``), rows rendered like XLSX
   (``_table.render_rows``: ``header: value; …``) under the same row and cell caps; a
   repeated row or cell (``number-rows-repeated``) counts as often as it repeats, and
-  trailing empty runs (LibreOffice pads every sheet to a million rows) are dropped;
+  trailing empty runs (LibreOffice pads every sheet to a million rows) are dropped.
+  Streamed (``iterparse``, each row cleared once read), so memory follows the text;
 - ODP: one section per slide, ``# <title frame>`` (``# Slide N`` without one), the other
   frames' text and tables, then ``Notes: …``.
 
-The title is ``dc:title`` of ``meta.xml``, else the first heading or slide title.
-odfpy (last release 2020) was not used to read: it builds a full DOM through its own
-SAX handler; ODF's XML is small enough to walk here, and defusedxml is a dependency.
+ODT and ODP build the tree, so their ``content.xml`` may hold at most
+``MAX_TREE_XML_BYTES`` (64 MiB, as for a DOCX part), else ``too_large``. The title is
+``dc:title`` of ``meta.xml``, else the first heading or slide title. odfpy (last
+release 2020) was not used to read: it builds a full DOM of every part through its own
+SAX handler, with no streaming; ODF's XML is simple to walk, and defusedxml is already a
+dependency. odfpy writes the test files.
 """
 
 from __future__ import annotations
@@ -31,11 +35,14 @@ from defusedxml import ElementTree
 from headwater.errors import ItemError
 from headwater.pipeline.parse._common import tick
 from headwater.pipeline.parse._table import _Budget, render_rows
-from headwater.pipeline.parse._zip import checked_archive
+from headwater.pipeline.parse._zip import checked_archive, too_large
 
 ODT_VERSION = "odt-1"
 ODS_VERSION = "ods-1"
 ODP_VERSION = "odp-1"
+
+MAX_TREE_XML_BYTES: Final = 64 * 1024 * 1024
+"""The most ``content.xml`` an ODT or ODP may hold: its tree is built in memory."""
 
 _NS: Final = {
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
@@ -63,6 +70,7 @@ _H, _P, _SPAN_S, _TAB, _BREAK = (
 _LIST, _ITEM, _TABLE = _q("text:list"), _q("text:list-item"), _q("table:table")
 _ROW, _CELL = _q("table:table-row"), _q("table:table-cell")
 _COVERED = _q("table:covered-table-cell")
+_SPREADSHEET = _q("office:spreadsheet")
 _ROWS_REPEATED, _COLS_REPEATED = (
     _q("table:number-rows-repeated"),
     _q("table:number-columns-repeated"),
@@ -71,25 +79,25 @@ _SKIP_INLINE = frozenset({_q("text:note-citation"), _q("office:annotation")})
 
 
 def parse_odt(content: bytes, charset: str | None) -> tuple[str, str | None]:
-    body, title = _open(content, "ODT", "text")
+    body, title = _tree(content, "ODT", "text")
     blocks = list(_text_blocks(body))
     first_heading = next((b.lstrip("# ") for b in blocks if b.startswith("#")), None)
     return "\n\n".join(blocks), title or first_heading
 
 
 def parse_ods(content: bytes, charset: str | None) -> tuple[str, str | None]:
-    body, title = _open(content, "ODS", "spreadsheet")
+    xml, title = _unpack(content, "ODS")
     budget = _Budget("ODS")
     blocks: list[str] = []
-    for sheet in body.iter(_TABLE):
-        lines = render_rows(_sheet_rows(sheet, budget), budget)
+    for name, rows in _sheets(xml):
+        lines = render_rows(_sheet_rows(rows, budget), budget)
         if lines:
-            blocks.append(f"# {sheet.get(_q('table:name')) or 'Sheet'}\n\n" + "\n".join(lines))
+            blocks.append(f"# {name}\n\n" + "\n".join(lines))
     return "\n\n".join(blocks), title
 
 
 def parse_odp(content: bytes, charset: str | None) -> tuple[str, str | None]:
-    body, title = _open(content, "ODP", "presentation")
+    body, title = _tree(content, "ODP", "presentation")
     sections: list[str] = []
     first_title: str | None = None
     notes_tag = _q("presentation:notes")
@@ -113,8 +121,8 @@ def parse_odp(content: bytes, charset: str | None) -> tuple[str, str | None]:
     return "\n\n".join(sections), title or first_title
 
 
-def _open(content: bytes, kind: str, body_tag: str) -> tuple[Any, str | None]:
-    """The ``office:<body_tag>`` element of ``content.xml`` and ``dc:title``."""
+def _unpack(content: bytes, kind: str) -> tuple[bytes, str | None]:
+    """``content.xml`` and ``dc:title``, once the manifest says nothing is encrypted."""
     archive = checked_archive(content, kind=kind)
     with zipfile.ZipFile(io.BytesIO(archive)) as unpacked:
         names = set(unpacked.namelist())
@@ -122,11 +130,24 @@ def _open(content: bytes, kind: str, body_tag: str) -> tuple[Any, str | None]:
             check_not_encrypted(unpacked.read("META-INF/manifest.xml"), kind)
         if "content.xml" not in names:
             raise ItemError("parse_error", f"the {kind} file has no content.xml")
-        root = ElementTree.fromstring(unpacked.read("content.xml"))
+        xml = unpacked.read("content.xml")
         title = None
         if "meta.xml" in names:
             found = ElementTree.fromstring(unpacked.read("meta.xml")).find(f".//{_q('dc:title')}")
             title = " ".join((found.text or "").split()) if found is not None else None
+    return xml, title or None
+
+
+def _tree(content: bytes, kind: str, body_tag: str) -> tuple[Any, str | None]:
+    """The ``office:<body_tag>`` element of ``content.xml`` (a tree: bounded) and title."""
+    xml, title = _unpack(content, kind)
+    if len(xml) > MAX_TREE_XML_BYTES:
+        raise too_large(
+            kind,
+            f"has {len(xml):,} bytes of content.xml; the limit is {MAX_TREE_XML_BYTES:,} "
+            "(its tree is held in memory)",
+        )
+    root = ElementTree.fromstring(xml)
     body = root.find(f"{_q('office:body')}/{_q('office:' + body_tag)}")
     if body is None:
         raise ItemError(
@@ -134,7 +155,7 @@ def _open(content: bytes, kind: str, body_tag: str) -> tuple[Any, str | None]:
             f"the {kind} file's content.xml has no office:{body_tag} body (is it another "
             "OpenDocument kind with a wrong extension?)",
         )
-    return body, title or None
+    return body, title
 
 
 def check_not_encrypted(manifest: bytes, kind: str) -> None:
@@ -206,10 +227,47 @@ def _repeat(element: Any, attribute: str) -> int:
         return 1
 
 
-def _sheet_rows(sheet: Any, budget: _Budget) -> Iterator[list[str]]:
+def _sheets(xml: bytes) -> Iterator[tuple[str, Iterator[Any]]]:
+    """Each sheet's name and its rows, streamed: a row is cleared once it is read, so
+    memory follows one row, not the sheet. Each sheet's rows must be read in turn."""
+    events = iter(ElementTree.iterparse(io.BytesIO(xml), events=("start", "end")))
+    in_body = False
+    for event, element in events:
+        if event != "start":
+            continue
+        if element.tag == _SPREADSHEET:
+            in_body = True
+        elif element.tag == _TABLE and in_body:
+            yield element.get(_q("table:name")) or "Sheet", _rows_of(events)
+    if not in_body:
+        raise ItemError(
+            "parse_error",
+            "the ODS file's content.xml has no office:spreadsheet body (is it another "
+            "OpenDocument kind with a wrong extension?)",
+        )
+
+
+def _rows_of(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
+    """The rows of the sheet whose start was just read, up to its end (nested tables'
+    rows are their cells' text)."""
+    depth = 0
+    for event, element in events:
+        if element.tag == _TABLE:
+            if event == "start":
+                depth += 1
+            elif depth == 0:
+                return
+            else:
+                depth -= 1
+        elif event == "end" and element.tag == _ROW and depth == 0:
+            yield element
+            element.clear()
+
+
+def _sheet_rows(rows: Iterator[Any], budget: _Budget) -> Iterator[list[str]]:
     """A sheet's rows, repeats expanded; empty rows only when a non-empty one follows."""
     empty_rows = 0
-    for row in sheet.iter(_ROW):
+    for row in rows:
         tick()
         cells = _row_cells(row, budget)
         repeats = _repeat(row, _ROWS_REPEATED)
