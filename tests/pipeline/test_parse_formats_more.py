@@ -240,3 +240,20 @@ def test_an_odt_whose_content_is_over_the_tree_limit_is_too_large(
     assert error.error_class == "too_large"
     assert "bytes of content.xml; the limit is 1,000" in str(error)
     assert parse(make_ods(), name="figures.ods", media_type=None).text  # streamed: no limit
+
+
+def test_rtf_pictures_are_cut_before_striprtf_and_the_text_is_the_same() -> None:
+    from striprtf.striprtf import rtf_to_text
+
+    from headwater.pipeline.parse._common import normalize_text
+    from headwater.pipeline.parse._rtf import without_binary_groups
+
+    picture = b"0123456789abcdef" * 131_072  # 2 MiB of hex: some 2 s in striprtf alone
+    content = RTF.replace(b"89504e470d0a1a0a", picture) + rb"{\*\themedata 0a0b}"
+    content = content.replace(rb"Last line.", rb"\{braces\} Last line.")
+    assert len(without_binary_groups(content)) < 1000
+    parsed = parse(content, name="big.rtf", media_type=None)
+    assert parsed.text == normalize_text(rtf_to_text(content.decode("latin-1")))
+    assert "The café opens at nine." in parsed.text and "{braces} Last line." in parsed.text
+    escaped = rb"{\rtf1 a \{\pict not a group\} b}"  # an escaped brace opens no group
+    assert without_binary_groups(escaped) == escaped
