@@ -257,3 +257,49 @@ def test_rtf_pictures_are_cut_before_striprtf_and_the_text_is_the_same() -> None
     assert "The café opens at nine." in parsed.text and "{braces} Last line." in parsed.text
     escaped = rb"{\rtf1 a \{\pict not a group\} b}"  # an escaped brace opens no group
     assert without_binary_groups(escaped) == escaped
+
+
+def test_odf_comments_and_deleted_text_stay_out() -> None:
+    from odf.namespaces import XMLNS
+    from odf.office import Annotation
+    from odf.opendocument import OpenDocumentSpreadsheet, OpenDocumentText
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import ChangedRegion, Deletion, P, TrackedChanges
+
+    document = OpenDocumentText()
+    changes = TrackedChanges()
+    region = ChangedRegion(qattributes={(XMLNS, "id"): "c1"})
+    deletion = Deletion()
+    deletion.addElement(P(text="Removed sentence about layoffs."))
+    region.addElement(deletion)
+    changes.addElement(region)
+    document.text.addElement(changes)
+    paragraph = P(text="Kept sentence.")
+    comment = Annotation()
+    comment.addElement(P(text="Reviewer comment."))
+    paragraph.addElement(comment)
+    document.text.addElement(paragraph)
+    text = parse(_written(document), name="draft.odt", media_type=None).text
+    assert text == "Kept sentence."
+
+    sheet_document = OpenDocumentSpreadsheet()
+    sheet = Table(name="S")
+    for values in (("Name",), ("Ada",)):
+        row = TableRow()
+        cell = TableCell()
+        cell.addElement(P(text=values[0]))
+        note = Annotation()
+        note.addElement(P(text="Cell comment."))
+        cell.addElement(note)
+        row.addElement(cell)
+        sheet.addElement(row)
+    sheet_document.spreadsheet.addElement(sheet)
+    assert parse(_written(sheet_document), name="s.ods", media_type=None).text == (
+        "# S\n\nName: Ada"
+    )
+
+
+def _written(document: object) -> bytes:
+    buffer = io.BytesIO()
+    document.write(buffer)  # type: ignore[attr-defined]
+    return buffer.getvalue()

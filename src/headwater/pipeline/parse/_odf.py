@@ -76,6 +76,7 @@ _ROWS_REPEATED, _COLS_REPEATED = (
     _q("table:number-columns-repeated"),
 )
 _SKIP_INLINE = frozenset({_q("text:note-citation"), _q("office:annotation")})
+_SKIP_BLOCK = frozenset({_q("text:tracked-changes"), _q("office:annotation")})  # deleted text
 
 
 def parse_odt(content: bytes, charset: str | None) -> tuple[str, str | None]:
@@ -198,7 +199,7 @@ def _text_blocks(element: Any) -> Iterator[str]:
             text = "\n".join(r for r in rows if r.strip(" |"))
             if text:
                 yield text
-        else:
+        elif tag not in _SKIP_BLOCK:
             yield from _text_blocks(child)
 
 
@@ -288,7 +289,7 @@ def _row_cells(row: Any, budget: _Budget) -> list[str]:
         if cell.tag not in (_CELL, _COVERED):
             continue
         repeats = _repeat(cell, _COLS_REPEATED)
-        text = "\n".join(_inline(p) for p in cell.iter(_P)).strip()
+        text = "\n".join(_inline(p) for p in cell if p.tag == _P).strip()  # no comments
         if not text:
             empty += repeats
             continue
