@@ -6,8 +6,9 @@ chapters in order and whose ``manifest`` says where each is. Every XHTML chapter
 like HTML without boilerplate removal (a chapter is all content): visible text, headings
 as ``#``. The title is the OPF's ``dc:title``. A chapter that
 ``META-INF/encryption.xml`` lists as encrypted (DRM) makes the book ``encrypted``;
-obfuscated fonts do not matter. ebooklib was not used: it parses with lxml's default
-parser, which resolves entities, and it reads every item of the book, images included.
+obfuscated fonts do not matter. ebooklib was not used: it is AGPL-3.0 (Headwater is
+Apache-2.0), it parses the package with lxml's default parser, which expands entities
+(defusedxml refuses them), and it reads every item of the book, images included.
 """
 
 from __future__ import annotations
