@@ -9,8 +9,9 @@ the HTML body (``1013``) through the HTML parser; a body kept only as compressed
 not read. The text and metadata are those of the EML parser (same keys, same header
 block), and attachments (``__attach_version1.0_#N`` storages) go through
 ``_attachments`` like an e-mail's; an embedded message is listed, not opened.
-extract-msg was not used: it is GPL-3.0 (Headwater is Apache-2.0) and pulls in seven
-packages; olefile (BSD, no dependencies) is what it reads with.
+extract-msg was not used: it is GPL-3.0 (Headwater is Apache-2.0) and pulls in several
+more packages (RTF de-encapsulation, time zones, HTML); olefile (BSD, no dependencies)
+is what it reads with.
 """
 
 from __future__ import annotations
