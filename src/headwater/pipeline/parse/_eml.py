@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from email import message_from_bytes, policy
+from email.errors import MessageError
 from email.message import EmailMessage, Message
 
 from headwater.pipeline.parse._attachments import Attachment, AttachmentReader, attachment_blocks
@@ -95,7 +96,10 @@ def _attached_message(part: Message) -> Attachment:
     inner = payload[0] if isinstance(payload, list) and payload else None
     if not isinstance(inner, Message):
         return Attachment(part.get_filename() or "message.eml", b"", "message/rfc822")
-    data = inner.as_bytes()
+    try:
+        data = inner.as_bytes()
+    except (ValueError, LookupError, UnicodeError, MessageError):  # a header it cannot write
+        data = b""  # then it is listed only
     subject = " ".join(str(inner.get("subject", "") or "").split())
     name = part.get_filename() or (f"{subject}.eml" if subject else "message.eml")
     return Attachment(name, data, "message/rfc822")
