@@ -120,15 +120,16 @@ def test_same_pdf_bytes_give_the_same_text() -> None:
     )
 
 
-def test_encrypted_pdf_is_a_parse_error() -> None:
+def test_encrypted_pdf_is_an_encrypted_failure() -> None:
     writer = PdfWriter(clone_from=io.BytesIO(make_pdf(["secret"])))
     writer.encrypt(user_password="pw", owner_password="owner", algorithm="RC4-128")
     buffer = io.BytesIO()
     writer.write(buffer)
     with pytest.raises(ItemError) as caught:
         parse(buffer.getvalue(), name="locked.pdf", media_type=None)
-    assert caught.value.error_class == "parse_error"
-    assert "password" in str(caught.value)
+    assert caught.value.error_class == "encrypted"
+    assert caught.value.permanent
+    assert "password-protected" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +187,7 @@ def test_a_file_without_an_extension_is_read_as_plain_text(media_type: str | Non
     with pytest.raises(ItemError, match="is not a supported format"):
         parse(b"\x89PNG", name="logo", media_type="image/png")
     with pytest.raises(ItemError, match="is not a supported format"):
-        parse(b"plain words", name="notes.rtf", media_type=None)  # an unknown extension
+        parse(b"plain words", name="notes.wpd", media_type=None)  # an unknown extension
     with pytest.raises(ItemError, match="is not a supported format"):
         parse(b"*.pyc", name="src/.gitignore", media_type=None)  # a hidden file
 

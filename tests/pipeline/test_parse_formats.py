@@ -235,7 +235,7 @@ def test_pptx_one_section_per_slide_with_notes() -> None:
     ]
 
 
-def test_eml_headers_are_metadata_and_text_and_attachments_are_named() -> None:
+def test_eml_headers_are_metadata_and_text_and_attachments_are_named_and_read() -> None:
     parsed = parse(make_eml(), name="mail/budget.eml", media_type=None)
     assert parsed.parser == "eml" and parsed.title == "Budget for Q3"
     assert dict(parsed.metadata) == {
@@ -249,6 +249,9 @@ def test_eml_headers_are_metadata_and_text_and_attachments_are_named() -> None:
         "Subject: Budget for Q3\nDate: Tue, 01 Oct 2024 10:00:00 +0000",
         "The travel budget is approved.\nSee the attached sheet.",
         "Attachments: q3.pdf",
+        "# Attachment: q3.pdf",  # a fake PDF: noted, and the message is read all the same
+        "Not read (parse_error): the pdf parser could not read this file: Stream has ended "
+        "unexpectedly",
     ]
     html = parse(make_eml(html_only=True), name="m.eml", media_type="message/rfc822")
     assert "The travel budget is approved." in html.text and "<p>" not in html.text

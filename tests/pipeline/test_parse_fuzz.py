@@ -1,5 +1,7 @@
 """Bad input for every parser of issue 27: truncated and byte-flipped real files.
 
+OpenDocument, RTF, EPUB, PDF and a name without an extension are among them.
+
 Each case is a real file of its format cut at a random offset or with random bytes
 flipped (seeded, so a failure replays). ``parse`` must return a document or raise an
 ``ItemError`` (a failure record); any other exception is a crash of the sync run, and
@@ -12,7 +14,9 @@ import random
 from collections.abc import Callable
 
 import pytest
+from cfb import sample_msg
 from formats import CHANGELOG, RST, compressed, make_eml, make_pptx, make_xlsx
+from formats_more import RTF, make_epub, make_odp, make_ods, make_odt, make_pdf
 
 from headwater.errors import ItemError
 from headwater.pipeline.parse import parse
@@ -38,6 +42,14 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "figures.xlsx": make_xlsx,
     "roadmap.pptx": make_pptx,
     "budget.eml": make_eml,
+    "plan.odt": make_odt,
+    "figures.ods": make_ods,
+    "roadmap.odp": make_odp,
+    "notes.rtf": lambda: RTF * 1,
+    "guide.epub": make_epub,
+    "report.pdf": lambda: make_pdf(["First page of the report", "Second page"]),
+    "budget.msg": lambda: sample_msg(attachments=(("figures.xlsx", make_xlsx()),)),
+    "LICENSE": lambda: b"Permission is hereby granted, free of charge.\n" * 20,
 }
 
 
@@ -68,6 +80,7 @@ def test_a_damaged_file_is_a_document_or_a_failure_record(name: str) -> None:
                 "unsupported_type",
                 "empty_document",
                 "too_large",
+                "encrypted",
             }, exc
             outcomes[exc.error_class] = outcomes.get(exc.error_class, 0) + 1
     assert sum(outcomes.values()) == 80

@@ -4,8 +4,9 @@ A pure function of the group (source, stage, class, extension, a sample message)
 the few facts of its source that decide the answer (its type, whether it takes
 ``exclude`` globs, its size settings): ``unsupported_type .conf`` is fixed by
 ``[parse] text_extensions = [".conf"]``, a ``.gif`` that holds no text is silenced by an
-``exclude`` glob, ``too_large`` names the size setting to raise, ``invalid_principal``
-is fixed at the source, and a class without a known fix points at its records.
+``exclude`` glob, ``too_large`` names the size setting to raise, ``encrypted``
+(password-protected) is silenced by an ``exclude`` glob, ``invalid_principal`` is fixed
+at the source, and a class without a known fix points at its records.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def _too_large(group: FailureGroup, facts: SourceFacts) -> Fix:
             group,
             facts,
             "these files unpack or spread past a fixed safety limit (archive size, "
-            "entries, rows), which no setting raises",
+            "entries, rows, parse time), which no setting raises",
         )
     setting = next((s for s in SIZE_SETTINGS if s in facts.limits), None)
     if setting is None:
@@ -202,6 +203,13 @@ def fix_for(group: FailureGroup, facts: SourceFacts) -> Fix:
             "each document's ACL names an identity that could pass as another (the "
             "messages say which); nobody sees it until the source's ACL changes, and the "
             "next sync reads the ACL again.",
+        )
+    if key.error_class == "encrypted":
+        return _exclude(
+            group,
+            facts,
+            "these files are password-protected and cannot be read without the password "
+            "(remove the password at the source to index them)",
         )
     if key.error_class == "empty_document":
         return _exclude(

@@ -3,20 +3,25 @@
 ``parse`` picks a parser by media type first, then by the extension of ``name`` (a
 source's ``ParseOptions`` may map more extensions to text or to a media type), runs it
 and normalizes the result. A compressed file (``README.gz``) is unpacked under limits
-and its inner name decides. Every failure is an ``ItemError``: ``unsupported_type`` for
-a format we do not read (a binary file named ``.md`` or ``.txt`` included), ``too_large``
-for a zip-based or compressed file that would unpack past its limits or a table over its
-row cap, ``parse_error`` for a file its parser cannot read,
-``empty_document`` when no text is left. ``PARSER_VERSIONS`` is part of the pipeline
+and its inner name decides; a name that says nothing, or names another container
+format, yields to the bytes' magic number (``_sniff``). Every failure is an
+``ItemError``: ``unsupported_type`` for a format we do not read (a binary file named
+``.md`` or ``.txt`` included), ``too_large`` for a zip-based or compressed file that
+would unpack past its limits, a table over its row cap or a parse past its time budget,
+``encrypted`` for a password-protected file, ``parse_error`` for a file its parser
+cannot read, ``empty_document`` when no text is left. ``PARSER_VERSIONS`` is part of the pipeline
 version: bump a parser's version whenever its output for the same bytes may change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import PurePosixPath
 from typing import Final
 
 from headwater.errors import ItemError
+from headwater.pipeline.parse._attachments import AttachmentReader
 from headwater.pipeline.parse._common import (
     Extracted,
     ParsedDocument,
@@ -26,6 +31,7 @@ from headwater.pipeline.parse._common import (
     normalize_text,
     normalize_title,
     reading,
+    time_budget,
 )
 from headwater.pipeline.parse._compressed import (
     COMPRESSED_VERSION,
@@ -46,6 +52,7 @@ from headwater.pipeline.parse._data import (
 )
 from headwater.pipeline.parse._docx import DOCX_VERSION, parse_docx
 from headwater.pipeline.parse._eml import EML_VERSION, PARSED_METADATA_KEYS, parse_eml
+from headwater.pipeline.parse._epub import EPUB_VERSION, parse_epub
 from headwater.pipeline.parse._html import HTML_VERSION, parse_html
 from headwater.pipeline.parse._markup import (
     ASCIIDOC_VERSION,
@@ -55,8 +62,25 @@ from headwater.pipeline.parse._markup import (
     parse_org,
     parse_rst,
 )
+from headwater.pipeline.parse._msg import MSG_VERSION, parse_msg
+from headwater.pipeline.parse._odf import (
+    ODP_VERSION,
+    ODS_VERSION,
+    ODT_VERSION,
+    parse_odp,
+    parse_ods,
+    parse_odt,
+)
 from headwater.pipeline.parse._pdf import PDF_VERSION, parse_pdf
 from headwater.pipeline.parse._pptx import PPTX_VERSION, parse_pptx
+from headwater.pipeline.parse._rtf import RTF_VERSION, parse_rtf
+from headwater.pipeline.parse._sniff import (
+    CONTAINER_PARSERS,
+    check_not_encrypted_office,
+    doc_name_text,
+    sniff,
+    split_media_type,
+)
 from headwater.pipeline.parse._table import (
     CSV_VERSION,
     XLSX_VERSION,
@@ -84,6 +108,8 @@ __all__ = [
     "parser_for",
 ]
 
+MailParserFunc = Callable[[bytes, str | None, AttachmentReader | None], Extracted]
+
 PARSER_VERSIONS: Final[dict[str, str]] = {
     "text": TEXT_VERSION,
     "markdown": MARKDOWN_VERSION,
@@ -104,6 +130,12 @@ PARSER_VERSIONS: Final[dict[str, str]] = {
     "pptx": PPTX_VERSION,
     "eml": EML_VERSION,
     "compressed": COMPRESSED_VERSION,
+    "odt": ODT_VERSION,
+    "ods": ODS_VERSION,
+    "odp": ODP_VERSION,
+    "rtf": RTF_VERSION,
+    "epub": EPUB_VERSION,
+    "msg": MSG_VERSION,
 }
 
 _TEXT_PARSERS: Final = frozenset(
@@ -128,14 +160,8 @@ CODE_EXTENSIONS: Final = frozenset({
 # fmt: on
 """Source code and configuration read as plain text by the ``code`` parser."""
 
-# fmt: off
-_TEXT_NAMES: Final = frozenset({
-    "readme", "news", "changelog", "changes", "history", "copyright", "copying", "license",
-    "licence", "authors", "contributors", "credits", "thanks", "todo", "install", "bugs",
-    "faq", "notice", "hacking", "maintainers",
-})
-# fmt: on
-"""Stems of documentation files whose suffix says nothing (``README.Debian``)."""
+_MAIL_PARSERS: Final[dict[str, MailParserFunc]] = {"eml": parse_eml, "msg": parse_msg}
+"""Parsers of messages: they take a reader for their attachments (None: list them)."""
 
 _PARSERS: Final[dict[str, ParserFunc]] = {
     "text": parse_text,
@@ -156,6 +182,12 @@ _PARSERS: Final[dict[str, ParserFunc]] = {
     "xlsx": parse_xlsx,
     "pptx": parse_pptx,
     "eml": parse_eml,
+    "odt": parse_odt,
+    "ods": parse_ods,
+    "odp": parse_odp,
+    "rtf": parse_rtf,
+    "epub": parse_epub,
+    "msg": parse_msg,
 }
 
 SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
@@ -187,6 +219,12 @@ SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {
     ".xlsm": "xlsx",
     ".pptx": "pptx",
     ".eml": "eml",
+    ".odt": "odt",
+    ".ods": "ods",
+    ".odp": "odp",
+    ".rtf": "rtf",
+    ".epub": "epub",
+    ".msg": "msg",
     **dict.fromkeys(COMPRESSION_SUFFIXES, "compressed"),
     **dict.fromkeys(CODE_EXTENSIONS, "code"),
 }
@@ -217,6 +255,13 @@ SUPPORTED_MEDIA_TYPES: Final[dict[str, str]] = {
     "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
     "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
     "message/rfc822": "eml",
+    "application/vnd.oasis.opendocument.text": "odt",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
+    "application/vnd.oasis.opendocument.presentation": "odp",
+    "application/rtf": "rtf",
+    "text/rtf": "rtf",
+    "application/epub+zip": "epub",
+    "application/vnd.ms-outlook": "msg",
     **dict.fromkeys(COMPRESSION_MEDIA_TYPES, "compressed"),
 }
 
@@ -233,7 +278,7 @@ def parser_for(
     """
     options = options or ParseOptions()
     suffix = PurePosixPath(name).suffix.lower()
-    mime, _ = _split_media_type(options.media_types.get(suffix) or media_type)
+    mime, _ = split_media_type(options.media_types.get(suffix) or media_type)
     by_media = SUPPORTED_MEDIA_TYPES.get(mime) if mime else None
     if suffix in options.text_extensions and by_media in (None, "text"):
         return "text"
@@ -252,19 +297,32 @@ def parse(
 ) -> ParsedDocument:
     """Parse one file's bytes into normalized text and a title.
 
-    Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``parse_error`` or
-    ``empty_document``, all permanent); never anything else.
+    Raises ``ItemError`` (``unsupported_type``, ``too_large``, ``encrypted``,
+    ``parse_error`` or ``empty_document``, all permanent); never anything else.
     """
-    return _parse(content, name, media_type, options or ParseOptions(), unpacked=False)
+    options = options or ParseOptions()
+    with time_budget(options.time_budget_s, options.clock):
+        return _parse(content, name, media_type, options, unpacked=False)
 
 
 def _parse(
-    content: bytes, name: str, media_type: str | None, options: ParseOptions, *, unpacked: bool
+    content: bytes,
+    name: str,
+    media_type: str | None,
+    options: ParseOptions,
+    *,
+    unpacked: bool,
+    attached: bool = False,
 ) -> ParsedDocument:
     media_type = options.media_types.get(PurePosixPath(name).suffix.lower()) or media_type
-    parser = parser_for(name, media_type, options) or _doc_name_text(name, media_type)
+    parser = parser_for(name, media_type, options)
+    named = parser is not None
+    parser = parser or doc_name_text(name, media_type)
     if parser != "compressed" and packed_as_named(name, content):
         parser = "compressed"  # and the media type that came with it is the inside's
+    if parser != "compressed" and (not named or parser in CONTAINER_PARSERS):
+        check_not_encrypted_office(content, (parser or "Office").upper())
+        parser = sniff(content) or parser  # no name, or a container named as another
     if parser == "compressed":
         if unpacked:
             raise ItemError(
@@ -272,7 +330,9 @@ def _parse(
                 f"{name!r} is compressed twice; one level of compression is read. Unpack "
                 "it once at the source, or exclude it.",
             )
-        return _parse_compressed(content, name=name, media_type=media_type, options=options)
+        return _parse_compressed(
+            content, name=name, media_type=media_type, options=options, attached=attached
+        )
     if parser is None:
         raise ItemError(
             "unsupported_type",
@@ -282,7 +342,7 @@ def _parse(
             "text_extensions to read it as text, or exclude it in the source's "
             "configuration to skip it quietly.",
         )
-    _, charset = _split_media_type(media_type)
+    _, charset = split_media_type(media_type)
     if parser in _TEXT_PARSERS and (why := binary_reason(content, charset)):
         raise ItemError(
             "unsupported_type",
@@ -292,7 +352,12 @@ def _parse(
             "real format.",
         )
     with reading(parser):
-        result = _PARSERS[parser](content, charset)
+        result: tuple[str, str | None] | Extracted
+        if parser in _MAIL_PARSERS:  # attachments: one level, as their own formats
+            read = None if attached else partial(_attached, options=options)
+            result = _MAIL_PARSERS[parser](content, charset, read)
+        else:
+            result = _PARSERS[parser](content, charset)
         if isinstance(result, Extracted):
             raw_text, raw_title, metadata = result.text, result.title, dict(result.metadata)
         else:
@@ -309,11 +374,16 @@ def _parse(
     return ParsedDocument(text=text, title=title, parser=parser, metadata=metadata)
 
 
+def _attached(name: str, content: bytes, media_type: str | None, *, options: ParseOptions) -> str:
+    """The text of a message's attachment; a message attached lists its own."""
+    return _parse(content, name, media_type, options, unpacked=False, attached=True).text
+
+
 def _parse_compressed(
-    content: bytes, *, name: str, media_type: str | None, options: ParseOptions
+    content: bytes, *, name: str, media_type: str | None, options: ParseOptions, attached: bool
 ) -> ParsedDocument:
     """Unpack a ``.gz``/``.bz2``/``.xz`` file and parse it as its inner name says."""
-    mime, _ = _split_media_type(media_type)
+    mime, _ = split_media_type(media_type)
     method = compression_of(name, mime) or "gzip"
     inner = inner_name(name)
     if inner == name:  # an extension [parse] media_types calls compressed: drop it too
@@ -322,37 +392,8 @@ def _parse_compressed(
         unpacked = decompress(content, method)
     inner_media = None if mime in COMPRESSION_MEDIA_TYPES or mime is None else media_type
     try:
-        return _parse(unpacked, inner, inner_media, options, unpacked=True)
+        return _parse(unpacked, inner, inner_media, options, unpacked=True, attached=attached)
     except ItemError as exc:
         raise ItemError(
             exc.error_class, f"{name!r}, unpacked: {exc}", permanent=exc.permanent
         ) from exc
-
-
-def _doc_name_text(name: str, media_type: str | None) -> str | None:
-    """``"text"`` for a name without an extension (``README``, ``NEWS``, ``LICENSE``), or
-    the name of a documentation file with a suffix that names no format
-    (``README.Debian``, ``changelog.Debian``, ``git-p4.README``), whose media type says
-    nothing more specific: read as plain text, and refused as binary by the sniff below
-    when its bytes are not text. Hidden files (``.gitignore``) are not documents: they
-    stay unsupported."""
-    mime, _ = _split_media_type(media_type)
-    generic = mime is None or mime == "application/octet-stream" or mime.startswith("text/")
-    path = PurePosixPath(name)
-    if not generic or path.name.startswith("."):
-        return None
-    parts = {part.lower() for part in path.name.split(".")}
-    return "text" if not path.suffix or parts & _TEXT_NAMES else None
-
-
-def _split_media_type(media_type: str | None) -> tuple[str | None, str | None]:
-    """``"text/html; charset=latin-1"`` → ``("text/html", "latin-1")``."""
-    if not media_type:
-        return None, None
-    mime, *params = (part.strip() for part in media_type.split(";"))
-    charset = None
-    for param in params:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            charset = value.strip().strip("\"'")
-    return mime.lower() or None, charset

@@ -8,9 +8,11 @@ line ends, no trailing spaces, one blank line between paragraphs.
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from headwater.errors import ItemError
@@ -44,6 +46,10 @@ class ParseOptions:
 
     text_extensions: frozenset[str] = frozenset()
     media_types: Mapping[str, str] = field(default_factory=dict)
+    time_budget_s: float = 60.0
+    """Seconds one document's parse may take (checked as parsers go); not in the version."""
+    clock: Callable[[], float] | None = field(default=None, compare=False, repr=False)
+    """The clock the budget is measured on (``time.monotonic`` when None): tests inject one."""
 
     def describe(self) -> dict[str, object]:
         """The options as plain data for the content version; empty when default."""
@@ -178,6 +184,46 @@ def reading(parser: str) -> Iterator[None]:
         raise ItemError(
             "parse_error", f"the {parser} parser could not read this file: {detail}"
         ) from exc
+
+
+@dataclass
+class _Deadline:
+    clock: Callable[[], float]
+    start: float
+    seconds: float
+
+
+_DEADLINE: ContextVar[_Deadline | None] = ContextVar("headwater_parse_deadline", default=None)
+
+
+@contextmanager
+def time_budget(seconds: float, clock: Callable[[], float] | None = None) -> Iterator[None]:
+    """Bound the parse run inside the block to ``seconds`` on ``clock``: ``tick`` raises
+    past it. A budget already running (a compressed file's inner parse) is kept."""
+    if _DEADLINE.get() is not None:
+        yield
+        return
+    clock = clock or time.monotonic
+    token = _DEADLINE.set(_Deadline(clock, clock(), seconds))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def tick() -> None:
+    """``ItemError("too_large")`` when the running parse is past its time budget.
+
+    Parsers call it in their loops (rows, paragraphs, slides, pages, parts), so a file
+    whose reading runs long stops there: cooperative, no thread or signal."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and deadline.clock() - deadline.start > deadline.seconds:
+        raise ItemError(
+            "too_large",
+            f"parsing took more than the time budget of {deadline.seconds:g} s a document "
+            "and stopped. It is not read; exclude it in the source's configuration, or "
+            "split the document.",
+        )
 
 
 ParserFunc = Callable[[bytes, str | None], tuple[str, str | None] | Extracted]

@@ -21,6 +21,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.pipeline.parse._common import tick
 from headwater.pipeline.parse._zip import checked_archive, too_large
 
 DOCX_VERSION = "docx-1+python-docx"
@@ -57,6 +58,7 @@ def read_docx(content: bytes, limits: DocxLimits) -> tuple[str, str | None]:
     styles: dict[str | None, str] = {}  # style id → name: python-docx looks each one up
     size = 0
     for item in document.iter_inner_content():
+        tick()
         if isinstance(item, Paragraph):
             text = str(item.text).strip()
             if not text:

@@ -1,7 +1,7 @@
 """PDF parser (pypdf): the text of every page, pages separated by a blank line.
 
-An encrypted PDF that does not open with the empty password, or a corrupt one, is an
-``ItemError``; the title comes from the document information dictionary. Creation and
+An encrypted PDF that does not open with the empty password is ``encrypted``, a corrupt
+one ``parse_error``; the title comes from the document information dictionary. Creation and
 modification dates are never read.
 """
 
@@ -11,6 +11,7 @@ import io
 import logging
 
 from headwater.errors import ItemError
+from headwater.pipeline.parse._common import tick
 
 PDF_VERSION = "pdf-1+pypdf"
 
@@ -29,11 +30,15 @@ def parse_pdf(content: bytes, charset: str | None) -> tuple[str, str | None]:
             ) from exc
         if not opened:
             raise ItemError(
-                "parse_error",
-                "the PDF is encrypted with a password; expected an unprotected PDF. "
-                "Remove the password at the source to index it.",
+                "encrypted",
+                "the PDF is password-protected and cannot be read without the password; "
+                "expected an unprotected PDF. Remove the password at the source to index "
+                "it, or exclude it in the source's configuration.",
             )
-    pages = [page.extract_text() or "" for page in reader.pages]
+    pages: list[str] = []
+    for page in reader.pages:
+        tick()
+        pages.append(page.extract_text() or "")
     title: str | None = None
     info = reader.metadata
     if info is not None and info.title:

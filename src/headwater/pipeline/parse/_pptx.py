@@ -13,6 +13,7 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
+from headwater.pipeline.parse._common import tick
 from headwater.pipeline.parse._zip import checked_archive
 
 PPTX_VERSION = "pptx-1+python-pptx"
@@ -25,6 +26,7 @@ def parse_pptx(content: bytes, charset: str | None) -> tuple[str, str | None]:
     sections: list[str] = []
     first_title: str | None = None
     for number, slide in enumerate(presentation.slides, 1):
+        tick()
         title_shape = slide.shapes.title
         title = _one_line(title_shape.text_frame.text) if title_shape is not None else ""
         first_title = first_title or title or None

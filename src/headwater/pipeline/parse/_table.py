@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from headwater.errors import ItemError
-from headwater.pipeline.parse._common import decode_text
+from headwater.pipeline.parse._common import decode_text, tick
 from headwater.pipeline.parse._zip import checked_archive
 
 CSV_VERSION = "csv-1"
@@ -40,7 +40,12 @@ class _Budget:
         self.rows = 0
         self.cells = 0
 
+    def max_cells_left(self) -> int:
+        """How many more cells fit under ``MAX_CELLS``."""
+        return MAX_CELLS - self.cells
+
     def take(self, cells: int) -> None:
+        tick()
         self.rows += 1
         self.cells += cells
         if self.rows > MAX_ROWS or self.cells > MAX_CELLS:
