@@ -3,7 +3,9 @@
 One Workspace (so one embedding model) per process. Searches run concurrently; index
 drains run one at a time in a debounced background thread (woken after every push commit
 and after each sync job); sync jobs run in their own threads, one per source at a time,
-and only write the manifest (``index=False``) so a long sync never blocks a search.
+and only write the manifest (``index=False``) so a long sync never blocks a search. A
+rebuild runs as one job at a time in its own thread, holding the index lock (the drains
+wait for it, as they wait for a redrive).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from headwater.connectors.push import PushConnector
 from headwater.indexer.report import IndexReport
+from headwater.rebuilds.results import RebuildReport
 from headwater.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -50,12 +53,37 @@ class Job:
         }
 
 
+@dataclass
+class RebuildJob:
+    """A rebuild started by ``POST /v1/rebuilds``: its options, and its report once done."""
+
+    job_id: str
+    indexes: list[str] | None
+    force: bool
+    switch: bool
+    status: str = "queued"  # queued, running, done, failed
+    report: RebuildReport | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "indexes": self.indexes,
+            "force": self.force,
+            "switch": self.switch,
+            "status": self.status,
+            "report": None if self.report is None else self.report.as_dict(),
+            "error": self.error,
+        }
+
+
 class Service:
     """The Workspace plus the server's background work: sync jobs and index drains."""
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.jobs: dict[str, Job] = {}
+        self.rebuild_jobs: dict[str, RebuildJob] = {}
         self._busy: set[str] = set()
         self._jobs_lock = threading.Lock()
         self.index_lock = threading.Lock()
@@ -157,3 +185,39 @@ class Service:
         finally:
             with self._jobs_lock:
                 self._busy.discard(job.source)
+
+    # -- rebuild jobs ----------------------------------------------------------------
+
+    def rebuilding(self) -> RebuildJob | None:
+        """The rebuild job running in this process, if any."""
+        with self._jobs_lock:
+            return next(
+                (j for j in self.rebuild_jobs.values() if j.status in ("queued", "running")),
+                None,
+            )
+
+    def start_rebuild(
+        self, indexes: list[str] | None, *, force: bool, switch: bool
+    ) -> RebuildJob | None:
+        """Start ``Workspace.rebuild`` in a thread; None if a rebuild job is running."""
+        for name in indexes or ():
+            self.ws.index_section(name)  # an unknown index fails before the job starts
+        with self._jobs_lock:
+            if any(j.status in ("queued", "running") for j in self.rebuild_jobs.values()):
+                return None
+            job = RebuildJob(str(uuid.uuid4()), indexes, force, switch)
+            self.rebuild_jobs[job.job_id] = job
+        threading.Thread(
+            target=self._run_rebuild, args=(job,), name="headwater-rebuild", daemon=True
+        ).start()
+        return job
+
+    def _run_rebuild(self, job: RebuildJob) -> None:
+        job.status = "running"
+        try:
+            with self.index_lock:
+                job.report = self.ws.rebuild(job.indexes, force=job.force, switch=job.switch)
+            job.status = "done"
+        except Exception as exc:
+            job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
+            log.warning("rebuild job %s failed: %s", job.job_id, exc)
