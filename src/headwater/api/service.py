@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from headwater.connectors import ConnectorClass
 from headwater.connectors.push import PushConnector
 from headwater.indexer.report import IndexReport
 from headwater.rebuilds.results import RebuildReport
@@ -25,7 +26,7 @@ from headwater.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-CONNECTOR_TYPES: dict[str, Any] = {"push": PushConnector}
+CONNECTOR_TYPES: dict[str, ConnectorClass] = {"push": PushConnector}
 DEBOUNCE_S = 0.2
 
 
