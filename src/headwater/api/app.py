@@ -31,6 +31,7 @@ HOST_ENV = "HEADWATER_SERVE_HOST"
 
 
 def status_of(exc: HeadwaterError) -> int:
+    """The HTTP status of a HeadwaterError."""
     if isinstance(exc, NotFoundError):
         return 404
     if isinstance(exc, ConfigError):
@@ -39,6 +40,7 @@ def status_of(exc: HeadwaterError) -> int:
 
 
 def one_line(text: str) -> str:
+    """``text`` on one line."""
     return " ".join(str(text).split())
 
 
@@ -67,6 +69,8 @@ def _explained(request: Request, exc: StarletteHTTPException) -> tuple[int, str]
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error as ``{"error": "<one line>"}`` with its status."""
+
     @app.exception_handler(HeadwaterError)
     async def headwater_error(_request: Request, exc: HeadwaterError) -> JSONResponse:
         status = status_of(exc)

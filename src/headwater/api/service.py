@@ -37,6 +37,8 @@ def open_workspace(path: str | Path) -> Workspace:
 
 @dataclass
 class Job:
+    """A sync started by ``POST /v1/sources/{id}/sync``: its source, status and run."""
+
     job_id: str
     source: str
     status: str = "queued"  # queued, running, done, failed
@@ -45,6 +47,7 @@ class Job:
     started_at: float = field(default_factory=time.time)
 
     def as_dict(self) -> dict[str, Any]:
+        """The job as ``/v1/jobs/{id}`` answers it."""
         return {
             "job_id": self.job_id,
             "source": self.source,
@@ -67,6 +70,7 @@ class RebuildJob:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The job as ``/v1/rebuilds/jobs/{id}`` answers it."""
         return {
             "job_id": self.job_id,
             "indexes": self.indexes,
@@ -97,6 +101,7 @@ class Service:
 
     @classmethod
     def open(cls, path: str | Path) -> Service:
+        """The Service over the workspace whose config is ``path``."""
         return cls(open_workspace(path))
 
     def start(self) -> Service:
@@ -112,6 +117,7 @@ class Service:
         return self
 
     def close(self) -> None:
+        """Stop the drain thread and any work in flight, then close the workspace."""
         if self._stop.is_set():
             return  # closed already
         self._stop.set()
@@ -124,9 +130,11 @@ class Service:
     # -- indexing --------------------------------------------------------------------
 
     def drain_soon(self) -> None:
+        """Wake the background drain (debounced)."""
         self._wake.set()
 
     def drain_now(self) -> IndexReport:
+        """Drain pending index work now, holding the index lock."""
         with self.index_lock:
             report = self.ws.index()
             self.index_totals.add(report)

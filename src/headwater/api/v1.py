@@ -40,6 +40,8 @@ RunStatus = Literal["running", "succeeded", "completed_with_errors", "failed", "
 
 
 class SearchRequest(CleanModel):
+    """The body of ``POST /v1/search``."""
+
     query: str = Field(min_length=1, max_length=4000)
     user: str | None = Field(default=None, max_length=320)
     groups: list[str] = Field(default=[], max_length=1000)

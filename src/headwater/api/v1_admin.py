@@ -99,6 +99,8 @@ async def dlq_entry(entry_id: EntryId, request: Request, _c: Admin) -> Json:
 
 
 class RedriveRequest(CleanModel):
+    """The body of ``POST /v1/dlq/redrive``."""
+
     ids: list[Annotated[int, Field(ge=0, le=2**62)]] = Field(default=[], max_length=10_000)
     all: bool = False
     stage: str | None = None
@@ -130,6 +132,8 @@ async def dlq_drop(entry_id: EntryId, request: Request, _c: Admin) -> Json:
 
 
 class ReconcileRequest(CleanModel):
+    """The body of ``POST /v1/reconcile``."""
+
     sink: str | None = None
     repair: bool = False
 

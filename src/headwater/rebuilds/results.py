@@ -36,6 +36,7 @@ class RebuildEntry(JsonView):
     problems: tuple[str, ...] = ()  # shown when failed
 
     def as_dict(self) -> dict[str, Any]:
+        """The entry as ``headwater rebuild --json`` prints it."""
         out: dict[str, Any] = {"index": self.index}
         if self.result != UP_TO_DATE:
             out["generation"] = self.generation
@@ -60,6 +61,7 @@ class RebuildReport(JsonView):
         return any(e.result in (FAILED, CANCELLED) for e in self.indexes)
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as ``headwater rebuild --json`` prints it."""
         return {"indexes": [e.as_dict() for e in self.indexes]}
 
 
@@ -74,6 +76,7 @@ class SwitchResult(JsonView):
     index_report: IndexReport | None = None  # shown when switched
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as ``headwater rebuild switch --json`` prints it."""
         out: dict[str, Any] = {
             "index": self.index,
             "generation": self.generation,
@@ -97,6 +100,7 @@ class RollbackResult(JsonView):
     index_report: IndexReport | None = None  # the catch-up's (none without one)
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as ``headwater rebuild rollback --json`` prints it."""
         if self.stopped:
             return {"index": self.index, "live": self.live, "result": STOPPED}
         out: dict[str, Any] = {"index": self.index, "live": self.live, "pending": self.pending}
@@ -113,6 +117,7 @@ class CancelResult(JsonView):
     cancelled: int
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as ``headwater rebuild cancel --json`` prints it."""
         return {"index": self.index, "cancelled": self.cancelled}
 
 
@@ -124,6 +129,7 @@ class RetireResult(JsonView):
     retired: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as ``headwater rebuild retire --json`` prints it."""
         return {"index": self.index, "retired": list(self.retired)}
 
 
@@ -144,6 +150,7 @@ class GenerationRow:
     problems: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
+        """The row as ``headwater rebuild status --json`` prints it."""
         return {
             "generation": self.generation,
             "state": self.state,
@@ -168,6 +175,7 @@ class IndexGenerations:
     generations: tuple[GenerationRow, ...] = field(default_factory=tuple)
 
     def as_dict(self) -> dict[str, Any]:
+        """The index as ``headwater rebuild status --json`` prints it."""
         return {
             "name": self.name,
             "live": self.live,
@@ -182,4 +190,5 @@ class RebuildStatus(JsonView):
     indexes: tuple[IndexGenerations, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as ``headwater rebuild status --json`` prints it."""
         return {"indexes": [i.as_dict() for i in self.indexes]}
