@@ -229,7 +229,8 @@ def samples(ws: Workspace, tmp: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     assert built["indexes"][0]["result"] == "switched"
     yield "GET /v1/rebuilds/jobs/{job_id}", RebuildJob("r", ["main"], True, True).as_dict()
     done = RebuildJob("r", None, False, False, status="done", report=built)
-    yield "POST /v1/rebuilds", done.as_dict()
+    yield "POST /v1/rebuilds/jobs", done.as_dict()
+    yield "POST /v1/rebuilds", built.as_dict()
     yield "POST /v1/rebuilds/{name}/rollback", ws.rebuild_rollback("main").as_dict()
     yield "GET /v1/rebuilds", ws.rebuild_status().as_dict()
     ready = ws.rebuild(["main"], force=True, switch=False)
@@ -240,7 +241,11 @@ def samples(ws: Workspace, tmp: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     yield "POST /v1/rebuilds/{name}/retire", ws.rebuild_retire("main").as_dict()
     up_to_date = ws.rebuild(["main"]).as_dict()
     assert up_to_date["indexes"][0]["result"] == "up_to_date"
-    yield "POST /v1/rebuilds", RebuildJob("u", None, False, True, "done", ws.rebuild()).as_dict()
+    yield "POST /v1/rebuilds", up_to_date
+    yield (
+        "POST /v1/rebuilds/jobs",
+        RebuildJob("u", None, False, True, "done", ws.rebuild()).as_dict(),
+    )
 
 
 def test_the_models_answer_todays_bodies_unchanged(ws: Workspace, tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """``/v1/rebuilds`` against a real server: the CLI's rebuild and its actions over HTTP.
 
-A start is a background job (202) followed to its report; the actions answer the
-CLI's ``--json``; an unknown index is a 404 and a state the action cannot apply to a
-409, with the CLI's message.
+A rebuild answers the CLI's report, or runs as a background job (202) followed to it;
+the actions answer the CLI's ``--json``; an unknown index is a 404 and a state the
+action cannot apply to a 409, with the CLI's message.
 """
 
 from __future__ import annotations
@@ -51,12 +51,13 @@ def test_a_rebuild_job_builds_switches_and_the_actions_follow(server: Server) ->
         wait_for(lambda: c.get(f"/v1/jobs/{sync['job_id']}").json()["status"] == "done")
         wait_for(lambda: c.get("/v1/indexes").json()["indexes"]["main"]["pending"] == 0)
         nothing = c.post("/v1/rebuilds")
-        assert nothing.status_code == 202, nothing.text
-        assert finished(c, nothing.json())["report"] == {
-            "indexes": [{"index": "main", "result": "up_to_date", "live": 1}]
-        }
+        assert nothing.status_code == 200, nothing.text
+        assert nothing.json() == {"indexes": [{"index": "main", "result": "up_to_date", "live": 1}]}
+        in_background = c.post("/v1/rebuilds/jobs")
+        assert in_background.status_code == 202, in_background.text
+        assert finished(c, in_background.json())["report"] == nothing.json()
 
-        started = c.post("/v1/rebuilds", json={"indexes": ["main"], "force": True})
+        started = c.post("/v1/rebuilds/jobs", json={"indexes": ["main"], "force": True})
         assert started.status_code == 202, started.text
         job = started.json()
         assert set(job) == {"job_id", "indexes", "force", "switch", "status", "report", "error"}
@@ -77,13 +78,15 @@ def test_a_rebuild_job_builds_switches_and_the_actions_follow(server: Server) ->
         assert set(rolled.json()) == {"index", "live", "pending", "index_report"}
         assert rolled.json()["live"] == 1
 
-        kept = finished(c, c.post("/v1/rebuilds", json={"force": True, "switch": False}).json())
-        assert kept["report"]["indexes"][0]["result"] == "ready", kept
+        kept = c.post("/v1/rebuilds", json={"force": True, "switch": False})
+        assert kept.status_code == 200, kept.text
+        assert kept.json()["indexes"][0]["result"] == "ready", kept.text
+        assert set(kept.json()["indexes"][0]) == {"index", "generation", "index_report", "result"}
         switched = c.post("/v1/rebuilds/main/switch")
         assert switched.status_code == 200, switched.text
         assert switched.json()["result"] == "switched" and switched.json()["generation"] == 3
 
-        finished(c, c.post("/v1/rebuilds", json={"force": True, "switch": False}).json())
+        finished(c, c.post("/v1/rebuilds/jobs", json={"force": True, "switch": False}).json())
         cancelled = c.post("/v1/rebuilds/main/cancel")
         assert cancelled.json() == {"index": "main", "cancelled": 4}, cancelled.text
         retired = c.post("/v1/rebuilds/main/retire")
@@ -96,8 +99,9 @@ def test_unknown_indexes_are_404_and_impossible_actions_409(server: Server) -> N
             r = c.post(f"/v1/rebuilds/nope/{action}")
             assert r.status_code == 404, r.text
             assert "index 'nope' is not configured" in r.json()["error"]
-        unknown = c.post("/v1/rebuilds", json={"indexes": ["main", "nope"]})
-        assert unknown.status_code == 404 and set(unknown.json()) == {"error"}
+        for path in ("/v1/rebuilds", "/v1/rebuilds/jobs"):
+            unknown = c.post(path, json={"indexes": ["main", "nope"]})
+            assert unknown.status_code == 404 and set(unknown.json()) == {"error"}
         missing = c.get("/v1/rebuilds/jobs/nope")
         assert missing.status_code == 404 and set(missing.json()) == {"error"}
         nothing = c.post("/v1/rebuilds/main/cancel")
@@ -115,5 +119,6 @@ def test_rebuilds_need_the_admin_role(server: Server) -> None:
         with server.client(role) as c:
             assert c.get("/v1/rebuilds").status_code == 403
             assert c.post("/v1/rebuilds", json={}).status_code == 403
+            assert c.post("/v1/rebuilds/jobs", json={}).status_code == 403
     with server.client(None) as anon:
         assert anon.post("/v1/rebuilds/main/cancel").status_code == 401

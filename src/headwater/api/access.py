@@ -38,6 +38,7 @@ ACCESS: dict[str, str] = {
     "POST /v1/reconcile": "admin",
     "GET /v1/rebuilds": "admin",
     "POST /v1/rebuilds": "admin",
+    "POST /v1/rebuilds/jobs": "admin",
     "GET /v1/rebuilds/jobs/{job_id}": "admin",
     "POST /v1/rebuilds/{name}/switch": "admin",
     "POST /v1/rebuilds/{name}/rollback": "admin",

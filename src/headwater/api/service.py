@@ -59,7 +59,8 @@ class Job:
 
 @dataclass
 class RebuildJob:
-    """A rebuild started by ``POST /v1/rebuilds``: its options, and its report once done."""
+    """A rebuild run by ``POST /v1/rebuilds`` or ``/v1/rebuilds/jobs``: its options, and
+    its report once done (``failure``: the exception a failed one raised)."""
 
     job_id: str
     indexes: list[str] | None
@@ -68,6 +69,16 @@ class RebuildJob:
     status: str = "queued"  # queued, running, done, failed
     report: RebuildReport | None = None
     error: str | None = None
+    failure: Exception | None = field(default=None, repr=False)
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def result(self) -> RebuildReport:
+        """Wait for the job; its report, or the exception it failed with, raised again."""
+        self.finished.wait()
+        if self.failure is not None:
+            raise self.failure
+        assert self.report is not None
+        return self.report
 
     def as_dict(self) -> dict[str, Any]:
         """The job as ``/v1/rebuilds/jobs/{id}`` answers it."""
@@ -228,5 +239,8 @@ class Service:
                 job.report = self.ws.rebuild(job.indexes, force=job.force, switch=job.switch)
             job.status = "done"
         except Exception as exc:
+            job.failure = exc
             job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
             log.warning("rebuild job %s failed: %s", job.job_id, exc)
+        finally:
+            job.finished.set()

@@ -1,9 +1,11 @@
 """API v1, index generations: ``headwater rebuild`` and its actions (admin role).
 
-``GET /v1/rebuilds`` is ``rebuild status``. ``POST /v1/rebuilds`` starts ``rebuild`` as
-a background job (202; a rebuild embeds the whole corpus again, longer than a request
-should wait) and ``GET /v1/rebuilds/jobs/{job_id}`` follows it to its report; one job
-runs at a time per process (409 otherwise). ``switch``, ``rollback``, ``cancel`` and
+``GET /v1/rebuilds`` is ``rebuild status``. ``POST /v1/rebuilds`` is ``rebuild``, run in
+the request as the CLI runs it, and answers its report; ``POST /v1/rebuilds/jobs``
+starts the same as a background job (202: a rebuild embeds the whole corpus again,
+longer than many clients hold a request open) that ``GET /v1/rebuilds/jobs/{job_id}``
+follows to its report. Either way it is a job of the Service: one runs at a time per
+process (409 otherwise). ``switch``, ``rollback``, ``cancel`` and
 ``retire`` run in the request, holding the index lock, and answer their command's
 ``--json``; they are refused (409) while a rebuild job runs in this process, whose
 sinks they would change under it (``headwater rebuild cancel`` from another process
@@ -24,13 +26,14 @@ from headwater.api.deps import service_of
 from headwater.api.rebuild_models import (
     CancelBody,
     RebuildJobBody,
+    RebuildReportBody,
     RebuildRequest,
     RebuildStatusBody,
     RetireBody,
     RollbackBody,
     SwitchBody,
 )
-from headwater.api.service import Service
+from headwater.api.service import RebuildJob, Service
 from headwater.errors import ConfigError, NotFoundError
 from headwater.jsonview import JsonView
 
@@ -85,15 +88,9 @@ async def rebuild_status(request: Request, _c: Admin) -> Json:
     return await run_in_threadpool(lambda: ws.rebuild_status().as_dict())
 
 
-@router.post(
-    "/v1/rebuilds",
-    status_code=202,
-    response_model=RebuildJobBody,
-    response_model_exclude_unset=True,
-)
-async def rebuild_start(request: Request, _c: Admin, body: RebuildRequest | None = None) -> Json:
-    """Start ``headwater rebuild [INDEX ...] [--force] [--no-switch]`` in the background;
-    answers the job (follow it with ``GET /v1/rebuilds/jobs/{job_id}``)."""
+async def start(request: Request, body: RebuildRequest | None) -> RebuildJob:
+    """The rebuild job of ``body``'s options, started; 404 for an unknown index, 409 while
+    another rebuild job runs in this process."""
     service = service_of(request)
     options = body or RebuildRequest()
     for name in options.indexes or ():
@@ -105,7 +102,28 @@ async def rebuild_start(request: Request, _c: Admin, body: RebuildRequest | None
         running = service.rebuilding()
         which = f" (job {running.job_id})" if running is not None else ""
         raise HTTPException(409, f"a rebuild is already running{which}; wait for it.")
-    return job.as_dict()
+    return job
+
+
+@router.post("/v1/rebuilds", response_model=RebuildReportBody, response_model_exclude_unset=True)
+async def rebuild(request: Request, _c: Admin, body: RebuildRequest | None = None) -> Json:
+    """``headwater rebuild [INDEX ...] [--force] [--no-switch] --json``, run in the request
+    (``POST /v1/rebuilds/jobs`` runs it in the background)."""
+    job = await start(request, body)
+    report = await run_in_threadpool(job.result)
+    return report.as_dict()
+
+
+@router.post(
+    "/v1/rebuilds/jobs",
+    status_code=202,
+    response_model=RebuildJobBody,
+    response_model_exclude_unset=True,
+)
+async def rebuild_start(request: Request, _c: Admin, body: RebuildRequest | None = None) -> Json:
+    """Start ``headwater rebuild [INDEX ...] [--force] [--no-switch]`` in the background;
+    answers the job (follow it with ``GET /v1/rebuilds/jobs/{job_id}``)."""
+    return (await start(request, body)).as_dict()
 
 
 @router.get(
