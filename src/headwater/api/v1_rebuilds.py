@@ -37,6 +37,12 @@ from headwater.api.service import RebuildJob, Service
 from headwater.errors import ConfigError, NotFoundError
 from headwater.jsonview import JsonView
 
+UNKNOWN_INDEX = {"description": "The index is not configured."}
+WRONG_STATE = {
+    "description": "A rebuild runs in this process, or the index's generations are not in "
+    "the state the action needs."
+}
+ERRORS: dict[int | str, dict[str, Any]] = {404: UNKNOWN_INDEX, 409: WRONG_STATE}
 router = APIRouter(tags=["rebuilds"])
 Json = dict[str, Any]
 Admin = Annotated[Caller, Depends(require("admin"))]
@@ -105,7 +111,12 @@ async def start(request: Request, body: RebuildRequest | None) -> RebuildJob:
     return job
 
 
-@router.post("/v1/rebuilds", response_model=RebuildReportBody, response_model_exclude_unset=True)
+@router.post(
+    "/v1/rebuilds",
+    response_model=RebuildReportBody,
+    response_model_exclude_unset=True,
+    responses=ERRORS,
+)
 async def rebuild(request: Request, _c: Admin, body: RebuildRequest | None = None) -> Json:
     """``headwater rebuild [INDEX ...] [--force] [--no-switch] --json``, run in the request
     (``POST /v1/rebuilds/jobs`` runs it in the background)."""
@@ -119,6 +130,7 @@ async def rebuild(request: Request, _c: Admin, body: RebuildRequest | None = Non
     status_code=202,
     response_model=RebuildJobBody,
     response_model_exclude_unset=True,
+    responses=ERRORS,
 )
 async def rebuild_start(request: Request, _c: Admin, body: RebuildRequest | None = None) -> Json:
     """Start ``headwater rebuild [INDEX ...] [--force] [--no-switch]`` in the background;
@@ -127,7 +139,10 @@ async def rebuild_start(request: Request, _c: Admin, body: RebuildRequest | None
 
 
 @router.get(
-    "/v1/rebuilds/jobs/{job_id}", response_model=RebuildJobBody, response_model_exclude_unset=True
+    "/v1/rebuilds/jobs/{job_id}",
+    response_model=RebuildJobBody,
+    response_model_exclude_unset=True,
+    responses={404: {"description": "No such job in this process."}},
 )
 async def rebuild_job(job_id: str, request: Request, _c: Admin) -> Json:
     """A rebuild started by ``POST /v1/rebuilds``: its status, and its report once done."""
@@ -140,7 +155,10 @@ async def rebuild_job(job_id: str, request: Request, _c: Admin) -> Json:
 
 
 @router.post(
-    "/v1/rebuilds/{name}/switch", response_model=SwitchBody, response_model_exclude_unset=True
+    "/v1/rebuilds/{name}/switch",
+    response_model=SwitchBody,
+    response_model_exclude_unset=True,
+    responses=ERRORS,
 )
 async def rebuild_switch(name: str, request: Request, _c: Admin) -> Json:
     """``headwater rebuild switch INDEX --json``: catch up, verify again, make it live."""
@@ -149,7 +167,10 @@ async def rebuild_switch(name: str, request: Request, _c: Admin) -> Json:
 
 
 @router.post(
-    "/v1/rebuilds/{name}/rollback", response_model=RollbackBody, response_model_exclude_unset=True
+    "/v1/rebuilds/{name}/rollback",
+    response_model=RollbackBody,
+    response_model_exclude_unset=True,
+    responses=ERRORS,
 )
 async def rebuild_rollback(name: str, request: Request, _c: Admin) -> Json:
     """``headwater rebuild rollback INDEX --json``: the previous generation, caught up."""
@@ -157,14 +178,14 @@ async def rebuild_rollback(name: str, request: Request, _c: Admin) -> Json:
     return await act(request, name, "rollback", lambda: ws.rebuild_rollback(name))
 
 
-@router.post("/v1/rebuilds/{name}/cancel", response_model=CancelBody)
+@router.post("/v1/rebuilds/{name}/cancel", response_model=CancelBody, responses=ERRORS)
 async def rebuild_cancel(name: str, request: Request, _c: Admin) -> Json:
     """``headwater rebuild cancel INDEX --json``: retire the generation in progress."""
     ws = service_of(request).ws
     return await act(request, name, "cancel", lambda: ws.rebuild_cancel(name))
 
 
-@router.post("/v1/rebuilds/{name}/retire", response_model=RetireBody)
+@router.post("/v1/rebuilds/{name}/retire", response_model=RetireBody, responses=ERRORS)
 async def rebuild_retire(name: str, request: Request, _c: Admin) -> Json:
     """``headwater rebuild retire INDEX --json``: drop all but the live and previous ones."""
     ws = service_of(request).ws
