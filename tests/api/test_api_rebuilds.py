@@ -10,10 +10,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import httpx
+import pytest
 from api_support import Server, server_env, wait_for
+from fastapi import HTTPException
+
+from headwater.api.service import Service
+from headwater.api.v1_rebuilds import not_while_rebuilding
+from headwater.errors import ConfigError
+from headwater.indexer.report import IndexReport
+from headwater.rebuilds.results import RebuildEntry, RebuildReport
 
 
 def finished(client: httpx.Client, job: dict[str, Any]) -> dict[str, Any]:
@@ -122,3 +131,51 @@ def test_rebuilds_need_the_admin_role(server: Server) -> None:
             assert c.post("/v1/rebuilds/jobs", json={}).status_code == 403
     with server.client(None) as anon:
         assert anon.post("/v1/rebuilds/main/cancel").status_code == 401
+
+
+class SlowRebuilds:
+    """A workspace whose rebuild waits until released (or fails, when told to)."""
+
+    def __init__(self, failure: Exception | None = None) -> None:
+        self.release = threading.Event()
+        self.failure = failure
+
+    def index_section(self, name: str) -> None:
+        if name != "main":
+            raise ConfigError(f"index {name!r} is not configured; expected one of: main.")
+
+    def rebuild(self, names: Any, *, force: bool, switch: bool) -> RebuildReport:
+        assert self.release.wait(10)
+        if self.failure is not None:
+            raise self.failure
+        return RebuildReport((RebuildEntry("main", "switched", 2, IndexReport()),))
+
+
+def test_one_rebuild_at_a_time_and_the_actions_wait_for_none() -> None:
+    ws = SlowRebuilds()
+    service = Service(ws)  # type: ignore[arg-type]
+    job = service.start_rebuild(["main"], force=True, switch=True)
+    assert job is not None and service.rebuilding() is job
+    assert service.start_rebuild(None, force=False, switch=True) is None
+    with pytest.raises(HTTPException) as refused:
+        not_while_rebuilding(service, "switch")
+    assert refused.value.status_code == 409 and job.job_id in str(refused.value.detail)
+    ws.release.set()
+    assert job.result()["indexes"][0]["result"] == "switched"
+    assert job.as_dict()["status"] == "done" and service.rebuilding() is None
+    not_while_rebuilding(service, "switch")
+    with pytest.raises(ConfigError, match="'nope' is not configured"):
+        service.start_rebuild(["nope"], force=False, switch=True)
+
+
+def test_a_failed_rebuild_job_says_why_and_a_waiting_request_gets_the_error() -> None:
+    ws = SlowRebuilds(ConfigError("the embedder cannot be loaded"))
+    service = Service(ws)  # type: ignore[arg-type]
+    job = service.start_rebuild(None, force=False, switch=True)
+    assert job is not None
+    ws.release.set()
+    with pytest.raises(ConfigError, match="the embedder cannot be loaded"):
+        job.result()
+    body = job.as_dict()
+    assert body["status"] == "failed" and body["report"] is None
+    assert body["error"] == "ConfigError: the embedder cannot be loaded"
