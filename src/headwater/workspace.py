@@ -53,6 +53,14 @@ from headwater.pipeline.embed.registry import (
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version
 from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
+from headwater.rebuilds.results import (
+    CancelResult,
+    RebuildReport,
+    RebuildStatus,
+    RetireResult,
+    RollbackResult,
+    SwitchResult,
+)
 from headwater.reports import (
     SyncResult,
 )
@@ -527,6 +535,53 @@ class Workspace(WorkspaceReads):
             rate=rate,
             rereadable=lambda s: s in configured and self.source_section(s).type != "push",
         )
+
+    # -- rebuilds: index generations (``headwater rebuild``, ``/v1/rebuilds``) ------------
+
+    def rebuild_status(self) -> RebuildStatus:
+        """Every index's generations with their progress counts."""
+        from headwater.rebuilds import orchestrate
+
+        return orchestrate.status(self)
+
+    def rebuild(
+        self, names: Sequence[str] | None = None, *, force: bool = False, switch: bool = True
+    ) -> RebuildReport:
+        """Build (or resume), verify and, unless ``switch=False``, switch a new generation
+        of each named index, or of every index whose settings changed (all with ``force``)."""
+        from headwater.rebuilds import orchestrate
+
+        for name in names or ():
+            self.index_section(name)  # an unknown index fails before any work
+        return orchestrate.rebuild(self, list(names) if names else None, force=force, switch=switch)
+
+    def rebuild_switch(self, name: str) -> SwitchResult:
+        """Catch the ready generation of ``name`` up, verify it again and make it live."""
+        from headwater.rebuilds import orchestrate
+
+        self.index_section(name)
+        return orchestrate.switch(self, name)
+
+    def rebuild_rollback(self, name: str, *, catch_up: bool = True) -> RollbackResult:
+        """Make the previous generation of ``name`` live again (caught up first)."""
+        from headwater.rebuilds import orchestrate
+
+        self.index_section(name)
+        return orchestrate.rollback(self, name, catch_up=catch_up)
+
+    def rebuild_cancel(self, name: str) -> CancelResult:
+        """Retire the generation of ``name`` in progress and delete its storage."""
+        from headwater.rebuilds import orchestrate
+
+        self.index_section(name)
+        return orchestrate.cancel(self, name)
+
+    def rebuild_retire(self, name: str) -> RetireResult:
+        """Drop every generation of ``name`` but the live one and the one kept for rollback."""
+        from headwater.rebuilds import orchestrate
+
+        self.index_section(name)
+        return orchestrate.retire(self, name)
 
 
 __all__ = ["PruneReport", "Workspace"]

@@ -23,7 +23,7 @@ from headwater.manifest.generations import Generation
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.version import index_version
 from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
-from headwater.sinks import Sink, load_sink_class
+from headwater.sinks import Sink, SinkClass, load_sink_class
 
 if TYPE_CHECKING:
     from headwater.config import HeadwaterConfig
@@ -53,7 +53,7 @@ class WorkspaceIndexes:
     def index_sections(self) -> list[IndexSection]:
         return list(self.config.index) or [DEFAULT_INDEX]
 
-    def sink_class(self, type_name: str) -> Any:
+    def sink_class(self, type_name: str) -> SinkClass:
         return self._sink_types.get(type_name) or load_sink_class(type_name)
 
     def index_section(self, name: str) -> IndexSection:

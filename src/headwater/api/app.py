@@ -31,6 +31,7 @@ HOST_ENV = "HEADWATER_SERVE_HOST"
 
 
 def status_of(exc: HeadwaterError) -> int:
+    """The HTTP status of a HeadwaterError."""
     if isinstance(exc, NotFoundError):
         return 404
     if isinstance(exc, ConfigError):
@@ -39,6 +40,7 @@ def status_of(exc: HeadwaterError) -> int:
 
 
 def one_line(text: str) -> str:
+    """``text`` on one line."""
     return " ".join(str(text).split())
 
 
@@ -67,6 +69,8 @@ def _explained(request: Request, exc: StarletteHTTPException) -> tuple[int, str]
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error as ``{"error": "<one line>"}`` with its status."""
+
     @app.exception_handler(HeadwaterError)
     async def headwater_error(_request: Request, exc: HeadwaterError) -> JSONResponse:
         status = status_of(exc)
@@ -111,7 +115,7 @@ def create_app(
 ) -> FastAPI:
     """The app over the workspace at ``workspace_path`` (opened and warmed at startup);
     ``host`` is the bind address (``/metrics`` is open only on loopback)."""
-    from headwater.api import admin, guard, hygiene, openapi, v1, v1_admin, v1_push
+    from headwater.api import admin, guard, hygiene, openapi, v1, v1_admin, v1_push, v1_rebuilds
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -142,6 +146,7 @@ def create_app(
     app.include_router(v1.router)
     app.include_router(v1_admin.router)
     app.include_router(v1_push.router)
+    app.include_router(v1_rebuilds.router)
     app.include_router(admin.router)
     admin.mount_static(app)
     admin.install(app)

@@ -26,6 +26,7 @@ BEARER = HTTPBearer(auto_error=False, description="A secret from [[api.keys]].")
 
 
 def digest(secret: str) -> bytes:
+    """The sha256 of a key's secret, as the ring keeps it."""
     return hashlib.sha256(secret.encode("utf-8")).digest()
 
 
@@ -42,19 +43,24 @@ class Caller:
     sources: tuple[str, ...] | None = None  # what an ingest key may push to; None: all
 
     def has(self, role: str) -> bool:
+        """Whether the caller holds ``role`` (admin holds every role)."""
         return self.role == "admin" or self.role == role
 
     def may_push(self, source_id: str) -> bool:
+        """Whether the caller may push documents to ``source_id``."""
         return self.role == "admin" or (self.sources is not None and source_id in self.sources)
 
 
 @dataclass
 class KeyRing:
+    """The configured keys by the sha256 of their secret."""
+
     keys: list[tuple[bytes, Caller]] = field(default_factory=list)
     compare: Callable[[bytes, bytes], bool] = hmac.compare_digest
 
     @classmethod
     def from_config(cls, sections: Sequence[ApiKeySection]) -> KeyRing:
+        """The ring of the ``[[api.keys]]`` sections; ConfigError on a shared secret."""
         ring = cls()
         names_of: dict[bytes, str] = {}
         for key in sections:
@@ -89,9 +95,11 @@ class KeyRing:
 
     @property
     def open(self) -> bool:
+        """Whether no key is configured (every caller is a local admin)."""
         return not self.keys
 
     def identify(self, presented: str) -> Caller | None:
+        """The caller whose secret is ``presented``, compared against every key."""
         wanted = digest(presented)
         found: Caller | None = None
         for stored, caller in self.keys:
@@ -104,6 +112,7 @@ LOCAL_ADMIN = Caller(name="local", role="admin", assert_principals=True)
 
 
 def bearer(request: Request) -> str | None:
+    """The bearer token of the request, or None."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -139,6 +148,7 @@ class Require:
         self.role = role
 
     def check(self, request: Request) -> Caller:
+        """The caller if it holds the role; 401 without a valid key, 403 without the role."""
         caller = caller_of(request)
         if caller is None:
             raise HTTPException(401, UNAUTHENTICATED, headers={"WWW-Authenticate": "Bearer"})
@@ -174,6 +184,7 @@ def require_source(caller: Caller, source_id: str) -> None:
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback name or address."""
     if host in ("localhost", ""):
         return True
     try:

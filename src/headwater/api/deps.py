@@ -8,5 +8,6 @@ from headwater.api.service import Service
 
 
 def service_of(request: Request) -> Service:
+    """The app's Service."""
     service: Service = request.app.state.service
     return service

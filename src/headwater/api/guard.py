@@ -55,6 +55,7 @@ def host_name(host: str) -> str:
 
 
 def loopback_host(host: str) -> bool:
+    """Whether a ``Host`` header names a loopback host (any port)."""
     name = host_name(host)
     return bool(name) and is_loopback(name)
 
@@ -91,6 +92,7 @@ def api_routes(app: FastAPI) -> list[APIRoute]:
 
 
 def route_of(app: FastAPI, scope: Scope) -> APIRoute | None:
+    """The route that fully matches ``scope``, or None."""
     for route in api_routes(app):
         match, _child = route.matches(scope)
         if match == Match.FULL:
@@ -112,6 +114,7 @@ def role_of(route: APIRoute) -> str | None:
 
 
 def limit_of(app: FastAPI, route: APIRoute | None) -> int:
+    """The body limit of a route: push routes' ``max_push_bytes``, else BODY_LIMIT."""
     if route is not None and "push" in route.tags:
         limit: int = app.state.max_push_bytes
         return limit
@@ -119,10 +122,12 @@ def limit_of(app: FastAPI, route: APIRoute | None) -> int:
 
 
 def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    """An ``{"error": ...}`` answer with ``status``."""
     return JSONResponse({"error": " ".join(message.split())}, status_code=status, headers=headers)
 
 
 def too_large(limit: int, push: bool) -> Response:
+    """The 413 answer for a body over ``limit``."""
     what = "a push request" if push else "a request body"
     fix = (
         "split the batch, or raise [api] max_push_bytes"

@@ -93,4 +93,5 @@ class CleanUrls:
 
 
 def install(app: FastAPI) -> None:
+    """Add the middleware that answers 422 to a path or query that is not UTF-8 or holds a NUL."""
     app.add_middleware(CleanUrls)

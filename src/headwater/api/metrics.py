@@ -32,10 +32,13 @@ SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
 class ManifestCollector(Collector):
+    """Prometheus gauges read from the manifest at scrape time."""
+
     def __init__(self, service: Service) -> None:
         self.service = service
 
     def collect(self) -> Iterator[Metric]:
+        """The manifest-backed metrics, read now."""
         ws = self.service.ws
         docs = GaugeMetricFamily(
             "headwater_documents", "Documents in the manifest", labels=["source", "state"]
@@ -152,4 +155,5 @@ class Metrics:
         )
 
     def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
         return generate_latest(self.registry)

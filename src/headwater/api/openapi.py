@@ -4,7 +4,8 @@ FastAPI documents its own 422 body (``{"detail": [...]}``) while every error her
 ``{"error": "<one line>"}`` (see ``headwater.api.app``), and it cannot see the bearer
 key that ``require`` reads. This rewrites the generated schema once: every error
 response is the ``Error`` schema, operations behind a key list 401 and 403, and every
-operation has a ``default`` error response.
+operation has a ``default`` error response. An error a route declares by its code alone
+(``responses={409: {"description": ...}}``) gets the ``Error`` body too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def _error(description: str) -> dict[str, Any]:
 
 
 def rewrite(schema: dict[str, Any]) -> dict[str, Any]:
+    """The generated schema with the real error bodies and auth responses."""
     components = schema.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     for fastapi_own in ("HTTPValidationError", "ValidationError"):
@@ -48,6 +50,9 @@ def rewrite(schema: dict[str, Any]) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             if "422" in responses:
                 responses["422"] = _error("The request is invalid (body, path or query).")
+            for code, response in responses.items():  # errors a route declares by code
+                if code[0] in "45" and "content" not in response:
+                    response["content"] = _error("")["content"]
             if operation.get("security"):
                 for code, description in AUTH_ERRORS.items():
                     responses.setdefault(code, _error(description))
@@ -56,6 +61,8 @@ def rewrite(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def install(app: FastAPI) -> None:
+    """Serve the rewritten schema at ``/openapi.json``."""
+
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             app.openapi_schema = rewrite(

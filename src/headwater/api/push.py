@@ -27,11 +27,14 @@ MAX_BATCH = 500
 
 
 class AccessBody(CleanModel):
+    """A pushed document's access: users, groups, public."""
+
     users: list[str] = Field(default_factory=list)
     groups: list[str] = Field(default_factory=list)
     public: bool = False
 
     def to_access(self) -> Access:
+        """The access as the core takes it."""
         return Access(
             users=tuple(sorted(self.users)),  # normalized (and refused) by the gate
             groups=tuple(sorted(self.groups)),
@@ -52,11 +55,15 @@ class PushDocument(CleanModel):
 
 
 class BatchOperation(PushDocument):
+    """One operation of a batch: an upsert (a document) or a delete."""
+
     op: Literal["upsert", "delete"] = "upsert"
     object_id: str = Field(min_length=1, max_length=2000)
 
 
 class BatchRequest(CleanModel):
+    """The body of ``POST /v1/sources/{id}/documents:batch``."""
+
     operations: list[BatchOperation] = Field(min_length=1, max_length=MAX_BATCH)
 
 
@@ -90,6 +97,7 @@ def _check_id(object_id: str) -> None:
 
 
 def upsert_op(source_id: str, object_id: str, body: PushDocument) -> PushOp:
+    """The push operation that writes ``body`` as ``object_id``."""
     _check_id(object_id)
     raw, media_type = _content(body, object_id)
     metadata: dict[str, MetadataValue] = dict(body.metadata)
@@ -108,6 +116,7 @@ def upsert_op(source_id: str, object_id: str, body: PushDocument) -> PushOp:
 
 
 def delete_op(object_id: str, version: int) -> PushOp:
+    """The push operation that deletes ``object_id`` at ``version``."""
     _check_id(object_id)
     return PushOp("delete", object_id, version)
 

@@ -3,7 +3,9 @@
 One Workspace (so one embedding model) per process. Searches run concurrently; index
 drains run one at a time in a debounced background thread (woken after every push commit
 and after each sync job); sync jobs run in their own threads, one per source at a time,
-and only write the manifest (``index=False``) so a long sync never blocks a search.
+and only write the manifest (``index=False``) so a long sync never blocks a search. A
+rebuild runs as one job at a time in its own thread, holding the index lock (the drains
+wait for it, as they wait for a redrive).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from headwater.connectors import ConnectorClass
 from headwater.connectors.push import PushConnector
 from headwater.indexer.report import IndexReport
+from headwater.rebuilds.results import RebuildReport
 from headwater.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-CONNECTOR_TYPES: dict[str, Any] = {"push": PushConnector}
+CONNECTOR_TYPES: dict[str, ConnectorClass] = {"push": PushConnector}
 DEBOUNCE_S = 0.2
 
 
@@ -33,6 +37,8 @@ def open_workspace(path: str | Path) -> Workspace:
 
 @dataclass
 class Job:
+    """A sync started by ``POST /v1/sources/{id}/sync``: its source, status and run."""
+
     job_id: str
     source: str
     status: str = "queued"  # queued, running, done, failed
@@ -41,11 +47,48 @@ class Job:
     started_at: float = field(default_factory=time.time)
 
     def as_dict(self) -> dict[str, Any]:
+        """The job as ``/v1/jobs/{id}`` answers it."""
         return {
             "job_id": self.job_id,
             "source": self.source,
             "status": self.status,
             "run_id": self.run_id,
+            "error": self.error,
+        }
+
+
+@dataclass
+class RebuildJob:
+    """A rebuild run by ``POST /v1/rebuilds`` or ``/v1/rebuilds/jobs``: its options, and
+    its report once done (``failure``: the exception a failed one raised)."""
+
+    job_id: str
+    indexes: list[str] | None
+    force: bool
+    switch: bool
+    status: str = "queued"  # queued, running, done, failed
+    report: RebuildReport | None = None
+    error: str | None = None
+    failure: Exception | None = field(default=None, repr=False)
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def result(self) -> RebuildReport:
+        """Wait for the job; its report, or the exception it failed with, raised again."""
+        self.finished.wait()
+        if self.failure is not None:
+            raise self.failure
+        assert self.report is not None
+        return self.report
+
+    def as_dict(self) -> dict[str, Any]:
+        """The job as ``/v1/rebuilds/jobs/{id}`` answers it."""
+        return {
+            "job_id": self.job_id,
+            "indexes": self.indexes,
+            "force": self.force,
+            "switch": self.switch,
+            "status": self.status,
+            "report": None if self.report is None else self.report.as_dict(),
             "error": self.error,
         }
 
@@ -56,6 +99,7 @@ class Service:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.jobs: dict[str, Job] = {}
+        self.rebuild_jobs: dict[str, RebuildJob] = {}
         self._busy: set[str] = set()
         self._jobs_lock = threading.Lock()
         self.index_lock = threading.Lock()
@@ -68,6 +112,7 @@ class Service:
 
     @classmethod
     def open(cls, path: str | Path) -> Service:
+        """The Service over the workspace whose config is ``path``."""
         return cls(open_workspace(path))
 
     def start(self) -> Service:
@@ -83,6 +128,7 @@ class Service:
         return self
 
     def close(self) -> None:
+        """Stop the drain thread and any work in flight, then close the workspace."""
         if self._stop.is_set():
             return  # closed already
         self._stop.set()
@@ -95,9 +141,11 @@ class Service:
     # -- indexing --------------------------------------------------------------------
 
     def drain_soon(self) -> None:
+        """Wake the background drain (debounced)."""
         self._wake.set()
 
     def drain_now(self) -> IndexReport:
+        """Drain pending index work now, holding the index lock."""
         with self.index_lock:
             report = self.ws.index()
             self.index_totals.add(report)
@@ -157,3 +205,42 @@ class Service:
         finally:
             with self._jobs_lock:
                 self._busy.discard(job.source)
+
+    # -- rebuild jobs ----------------------------------------------------------------
+
+    def rebuilding(self) -> RebuildJob | None:
+        """The rebuild job running in this process, if any."""
+        with self._jobs_lock:
+            return next(
+                (j for j in self.rebuild_jobs.values() if j.status in ("queued", "running")),
+                None,
+            )
+
+    def start_rebuild(
+        self, indexes: list[str] | None, *, force: bool, switch: bool
+    ) -> RebuildJob | None:
+        """Start ``Workspace.rebuild`` in a thread; None if a rebuild job is running."""
+        for name in indexes or ():
+            self.ws.index_section(name)  # an unknown index fails before the job starts
+        with self._jobs_lock:
+            if any(j.status in ("queued", "running") for j in self.rebuild_jobs.values()):
+                return None
+            job = RebuildJob(str(uuid.uuid4()), indexes, force, switch)
+            self.rebuild_jobs[job.job_id] = job
+        threading.Thread(
+            target=self._run_rebuild, args=(job,), name="headwater-rebuild", daemon=True
+        ).start()
+        return job
+
+    def _run_rebuild(self, job: RebuildJob) -> None:
+        job.status = "running"
+        try:
+            with self.index_lock:
+                job.report = self.ws.rebuild(job.indexes, force=job.force, switch=job.switch)
+            job.status = "done"
+        except Exception as exc:
+            job.failure = exc
+            job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
+            log.warning("rebuild job %s failed: %s", job.job_id, exc)
+        finally:
+            job.finished.set()

@@ -18,6 +18,18 @@ from sqlalchemy import text
 from headwater.api.auth import Caller, require
 from headwater.api.deps import service_of
 from headwater.api.hygiene import CleanModel
+from headwater.api.models import (
+    HealthBody,
+    IndexesBody,
+    JobBody,
+    PauseBody,
+    ReadyBody,
+    RunRow,
+    RunsBody,
+    SearchBody,
+    SourcesBody,
+    StatusBody,
+)
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.scheduler.history import ScheduleStore
@@ -28,6 +40,8 @@ RunStatus = Literal["running", "succeeded", "completed_with_errors", "failed", "
 
 
 class SearchRequest(CleanModel):
+    """The body of ``POST /v1/search``."""
+
     query: str = Field(min_length=1, max_length=4000)
     user: str | None = Field(default=None, max_length=320)
     groups: list[str] = Field(default=[], max_length=1000)
@@ -75,7 +89,7 @@ def sources_of(service_sources: list[str], caller: Caller, body: SearchRequest) 
     return body.sources
 
 
-@router.post("/v1/search", tags=["search"])
+@router.post("/v1/search", tags=["search"], response_model=SearchBody)
 async def search(
     body: SearchRequest, request: Request, caller: Annotated[Caller, Depends(require("search"))]
 ) -> Json:
@@ -101,21 +115,27 @@ async def search(
     return {"results": [r.as_dict() for r in results]}
 
 
-@router.get("/v1/status", tags=["status"])
+@router.get(
+    "/v1/status", tags=["status"], response_model=StatusBody, response_model_exclude_unset=True
+)
 async def status(request: Request, _c: Annotated[Caller, Depends(require("admin"))]) -> Json:
     """``headwater status --json``."""
     ws = service_of(request).ws
     return await run_in_threadpool(lambda: ws.status().as_dict())
 
 
-@router.get("/v1/sources", tags=["sources"])
+@router.get(
+    "/v1/sources", tags=["sources"], response_model=SourcesBody, response_model_exclude_unset=True
+)
 async def sources(request: Request, _c: Annotated[Caller, Depends(require("admin"))]) -> Json:
     """Every configured source with its documents, last run and schedule."""
     report = await run_in_threadpool(service_of(request).ws.status)
     return {"sources": report["sources"]}
 
 
-@router.post("/v1/sources/{source_id}/sync", status_code=202, tags=["sources"])
+@router.post(
+    "/v1/sources/{source_id}/sync", status_code=202, tags=["sources"], response_model=JobBody
+)
 async def sync(
     source_id: str, request: Request, _c: Annotated[Caller, Depends(require("admin"))]
 ) -> Json:
@@ -126,7 +146,7 @@ async def sync(
     return job.as_dict()
 
 
-@router.get("/v1/jobs/{job_id}", tags=["sources"])
+@router.get("/v1/jobs/{job_id}", tags=["sources"], response_model=JobBody)
 async def job(
     job_id: str, request: Request, _c: Annotated[Caller, Depends(require("admin"))]
 ) -> Json:
@@ -144,7 +164,7 @@ def _switch(request: Request, source_id: str, paused: bool) -> Json:
     return {"source": source_id, "paused": paused, "changed": changed}
 
 
-@router.post("/v1/sources/{source_id}/pause", tags=["sources"])
+@router.post("/v1/sources/{source_id}/pause", tags=["sources"], response_model=PauseBody)
 async def pause(
     source_id: str, request: Request, _c: Annotated[Caller, Depends(require("admin"))]
 ) -> Json:
@@ -152,7 +172,7 @@ async def pause(
     return await run_in_threadpool(_switch, request, source_id, True)
 
 
-@router.post("/v1/sources/{source_id}/resume", tags=["sources"])
+@router.post("/v1/sources/{source_id}/resume", tags=["sources"], response_model=PauseBody)
 async def resume(
     source_id: str, request: Request, _c: Annotated[Caller, Depends(require("admin"))]
 ) -> Json:
@@ -160,7 +180,7 @@ async def resume(
     return await run_in_threadpool(_switch, request, source_id, False)
 
 
-@router.get("/v1/runs", tags=["runs"])
+@router.get("/v1/runs", tags=["runs"], response_model=RunsBody)
 async def runs(
     request: Request,
     _c: Annotated[Caller, Depends(require("admin"))],
@@ -178,7 +198,7 @@ async def runs(
     return {"runs": rows}
 
 
-@router.get("/v1/runs/{run_id}", tags=["runs"])
+@router.get("/v1/runs/{run_id}", tags=["runs"], response_model=RunRow)
 async def run(
     run_id: str, request: Request, _c: Annotated[Caller, Depends(require("admin"))]
 ) -> Json:
@@ -189,14 +209,14 @@ async def run(
     return row
 
 
-@router.get("/v1/indexes", tags=["status"])
+@router.get("/v1/indexes", tags=["status"], response_model=IndexesBody)
 async def indexes(request: Request, _c: Annotated[Caller, Depends(require("admin"))]) -> Json:
     """Each configured index: type, index version and pending documents."""
     report = await run_in_threadpool(service_of(request).ws.status)
     return {"indexes": report["indexes"]}
 
 
-@router.get("/healthz", tags=["health"])
+@router.get("/healthz", tags=["health"], response_model=HealthBody)
 async def healthz() -> Json:
     """The process is up."""
     return {"status": "ok"}
@@ -220,7 +240,12 @@ def _ready(request: Request) -> tuple[bool, Json]:
     return all(v == "ok" for v in checks.values()), checks
 
 
-@router.get("/readyz", tags=["health"])
+@router.get(
+    "/readyz",
+    tags=["health"],
+    response_model=ReadyBody,
+    responses={503: {"model": ReadyBody, "description": "Not ready: `error` names why."}},
+)
 async def readyz(request: Request) -> JSONResponse:
     """The manifest answers and every index is open (503 otherwise)."""
     ok, checks = await run_in_threadpool(_ready, request)

@@ -16,6 +16,16 @@ from pydantic import Field
 from headwater.api.auth import Caller, require
 from headwater.api.deps import service_of
 from headwater.api.hygiene import CleanModel
+from headwater.api.models import (
+    DlqBody,
+    DocumentBody,
+    DroppedBody,
+    Failure,
+    FailuresBody,
+    FailureSummaryBody,
+    ReconcileBody,
+    RedriveBody,
+)
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.failures import DEAD
 from headwater.reports import failure_dict
@@ -26,14 +36,14 @@ Admin = Annotated[Caller, Depends(require("admin"))]
 EntryId = Annotated[int, Path(ge=0, le=2**62)]  # the manifest's integer range
 
 
-@router.get("/v1/documents/{document_id}", tags=["documents"])
+@router.get("/v1/documents/{document_id}", tags=["documents"], response_model=DocumentBody)
 async def document(document_id: str, request: Request, _c: Admin) -> Json:
     """``headwater doc show DOCUMENT_ID --json``."""
     ws = service_of(request).ws
     return await run_in_threadpool(lambda: ws.document(document_id).as_dict())
 
 
-@router.get("/v1/documents", tags=["documents"])
+@router.get("/v1/documents", tags=["documents"], response_model=DocumentBody)
 async def document_by_object(
     request: Request, _c: Admin, source: str | None = None, object: str | None = None
 ) -> Json:
@@ -48,7 +58,7 @@ async def document_by_object(
     )
 
 
-@router.get("/v1/failures", tags=["failures"])
+@router.get("/v1/failures", tags=["failures"], response_model=FailuresBody)
 async def failures(
     request: Request, _c: Admin, source: str | None = None, stage: str | None = None
 ) -> Json:
@@ -57,7 +67,7 @@ async def failures(
     return {"failures": [failure_dict(f) for f in rows]}
 
 
-@router.get("/v1/failures/summary", tags=["failures"])
+@router.get("/v1/failures/summary", tags=["failures"], response_model=FailureSummaryBody)
 async def failures_summary(request: Request, _c: Admin, source: str | None = None) -> Json:
     """``headwater failures --summary --json``: open failures grouped by cause."""
     ws = service_of(request).ws
@@ -67,7 +77,7 @@ async def failures_summary(request: Request, _c: Admin, source: str | None = Non
     return report.as_dict()
 
 
-@router.get("/v1/dlq", tags=["dlq"])
+@router.get("/v1/dlq", tags=["dlq"], response_model=DlqBody)
 async def dlq(
     request: Request, _c: Admin, source: str | None = None, stage: str | None = None
 ) -> Json:
@@ -79,7 +89,7 @@ async def dlq(
     return {"entries": [failure_dict(f) for f in rows]}
 
 
-@router.get("/v1/dlq/{entry_id}", tags=["dlq"])
+@router.get("/v1/dlq/{entry_id}", tags=["dlq"], response_model=Failure)
 async def dlq_entry(entry_id: EntryId, request: Request, _c: Admin) -> Json:
     """``headwater dlq show ID --json``."""
     entry = service_of(request).ws.manifest.failures.get(entry_id)
@@ -89,12 +99,16 @@ async def dlq_entry(entry_id: EntryId, request: Request, _c: Admin) -> Json:
 
 
 class RedriveRequest(CleanModel):
+    """The body of ``POST /v1/dlq/redrive``."""
+
     ids: list[Annotated[int, Field(ge=0, le=2**62)]] = Field(default=[], max_length=10_000)
     all: bool = False
     stage: str | None = None
 
 
-@router.post("/v1/dlq/redrive", tags=["dlq"])
+@router.post(
+    "/v1/dlq/redrive", tags=["dlq"], response_model=RedriveBody, response_model_exclude_unset=True
+)
 async def redrive(body: RedriveRequest, request: Request, _c: Admin) -> Json:
     """``headwater dlq redrive --json``: replay entries through the normal pipeline."""
     if not body.ids and not body.all and not body.stage:
@@ -108,7 +122,7 @@ async def redrive(body: RedriveRequest, request: Request, _c: Admin) -> Json:
     return await run_in_threadpool(work)
 
 
-@router.delete("/v1/dlq/{entry_id}", tags=["dlq"])
+@router.delete("/v1/dlq/{entry_id}", tags=["dlq"], response_model=DroppedBody)
 async def dlq_drop(entry_id: EntryId, request: Request, _c: Admin) -> Json:
     """``headwater dlq drop ID``: forget the entry (the document stays as it is)."""
     dropped = service_of(request).ws.manifest.failures.drop([entry_id])
@@ -118,11 +132,13 @@ async def dlq_drop(entry_id: EntryId, request: Request, _c: Admin) -> Json:
 
 
 class ReconcileRequest(CleanModel):
+    """The body of ``POST /v1/reconcile``."""
+
     sink: str | None = None
     repair: bool = False
 
 
-@router.post("/v1/reconcile", tags=["maintenance"])
+@router.post("/v1/reconcile", tags=["maintenance"], response_model=ReconcileBody)
 async def reconcile(request: Request, _c: Admin, body: ReconcileRequest | None = None) -> Json:
     """``headwater reconcile --json``; ``repair`` re-applies exactly what differs."""
     service = service_of(request)

@@ -14,6 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from headwater.api.auth import Caller, require, require_source
 from headwater.api.deps import service_of
+from headwater.api.models import PushBatchBody, PushResultBody
 from headwater.api.push import (
     BatchRequest,
     PushDocument,
@@ -29,7 +30,11 @@ Json = dict[str, Any]
 Ingest = Annotated[Caller, Depends(require("ingest"))]
 
 
-@router.post("/v1/sources/{source_id}/documents:batch")
+@router.post(
+    "/v1/sources/{source_id}/documents:batch",
+    response_model=PushBatchBody,
+    response_model_exclude_unset=True,
+)
 async def push_batch(source_id: str, body: BatchRequest, request: Request, caller: Ingest) -> Json:
     """Apply up to 500 upserts and deletes in order; one result per operation.
 
@@ -47,7 +52,11 @@ async def push_batch(source_id: str, body: BatchRequest, request: Request, calle
     return {"results": results}
 
 
-@router.put("/v1/sources/{source_id}/documents/{object_id:path}")
+@router.put(
+    "/v1/sources/{source_id}/documents/{object_id:path}",
+    response_model=PushResultBody,
+    response_model_exclude_unset=True,
+)
 async def push_document(
     source_id: str, object_id: str, body: PushDocument, request: Request, caller: Ingest
 ) -> Json:
@@ -58,7 +67,11 @@ async def push_document(
     return single(results, f"document {object_id!r}")
 
 
-@router.delete("/v1/sources/{source_id}/documents/{object_id:path}")
+@router.delete(
+    "/v1/sources/{source_id}/documents/{object_id:path}",
+    response_model=PushResultBody,
+    response_model_exclude_unset=True,
+)
 async def delete_document(
     source_id: str,
     object_id: str,

@@ -21,7 +21,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from headwater.cli.common import app, err, open_workspace, out, print_json, run_command, usage_error
-from headwater.rebuilds import orchestrate as core
+from headwater.jsonview import JsonView
 from headwater.workspace import Workspace
 
 POLL_S = 0.5
@@ -122,25 +122,27 @@ def _action(action: str, names: list[str], as_json: bool) -> int:
                     f"`headwater rebuild status` takes no INDEX; got {' '.join(names)} "
                     "(it lists every index)"
                 )
-            report: dict[str, Any] = core.status(ws)
+            status = ws.rebuild_status().as_dict()
             if as_json:
-                print_json(report)
+                print_json(status)
             else:
-                _print_status(report)
+                _print_status(status)
             return 0
         if len(names) != 1:
             usage_error(f"`headwater rebuild {action}` takes one INDEX; got {len(names)}")
         name = names[0]
         ws.index_section(name)  # an unknown index is named as such, for every action
+        result: JsonView
         if action == "switch":
-            report = core.switch(ws, name)
+            result = ws.rebuild_switch(name)
         elif action == "rollback":
-            report = core.rollback(ws, name)
+            result = ws.rebuild_rollback(name)
         elif action == "cancel":
-            report = core.cancel(ws, name)
+            result = ws.rebuild_cancel(name)
         else:
-            report = core.retire(ws, name)
+            result = ws.rebuild_retire(name)
         live = ws.manifest.generations.live(name)
+    report = result.as_dict()
     if as_json:
         print_json(report)
     else:
@@ -175,7 +177,8 @@ def rebuild(
             if not as_json:
                 err.print("rebuilding from the manifest's stored content…")
             with _progress(ws, quiet=as_json and not err.is_terminal):
-                report = core.rebuild(ws, words or None, force=force, switch=not no_switch)
+                result = ws.rebuild(words or None, force=force, switch=not no_switch)
+        report = result.as_dict()
         if as_json:
             print_json(report)
         else:

@@ -140,17 +140,21 @@ def load_config(
     ``connector_types`` and ``sink_types`` add connector and sink classes by type name
     beside the installed entry points (a seam for tests and embedding applications).
     """
+    from headwater.connectors import ConnectorClass
     from headwater.connectors import load_connector_class as installed_connector
+    from headwater.sinks import SinkClass
     from headwater.sinks import load_sink_class as installed_sink
 
-    def load_connector_class(type_name: str) -> Any:
+    def load_connector_class(type_name: str) -> ConnectorClass:
         if connector_types and type_name in connector_types:
-            return connector_types[type_name]
+            given: ConnectorClass = connector_types[type_name]
+            return given
         return installed_connector(type_name)
 
-    def load_sink_class(type_name: str) -> Any:
+    def load_sink_class(type_name: str) -> SinkClass:
         if sink_types and type_name in sink_types:
-            return sink_types[type_name]
+            added: SinkClass = sink_types[type_name]
+            return added
         return installed_sink(type_name)
 
     if path.is_dir():

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from headwater.clock import as_utc, iso, utcnow
 from headwater.errors import ConfigError, ItemError
@@ -40,6 +41,17 @@ from headwater.manifest.generations import (
     Generation,
 )
 from headwater.pipeline.chunk import chunk_document
+from headwater.rebuilds.results import (
+    CancelResult,
+    GenerationRow,
+    IndexGenerations,
+    RebuildEntry,
+    RebuildReport,
+    RebuildStatus,
+    RetireResult,
+    RollbackResult,
+    SwitchResult,
+)
 from headwater.units import parse_duration
 
 if TYPE_CHECKING:
@@ -71,40 +83,39 @@ def _needs(ws: Workspace, name: str, force: bool) -> Generation | None:
 
 def rebuild(
     ws: Workspace, names: list[str] | None = None, *, force: bool = False, switch: bool = True
-) -> dict[str, Any]:
+) -> RebuildReport:
     """Build, verify and (unless ``switch=False``) switch a generation per index."""
-    out: list[dict[str, Any]] = []
+    out: list[RebuildEntry] = []
     for name in names or [s.name for s in ws.index_sections]:
         generation = _needs(ws, name, force)
         if generation is None:
-            out.append({"index": name, "result": "up_to_date", "live": _live_number(ws, name)})
+            out.append(RebuildEntry(name, "up_to_date", live=_live_number(ws, name)))
             continue
-        entry: dict[str, Any] = {"index": name, "generation": generation.generation}
+        entry = RebuildEntry(name, "stopped", generation.generation)
         report = build(ws, generation)
         if ws.cancel.is_set():
-            entry.update(index_report=report.as_dict(), result="stopped")
-            out.append(entry)
+            out.append(replace(entry, index_report=report))
             break
         cancelled = _cancelled_meanwhile(ws, generation)
         problems = [] if cancelled else verify(ws, generation, report)
-        entry["index_report"] = report.as_dict()
+        entry = replace(entry, index_report=report)
         if cancelled or _cancelled_meanwhile(ws, generation):
-            entry.update(result="cancelled", live=_live_number(ws, name))
+            entry = replace(entry, result="cancelled", live=_live_number(ws, name))
         elif problems:
-            entry.update(result="failed", problems=problems)
+            entry = replace(entry, result="failed", problems=tuple(problems))
         elif switch:
             try:
                 ws.manifest.generations.switch(name, generation.generation)
-                entry["result"] = "switched"
+                entry = replace(entry, result="switched")
             except ConfigError:
                 if not _cancelled_meanwhile(ws, generation):
                     raise
-                entry.update(result="cancelled", live=_live_number(ws, name))
+                entry = replace(entry, result="cancelled", live=_live_number(ws, name))
         else:
-            entry["result"] = "ready"
+            entry = replace(entry, result="ready")
         out.append(entry)
     retire_expired(ws)
-    return {"indexes": out}
+    return RebuildReport(tuple(out))
 
 
 def _live_number(ws: Workspace, name: str) -> int | None:
@@ -250,7 +261,7 @@ def _sample_texts(ws: Workspace, generation: Generation) -> list[str]:
     return []
 
 
-def switch(ws: Workspace, name: str) -> dict[str, Any]:
+def switch(ws: Workspace, name: str) -> SwitchResult:
     """Catch the ready generation up with the manifest, verify it again, make it live."""
     gens = ws.manifest.generations
     ready = gens.in_progress(name)
@@ -262,24 +273,14 @@ def switch(ws: Workspace, name: str) -> dict[str, Any]:
     report = build(ws, ready)
     problems = verify(ws, ready, report)
     if _cancelled_meanwhile(ws, ready):
-        return {"index": name, "generation": ready.generation, "result": "cancelled"}
+        return SwitchResult(name, ready.generation, "cancelled")
     if problems:
-        return {
-            "index": name,
-            "generation": ready.generation,
-            "result": "failed",
-            "problems": problems,
-        }
+        return SwitchResult(name, ready.generation, "failed", problems=tuple(problems))
     gens.switch(name, ready.generation)
-    return {
-        "index": name,
-        "generation": ready.generation,
-        "result": "switched",
-        "index_report": report.as_dict(),
-    }
+    return SwitchResult(name, ready.generation, "switched", index_report=report)
 
 
-def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> dict[str, Any]:
+def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> RollbackResult:
     """Make the previous generation live. It received no writes while it was previous, so
     it is first caught up from the manifest (deletes, ACL changes and edits since): it must
     never serve a document deleted or re-permissioned meanwhile. ``catch_up=False``
@@ -297,18 +298,18 @@ def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> dict[str, An
                 f"{'; '.join(indexer.problems)}"
             )
         if ws.cancel.is_set():
-            return {"index": name, "live": _live_number(ws, name), "result": "stopped"}
+            return RollbackResult(name, _live_number(ws, name), stopped=True)
     gens.switch(name, previous.generation, entered_from=PREVIOUS)
     live = gens.get(name, previous.generation)
     pending = _pending(ws, live)
-    out: dict[str, Any] = {"index": name, "live": live.generation, "pending": pending}
-    if catch_up:  # what a sync committed during the catch-up (it wrote the old live one)
-        report.add(ws._drain(ws.generation_indexer([live])))
-        out["index_report"] = report.as_dict()
-    return out
+    if not catch_up:
+        return RollbackResult(name, live.generation, pending=pending)
+    # What a sync committed during the catch-up (it wrote the old live one).
+    report.add(ws._drain(ws.generation_indexer([live])))
+    return RollbackResult(name, live.generation, pending=pending, index_report=report)
 
 
-def cancel(ws: Workspace, name: str) -> dict[str, Any]:
+def cancel(ws: Workspace, name: str) -> CancelResult:
     """Retire the generation in progress, then delete its storage. The retirement is one
     conditional update: a generation switched live meanwhile is refused, never dropped."""
     current = ws.manifest.generations.in_progress(name)
@@ -320,7 +321,7 @@ def cancel(ws: Workspace, name: str) -> dict[str, Any]:
             "see `headwater rebuild status` (`headwater rebuild rollback` returns to the "
             "previous generation)."
         )
-    return {"index": name, "cancelled": current.generation}
+    return CancelResult(name, current.generation)
 
 
 def _drop(
@@ -339,7 +340,7 @@ def _drop(
     return retired
 
 
-def retire(ws: Workspace, name: str) -> dict[str, Any]:
+def retire(ws: Workspace, name: str) -> RetireResult:
     """Drop every generation but the live one and the one kept for rollback."""
     gens = ws.manifest.generations
     ws.index_section(name)
@@ -351,7 +352,7 @@ def retire(ws: Workspace, name: str) -> dict[str, Any]:
         if generation.generation not in kept and generation.state != RETIRED:
             _drop(ws, generation, generation.problems)
             dropped.append(generation.generation)
-    return {"index": name, "retired": dropped}
+    return RetireResult(name, tuple(dropped))
 
 
 def retire_expired(ws: Workspace) -> list[str]:
@@ -392,7 +393,7 @@ def rebuild_warnings(ws: Workspace) -> list[str]:
     return out
 
 
-def status(ws: Workspace) -> dict[str, Any]:
+def status(ws: Workspace) -> RebuildStatus:
     """Every index's generations, with progress counts."""
     indexes = []
     active = ws.manifest.index_state.active_documents()
@@ -408,21 +409,19 @@ def status(ws: Workspace) -> dict[str, Any]:
                 version = ws.pipelines.version(g)
                 pending = ws.manifest.index_state.pending_count(g.key, version)
             rows.append(
-                {
-                    "generation": g.generation,
-                    "state": g.state,
-                    "index_version": version,
-                    "settings": g.settings,
-                    "documents": documents if g.state != RETIRED else 0,
-                    "documents_total": active,
-                    "chunks": chunks if g.state != RETIRED else 0,
-                    "pending": pending,
-                    "created_at": iso(g.created_at),
-                    "switched_at": iso(g.switched_at),
-                    "problems": g.problems,
-                }
+                GenerationRow(
+                    generation=g.generation,
+                    state=g.state,
+                    index_version=version,
+                    settings=g.settings,
+                    documents=documents if g.state != RETIRED else 0,
+                    documents_total=active,
+                    chunks=chunks if g.state != RETIRED else 0,
+                    pending=pending,
+                    created_at=iso(g.created_at),
+                    switched_at=iso(g.switched_at),
+                    problems=tuple(g.problems),
+                )
             )
-        indexes.append(
-            {"name": section.name, "live": _live_number(ws, section.name), "generations": rows}
-        )
-    return {"indexes": indexes}
+        indexes.append(IndexGenerations(section.name, _live_number(ws, section.name), tuple(rows)))
+    return RebuildStatus(tuple(indexes))

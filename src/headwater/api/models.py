@@ -1,0 +1,383 @@
+"""The response bodies of API v1 as pydantic models: what ``/openapi.json`` documents.
+
+Each model declares the keys of the JSON its endpoint answers today, in the order the
+JSON has them, with the types the values have (a ``float`` only where the value is
+always a float: pydantic would turn an integer into ``3.0``). Keys a body only sometimes
+carries (a run's ``error``, a push result's ``current_version``) default to None and
+the route answers with ``response_model_exclude_unset``, so a key absent from the
+workspace's report stays absent from the answer. ``extra="allow"`` keeps any key a
+report gains before its model does: a body never loses a key to its schema
+(tests/api/test_api_models.py holds every tested body to having none undeclared).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Body(BaseModel):
+    """A JSON response body (or a part of one)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+class SearchHit(Body):
+    """One result of ``POST /v1/search`` (``headwater search --json``)."""
+
+    document_id: str
+    title: str
+    locator: str
+    source: str
+    score: float
+    snippet: str
+    chunk: str
+    chunk_id: str
+    ordinal: int
+
+
+class SearchBody(Body):
+    """``{"results": [...]}``, best first."""
+
+    results: list[SearchHit]
+
+
+# -- runs and status ------------------------------------------------------------------
+
+
+class Window(Body):
+    """The time window a run read (ISO 8601 or null)."""
+
+    start: str | None
+    end: str | None
+
+
+class RunCounts(Body):
+    """What a run saw and did, by outcome."""
+
+    seen: int
+    new: int
+    changed: int
+    unchanged: int
+    deleted: int
+    failed: int
+    stale: int
+
+
+class LastRun(Body):
+    """A source's latest run as ``headwater sync --json`` reports it."""
+
+    run_id: str
+    source: str
+    status: str
+    window: Window
+    counts: RunCounts
+    duration_s: float
+    error: str | None = Field(default=None, description="Only when the run failed.")
+    fetched: int | None = Field(default=None, description="Only when known.")
+    deletes: str | None = Field(default=None, description="Only when deletes were not done.")
+    note: str | None = None
+    prune_blocked: dict[str, Any] | None = None
+    resumed: bool | None = Field(default=None, description="Only when true.")
+
+
+class Lease(Body):
+    """The process holding a source's lease, and when it expires unless renewed."""
+
+    owner: str
+    expires_at: str | None
+
+
+class SourceStatus(Body):
+    """One source in ``headwater status --json`` (schedule fields: configured ones only)."""
+
+    id: str
+    type: str
+    documents: int
+    deleted: int
+    failures_open: int
+    last_run: LastRun | None
+    paused: bool | None = None
+    next_due_at: str | None = None
+    backoff_until: str | None = None
+    lease: Lease | None = None
+    configured: bool
+
+
+class ExecutorStatus(Body):
+    """``{"type": "local"}``, or the Celery executor's queues, leases and index claims."""
+
+    type: str
+    running: dict[str, str] | None = None
+    queued: dict[str, str] | None = None
+    index_claims: dict[str, int] | None = None
+    checked_at: str | None = None
+    queues: dict[str, int | str] | None = Field(
+        default=None, description='Depth per queue, or {"error": ...} when the broker is down.'
+    )
+
+
+class IndexStatus(Body):
+    """One configured index: its type, config version and pending documents."""
+
+    type: str
+    index_version: str
+    pending: int
+
+
+class DlqStatus(Body):
+    """The dead-letter queue: depth, oldest entry's age, failed deletes."""
+
+    depth: int
+    oldest_age_s: float | None
+    failed_deletes: int
+
+
+class StatusBody(Body):
+    """``headwater status --json``."""
+
+    sources: list[SourceStatus]
+    executor: ExecutorStatus
+    pipeline_version: str
+    content_version: str
+    indexes: dict[str, IndexStatus]
+    dlq: DlqStatus
+
+
+class SourcesBody(Body):
+    """``{"sources": [...]}``: status's sources."""
+
+    sources: list[SourceStatus]
+
+
+class IndexesBody(Body):
+    """``{"indexes": {...}}``: status's indexes."""
+
+    indexes: dict[str, IndexStatus]
+
+
+class JobBody(Body):
+    """A background sync job (``POST /v1/sources/{id}/sync``, ``GET /v1/jobs/{id}``)."""
+
+    job_id: str
+    source: str
+    status: str = Field(description="queued, running, done or failed")
+    run_id: str | None
+    error: str | None
+
+
+class PauseBody(Body):
+    """``headwater source pause/resume --json``."""
+
+    source: str
+    paused: bool
+    changed: bool
+
+
+class RunRow(Body):
+    """One run as ``headwater runs --json`` lists it."""
+
+    run_id: str
+    short_id: str
+    source: str
+    kind: str
+    status: str
+    owner: str | None
+    started_at: str | None
+    finished_at: str | None
+    duration_s: float
+    window: Window
+    counts: RunCounts
+    fetched: int | None
+    error: str | None
+    resumed: bool
+
+
+class RunsBody(Body):
+    """``{"runs": [...]}``, newest first."""
+
+    runs: list[RunRow]
+
+
+class HealthBody(Body):
+    """``{"status": "ok"}``: the process is up."""
+
+    status: str
+
+
+class ReadyBody(Body):
+    """Readiness: each check's answer; ``error`` names the failing ones (503)."""
+
+    status: str = Field(description="ready or not ready")
+    checks: dict[str, str]
+    error: str | None = Field(default=None, description="Only when not ready.")
+
+
+# -- documents, failures, the DLQ, reconcile -------------------------------------------
+
+
+class DocumentAccess(Body):
+    """Who may read a document."""
+
+    users: list[str]
+    groups: list[str]
+    public: bool
+
+
+class AppliedState(Body):
+    """A document's state in one index: the revision applied and its chunks."""
+
+    applied_revision: int | None
+    chunks: int
+
+
+class DocumentBody(Body):
+    """``headwater doc show --json``."""
+
+    document_id: str
+    source: str
+    object_id: str
+    locator: str
+    title: str
+    state: str
+    revision: int
+    checksum: str | None
+    source_version: str | None
+    pipeline_version: str
+    access: DocumentAccess
+    metadata: dict[str, Any]
+    indexes: dict[str, AppliedState]
+
+
+class Failure(Body):
+    """One failure record (``headwater failures --json``, a DLQ entry)."""
+
+    id: int
+    source: str
+    object_id: str
+    document_id: str
+    locator: str
+    stage: str
+    error_class: str
+    message: str
+    pipeline_version: str
+    attempts: int
+    permanent: bool
+    status: str
+    priority: int
+    first_failed_at: str | None
+    last_failed_at: str | None
+
+
+class FailuresBody(Body):
+    """``{"failures": [...]}``: open failure records."""
+
+    failures: list[Failure]
+
+
+class DlqBody(Body):
+    """``{"entries": [...]}``: dead-lettered failure records."""
+
+    entries: list[Failure]
+
+
+class FixBody(Body):
+    """What to do about a group of failures: a line to write ``where``, and why."""
+
+    kind: str
+    line: str
+    where: str
+    detail: str
+
+
+class FailureCause(Body):
+    """A group of open failures with one cause, and its fix."""
+
+    source: str
+    stage: str
+    error_class: str
+    extension: str | None
+    label: str
+    count: int
+    dead: int
+    retrying: int
+    examples: list[str]
+    fix: FixBody
+
+
+class FailureSummaryBody(Body):
+    """``headwater failures --summary --json``: the groups, largest first."""
+
+    total: int
+    groups: list[FailureCause]
+
+
+class RedriveSkipped(Body):
+    """A dead entry a redrive left dead, and why."""
+
+    id: int
+    source: str
+    stage: str
+    object_id: str
+    reason: str
+
+
+class RedriveBody(Body):
+    """``headwater dlq redrive --json``."""
+
+    redriven: int
+    resolved: int
+    still_failing: int
+    skipped: list[RedriveSkipped] | None = Field(default=None, description="Only when any.")
+
+
+class DroppedBody(Body):
+    """``{"dropped": n}``: DLQ entries forgotten."""
+
+    dropped: int
+
+
+class IndexDrift(Body):
+    """One index checked by reconcile: the drift found, and what was repaired."""
+
+    checked: int
+    in_sync: bool
+    missing: int
+    revision_mismatch: int
+    chunk_mismatch: int
+    unconfirmed: int
+    orphans: int
+    repaired: int
+    examples: list[str]
+
+
+class ReconcileBody(Body):
+    """``headwater reconcile --json``."""
+
+    sinks: dict[str, IndexDrift]
+    repair: bool
+
+
+# -- push -----------------------------------------------------------------------------
+
+
+class PushResultBody(Body):
+    """What one push operation did: new, changed, unchanged, deleted, stale, failed or
+    conflict (the last three only within a batch)."""
+
+    object_id: str
+    document_id: str
+    version: int
+    status: str
+    current_version: int | None = Field(default=None, description="Only when stale.")
+    error: str | None = Field(default=None, description="Only when failed or conflict.")
+
+
+class PushBatchBody(Body):
+    """``{"results": [...]}``: one result per operation, in order."""
+
+    results: list[PushResultBody]
