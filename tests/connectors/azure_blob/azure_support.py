@@ -72,13 +72,11 @@ class Azurite:
         self._call("PUT", f"{name}?restype=container")
         return name
 
-    def put(self, container: str, key: str, body: str, content_type: str = "text/plain") -> None:
-        self._call(
-            "PUT",
-            f"{container}/{quote(key)}",
-            body.encode(),
-            **{"x-ms-blob-type": "BlockBlob", "Content-Type": content_type},
-        )
+    def put(
+        self, container: str, key: str, body: str, content_type: str = "text/plain", **headers: str
+    ) -> None:
+        headers.update({"x-ms-blob-type": "BlockBlob", "Content-Type": content_type})
+        self._call("PUT", f"{container}/{quote(key)}", body.encode(), **headers)
 
     def delete(self, container: str, key: str) -> None:
         self._call("DELETE", f"{container}/{quote(key)}")

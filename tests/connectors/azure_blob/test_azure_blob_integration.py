@@ -94,6 +94,7 @@ def test_a_listing_broken_part_way_raises(proxy: FaultProxy, filled: str, tmp_pa
 
 def test_prefix_globs_and_size_limit(azurite_server: Azurite, filled: str, tmp_path: Path) -> None:
     azurite_server.put(filled, "dir/big.md", "x" * 100)
+    azurite_server.put(filled, "dir/folder.md", "", **{"x-ms-meta-hdi_isfolder": "true"})
     connector = make_connector(
         azurite_server.url,
         filled,

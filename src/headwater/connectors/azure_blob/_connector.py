@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 from xml.etree.ElementTree import Element
 
 import httpx
@@ -95,6 +95,7 @@ class AzureBlobConnector(BucketConnector):
 
     def _list(self, marker: str | None, page_size: int, policy: RetryPolicy) -> bytes:
         params = {"restype": "container", "comp": "list", "maxresults": str(page_size)}
+        params["include"] = "metadata"  # to tell Data Lake directories (hdi_isfolder) apart
         if self.options.prefix:
             params["prefix"] = self.options.prefix
         if marker:
@@ -146,7 +147,8 @@ class AzureBlobConnector(BucketConnector):
 
     def _page(self, token: str | None) -> tuple[list[Listed], str | None]:
         root: Element = _xml(self._list(token, self.options.page_size, self._policy))
-        entries = [_listed(blob) for blob in root.iterfind("Blobs/Blob")]
+        blobs = root.iterfind("Blobs/Blob")
+        entries = [_listed(blob) for blob in blobs if not _is_directory(blob)]
         return entries, (root.findtext("NextMarker") or None)
 
     def _locator(self, key: str) -> str:
@@ -182,9 +184,17 @@ def _xml(body: bytes) -> Element:
     return root  # type: ignore[no-any-return]
 
 
+def _is_directory(blob: Element) -> bool:
+    """A directory of a hierarchical-namespace (Data Lake Gen2) account: no content."""
+    return (blob.findtext("Metadata/hdi_isfolder") or "").lower() == "true"
+
+
 def _listed(blob: Element) -> Listed:
     """A List Blobs ``<Blob>`` element."""
-    name = blob.findtext("Name") or ""
+    element = blob.find("Name")
+    name = (element.text if element is not None else None) or ""
+    if element is not None and element.get("Encoded") == "true":
+        name = unquote(name)  # a name with characters XML cannot carry comes percent-encoded
     props = blob.find("Properties")
 
     def text(tag: str) -> str:
