@@ -94,6 +94,7 @@ def test_a_listing_broken_part_way_raises(proxy: FaultProxy, filled: str, tmp_pa
 
 def test_prefix_globs_and_size_limit(azurite_server: Azurite, filled: str, tmp_path: Path) -> None:
     azurite_server.put(filled, "dir/big.md", "x" * 100)
+    azurite_server.put(filled, "dir/odd name+ü?.html", "<p>odd</p>", "text/html")
     azurite_server.put(filled, "dir/folder.md", "", **{"x-ms-meta-hdi_isfolder": "true"})
     connector = make_connector(
         azurite_server.url,
@@ -104,7 +105,8 @@ def test_prefix_globs_and_size_limit(azurite_server: Azurite, filled: str, tmp_p
         max_object_bytes=50,
     )
     result = collect(connector.read(WINDOW, None, no_known))
-    assert [d.object_id for d in result.documents] == ["dir/c.html"]
+    assert [d.object_id for d in result.documents] == ["dir/c.html", "dir/odd name+ü?.html"]
+    assert connector.fetch("dir/odd name+ü?.html") == b"<p>odd</p>"
     failures = [(f.object_id, f.error_class) for f in result.items if isinstance(f, Failure)]
     assert failures == [("dir/big.md", "too_large")]
     assert connector.in_scope("dir/x.md") and not connector.in_scope("other/x.md")

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -45,7 +46,7 @@ class GcsServer:
         ).raise_for_status()
 
     def delete(self, bucket: str, key: str) -> None:
-        httpx.delete(f"{self.url}/storage/v1/b/{bucket}/o/{key.replace('/', '%2F')}")
+        httpx.delete(f"{self.url}/storage/v1/b/{bucket}/o/{quote(key, safe='')}")
 
 
 @contextmanager

@@ -75,11 +75,12 @@ class GcsConnector(BucketConnector):
 
     def _list(self, token: str | None, page_size: int, attempts: int | None = None) -> Any:
         params: dict[str, str | int] = {
-            "prefix": self.options.prefix,
             "maxResults": page_size,
             "projection": "noAcl",
             "fields": _FIELDS,
         }
+        if self.options.prefix:
+            params["prefix"] = self.options.prefix
         if token:
             params["pageToken"] = token
         policy = self._policy
