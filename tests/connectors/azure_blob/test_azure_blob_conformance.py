@@ -12,6 +12,9 @@ from faultproxy import FaultProxy
 from headwater.connectors.azure_blob import AzureBlobConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
+# The module starts Azurite (a process), so the unit tier (--fast) leaves it out.
+pytestmark = pytest.mark.process
+
 
 class TestAzureBlobConformance(ConnectorConformance, connector=AzureBlobConnector):
     @pytest.fixture

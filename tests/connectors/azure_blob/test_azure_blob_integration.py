@@ -17,6 +17,9 @@ from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
 from headwater.types import Checkpoint, Failure, Window
 
+# The module starts Azurite (a process), so the unit tier (--fast) leaves it out.
+pytestmark = pytest.mark.process
+
 WINDOW = Window(None, FAR_FUTURE)
 WRONG_KEY = "d3Jvbmcta2V5LW5ldmVyLXByaW50ZWQtd3Jvbmcta2V5LW5ldmVyLXByaW50ZWQ="
 

@@ -14,6 +14,9 @@ from faultproxy import FaultProxy
 from headwater import Workspace
 from headwater.connectors.azure_blob._auth import DEV_KEY
 
+# The module starts Azurite (a process), so the unit tier (--fast) leaves it out.
+pytestmark = pytest.mark.process
+
 
 def downloads(proxy: FaultProxy) -> int:
     """Get Blob requests made through the proxy (every GET that is not a listing)."""

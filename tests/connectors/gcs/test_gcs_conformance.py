@@ -12,6 +12,9 @@ from gcs_support import GcsServer, free_port, make_connector
 from headwater.connectors.gcs import GcsConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
 
+# The module starts fake-gcs-server (a process), so the unit tier (--fast) leaves it out.
+pytestmark = pytest.mark.process
+
 
 class TestGcsConformance(ConnectorConformance, connector=GcsConnector):
     @pytest.fixture

@@ -23,6 +23,9 @@ from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
 from headwater.types import Checkpoint, Failure, Window
 
+# The module starts fake-gcs-server (a process), so the unit tier (--fast) leaves it out.
+pytestmark = pytest.mark.process
+
 WINDOW = Window(None, FAR_FUTURE)
 
 

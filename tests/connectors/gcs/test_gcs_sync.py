@@ -13,6 +13,9 @@ from gcs_support import GcsServer
 
 from headwater import Workspace
 
+# The module starts fake-gcs-server (a process), so the unit tier (--fast) leaves it out.
+pytestmark = pytest.mark.process
+
 
 def test_sync_is_incremental_and_deletes_only_after_a_complete_listing(
     gcs_server: GcsServer,
