@@ -37,6 +37,7 @@ def test_sync_is_incremental_and_deletes_only_after_a_complete_listing(
         "retry_attempts = 1\nprune_max_fraction = 0.5\naccess = { public = true }\n"
     )
     with Workspace.open(config) as ws:
+        ws.validate("notes")  # what `headwater validate notes` runs
         first = ws.sync(index=False).runs[0]
         assert (first.status, first.counts.new, first.fetched) == ("succeeded", 6, 6)
         media = proxy.count("GET", "alt=media")
