@@ -11,3 +11,13 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q torch==2.13.0
 .venv/bin/python -m pip install -q -e '.[dev]'
+
+# Azurite, Microsoft's Azure Blob Storage emulator (npm), for the azure_blob connector
+# tests (tests/connectors/azure_blob start it on a free port). Installed once into
+# .ci/azurite, which git ignores; the tests fail with this command if it is missing.
+if [ ! -x .ci/azurite/node_modules/.bin/azurite-blob ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+  fi
+  npm install --no-audit --no-fund --loglevel=error --prefix .ci/azurite azurite@3.37.0
+fi
