@@ -30,11 +30,13 @@ import psycopg
 import pytest
 
 _PR_SET_PDEATHSIG = 1
-_server: _Server | None = None
+_server: EmbeddedServer | None = None
 
 
-class _Server:
-    def __init__(self) -> None:
+class EmbeddedServer:
+    """One PostgreSQL server; ``durable=False`` (tests) turns fsync and friends off."""
+
+    def __init__(self, *, durable: bool = False) -> None:
         self.bin = _binaries()
         self.root = Path(tempfile.mkdtemp(prefix="hw-pgvector-"))
         self.user = "nobody" if os.geteuid() == 0 else None
@@ -48,11 +50,12 @@ class _Server:
         )  # fmt: skip
         self.port = _free_port()
         self.log = (self.root / "server.log").open("wb")
+        fast = [] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off",
+                                   "-c", "full_page_writes=off"]  # fmt: skip
         self.process = subprocess.Popen(
             [str(self.bin / "postgres"), "-D", str(data), "-p", str(self.port),
              "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-             "-c", "max_connections=200"],
+             "-c", "max_connections=200", *fast],
             stdout=self.log, stderr=subprocess.STDOUT, user=self.user,
             preexec_fn=_die_with_parent,
         )  # fmt: skip
@@ -122,7 +125,7 @@ def server_url() -> str:
         return given
     global _server
     if _server is None:
-        _server = _Server()
+        _server = EmbeddedServer()
         atexit.register(_stop)
     return _server.url
 

@@ -16,9 +16,10 @@ import pytest
 from pg_embedded import _free_port, fresh_schema, pgvector_database  # noqa: F401 - fixtures
 from pydantic import ValidationError
 
-from headwater.errors import ConfigError, TransientError
+from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.sinks.base import SinkContext, WriteOutcome
 from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
+from headwater.sinks.pgvector._db import supports_iterative_scan
 from headwater.sinks.testing import ask, make_chunks, make_document, near, unit_vector
 from headwater.types import Access, SearchMode
 
@@ -251,6 +252,28 @@ def test_an_unreachable_server_is_transient_and_hides_the_password(tmp_path: Pat
         PgvectorSink(PgvectorOptions.model_validate({"url": url}), SinkContext("m", tmp_path, 8))
     assert "s3cret" not in str(caught.value) and "127.0.0.1" in str(caught.value)
     assert "s3cret" not in repr(PgvectorOptions.model_validate({"url": url}))
+
+
+def test_an_unknown_role_is_a_credential_error_and_an_unknown_database_a_config_error(
+    pgvector_database: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server, _ = pgvector_database.rsplit("/", 1)
+    stranger = server.replace("postgres@", "stranger@") + "/postgres"
+    with pytest.raises(CredentialError, match=r"refused the login.*PGPASSWORD"):
+        PgvectorSink(
+            PgvectorOptions.model_validate({"url": stranger}), SinkContext("m", tmp_path, 8)
+        )
+    missing = f"{server}/no_such_database"
+    with pytest.raises(ConfigError, match=r"create the database or fix the index's `url`"):
+        PgvectorSink(
+            PgvectorOptions.model_validate({"url": missing}), SinkContext("m", tmp_path, 8)
+        )
+
+
+def test_iterative_scan_needs_pgvector_0_8() -> None:
+    assert not supports_iterative_scan("0.7.4") and not supports_iterative_scan("0.5.0")
+    assert supports_iterative_scan("0.8.0") and supports_iterative_scan("0.10.1")
 
 
 def test_the_entry_point_is_declared() -> None:

@@ -88,13 +88,26 @@ def guard(where: str) -> Iterator[None]:
         raise _mapped(exc, where) from exc
 
 
+_LOGIN_REFUSED = (
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "password authentication",
+    'role "',  # role "x" does not exist
+)
+
+
 def _mapped(exc: psycopg.Error, where: str) -> Exception:
     state = exc.sqlstate or ""
     text = str(exc).strip()
-    if state.startswith("28") or "password authentication failed" in text:
+    # a failed connect carries no SQLSTATE (libpq reports it as text)
+    if state.startswith("28") or (not state and any(hint in text for hint in _LOGIN_REFUSED)):
         return CredentialError(
             f"PostgreSQL at {where} refused the login ({text}); check the user and password "
             "in the index's `url` (or PGPASSWORD)"
+        )
+    if state == "3D000" or (not state and "database" in text and "does not exist" in text):
+        return ConfigError(
+            f"PostgreSQL at {where}: {text}; create the database or fix the index's `url`"
         )
     if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57P", "53")):
         return TransientError(f"PostgreSQL at {where} is unavailable ({text}); retry later")
@@ -114,6 +127,11 @@ def ensure_tables(
     """Create what is missing (same names: kept as they are); returns pgvector's version."""
     cur.execute("SELECT pg_advisory_xact_lock(hashtextextended('headwater-pgvector-ddl', 0))")
     version = _ensure_extension(cur, where)
+    if _version(version) < (0, 5):
+        raise ConfigError(
+            f"PostgreSQL at {where} has pgvector {version}; HNSW indexes need 0.5.0 or newer "
+            "(0.8.0 for iterative scans); run `ALTER EXTENSION vector UPDATE` after upgrading"
+        )
     schema = sql.Identifier(tables.schema)
     chunks = sql.Identifier(tables.schema, tables.chunks)
     documents = sql.Identifier(tables.schema, tables.documents)
@@ -221,7 +239,10 @@ def _held_dimension(cur: psycopg.Cursor[Any], tables: Tables) -> int | None:
     return None if row is None else int(row[0])
 
 
+def _version(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+
+
 def supports_iterative_scan(version: str) -> bool:
     """pgvector 0.8.0 added ``hnsw.iterative_scan``."""
-    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
-    return tuple(parts) >= (0, 8)
+    return _version(version) >= (0, 8)

@@ -61,12 +61,16 @@ def vector_search(
     """The ``k`` visible chunks nearest to ``vector``: HNSW, or exact when it found fewer."""
     where, params = _filters(request)
     params["q"] = vector_literal(vector)
-    cur.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef_search)))
+    settings = {"hnsw.ef_search": str(ef_search)}
     if iterative:
-        cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        cur.execute(
-            sql.SQL("SET LOCAL hnsw.max_scan_tuples = {}").format(sql.Literal(max_scan_tuples))
-        )
+        settings["hnsw.iterative_scan"] = "strict_order"
+        settings["hnsw.max_scan_tuples"] = str(max_scan_tuples)
+    # SET LOCAL for all of them in one round trip
+    calls = sql.SQL(", ").join(
+        sql.SQL("set_config({}, {}, true)").format(sql.Literal(k), sql.Literal(v))
+        for k, v in settings.items()
+    )
+    cur.execute(sql.SQL("SELECT {}").format(calls))
     columns = sql.SQL(_COLUMNS.format(score="1 - (embedding <=> %(q)s::vector)"))
     chunks = sql.Identifier(tables.schema, tables.chunks)
     approximate = sql.SQL(
