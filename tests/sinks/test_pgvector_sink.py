@@ -193,6 +193,25 @@ def test_hnsw_and_gin_indexes_are_built(
     assert sink.iterative_scan and sink.extension_version.startswith("0.8")
 
 
+def test_pooled_connections_never_prepare_statements(
+    open_sink: Callable[..., PgvectorSink],
+) -> None:
+    """A prepared search would turn generic after a few runs: blind to k, ACL and vector."""
+    sink = open_sink()
+    doc = make_document("plan", Access(public=True))
+    sink.replace(doc, make_chunks(doc, ["plan one"]), 1)
+    for _ in range(12):  # past psycopg's default threshold (5) and PostgreSQL's (5 more)
+        sink.search(ask(SearchMode.VECTOR, vector=unit_vector("plan"), k=3))
+    raw = sink._engine.raw_connection()
+    try:
+        conn = raw.driver_connection
+        assert conn is not None and conn.prepare_threshold is None
+        prepared = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+        assert prepared == (0,)
+    finally:
+        raw.close()
+
+
 def test_generation_tables_are_named_from_the_generation(
     open_sink: Callable[..., PgvectorSink], tmp_path: Path
 ) -> None:

@@ -39,7 +39,14 @@ def open_engine(options: PgvectorOptions) -> Engine:
         pool_size=options.pool_size,
         max_overflow=options.pool_size,
         pool_pre_ping=True,
-        connect_args={"connect_timeout": 10, "application_name": "headwater-pgvector"},
+        # No server-side prepared statements: after a few runs PostgreSQL would switch
+        # them to a generic plan, blind to the LIMIT, the ACL array and the vector, and
+        # stop choosing between the HNSW walk and the exact GIN plan per query.
+        connect_args={
+            "connect_timeout": 10,
+            "application_name": "headwater-pgvector",
+            "prepare_threshold": None,
+        },
     )
 
     @event.listens_for(engine, "connect")

@@ -49,7 +49,7 @@ class PgvectorOptions(SinkOptions):
         default=64, ge=4, le=1000, description="HNSW: candidate list size while building."
     )
     ef_search: int = Field(
-        default=100, ge=1, le=1000, description="HNSW: candidate list size per search."
+        default=200, ge=1, le=1000, description="HNSW: candidate list size per search."
     )
     max_scan_tuples: int = Field(
         default=20_000,
