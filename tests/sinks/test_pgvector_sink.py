@@ -137,6 +137,20 @@ def test_a_selective_acl_filter_returns_k_in_both_modes(
         assert all(int(h.text.split()[1]) % 20 == 0 for h in hits), mode
 
 
+def test_text_search_config_decides_stemming(open_sink: Callable[..., PgvectorSink]) -> None:
+    plain = open_sink()
+    stemmed = open_sink(table_prefix="en_", text_search_config="english")
+    for sink in (plain, stemmed):
+        doc = make_document("stem", Access(public=True))
+        sink.replace(doc, make_chunks(doc, ["the rivers were running fast"]), 1)
+
+    def found(sink: PgvectorSink, text: str) -> int:
+        return len(sink.search(ask(SearchMode.KEYWORD, text=text, principals=["public"])))
+
+    assert found(plain, "river runs") == 0 and found(stemmed, "river runs") == 1
+    assert found(plain, "rivers") == 1 and found(stemmed, "rivers") == 1
+
+
 def test_a_replace_is_one_transaction_even_when_the_connection_dies(
     open_sink: Callable[..., PgvectorSink],
     pgvector_database: str,  # noqa: F811
