@@ -6,8 +6,11 @@ failures name the key and the fix."""
 from __future__ import annotations
 
 import math
+import random
+import threading
 import tomllib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ from headwater.sinks.base import SinkContext, WriteOutcome
 from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
 from headwater.sinks.pgvector._db import supports_iterative_scan
 from headwater.sinks.testing import ask, make_chunks, make_document, near, unit_vector
-from headwater.types import Access, SearchMode
+from headwater.types import Access, EmbeddedChunk, SearchMode
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,6 +189,49 @@ def test_a_replace_is_one_transaction_even_when_the_connection_dies(
     assert sink.chunk_texts(doc.document_id) == [f"dying old {i}" for i in range(4)]
     assert sink.replace(doc, new, 2) is WriteOutcome.APPLIED  # the pool recovered
     assert sink.chunk_texts(doc.document_id) == [f"dying new {i}" for i in range(6)]
+
+
+def test_concurrent_writers_and_readers_see_one_whole_revision(
+    open_sink: Callable[..., PgvectorSink],
+) -> None:
+    """Writers of one document race (revisions out of order, several sinks); a reader
+    searching all along never sees two revisions, nor part of one."""
+    writers = [open_sink() for _ in range(3)]
+    reader = open_sink()
+    doc = make_document("raced", Access(public=True))
+
+    def version(revision: int) -> list[EmbeddedChunk]:
+        size = 2 + revision % 4  # revisions differ in their number of chunks too
+        return make_chunks(doc, [f"raced r{revision} part {i}" for i in range(size)])
+
+    writers[0].replace(doc, version(0), 0)
+    done = threading.Event()
+    seen: list[set[str]] = []
+
+    def read() -> None:
+        while not done.is_set():
+            hits = reader.search(ask(SearchMode.KEYWORD, text="raced part", k=50))
+            revisions = {h.text.split()[1] for h in hits}
+            sizes = {len(hits)}
+            seen.append(revisions)
+            assert len(revisions) == 1, revisions
+            assert sizes == {2 + int(next(iter(revisions))[1:]) % 4}, (revisions, sizes)
+
+    def write(sink: PgvectorSink, revisions: list[int]) -> None:
+        for revision in revisions:
+            sink.replace(doc, version(revision), revision)
+
+    order = list(range(1, 31))
+    random.Random(7).shuffle(order)
+    with ThreadPoolExecutor(4) as pool:
+        reading = pool.submit(read)
+        writes = [pool.submit(write, w, order[i::3]) for i, w in enumerate(writers)]
+        for future in writes:
+            future.result()
+        done.set()
+        reading.result()
+    assert seen and reader.revision(doc.document_id) == 30
+    assert reader.chunk_texts(doc.document_id) == [t.chunk.text for t in version(30)]
 
 
 def test_hnsw_and_gin_indexes_are_built(
