@@ -57,6 +57,8 @@ class _Prepared:
 
 
 class Indexer:
+    """Drains pending documents of the manifest into its target sinks, batch by batch."""
+
     def __init__(
         self,
         manifest: Manifest,
@@ -85,11 +87,13 @@ class Indexer:
 
     @property
     def embedder(self) -> Embedder:
+        """The embedder, built by its factory on first use."""
         if self._embedder is None:
             self._embedder = self._embedder_factory()
         return self._embedder
 
     def pending_count(self) -> dict[str, int]:
+        """The number of documents pending for each target sink, by sink name."""
         return {
             t.name: self.manifest.index_state.pending_count(t.name, t.version) for t in self.targets
         }

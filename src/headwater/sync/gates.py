@@ -79,6 +79,8 @@ def decide(
 
 
 class Outcome(StrEnum):
+    """What the gates decided for one item."""
+
     NEW = "new"
     CHANGED = "changed"
     UNCHANGED = "unchanged"
@@ -105,6 +107,8 @@ def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrit
 
 @dataclass
 class SourceIdentity:
+    """A source's identity and defaults: tenant, type, id, access, pipeline version, parsing."""
+
     tenant: str
     source_type: str
     source_id: str
@@ -113,6 +117,7 @@ class SourceIdentity:
     parse_options: ParseOptions = field(default_factory=ParseOptions)
 
     def document_id(self, object_id: str) -> str:
+        """The stable document id of ``object_id`` in this source."""
         return document_id(self.tenant, self.source_type, self.source_id, object_id)
 
 
@@ -141,6 +146,7 @@ class InferredDeletes:
     blocked: int = 0
 
     def allow(self) -> bool:
+        """Whether one more inferred delete fits the budget (counted when it does)."""
         wanted = self.held + self.applied + 1
         if self.force or wanted <= 1 or wanted <= self.max_fraction * self.base:
             self.applied += 1
@@ -208,6 +214,7 @@ class BatchBuilder:
             self.commit.seen.append(record.document_id)
 
     def add_failure(self, failure: Failure) -> Outcome:
+        """Record a connector's failure item: a failure record, its object kept as present."""
         self.counts.seen += 1
         if failure.prefix:  # an unreadable folder: everything known under it is present
             self.commit.seen_prefixes.append((self.source.source_id, failure.object_id))
@@ -216,6 +223,7 @@ class BatchBuilder:
         )
 
     def add_deleted(self, item: Deleted) -> Outcome:
+        """Decide a delete item: tombstone, stale, or ignored (unknown, or over the inferred budget)."""
         record = self.existing.get(item.object_id)
         if record is None or record.state != ACTIVE:
             return Outcome.IGNORED
@@ -244,6 +252,7 @@ class BatchBuilder:
             self.tombstone(record, EMPTIED, doc.sequence)
 
     def tombstone(self, record: DocumentRecord, reason: str, sequence: int | None = None) -> None:
+        """Add a tombstone of ``record`` for ``reason`` to the batch."""
         self.commit.tombstones.append(
             TombstoneWrite(
                 document_id=record.document_id,
@@ -292,6 +301,7 @@ class BatchBuilder:
         self.counts.deleted += 1
 
     def add_document(self, doc: SourceDocument) -> Outcome:
+        """Pass one document through both gates and add what they decide to the batch."""
         self.counts.seen += 1
         src = self.source
         doc_id = src.document_id(doc.object_id)

@@ -50,6 +50,7 @@ class PermissionReport:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         return {
             "source": self.source,
             "status": self.status,
@@ -70,10 +71,12 @@ class PermissionResult:
     index: IndexReport = field(default_factory=IndexReport)
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict: each source's report and the indexing."""
         return {"sources": [s.as_dict() for s in self.sources], "index": self.index.as_dict()}
 
     @property
     def failed(self) -> bool:
+        """Whether any source's permission sync failed."""
         return any(s.status == "failed" for s in self.sources)
 
 
@@ -112,6 +115,7 @@ class PermissionSync:
         self.connector = connector
 
     def run(self, lease_seconds: int = LEASE_SECONDS) -> PermissionReport:
+        """List the source's permissions and groups under its lease and record the changes."""
         sid = self.source.source_id
         report = PermissionReport(sid)
         listing = isinstance(self.connector, PermissionListing)

@@ -165,6 +165,7 @@ class Pruner:
     def apply(
         self, run_id: str, by_enumeration: bool, counts: RunCounts, options: PruneOptions
     ) -> PruneReport:
+        """Delete what the complete read or enumeration did not see, within the safety fraction."""
         sid = self.source.source_id
         self.manifest.runs.set_last_prune_at(sid, utcnow())
         report = self._assess(run_id, by_enumeration, options.force_prune)

@@ -55,6 +55,8 @@ Progress = Callable[[str, RunCounts], None]
 
 @dataclass
 class SyncOptions:
+    """How one sync runs: full or not, pruning, attempts, progress, lease and cancellation."""
+
     force_prune: bool = False
     prune: bool = False
     full: bool = False  # read from the beginning: no cursor, no window start, no hint skips
@@ -106,6 +108,8 @@ def record_unstarted_run(
 
 
 class SyncRunner:
+    """Runs one source: reads it in batches through the gates and commits each batch."""
+
     def __init__(
         self,
         manifest: Manifest,
@@ -436,6 +440,7 @@ class SyncRunner:
     def prune_by_enumeration(
         self, run_id: str, counts: RunCounts, options: SyncOptions
     ) -> PruneReport:
+        """Prune by the connector's list of every object, when it can enumerate."""
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")
         listed = self.manifest.record_enumeration(
