@@ -223,7 +223,7 @@ class BatchBuilder:
         )
 
     def add_deleted(self, item: Deleted) -> Outcome:
-        """Decide a delete item: tombstone, stale, or ignored (unknown, or over the inferred budget)."""
+        """Decide a delete item: tombstone, stale, or ignored (unknown, or over budget)."""
         record = self.existing.get(item.object_id)
         if record is None or record.state != ACTIVE:
             return Outcome.IGNORED

@@ -37,10 +37,12 @@ class PruneOptions(Protocol):
     """What a prune needs of the run's options (``SyncOptions`` has both)."""
 
     @property
-    def force_prune(self) -> bool: ...
+    def force_prune(self) -> bool:
+        """Whether to prune past the safety fraction."""
 
     @property
-    def on_batch(self) -> Callable[[], None] | None: ...
+    def on_batch(self) -> Callable[[], None] | None:
+        """Called after each committed batch of deletes, if set."""
 
 
 class _Forced:
