@@ -21,6 +21,8 @@ from headwater.errors import ContentMissing
 
 
 class ContentStore:
+    """Normalized texts on disk under ``root``, zstd-compressed, one file per checksum."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
@@ -28,9 +30,11 @@ class ContentStore:
         self._decompressor = zstandard.ZstdDecompressor()
 
     def path(self, checksum: str) -> Path:
+        """The file that holds (or would hold) the text of ``checksum``."""
         return self.root / checksum[:2] / f"{checksum}.zst"
 
     def put(self, checksum: str, text: str) -> None:
+        """Store ``text`` under ``checksum`` atomically; if already stored, refresh its mtime."""
         target = self.path(checksum)
         if target.exists():
             try:
@@ -68,6 +72,7 @@ class ContentStore:
                 yield Path(entry.path)
 
     def get(self, checksum: str) -> str:
+        """The text stored under ``checksum``, or ContentMissing naming the fix."""
         target = self.path(checksum)
         try:
             data = target.read_bytes()

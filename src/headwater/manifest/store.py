@@ -34,6 +34,7 @@ LOCK_MARKERS = ("database is locked", "deadlock", "could not serialize", "lock t
 
 
 def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
+    """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -58,6 +59,7 @@ class Manifest:
         return cls(engine, max_attempts=max_attempts)
 
     def close(self) -> None:
+        """Close the manifest's database connections."""
         self.engine.dispose()
 
     @property
@@ -95,6 +97,7 @@ class Manifest:
             )
 
     def document(self, document_id: str) -> DocumentRecord | None:
+        """The document ``document_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.documents).where(t.documents.c.document_id == document_id)
@@ -102,6 +105,7 @@ class Manifest:
         return DocumentRecord.from_row(row) if row else None
 
     def document_by_object(self, source_id: str, object_id: str) -> DocumentRecord | None:
+        """The document of ``object_id`` in ``source_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.documents).where(
@@ -113,6 +117,7 @@ class Manifest:
     def documents_by_object_ids(
         self, source_id: str, object_ids: Sequence[str]
     ) -> dict[str, DocumentRecord]:
+        """The documents of these object ids in ``source_id``, by object id."""
         found: dict[str, DocumentRecord] = {}
         with self.engine.connect() as conn:
             for part in chunked(list(object_ids)):
@@ -127,6 +132,7 @@ class Manifest:
         return found
 
     def documents_by_ids(self, document_ids: Sequence[str]) -> dict[str, DocumentRecord]:
+        """The documents with these ids, by document id."""
         found: dict[str, DocumentRecord] = {}
         with self.engine.connect() as conn:
             for part in chunked(list(document_ids)):
@@ -180,6 +186,7 @@ class Manifest:
         return row[0] if row else None
 
     def tombstone_sequences(self, document_ids: Sequence[str]) -> dict[str, int | None]:
+        """The source sequence of each tombstone among ``document_ids``."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(t.tombstones.c.document_id, t.tombstones.c.sequence).where(
@@ -189,6 +196,7 @@ class Manifest:
             return {r[0]: r[1] for r in rows}
 
     def count_documents(self, source_id: str, state: str = ACTIVE) -> int:
+        """How many documents of ``source_id`` are in ``state``."""
         with self.engine.connect() as conn:
             return int(
                 conn.execute(
@@ -294,6 +302,7 @@ class Manifest:
             after = batch[-1].document_id
 
     def clear_enumeration(self, run_id: str) -> None:
+        """Delete the enumeration stored for run ``run_id``."""
         with begin_write(self.engine) as conn:
             conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
 
