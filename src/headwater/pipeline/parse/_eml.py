@@ -24,6 +24,7 @@ keeps them from the manifest, so the document's signature stays the same."""
 
 
 def parse_eml(content: bytes, charset: str | None) -> Extracted:
+    """An email's text and metadata; its subject is the title."""
     from headwater.pipeline.parse._html import parse_html
 
     msg = message_from_bytes(content, policy=policy.default)
