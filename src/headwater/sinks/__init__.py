@@ -35,10 +35,12 @@ __all__ = [
 
 
 def available_sink_types() -> list[str]:
+    """The sink types installed by entry point, sorted."""
     return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
 
 
 def load_sink_class(type_name: str) -> Any:
+    """The sink class registered as ``type_name``, or ConfigError naming the installed ones."""
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == type_name:
             return ep.load()

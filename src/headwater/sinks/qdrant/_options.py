@@ -59,6 +59,7 @@ def revision_point_id(document_id: str) -> str:
 
 
 def point_id(chunk_id: str, write: str) -> str:
+    """The Qdrant point id of ``chunk_id`` in the write ``write``."""
     return str(uuid.uuid5(_POINT_NAMESPACE, f"{chunk_id}:{write}"))
 
 
@@ -72,8 +73,10 @@ def facet_value(document_id: str) -> str:
 
 
 def of_document(document_id: str) -> qm.FieldCondition:
+    """A filter condition: points of ``document_id``."""
     return qm.FieldCondition(key="document_id", match=qm.MatchValue(value=document_id))
 
 
 def of_write(write: str) -> qm.FieldCondition:
+    """A filter condition: points of the write ``write``."""
     return qm.FieldCondition(key="write", match=qm.MatchValue(value=write))

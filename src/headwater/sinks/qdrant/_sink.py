@@ -120,6 +120,7 @@ class QdrantSink:
     def replace(
         self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
     ) -> WriteOutcome:
+        """Make the document's chunks exactly ``chunks`` at ``revision``, atomically."""
         check_unique_chunks(document.document_id, chunks)
         principals = document.access.principals()
         write = uuid.uuid4().hex
@@ -146,6 +147,7 @@ class QdrantSink:
         return WriteOutcome.APPLIED
 
     def delete(self, document_id: str, revision: int) -> WriteOutcome:
+        """Remove every chunk of the document and remember ``revision`` as its tombstone."""
         with guard(self.where):
             held = self._held(document_id)
             if held is not None and held[0] > revision:
@@ -197,6 +199,7 @@ class QdrantSink:
                     )
 
     def bound_manifest(self) -> str | None:
+        """The id of the manifest this collection is bound to, or None."""
         with guard(self.where):
             found = self._client.retrieve(self.revisions, ids=[BINDING_ID], with_payload=True)
         bound = found[0].payload.get("manifest_id") if found and found[0].payload else None
@@ -222,6 +225,7 @@ class QdrantSink:
             return 0 if live is None else self._count_live(document_id, str(live))
 
     def revision(self, document_id: str) -> int | None:
+        """The document's live revision, or None when it is deleted or absent."""
         with guard(self.where):
             payload = self._held_payload(document_id)
         if payload is None or payload["deleted"] or payload.get("live") is None:
@@ -253,6 +257,7 @@ class QdrantSink:
                 return
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
+        """The visible hits of ``request`` by vector (keyword mode is refused)."""
         if request.mode is SearchMode.KEYWORD:
             raise ConfigError(
                 "the qdrant index has no keyword search; use mode `vector` or `hybrid`, "
@@ -288,6 +293,7 @@ class QdrantSink:
             limit *= OVERFETCH
 
     def chunk_texts(self, document_id: str) -> list[str]:
+        """The texts of the document's live chunks, in order."""
         with guard(self.where):
             payload = self._held_payload(document_id)
             live = None if payload is None else payload.get("live")
@@ -313,6 +319,7 @@ class QdrantSink:
             shutil.rmtree(self._path, ignore_errors=True)
 
     def close(self) -> None:
+        """Close the Qdrant client (once)."""
         if not self._closed:
             self._closed = True
             self._client.close()

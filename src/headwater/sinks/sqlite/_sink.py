@@ -127,6 +127,7 @@ class SqliteSink:
     def replace(
         self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
     ) -> WriteOutcome:
+        """Make the document's chunks exactly ``chunks`` at ``revision``, atomically."""
         blobs = [self._vector_blob(item, document.document_id) for item in chunks]
         check_unique_chunks(document.document_id, chunks)
         principals = document.access.principals()
@@ -190,6 +191,7 @@ class SqliteSink:
         return WriteOutcome.APPLIED
 
     def delete(self, document_id: str, revision: int) -> WriteOutcome:
+        """Remove every chunk of the document and remember ``revision`` as its tombstone."""
         with self._db.transaction() as db:
             held = self._held(document_id)
             if held is not None and held[0] > revision:
@@ -236,6 +238,7 @@ class SqliteSink:
             )
 
     def bound_manifest(self) -> str | None:
+        """The id of the manifest this file is bound to, or None."""
         rows = self._db.execute("SELECT value FROM meta WHERE key = 'manifest_id'")
         return str(rows[0][0]) if rows else None
 
@@ -258,10 +261,12 @@ class SqliteSink:
     # ---- reads --------------------------------------------------------------------
 
     def count(self, document_id: str) -> int:
+        """How many chunks of ``document_id`` the file holds."""
         rows = self._db.execute("SELECT count(*) FROM chunks WHERE document_id = ?", [document_id])
         return int(rows[0][0])
 
     def revision(self, document_id: str) -> int | None:
+        """The document's live revision, or None when it is deleted or absent."""
         rows = self._db.execute(
             "SELECT revision FROM documents WHERE document_id = ? AND deleted = 0", [document_id]
         )
@@ -297,6 +302,7 @@ class SqliteSink:
             after = page[-1][0]
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
+        """The visible hits of ``request`` by vector, keyword, or both fused."""
         if request.k <= 0:
             return []
         if request.mode is SearchMode.KEYWORD:
@@ -320,6 +326,7 @@ class SqliteSink:
         )
 
     def chunk_texts(self, document_id: str) -> list[str]:
+        """The texts of the document's chunks, in order."""
         rows = self._db.execute(
             "SELECT text FROM chunks WHERE document_id = ? ORDER BY ordinal", [document_id]
         )
@@ -332,6 +339,7 @@ class SqliteSink:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Close the database file."""
         self._db.close()
 
     # ---- helpers ------------------------------------------------------------------
