@@ -38,6 +38,7 @@ __all__ = [
 
 
 def available_connector_types() -> list[str]:
+    """The connector types installed by entry point, sorted."""
     return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
 
 

@@ -64,6 +64,7 @@ class SlackOptions(BearerApiOptions):
 
 
 def day_of(ts: str) -> str:
+    """The UTC date of the Slack timestamp ``ts`` (``YYYY-MM-DD``)."""
     return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d")
 
 
@@ -78,6 +79,7 @@ def plain(message: Message) -> bool:
 
 
 def thread_sig(root: Message) -> str:
+    """A signature of a thread root that changes when a reply or an edit arrives."""
     edited = (root.get("edited") or {}).get("ts", "")
     return f"{root['ts']}:{root.get('latest_reply', '')}:{root.get('reply_count', 0)}:{edited}"
 
@@ -108,6 +110,7 @@ class SlackConnector:
     # -- validate -------------------------------------------------------------------------
 
     def validate(self) -> None:
+        """Check the token with ``auth.test`` once, without retries."""
         once = RetryPolicy(attempts=1)
         try:
             self._client.call("auth.test", policy=once)
@@ -170,6 +173,7 @@ class SlackConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield each channel's new history since its saved ``oldest``; return the next."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
         channels: dict[str, Any] = dict(state.get("channels", {}))
         done: list[str] = list(state.get("done", []))
