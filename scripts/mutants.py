@@ -179,7 +179,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "hint-skip-ignores-the-content-version",
-        GATES,
+        "src/headwater/sync/decisions.py",
         "        if current and trust_hint and record is not None and record.source_version == item.version:",
         "        if record is not None and record.state == ACTIVE and trust_hint and record.source_version == item.version:",
         (
@@ -189,7 +189,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "checksum-skip-ignores-the-content-version",
-        GATES,
+        "src/headwater/sync/decisions.py",
         "    if current and record is not None and record.checksum == checksum:",
         "    if record is not None and record.state == ACTIVE and record.checksum == checksum:",
         (f"{SKIP_RULE}::test_decide",),

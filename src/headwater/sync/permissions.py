@@ -27,7 +27,7 @@ from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
 from headwater.manifest.records import ACTIVE, BatchCommit
 from headwater.manifest.runs import lease_owner
 from headwater.manifest.store import Manifest
-from headwater.sync.gates import SourceIdentity, acl_only_write
+from headwater.sync.decisions import SourceIdentity, acl_only_write
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access
 

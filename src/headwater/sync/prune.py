@@ -22,7 +22,8 @@ from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import Lease
 from headwater.manifest.records import BatchCommit, RunCounts
 from headwater.manifest.store import Manifest
-from headwater.sync.gates import BatchBuilder, SourceIdentity
+from headwater.sync.decisions import SourceIdentity
+from headwater.sync.gates import BatchBuilder
 from headwater.sync.report import PruneReport, PruneResult
 from headwater.sync.settings import SourceSettings
 from headwater.types import COUNT_EVERY, CountProgress

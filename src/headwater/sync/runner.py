@@ -33,7 +33,8 @@ from headwater.manifest.runs import (
 )
 from headwater.manifest.store import Manifest
 from headwater.retry import RetryPolicy, call_with_retry
-from headwater.sync.gates import INFERRED_DELETED, BatchBuilder, InferredDeletes, SourceIdentity
+from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
+from headwater.sync.gates import BatchBuilder
 from headwater.sync.prune import Pruner, enumerate_objects
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.settings import SourceSettings
