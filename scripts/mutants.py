@@ -205,7 +205,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "a-model-error-on-one-document-ends-the-drain",
-        INDEXER,
+        "src/headwater/indexer/prepare.py",
         "            except Exception:  # the model choked on some text: find whose, embed the rest",
         "            except ItemError:  # the model choked on some text: find whose, embed the rest",
         (
