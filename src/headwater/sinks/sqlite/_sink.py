@@ -19,8 +19,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field
-
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
 from headwater.sinks.base import (
@@ -28,18 +26,18 @@ from headwater.sinks.base import (
     SearchRequest,
     SinkCapabilities,
     SinkContext,
-    SinkOptions,
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
-from headwater.sinks.sqlite._driver import Database, DriverName, connect
+from headwater.sinks.sqlite._driver import Database, connect
+from headwater.sinks.sqlite._options import SqliteOptions, generation_path
 from headwater.sinks.sqlite._schema import (
     SCHEMA_VERSION,
     acl_text,
     ensure_schema,
     source_token,
 )
-from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, keyword_search, vector_search
+from headwater.sinks.sqlite._search import keyword_search, vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
 if TYPE_CHECKING:
@@ -54,36 +52,6 @@ def _consistent_count(chunks: int, vectors: int, codes: int) -> int:
         return chunks
     low = min(vectors, codes)
     return low if low < chunks else max(vectors, codes)
-
-
-def generation_path(base: Path, generation: int) -> Path:
-    """Generation 1 keeps ``base``; generation N lives next to it as ``{stem}@{N}{suffix}``."""
-    if generation == 1:
-        return base
-    return base.with_name(f"{base.stem}@{generation}{base.suffix}")
-
-
-class SqliteOptions(SinkOptions):
-    """Options of the ``sqlite`` index."""
-
-    path: Path | None = Field(
-        default=None, description="The index file; default `{state_dir}/index-{name}.db`."
-    )
-    driver: DriverName = Field(
-        default="auto",
-        description="SQLite binding: `apsw`, `pysqlite3`, or `auto` (apsw, then pysqlite3).",
-    )
-    exact_below: int = Field(
-        default=EXACT_BELOW,
-        ge=0,
-        description="A caller who sees at most this many chunks gets exact vector search; "
-        "above it, 1-bit codes pick `candidates` chunks that are then ranked exactly.",
-    )
-    candidates: int = Field(
-        default=CANDIDATES,
-        ge=1,
-        description="Chunks ranked exactly per approximate vector search (at least 10 × k).",
-    )
 
 
 class SqliteSink:
