@@ -11,11 +11,9 @@ source no longer has are deleted by set difference, within the safety fraction.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from headwater import failpoints
 from headwater.clock import as_utc, utcnow
@@ -32,12 +30,12 @@ from headwater.manifest.runs import (
     lease_owner,
 )
 from headwater.manifest.store import Manifest
-from headwater.retry import RetryPolicy, call_with_retry
+from headwater.retry import call_with_retry
 from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
 from headwater.sync.gates import BatchBuilder
 from headwater.sync.prune import Pruner, inferred_blocked_report
 from headwater.sync.report import PruneReport, PruneResult, RunReport
-from headwater.sync.settings import SourceSettings
+from headwater.sync.settings import Progress, SourceSettings, SyncOptions
 from headwater.sync.storable import storable_item
 from headwater.types import (
     Checkpoint,
@@ -51,22 +49,7 @@ from headwater.types import (
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, RunCounts], None]
-
-
-@dataclass
-class SyncOptions:
-    """How one sync runs: full or not, pruning, attempts, progress, lease and cancellation."""
-
-    force_prune: bool = False
-    prune: bool = False
-    full: bool = False  # read from the beginning: no cursor, no window start, no hint skips
-    run_attempts: int = 3
-    fetch_policy: RetryPolicy = field(default_factory=RetryPolicy)
-    cancel: threading.Event = field(default_factory=threading.Event)
-    on_batch: Callable[[], None] | None = None
-    progress: Progress | None = None
-    lease_seconds: int = LEASE_SECONDS
+__all__ = ["Progress", "SyncOptions", "SyncRunner", "record_unstarted_run"]
 
 
 def _without_repeats(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
