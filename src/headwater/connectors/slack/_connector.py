@@ -35,6 +35,7 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.slack._acl import workspace_principal
 from headwater.connectors.slack._client import SlackApiError, SlackClient
+from headwater.connectors.slack._messages import Message, day_of, in_thread, plain, thread_sig
 from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import (
@@ -47,7 +48,6 @@ from headwater.types import (
     Window,
 )
 
-Message = dict[str, Any]
 # users.info's documented errors for a user it cannot show:
 # https://api.slack.com/methods/users.info#errors
 UNKNOWN_USER = frozenset({"user_not_found", "user_not_visible"})
@@ -61,27 +61,6 @@ class SlackOptions(BearerApiOptions):
     history_days: int = Field(default=90, ge=1)
     base_url: str = Field(default="https://slack.com/api", pattern=r"^https?://")
     page_size: int = Field(default=200, ge=1, le=1000)
-
-
-def day_of(ts: str) -> str:
-    """The UTC date of the Slack timestamp ``ts`` (``YYYY-MM-DD``)."""
-    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d")
-
-
-def in_thread(message: Message) -> bool:
-    """A thread root with replies (a plain message has no ``reply_count``)."""
-    return int(message.get("reply_count") or 0) > 0
-
-
-def plain(message: Message) -> bool:
-    """A user's message outside threads (joins, topic changes and tombstones are not)."""
-    return not message.get("subtype") or message.get("subtype") == "thread_broadcast"
-
-
-def thread_sig(root: Message) -> str:
-    """A signature of a thread root that changes when a reply or an edit arrives."""
-    edited = (root.get("edited") or {}).get("ts", "")
-    return f"{root['ts']}:{root.get('latest_reply', '')}:{root.get('reply_count', 0)}:{edited}"
 
 
 class SlackConnector:
