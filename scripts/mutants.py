@@ -179,7 +179,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "hint-skip-ignores-the-content-version",
-        GATES,
+        "src/headwater/sync/decisions.py",
         "        if current and trust_hint and record is not None and record.source_version == item.version:",
         "        if record is not None and record.state == ACTIVE and trust_hint and record.source_version == item.version:",
         (
@@ -189,7 +189,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "checksum-skip-ignores-the-content-version",
-        GATES,
+        "src/headwater/sync/decisions.py",
         "    if current and record is not None and record.checksum == checksum:",
         "    if record is not None and record.state == ACTIVE and record.checksum == checksum:",
         (f"{SKIP_RULE}::test_decide",),
@@ -205,7 +205,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "a-model-error-on-one-document-ends-the-drain",
-        INDEXER,
+        "src/headwater/indexer/prepare.py",
         "            except Exception:  # the model choked on some text: find whose, embed the rest",
         "            except ItemError:  # the model choked on some text: find whose, embed the rest",
         (

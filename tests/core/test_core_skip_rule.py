@@ -13,7 +13,7 @@ import pytest
 
 from headwater.identity import content_checksum
 from headwater.manifest.records import DocumentRecord
-from headwater.sync.gates import Decision, decide
+from headwater.sync.decisions import Decision, decide
 from headwater.types import SourceDocument
 
 V1, V2 = "content-v1", "content-v2"

@@ -14,7 +14,7 @@ from types import ModuleType
 import headwater
 
 ROOT = Path(headwater.__file__).parent
-FLOOR = 0.65
+FLOOR = 0.90
 
 
 def coverage() -> ModuleType:

@@ -21,6 +21,7 @@ from headwater.cli.common import (
 )
 from headwater.cli.progress import reporter
 from headwater.cli.runlog import log_sync, sync_exit
+from headwater.cli.tables import failures_summary, print_sync, schedule_state, sync_permissions
 from headwater.reports import failure_dict
 
 TEMPLATE = Path(__file__).with_name("init_template.toml")
@@ -94,7 +95,7 @@ def sync(
                     permissions=permissions,
                 )
             if permissions:
-                return _sync_permissions(ws, sources or None, as_json, not no_index)
+                return sync_permissions(ws, sources or None, as_json, not no_index)
             for warning in ws.warnings(sources or None):
                 err.print(f"[yellow]warning:[/] {warning}")
             with reporter(err, as_json=as_json) as bars, bars.phase("sync"):
@@ -112,7 +113,7 @@ def sync(
             if as_json:
                 print_json(result.as_dict())
             else:
-                _print_sync(result)
+                print_sync(result)
             for skipped in result.skipped:  # stderr, with --json too
                 err.print(
                     f"[yellow]{safe(skipped.source)}: skipped (busy)[/]: being synced by "
@@ -164,74 +165,6 @@ def _enqueue_only(
         note = " (already queued or running)" if q.already else ""
         out.print(f"{safe(q.source_id)}: queued as task {q.task_id}{note}")
     return 0
-
-
-def _sync_permissions(ws: Any, sources: list[str] | None, as_json: bool, index: bool) -> int:
-    result = ws.sync_permissions(sources, index=index)
-    if as_json:
-        print_json(result.as_dict())
-    for report in result.sources:
-        if not as_json:
-            groups = report.groups
-            out.print(
-                f"{safe(report.source)}: {report.status}, {report.checked} checked, "
-                f"{report.changed} ACLs changed, {report.unknown} unknown"
-                + (f", {groups.groups} groups / {groups.memberships} members" if groups else "")
-            )
-        if report.error:
-            err.print(f"[red]{safe(report.source)}:[/] {safe(report.error)}")
-    return 1 if result.failed else 0
-
-
-def _print_sync(result: Any) -> None:
-    table = Table(title="sync", box=None)
-    for column in (
-        "source",
-        "status",
-        "seen",
-        "new",
-        "changed",
-        "unchanged",
-        "deleted",
-        "failed",
-        "stale",
-        "s",
-    ):
-        table.add_column(column)
-    for run in result.runs:
-        c = run.counts
-        table.add_row(
-            run.source,
-            run.status,
-            *(
-                str(v)
-                for v in (c.seen, c.new, c.changed, c.unchanged, c.deleted, c.failed, c.stale)
-            ),
-            f"{run.duration_s:.1f}",
-        )
-    for skipped in result.skipped:
-        table.add_row(skipped.source, "skipped (busy)", *("-" * 8))
-    out.print(table)
-    for run in result.runs:
-        if run.error:
-            err.print(f"[red]{run.source}:[/] {safe(run.error)}")
-        if run.note:
-            err.print(f"[yellow]{run.source}: note:[/] {safe(run.note)}")
-        if run.prune_blocked:
-            b = run.prune_blocked
-            err.print(
-                f"[yellow]{run.source}: prune blocked[/]: {b['candidates']} of {b['active']} documents "
-                f"would be deleted (> {b['max_fraction']:.0%}); check the source, then "
-                "`headwater sync --force` to allow it once."
-            )
-    idx = result.index
-    if idx.replaced or idx.deleted or idx.acl_updates or idx.failed:
-        out.print(
-            f"indexed: {idx.replaced} replaced, {idx.deleted} deleted, {idx.acl_updates} ACL updates, "
-            f"{idx.failed} failed; {idx.chunks} chunks written, {idx.embedded} embedded, "
-            f"{idx.cache_hits} from cache"
-        )
-    out.print(f"took {result.duration_s:.1f} s (indexing {idx.duration_s:.1f} s)")
 
 
 @app.command()
@@ -294,17 +227,6 @@ def status(
         )
 
     run_command(body)
-
-
-def schedule_state(source: dict[str, Any]) -> str:
-    """The scheduler's view of one source in a word or two (``status --json`` has it all)."""
-    if source.get("paused"):
-        return "paused"
-    if source.get("lease"):
-        return f"running ({safe(source['lease']['owner'])})"
-    if source.get("backoff_until"):
-        return f"backoff until {source['backoff_until']}"
-    return ""
 
 
 @app.command()
@@ -424,32 +346,6 @@ def failures(
             )
 
     run_command(body)
-
-
-def failures_summary(source: str | None, as_json: bool) -> None:
-    """``failures --summary``: one block per cause, with examples and the fix."""
-    with open_workspace() as ws:
-        if source is not None:
-            ws.require_known_source(source)
-        report = ws.failure_summary(source)
-    if as_json:
-        print_json(report.as_dict())
-        return
-    if not report.groups:
-        out.print("no open failures")
-        return
-    out.print(f"{report.total} open failures in {len(report.groups)} groups", markup=False)
-    for cause in report.groups:
-        g = cause.group
-        dead = f" ({g.dead} dead)" if g.dead else ""
-        lines = [
-            f"{g.key.source_id}  {g.key.stage}  {g.key.label()}: {g.count}{dead}",
-            f"    e.g. {', '.join(g.examples)}",
-            f"    fix: {cause.fix.line}",
-            f"         in {cause.fix.where}: {cause.fix.detail}",
-        ]
-        for line in lines:
-            out.print(safe(line, markup=False), markup=False)
 
 
 @app.command()

@@ -51,6 +51,7 @@ class AtlassianClient:
         )
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._client.close()
 
     def url(self, path: str) -> str:

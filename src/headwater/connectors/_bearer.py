@@ -33,6 +33,7 @@ class BearerApiOptions(ConnectorOptions):
     retry_max_wait: float = Field(default=120.0, ge=0)
 
     def retry_policy(self) -> RetryPolicy:
+        """The retry policy these options configure."""
         return RetryPolicy(
             attempts=self.retry_attempts,
             initial_wait=self.retry_initial_wait,
@@ -41,6 +42,7 @@ class BearerApiOptions(ConnectorOptions):
 
 
 def busy_when_429_or_5xx(response: httpx.Response) -> str | None:
+    """``"busy"`` for an HTTP 429 or 5xx response (worth retrying), else None."""
     code = response.status_code
     return "busy" if code == 429 or code >= 500 else None
 

@@ -87,7 +87,8 @@ class Connector(Protocol):
 class Enumerating(Protocol):
     """A connector that can list every current object id (a full snapshot)."""
 
-    def enumerate(self) -> Iterator[str]: ...
+    def enumerate(self) -> Iterator[str]:
+        """Every current object id of the source."""
 
 
 @runtime_checkable
@@ -99,14 +100,16 @@ class Scoped(Protocol):
     against ``prune_max_fraction``.
     """
 
-    def in_scope(self, object_id: str) -> bool: ...
+    def in_scope(self, object_id: str) -> bool:
+        """Whether the current config selects ``object_id``."""
 
 
 @runtime_checkable
 class LazyFetching(Protocol):
     """A connector whose documents may carry a ``fetch_ref`` instead of content."""
 
-    def fetch(self, ref: str) -> bytes: ...
+    def fetch(self, ref: str) -> bytes:
+        """The content of the object a document's ``fetch_ref`` names."""
 
 
 @runtime_checkable
@@ -124,7 +127,8 @@ class GroupListing(Protocol):
     complete: after it the manifest holds exactly these memberships for the source.
     """
 
-    def groups(self) -> Iterator[ListedGroup | tuple[str, list[str]]]: ...
+    def groups(self) -> Iterator[ListedGroup | tuple[str, list[str]]]:
+        """Each group of the source with its members' emails (and labels, subgroups)."""
 
 
 @runtime_checkable
@@ -135,4 +139,5 @@ class PermissionListing(Protocol):
     that changed as ACL-only revisions (no fetch, no parse, no embedding).
     """
 
-    def permissions(self) -> Iterator[tuple[str, Access]]: ...
+    def permissions(self) -> Iterator[tuple[str, Access]]:
+        """Each object id with its current ACL."""

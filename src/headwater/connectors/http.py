@@ -52,6 +52,7 @@ class HttpSettings:
 
     @property
     def policy(self) -> RetryPolicy:
+        """The retry policy these settings configure."""
         return RetryPolicy(
             attempts=self.max_attempts, initial_wait=self.initial_wait, max_wait=self.max_retry_wait
         )
@@ -68,6 +69,7 @@ class Fetched:
 
     @property
     def media_type(self) -> str:
+        """The response's media type, lowercased, parameters dropped."""
         return media_type_of(self.headers)
 
     @property
@@ -78,6 +80,7 @@ class Fetched:
 
 
 def media_type_of(headers: httpx.Headers) -> str:
+    """The media type of ``headers``' Content-Type, lowercased, parameters dropped."""
     return str(headers.get("content-type", "")).split(";", 1)[0].strip().lower()
 
 
@@ -143,6 +146,7 @@ class HostRateLimiter:
         self._lock = threading.Lock()
 
     def wait(self, host: str) -> None:
+        """Sleep until the next request to ``host`` is allowed."""
         if self._interval <= 0:
             return
         with self._lock:
@@ -163,6 +167,7 @@ def is_http_url(url: str) -> bool:
 
 
 def host_of(url: str) -> str:
+    """The scheme and host of ``url``, lowercased."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()
 
@@ -194,6 +199,7 @@ class HttpClient:
         )
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._client.close()
 
     def get(

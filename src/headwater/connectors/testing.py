@@ -53,10 +53,12 @@ class ReadResult:
 
     @property
     def documents(self) -> list[SourceDocument]:
+        """The documents among the items read."""
         return [i for i in self.items if isinstance(i, SourceDocument)]
 
     @property
     def object_ids(self) -> list[str]:
+        """The object ids of the documents, failures and deletes read, in order."""
         return [
             i.object_id for i in self.items if isinstance(i, SourceDocument | Failure | Deleted)
         ]
@@ -129,6 +131,7 @@ class ConnectorConformance:
 
     @pytest.fixture
     def harness(self) -> ConnectorHarness:  # pragma: no cover - overridden
+        """The connector under test: each conformance class overrides this fixture."""
         raise RuntimeError("override the `harness` fixture in your conformance test class")
 
     def _full(self, harness: ConnectorHarness) -> ReadResult:
@@ -139,6 +142,7 @@ class ConnectorConformance:
         assert harness.make().capabilities == self.declared_capabilities
 
     def test_full_read_yields_documents(self, harness: ConnectorHarness) -> None:
+        """A full read yields at least the harness's minimum of documents."""
         result = self._full(harness)
         docs = result.documents
         assert len(docs) >= harness.min_documents
@@ -151,9 +155,11 @@ class ConnectorConformance:
             )
 
     def test_stable_order(self, harness: ConnectorHarness) -> None:
+        """Two full reads yield the same object ids in the same order."""
         assert self._full(harness).object_ids == self._full(harness).object_ids
 
     def test_resume_from_each_checkpoint(self, harness: ConnectorHarness) -> None:
+        """A read resumed from any checkpoint yields what the full read yields after it."""
         full = self._full(harness)
         window = Window(None, FAR_FUTURE)
         for index, item in enumerate(full.items):
@@ -213,6 +219,7 @@ class ConnectorConformance:
             assert set(versions) <= enumerated, "a partial enumerate() returned normally"
 
     def test_validate_ok_and_broken_is_readable(self, harness: ConnectorHarness) -> None:
+        """``validate`` passes on a good config and names the problem of a broken one."""
         harness.make().validate()
         broken = harness.make_broken()
         with pytest.raises((ConfigError, TransientError)) as caught:

@@ -14,27 +14,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from headwater import failpoints
 from headwater.errors import (
-    ContentMissing,
-    HeadwaterError,
     ItemError,
     TransientError,
     error_class_of,
 )
+from headwater.indexer.prepare import Prepared, Preparer
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.manifest.content import ContentStore
 from headwater.manifest.index_state import Applied, PendingWork
 from headwater.manifest.records import ACTIVE, DocumentRecord, FailureWrite
 from headwater.manifest.store import Manifest
-from headwater.pipeline.chunk import ChunkerSettings, chunk_document
+from headwater.pipeline.chunk import ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
-from headwater.pipeline.embed.each import embed_each
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.sinks.base import Sink, WriteOutcome
-from headwater.types import Chunk, EmbeddedChunk, IndexDocument
+from headwater.types import EmbeddedChunk, IndexDocument
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +49,9 @@ class IndexTarget:
     version: str
 
 
-@dataclass
-class _Prepared:
-    chunks: list[EmbeddedChunk] = field(default_factory=list)
-
-
 class Indexer:
+    """Drains pending documents of the manifest into its target sinks, batch by batch."""
+
     def __init__(
         self,
         manifest: Manifest,
@@ -85,11 +80,13 @@ class Indexer:
 
     @property
     def embedder(self) -> Embedder:
+        """The embedder, built by its factory on first use."""
         if self._embedder is None:
             self._embedder = self._embedder_factory()
         return self._embedder
 
     def pending_count(self) -> dict[str, int]:
+        """The number of documents pending for each target sink, by sink name."""
         return {
             t.name: self.manifest.index_state.pending_count(t.name, t.version) for t in self.targets
         }
@@ -212,110 +209,24 @@ class Indexer:
 
     def _prepare(
         self, docs: list[DocumentRecord], need_vectors: bool, report: IndexReport
-    ) -> tuple[dict[str, _Prepared], set[str]]:
-        prepared: dict[str, _Prepared] = {}
-        failed: set[str] = set()
-        chunked: dict[str, list[Chunk]] = {}
-        for doc in docs:
-            try:
-                assert doc.checksum is not None
-                try:
-                    text = self.content_store.get(doc.checksum)
-                except ContentMissing:
-                    if not self._superseded(doc):
-                        raise
-                    failed.add(doc.document_id)  # no failure: its new revision is pending
-                    continue
-                chunked[doc.document_id] = chunk_document(
-                    document_id=doc.document_id,
-                    pipeline_version=self.pipeline_version,
-                    text=text,
-                    title=doc.title,
-                    metadata=doc.metadata,
-                    counter=self.embedder,
-                    settings=self.chunker,
-                )
-            except ItemError as exc:
-                self._fail(doc, "chunk", exc, report)
-                failed.add(doc.document_id)
-            except HeadwaterError:  # fatal or a config error: not this document's
-                raise
-            except Exception as exc:  # a tokenizer choking on this text
-                log.debug("chunking %s failed", doc.document_id, exc_info=True)
-                self._fail(doc, "chunk", exc, report)
-                failed.add(doc.document_id)
-        texts = [c.embed_text for chunks in chunked.values() for c in chunks]
-        vectors: list[list[float] | ItemError | None] = [None] * len(texts)
-        if need_vectors and texts:
-            try:
-                vectors = list(self._embed(texts))
-            except TransientError as exc:
-                for doc in docs:
-                    if doc.document_id in chunked:
-                        self._fail(doc, "embed", exc, report)
-                        failed.add(doc.document_id)
-                return prepared, failed
-            except HeadwaterError:
-                raise
-            except Exception:  # the model choked on some text: find whose, embed the rest
-                log.debug("embedding a batch failed; embedding document by document", exc_info=True)
-                vectors = self._embed_by_document(docs, chunked, report, failed)
-        position = 0
-        for doc in docs:
-            chunks = chunked.get(doc.document_id)
-            if chunks is None:
-                continue
-            mine = vectors[position : position + len(chunks)]
-            position += len(chunks)
-            error = next((v for v in mine if isinstance(v, ItemError)), None)
-            if error is not None:
-                self._fail(doc, "embed", error, report)
-                failed.add(doc.document_id)
-                continue
-            prepared[doc.document_id] = _Prepared(
-                [EmbeddedChunk(chunk=c, vector=v) for c, v in zip(chunks, mine, strict=True)]  # type: ignore[arg-type]
-            )
-            report.chunks += len(chunks)
-        return prepared, failed
-
-    def _embed(self, texts: list[str]) -> list[list[float] | ItemError]:
-        return call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)
-
-    def _embed_by_document(
-        self,
-        docs: list[DocumentRecord],
-        chunked: dict[str, list[Chunk]],
-        report: IndexReport,
-        failed: set[str],
-    ) -> list[list[float] | ItemError | None]:
-        """Vectors for ``chunked`` embedded one document at a time; a document whose texts
-        still raise is a failure record and leaves ``chunked``."""
-        vectors: list[list[float] | ItemError | None] = []
-        for doc in docs:
-            chunks = chunked.get(doc.document_id)
-            if chunks is None:
-                continue
-            try:
-                vectors.extend(self._embed([c.embed_text for c in chunks]))
-            except HeadwaterError as exc:
-                if not isinstance(exc, ItemError | TransientError):
-                    raise
-                self._fail(doc, "embed", exc, report)
-                failed.add(doc.document_id)
-                del chunked[doc.document_id]
-            except Exception as exc:
-                log.debug("embedding %s failed", doc.document_id, exc_info=True)
-                self._fail(doc, "embed", exc, report)
-                failed.add(doc.document_id)
-                del chunked[doc.document_id]
-        return vectors
+    ) -> tuple[dict[str, Prepared], set[str]]:
+        preparer = Preparer(
+            self.content_store,
+            lambda: self.embedder,
+            self.pipeline_version,
+            self.chunker,
+            self.retry,
+            fail=self._fail,
+            superseded=self._superseded,
+        )
+        return preparer.prepare(docs, need_vectors, report)
 
     def _apply_one(
         self,
         target: IndexTarget,
         record: DocumentRecord,
         pw: PendingWork,
-        prepared: _Prepared | None,
+        prepared: Prepared | None,
         report: IndexReport,
     ) -> Applied | None:
         sink = target.sink

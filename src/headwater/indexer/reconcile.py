@@ -40,6 +40,8 @@ PAGE = 1000
 
 @dataclass
 class SinkDrift:
+    """What reconcile found in one sink: documents missing or out of date, and orphans."""
+
     checked: int = 0
     missing: list[str] = field(default_factory=list)
     revision_mismatch: list[str] = field(default_factory=list)
@@ -55,9 +57,11 @@ class SinkDrift:
 
     @property
     def drifted(self) -> int:
+        """How many documents drifted: those to write again plus the orphans."""
         return len(self.redo) + len(self.orphans)
 
     def as_dict(self) -> dict[str, Any]:
+        """This sink's drift as a JSON-ready dict."""
         return {
             "checked": self.checked,
             "in_sync": self.drifted == 0,
@@ -79,6 +83,7 @@ class ReconcileReport(JsonView):
     repair: bool
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict: each sink's drift, and whether it was repaired."""
         return {"sinks": {n: d.as_dict() for n, d in self.sinks.items()}, "repair": self.repair}
 
 

@@ -17,6 +17,8 @@ class IndexProgress:
 
 @dataclass
 class IndexReport:
+    """What one indexing pass did: documents replaced, deleted, ACL-updated and failed."""
+
     replaced: int = 0
     deleted: int = 0
     acl_updates: int = 0
@@ -27,6 +29,7 @@ class IndexReport:
     duration_s: float = 0.0
 
     def add(self, other: IndexReport) -> None:
+        """Add ``other``'s counts to this report's."""
         for name in (
             "replaced",
             "deleted",
@@ -40,6 +43,7 @@ class IndexReport:
         self.duration_s += other.duration_s
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         return {
             "documents": {
                 "replaced": self.replaced,

@@ -16,6 +16,8 @@ from headwater.indexer.report import IndexReport
 
 
 class IndexWorker:
+    """A thread that drains pending work each time the sync runner wakes it."""
+
     def __init__(self, drain: Callable[[], IndexReport]) -> None:
         self._drain = drain
         self._wake = threading.Event()
@@ -25,6 +27,7 @@ class IndexWorker:
         self._thread = threading.Thread(target=self._loop, name="headwater-indexer", daemon=True)
 
     def start(self) -> IndexWorker:
+        """Start the worker's thread; returns the worker."""
         self._thread.start()
         return self
 

@@ -120,6 +120,7 @@ def _open_rows(
 
 
 def key_of(source_id: str, stage: str, error_class: str, object_id: str) -> GroupKey:
+    """The group a failure belongs to: source, stage, error class, and extension when it matters."""
     extension = extension_of(object_id) if keeps_extension(stage, error_class) else None
     return GroupKey(source_id, stage, error_class, extension)
 

@@ -43,6 +43,8 @@ def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
 
 
 class FailureLedger:
+    """The failures table: record, resolve, list and drop failure records."""
+
     def __init__(self, engine: Engine, *, max_attempts: int = 3) -> None:
         self.engine = engine
         self.max_attempts = max_attempts
@@ -50,6 +52,7 @@ class FailureLedger:
     def write(
         self, conn: Connection, failures: Sequence[FailureWrite], run_id: str | None, now: datetime
     ) -> None:
+        """Record ``failures`` in ``conn``'s transaction, counting attempts up to dead."""
         for f in failures:
             row = conn.execute(
                 select(
@@ -95,6 +98,7 @@ class FailureLedger:
                 )
 
     def record(self, failures: Sequence[FailureWrite], run_id: str | None = None) -> None:
+        """Record ``failures`` in a transaction of their own."""
         with begin_write(self.engine) as conn:
             self.write(conn, failures, run_id, utcnow())
 
@@ -105,6 +109,7 @@ class FailureLedger:
         now: datetime,
         stages: Sequence[str] = SOURCE_STAGES,
     ) -> None:
+        """Mark the open failures of ``document_ids`` at ``stages`` resolved, in ``conn``."""
         for part in _chunks(list(document_ids)):
             conn.execute(
                 update(t.failures)
@@ -145,6 +150,7 @@ class FailureLedger:
         return int(result.rowcount or 0)
 
     def resolve(self, document_ids: Sequence[str], stages: Sequence[str]) -> None:
+        """Mark the open failures of ``document_ids`` at ``stages`` resolved."""
         with begin_write(self.engine) as conn:
             self.resolve_in(conn, document_ids, utcnow(), stages)
 
@@ -199,6 +205,7 @@ class FailureLedger:
         statuses: Sequence[str] = OPEN,
         limit: int = 1000,
     ) -> list[FailureRecord]:
+        """Failure records with these statuses, optionally of one source and stage."""
         query = select(t.failures).where(t.failures.c.status.in_(list(statuses)))
         if source_id:
             query = query.where(t.failures.c.source_id == source_id)
@@ -222,11 +229,13 @@ class FailureLedger:
             return entries_of(conn, key, statuses)
 
     def get(self, entry_id: int) -> FailureRecord | None:
+        """The failure record with ``entry_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(select(t.failures).where(t.failures.c.entry_id == entry_id)).first()
         return FailureRecord.from_row(row) if row else None
 
     def drop(self, entry_ids: Sequence[int]) -> int:
+        """Delete the failure records ``entry_ids``; returns how many were deleted."""
         with begin_write(self.engine) as conn:
             result = conn.execute(
                 delete(t.failures).where(t.failures.c.entry_id.in_(list(entry_ids)))

@@ -45,6 +45,7 @@ class GarbageReport(JsonView):
     dry_run: bool = False
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         return {
             "scanned": self.scanned,
             "removed": self.removed,

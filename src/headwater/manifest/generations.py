@@ -70,6 +70,8 @@ def generation_key(index_name: str, generation: int) -> str:
 
 @dataclass(frozen=True)
 class Generation:
+    """One generation of an index: number, state, index version, settings and times."""
+
     index_name: str
     generation: int
     state: str
@@ -81,14 +83,17 @@ class Generation:
 
     @property
     def key(self) -> str:
+        """The name its applied revisions and failures are recorded under."""
         return generation_key(self.index_name, self.generation)
 
     @property
     def label(self) -> str:
+        """``index@generation``, as messages show it."""
         return f"{self.index_name}@{self.generation}"
 
     @classmethod
     def from_row(cls, row: Any) -> Generation:
+        """The generation of a ``generations`` row."""
         m = row._mapping
         return cls(
             index_name=m["index_name"],
@@ -109,6 +114,7 @@ class Generations:
         self.engine = engine
 
     def all(self, index_name: str | None = None) -> list[Generation]:
+        """Every generation, or those of ``index_name``, by index name and number."""
         query = select(g).order_by(g.c.index_name, g.c.generation)
         if index_name is not None:
             query = query.where(g.c.index_name == index_name)
@@ -116,6 +122,7 @@ class Generations:
             return [Generation.from_row(r) for r in conn.execute(query)]
 
     def get(self, index_name: str, generation: int) -> Generation:
+        """The generation ``generation`` of ``index_name`` (NotFoundError when there is none)."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(g).where(g.c.index_name == index_name, g.c.generation == generation)
@@ -128,10 +135,12 @@ class Generations:
         return Generation.from_row(row)
 
     def live(self, index_name: str) -> Generation | None:
+        """The live generation of ``index_name``, or None."""
         found = [x for x in self.all(index_name) if x.state == LIVE]
         return found[0] if found else None
 
     def list(self, index_name: str | None = None) -> builtins.list[Generation]:
+        """The same as ``all``."""
         return self.all(index_name)
 
     def writable(self, index_name: str) -> builtins.list[Generation]:
@@ -139,6 +148,7 @@ class Generations:
         return [x for x in self.all(index_name) if x.state in WRITE_STATES]
 
     def in_progress(self, index_name: str) -> Generation | None:
+        """The newest generation of ``index_name`` still being built, or None."""
         found = [x for x in self.all(index_name) if x.state in IN_PROGRESS]
         return found[-1] if found else None
 

@@ -23,6 +23,8 @@ di = t.document_indexes
 
 @dataclass(frozen=True)
 class PendingWork:
+    """A document an index must apply, with the revision and signature it applied last."""
+
     document: DocumentRecord
     applied_revision: int | None
     applied_signature: str | None
@@ -31,6 +33,8 @@ class PendingWork:
 
 @dataclass(frozen=True)
 class Applied:
+    """What a sink confirmed for one document: revision, signature, pipeline and chunks."""
+
     document_id: str
     revision: int
     signature: str | None
@@ -39,6 +43,8 @@ class Applied:
 
 
 class IndexState:
+    """Which revision of each document each index applied (``document_index``)."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
@@ -68,6 +74,7 @@ class IndexState:
         after: str = "",
         only: Sequence[str] | None = None,
     ) -> list[PendingWork]:
+        """Up to ``limit`` documents pending for the index, by document id after ``after``."""
         join = d.outerjoin(
             di, and_(di.c.document_id == d.c.document_id, di.c.index_name == index_name)
         )
@@ -94,6 +101,7 @@ class IndexState:
             ]
 
     def pending_count(self, index_name: str, index_version: str) -> int:
+        """How many documents are pending for the index."""
         join = d.outerjoin(
             di, and_(di.c.document_id == d.c.document_id, di.c.index_name == index_name)
         )
@@ -107,6 +115,7 @@ class IndexState:
             )
 
     def record_applied(self, index_name: str, applied: Sequence[Applied]) -> None:
+        """Record what the index's sink confirmed for these documents."""
         if not applied:
             return
         now = utcnow()
@@ -130,6 +139,7 @@ class IndexState:
             )
 
     def for_document(self, document_id: str) -> dict[str, tuple[int, int]]:
+        """Each index's applied revision and chunk count for ``document_id``."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(di.c.index_name, di.c.applied_revision, di.c.chunks).where(
@@ -141,6 +151,7 @@ class IndexState:
     def applied_map(
         self, index_name: str, document_ids: Sequence[str]
     ) -> dict[str, tuple[int, int]]:
+        """The applied revision and chunk count of these documents in one index."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(di.c.document_id, di.c.applied_revision, di.c.chunks).where(
@@ -182,6 +193,7 @@ class IndexState:
                     )
 
     def incomplete_tombstones(self) -> list[str]:
+        """The document ids of tombstones not yet completed."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(t.tombstones.c.document_id).where(t.tombstones.c.completed_at.is_(None))

@@ -117,6 +117,8 @@ def _refuse_if_held(source_id: str, owner: str, holder: str, until: datetime) ->
 
 
 class LeaseLedger:
+    """The leases table: acquire, check, renew and release sources' leases."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
@@ -275,10 +277,12 @@ class Heartbeat:
         )
 
     def start(self) -> Heartbeat:
+        """Start renewing from the heartbeat's thread; returns the heartbeat."""
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop renewing and wait for the thread to end."""
         self._stop.set()
         self._thread.join()
 

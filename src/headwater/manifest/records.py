@@ -43,6 +43,7 @@ class DocumentFields:
 
     @property
     def access(self) -> Access:
+        """The document's ACL as an ``Access``."""
         return Access.from_principals(self.acl)
 
     def values(self) -> dict[str, Any]:
@@ -62,6 +63,7 @@ class DocumentRecord(DocumentFields):
 
     @classmethod
     def from_row(cls, row: Any) -> DocumentRecord:
+        """The record of a ``documents`` row (ACL and metadata decoded from JSON)."""
         m = dict(row._mapping)
         m["acl"] = tuple(json.loads(m["acl"]))
         m["metadata"] = json.loads(m["metadata"])
@@ -79,6 +81,7 @@ class RowVersion:
 
     @classmethod
     def of(cls, record: DocumentFields) -> RowVersion:
+        """The row version ``record`` is at."""
         return cls(record.revision, record.sequence, record.state)
 
 
@@ -110,6 +113,8 @@ class TombstoneWrite:
 
 @dataclass(frozen=True)
 class FailureWrite:
+    """A failure to record for one document at one stage."""
+
     source_id: str
     object_id: str
     document_id: str
@@ -126,6 +131,8 @@ class FailureWrite:
 
 @dataclass(frozen=True)
 class FailureRecord:
+    """A failures row as read from the manifest."""
+
     entry_id: int
     source_id: str
     object_id: str
@@ -149,6 +156,7 @@ class FailureRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> FailureRecord:
+        """The record of a ``failures`` row."""
         m = dict(row._mapping)
         m["permanent"] = bool(m["permanent"])
         return cls(**m)
@@ -156,6 +164,8 @@ class FailureRecord:
 
 @dataclass
 class RunCounts:
+    """The item counts of one run: seen, new, changed, unchanged, deleted, failed, stale."""
+
     seen: int = 0
     new: int = 0
     changed: int = 0
@@ -165,6 +175,7 @@ class RunCounts:
     stale: int = 0
 
     def as_dict(self) -> dict[str, int]:
+        """The counts as a JSON-ready dict."""
         return {
             "seen": self.seen,
             "new": self.new,
@@ -178,6 +189,8 @@ class RunCounts:
 
 @dataclass(frozen=True)
 class RunRecord:
+    """A runs row as read from the manifest."""
+
     run_id: str
     source_id: str
     status: str
@@ -193,6 +206,7 @@ class RunRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> RunRecord:
+        """The record of a ``runs`` row."""
         m = row._mapping
         return cls(
             run_id=m["run_id"],
@@ -229,6 +243,7 @@ class BatchCommit:
     still_failing: list[str] = field(default_factory=list)
 
     def is_empty(self) -> bool:
+        """Whether the batch changes nothing."""
         return not (
             self.writes
             or self.seen

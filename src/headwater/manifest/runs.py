@@ -34,11 +34,14 @@ __all__ = ["LEASE_SECONDS", "Lease", "RunLedger", "lease_owner"]
 
 
 class RunLedger:
+    """The runs, checkpoints and cursors of sources (and their leases)."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.leases = LeaseLedger(engine)
 
     def start(self, source_id: str, window_start: datetime | None, window_end: datetime) -> str:
+        """Record a new run of ``source_id`` over this window; returns its run id."""
         run_id = str(uuid.uuid4())
         with begin_write(self.engine) as conn:
             conn.execute(
@@ -57,11 +60,13 @@ class RunLedger:
         return run_id
 
     def get(self, run_id: str) -> RunRecord | None:
+        """The run ``run_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(select(t.runs).where(t.runs.c.run_id == run_id)).first()
         return RunRecord.from_row(row) if row else None
 
     def latest(self, source_id: str) -> RunRecord | None:
+        """The latest run of ``source_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.runs)
@@ -77,6 +82,7 @@ class RunLedger:
         return latest if latest is not None and latest.status == RUNNING else None
 
     def last_successful(self, source_id: str) -> RunRecord | None:
+        """The latest successful run of ``source_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.runs)
@@ -87,6 +93,7 @@ class RunLedger:
         return RunRecord.from_row(row) if row else None
 
     def mark_resumed(self, run_id: str) -> None:
+        """Record that run ``run_id`` was resumed."""
         with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.runs)
@@ -105,6 +112,7 @@ class RunLedger:
         prune: dict[str, Any] | None = None,
         lease: Lease | None = None,
     ) -> None:
+        """Record the run's end: status, counts, duration, error and prune (fenced by ``lease``)."""
         with begin_write(self.engine) as conn:
             if lease is not None:
                 fence(conn, lease)
@@ -122,6 +130,7 @@ class RunLedger:
             )
 
     def recent(self, source_id: str | None = None, limit: int = 20) -> list[RunRecord]:
+        """The latest ``limit`` runs, newest first, optionally of one source."""
         query = select(t.runs).order_by(desc(t.runs.c.started_at)).limit(limit)
         if source_id:
             query = query.where(t.runs.c.source_id == source_id)
@@ -158,6 +167,7 @@ class RunLedger:
             )
 
     def checkpoint(self, run_id: str) -> str | None:
+        """The cursor last checkpointed by run ``run_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.checkpoints.c.cursor).where(t.checkpoints.c.run_id == run_id)
@@ -165,6 +175,7 @@ class RunLedger:
         return row[0] if row else None
 
     def next_cursor(self, source_id: str) -> str | None:
+        """The cursor the next run of ``source_id`` starts from, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.sources.c.next_cursor).where(t.sources.c.source_id == source_id)
@@ -174,6 +185,7 @@ class RunLedger:
     def set_next_cursor(
         self, source_id: str, cursor: str | None, *, lease: Lease | None = None
     ) -> None:
+        """Set the cursor the next run of ``source_id`` starts from (fenced by ``lease``)."""
         with begin_write(self.engine) as conn:
             if lease is not None:
                 fence(conn, lease)
@@ -184,6 +196,7 @@ class RunLedger:
             )
 
     def last_prune_at(self, source_id: str) -> datetime | None:
+        """When ``source_id`` was last pruned, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.sources.c.last_prune_at).where(t.sources.c.source_id == source_id)
@@ -191,6 +204,7 @@ class RunLedger:
         return as_utc(row[0]) if row and row[0] else None
 
     def set_last_prune_at(self, source_id: str, moment: datetime) -> None:
+        """Record when ``source_id`` was last pruned."""
         with begin_write(self.engine) as conn:
             conn.execute(
                 update(t.sources)

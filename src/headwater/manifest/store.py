@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -26,14 +25,16 @@ from headwater.manifest.generations import PREVIOUS, Generations, generation_key
 from headwater.manifest.groups import GroupLedger
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
+from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
+from headwater.manifest.prunes import PruneLedger
 from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
 from headwater.manifest.runs import RunLedger
 
-CHUNK = 500
 LOCK_MARKERS = ("database is locked", "deadlock", "could not serialize", "lock timeout")
 
 
 def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
+    """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -48,6 +49,7 @@ class Manifest:
         self.index_state = IndexState(engine)
         self.groups = GroupLedger(engine)
         self.generations = Generations(engine)
+        self.prunes = PruneLedger(engine)
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:
@@ -58,6 +60,7 @@ class Manifest:
         return cls(engine, max_attempts=max_attempts)
 
     def close(self) -> None:
+        """Close the manifest's database connections."""
         self.engine.dispose()
 
     @property
@@ -95,6 +98,7 @@ class Manifest:
             )
 
     def document(self, document_id: str) -> DocumentRecord | None:
+        """The document ``document_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.documents).where(t.documents.c.document_id == document_id)
@@ -102,6 +106,7 @@ class Manifest:
         return DocumentRecord.from_row(row) if row else None
 
     def document_by_object(self, source_id: str, object_id: str) -> DocumentRecord | None:
+        """The document of ``object_id`` in ``source_id``, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.documents).where(
@@ -113,6 +118,7 @@ class Manifest:
     def documents_by_object_ids(
         self, source_id: str, object_ids: Sequence[str]
     ) -> dict[str, DocumentRecord]:
+        """The documents of these object ids in ``source_id``, by object id."""
         found: dict[str, DocumentRecord] = {}
         with self.engine.connect() as conn:
             for part in chunked(list(object_ids)):
@@ -127,6 +133,7 @@ class Manifest:
         return found
 
     def documents_by_ids(self, document_ids: Sequence[str]) -> dict[str, DocumentRecord]:
+        """The documents with these ids, by document id."""
         found: dict[str, DocumentRecord] = {}
         with self.engine.connect() as conn:
             for part in chunked(list(document_ids)):
@@ -180,6 +187,7 @@ class Manifest:
         return row[0] if row else None
 
     def tombstone_sequences(self, document_ids: Sequence[str]) -> dict[str, int | None]:
+        """The source sequence of each tombstone among ``document_ids``."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(t.tombstones.c.document_id, t.tombstones.c.sequence).where(
@@ -189,6 +197,7 @@ class Manifest:
             return {r[0]: r[1] for r in rows}
 
     def count_documents(self, source_id: str, state: str = ACTIVE) -> int:
+        """How many documents of ``source_id`` are in ``state``."""
         with self.engine.connect() as conn:
             return int(
                 conn.execute(
@@ -213,51 +222,11 @@ class Manifest:
 
     def record_enumeration(self, run_id: str, object_ids: Iterable[str]) -> int:
         """Store a full enumeration in batches (bounded memory); returns the count."""
-        total = 0
-        batch: list[str] = []
-        with begin_write(self.engine) as conn:
-            conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
-        for object_id in object_ids:
-            batch.append(object_id)
-            if len(batch) >= CHUNK:
-                total += self._insert_enumerated(run_id, batch)
-                batch = []
-        if batch:
-            total += self._insert_enumerated(run_id, batch)
-        return total
-
-    def _insert_enumerated(self, run_id: str, batch: list[str]) -> int:
-        unique = sorted(set(batch))
-        with begin_write(self.engine) as conn:
-            existing = {
-                r[0]
-                for r in conn.execute(
-                    select(t.enumerations.c.object_id).where(
-                        t.enumerations.c.run_id == run_id, t.enumerations.c.object_id.in_(unique)
-                    )
-                )
-            }
-            fresh = [{"run_id": run_id, "object_id": o} for o in unique if o not in existing]
-            if fresh:
-                conn.execute(insert(t.enumerations), fresh)
-        return len(unique)
-
-    def _prune_condition(self, source_id: str, run_id: str, by_enumeration: bool) -> Any:
-        """Active documents of a source that ``run_id`` did not see (or did not list)."""
-        docs = t.documents.c
-        missing: Any
-        if by_enumeration:
-            listed = select(t.enumerations.c.object_id).where(t.enumerations.c.run_id == run_id)
-            missing = docs.object_id.not_in(listed)
-        else:
-            missing = (docs.last_seen_run.is_(None)) | (docs.last_seen_run != run_id)
-        return (docs.source_id == source_id) & (docs.state == ACTIVE) & missing
+        return self.prunes.record_enumeration(run_id, object_ids)
 
     def count_prune_candidates(self, source_id: str, run_id: str, *, by_enumeration: bool) -> int:
         """How many documents a prune after ``run_id`` would delete (one COUNT query)."""
-        condition = self._prune_condition(source_id, run_id, by_enumeration)
-        with self.engine.connect() as conn:
-            return int(conn.execute(select(func.count()).where(condition)).scalar_one())
+        return self.prunes.count_prune_candidates(source_id, run_id, by_enumeration=by_enumeration)
 
     def prune_candidates(
         self,
@@ -269,33 +238,21 @@ class Manifest:
         limit: int = CHUNK,
     ) -> list[DocumentRecord]:
         """One page of prune candidates in document_id order after ``after`` (keyset)."""
-        condition = self._prune_condition(source_id, run_id, by_enumeration)
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(t.documents)
-                .where(condition, t.documents.c.document_id > after)
-                .order_by(t.documents.c.document_id)
-                .limit(limit)
-            )
-            return [DocumentRecord.from_row(r) for r in rows]
+        return self.prunes.prune_candidates(
+            source_id, run_id, by_enumeration=by_enumeration, after=after, limit=limit
+        )
 
     def iter_prune_candidates(
         self, source_id: str, run_id: str, *, by_enumeration: bool, page: int = CHUNK
     ) -> Iterator[list[DocumentRecord]]:
         """Every prune candidate, a page at a time; never the whole list in memory."""
-        after = ""
-        while True:
-            batch = self.prune_candidates(
-                source_id, run_id, by_enumeration=by_enumeration, after=after, limit=page
-            )
-            if not batch:
-                return
-            yield batch
-            after = batch[-1].document_id
+        return self.prunes.iter_prune_candidates(
+            source_id, run_id, by_enumeration=by_enumeration, page=page
+        )
 
     def clear_enumeration(self, run_id: str) -> None:
-        with begin_write(self.engine) as conn:
-            conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
+        """Delete the enumeration stored for run ``run_id``."""
+        self.prunes.clear_enumeration(run_id)
 
     # -- the batch commit ------------------------------------------------------------
 

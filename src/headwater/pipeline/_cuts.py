@@ -26,6 +26,8 @@ class ChunkWork:
 
 @dataclass(frozen=True, slots=True)
 class Unit:
+    """One unit of text (a sentence, line or item) between two candidate cuts."""
+
     start: int
     end: int
     gap: int  # kind of the gap before this unit

@@ -31,6 +31,7 @@ EVERYONE = ["public", "group:a", "group:b", "user:x@example.com", "user:y@exampl
 
 
 def sink_context(state_dir: Path, name: str = "test", dimension: int = DIMENSION) -> SinkContext:
+    """A SinkContext for a conformance check's sink under ``state_dir``."""
     return SinkContext(name=name, state_dir=state_dir, dimension=dimension)
 
 
@@ -57,6 +58,7 @@ def _normalized(values: Sequence[float]) -> list[float]:
 
 
 def make_document(name: str, access: Access, source: str = "docs") -> IndexDocument:
+    """A test document named ``name`` with ``access``, in source ``source``."""
     return IndexDocument(
         document_id=document_id("tenant", "test", source, name),
         source=source,
@@ -96,6 +98,7 @@ def ask(
     k: int = 10,
     sources: Sequence[str] | None = None,
 ) -> SearchRequest:
+    """A search request in ``mode`` (public caller, top 10, by default)."""
     return SearchRequest(
         text=text, vector=vector, principals=list(principals), k=k, mode=mode, sources=sources
     )
@@ -122,6 +125,7 @@ class SuiteBase:
 
     @pytest.fixture
     def sink(self) -> Iterator[Sink]:  # pragma: no cover - overridden
+        """The sink under test: each conformance class overrides this fixture."""
         raise RuntimeError("override the `sink` fixture in your conformance test class")
 
     @pytest.fixture
@@ -138,6 +142,7 @@ class SuiteBase:
     # ---- helpers ------------------------------------------------------------------
 
     def modes(self, sink: Sink) -> list[SearchMode]:
+        """The search modes ``sink`` declares it supports."""
         found = []
         if sink.capabilities.vector:
             found.append(SearchMode.VECTOR)
@@ -148,8 +153,10 @@ class SuiteBase:
     def find(
         self, sink: Sink, mode: SearchMode, text: str, principals: Sequence[str], k: int = 50
     ) -> list[SearchHit]:
+        """The hits of ``text`` in ``mode`` for ``principals``."""
         vector = unit_vector(text) if mode is not SearchMode.KEYWORD else None
         return sink.search(ask(mode, text=text, vector=vector, principals=principals, k=k))
 
     def ids_of(self, hits: Sequence[SearchHit]) -> list[str]:
+        """The chunk ids of ``hits``, in order."""
         return [hit.chunk_id for hit in hits]

@@ -19,6 +19,8 @@ from headwater.types import Access
 
 
 class GenerationChecks(SuiteBase):
+    """Conformance checks of index generations: separate storage, and dropping one."""
+
     @pytest.fixture
     def open_generation(self, sink: Sink) -> Callable[[int], Sink]:
         """Opens generation N of the same index next to ``sink`` (generation 1)."""
@@ -35,6 +37,7 @@ class GenerationChecks(SuiteBase):
     def test_generations_keep_separate_storage(
         self, sink: Sink, open_generation: Callable[[int], Sink]
     ) -> None:
+        """Two generations of one index hold and find only their own documents."""
         old = make_document("gen-old", Access(public=True))
         new = make_document("gen-new", Access(public=True))
         assert sink.replace(old, make_chunks(old, ["old river", "old lake"]), 1) is (
@@ -55,6 +58,7 @@ class GenerationChecks(SuiteBase):
     def test_drop_deletes_a_generation(
         self, sink: Sink, open_generation: Callable[[int], Sink]
     ) -> None:
+        """Dropping a generation deletes its data and leaves the other generation whole."""
         kept = make_document("gen-kept", Access(public=True))
         gone = make_document("gen-gone", Access(public=True))
         sink.replace(kept, make_chunks(kept, ["kept river"]), 1)

@@ -18,9 +18,12 @@ from headwater.types import Access, SearchMode
 
 
 class LifecycleChecks(SuiteBase):
+    """Conformance checks of failures and lifecycle: torn replace, absent documents, binding."""
+
     def test_failed_replace_leaves_the_old_revision_whole(
         self, sink: Sink, fail_midway: Callable[[Sink], AbstractContextManager[object]]
     ) -> None:
+        """A replace that fails half-way leaves the old revision's chunks, all of them."""
         doc = make_document("fault", Access(public=True))
         old = make_chunks(doc, [f"fault old ember {i}" for i in range(4)])
         new = make_chunks(doc, [f"fault new frost {i}" for i in range(6)])  # same ids 0-3
@@ -48,6 +51,7 @@ class LifecycleChecks(SuiteBase):
             assert len(hits) == 6 or mode is SearchMode.KEYWORD, mode
 
     def test_update_access_of_an_absent_document(self, sink: Sink) -> None:
+        """``update_access`` of a document the sink lacks: ABSENT (STALE below a tombstone)."""
         never = make_document("absent", Access(public=True))
         assert sink.update_access(never.document_id, Access(public=True), 1) is WriteOutcome.ABSENT
         gone = make_document("absent-gone", Access(public=True))
@@ -58,6 +62,7 @@ class LifecycleChecks(SuiteBase):
         assert sink.count(gone.document_id) == 0 and sink.revision(gone.document_id) is None
 
     def test_forgotten_tombstones_no_longer_block(self, sink: Sink) -> None:
+        """After ``forget_tombstones`` a re-created document is written again."""
         doc = make_document("forget", Access(public=True))
         live = make_document("forget-live", Access(public=True))
         sink.replace(doc, make_chunks(doc, ["forget me"]), 1)
@@ -73,6 +78,7 @@ class LifecycleChecks(SuiteBase):
     def test_a_binding_changes_only_when_asked_and_empties_only_when_asked(
         self, sink: Sink, reopen: Callable[[], Sink] | None
     ) -> None:
+        """The manifest binding is kept by writes and reopening; only ``bind`` changes it."""
         assert sink.bound_manifest() is None
         sink.bind("manifest-one")
         doc = make_document("bound", Access(public=True))

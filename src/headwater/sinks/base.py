@@ -40,6 +40,8 @@ class SinkOptions(BaseModel):
 
 @dataclass(frozen=True)
 class SinkCapabilities:
+    """What a sink can search by: vectors, keywords, or both."""
+
     vector: bool
     keyword: bool
 
@@ -57,6 +59,8 @@ class SinkContext:
 
 
 class WriteOutcome(StrEnum):
+    """What a sink did with a write: applied, stale (older than held) or absent."""
+
     APPLIED = "applied"
     STALE = "stale"
     ABSENT = "absent"  # update_access: the sink holds no live chunks of the document
@@ -89,6 +93,8 @@ class InventoryRow:
 
 @runtime_checkable
 class Sink(Protocol):
+    """The contract of an index: revisioned writes, ACL-filtered search, inventory."""
+
     type_name: ClassVar[str]
     schema_version: ClassVar[str]
     capabilities: ClassVar[SinkCapabilities]
@@ -153,4 +159,5 @@ class Sink(Protocol):
         """Delete everything this generation stores (files, collections) and close."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the sink's connections and files."""

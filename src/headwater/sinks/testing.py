@@ -97,6 +97,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
     # ---- writes -------------------------------------------------------------------
 
     def test_replace_is_idempotent(self, sink: Sink) -> None:
+        """Replacing with the same chunks twice leaves one copy of each."""
         doc = make_document("idem", Access(public=True))
         chunks = make_chunks(doc, ["idem river one", "idem river two", "idem river three"])
         assert sink.replace(doc, chunks, 1) is WriteOutcome.APPLIED
@@ -110,6 +111,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
             assert [h.score for h in again] == pytest.approx([h.score for h in hits]), mode
 
     def test_replace_with_fewer_chunks_leaves_no_extra(self, sink: Sink) -> None:
+        """A replace with fewer chunks leaves none of the old extra ones."""
         doc = make_document("shrink", Access(public=True))
         sink.replace(doc, make_chunks(doc, [f"shrink part {i}" for i in range(5)]), 1)
         smaller = make_chunks(doc, ["shrink new zero", "shrink new one"])
@@ -129,6 +131,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
             assert self.ids_of(hits) == [renamed[0].chunk.chunk_id], mode
 
     def test_delete_leaves_zero(self, sink: Sink) -> None:
+        """A delete leaves no chunk of the document."""
         doc = make_document("gone", Access(public=True))
         sink.replace(doc, make_chunks(doc, ["gone alpha", "gone beta"]), 1)
         assert sink.delete(doc.document_id, 2) is WriteOutcome.APPLIED
@@ -140,6 +143,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
         assert sink.delete(doc.document_id, 2) is WriteOutcome.APPLIED  # replayed delete
 
     def test_update_access_changes_visibility_not_vectors(self, sink: Sink) -> None:
+        """``update_access`` changes who finds the chunks, not the chunks."""
         doc = make_document("acl", Access(users=("x@example.com",), groups=("a",)))
         sink.replace(doc, make_chunks(doc, ["acl harbour one", "acl harbour two"]), 1)
         x = caller_principals("x@example.com")
@@ -165,6 +169,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
         return [(h.chunk_id, round(h.score, 6)) for h in hits]
 
     def test_stale_writes_change_nothing(self, sink: Sink) -> None:
+        """Writes at a revision older than the held one change nothing."""
         doc = make_document("stale", Access(groups=("a",)))
         current = make_chunks(doc, ["stale current one", "stale current two"])
         sink.replace(doc, current, 5)
@@ -180,6 +185,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
             assert {h.chunk_id for h in hits} == {c.chunk.chunk_id for c in current}, mode
 
     def test_no_resurrection_after_delete(self, sink: Sink) -> None:
+        """A replace older than the delete's revision does not bring the document back."""
         doc = make_document("zombie", Access(public=True))
         chunks = make_chunks(doc, ["zombie text"])
         sink.replace(doc, chunks, 1)
@@ -209,6 +215,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
         return by_chunk
 
     def test_search_never_returns_an_invisible_chunk(self, sink: Sink) -> None:
+        """No caller ever finds a chunk its principals may not read, in any mode."""
         by_chunk = self._mixed_corpus(sink)
         for caller in CALLERS:
             visible = {
@@ -223,6 +230,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
                     assert {h.chunk_id for h in hits} == visible, f"{mode}: {caller} missed hits"
 
     def test_nobody_sees_a_document_without_acl(self, sink: Sink) -> None:
+        """A document with an empty ACL is stored but found by nobody."""
         doc = make_document("secret", Access.nobody())
         sink.replace(doc, make_chunks(doc, ["secret vault"]), 1)
         assert sink.count(doc.document_id) == 1
@@ -230,6 +238,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
             assert self.find(sink, mode, "secret vault", EVERYONE) == [], mode
 
     def test_filtering_does_not_starve_results(self, sink: Sink) -> None:
+        """The ACL filter still returns ``k`` hits when most near chunks are hidden."""
         query = unit_vector("starve query")
         hidden = Access(groups=("hidden",))
         for i in range(40):
@@ -248,6 +257,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
             assert all(h.title.startswith("Title of far") for h in hits), mode
 
     def test_sources_filter(self, sink: Sink) -> None:
+        """A search limited to sources finds only their documents."""
         for source in ("wiki", "drive", "mail"):
             doc = make_document("same-name", Access(public=True), source=source)
             sink.replace(doc, make_chunks(doc, [f"sources meadow {source}"]), 1)
@@ -263,6 +273,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
                 assert {h.source for h in sink.search(req)} == expected, (mode, sources)
 
     def test_scores_rank_best_first(self, sink: Sink) -> None:
+        """Hits come best first, scores never rising, with the document's locator and title."""
         doc = make_document("rank", Access(public=True))
         sink.replace(doc, make_chunks(doc, ["rank cedar", "rank birch", "rank maple"]), 1)
         for mode in self.modes(sink):
@@ -273,6 +284,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
             assert hits[0].document_id == doc.document_id and hits[0].ordinal == 1
 
     def test_k_limits_results(self, sink: Sink) -> None:
+        """A search returns at most ``k`` hits."""
         self._mixed_corpus(sink)
         for mode in self.modes(sink):
             assert len(self.find(sink, mode, "mixed lantern", EVERYONE, k=3)) == 3, mode
@@ -281,6 +293,7 @@ class SinkConformance(LifecycleChecks, GenerationChecks):
     # ---- inventory and persistence ------------------------------------------------
 
     def test_inventory_lists_exactly_live_documents(self, sink: Sink) -> None:
+        """The inventory lists exactly the live documents with their chunk counts."""
         docs = [make_document(f"inv{i}", Access(public=True)) for i in range(4)]
         for i, doc in enumerate(docs):
             sink.replace(doc, make_chunks(doc, [f"inv {i} {j}" for j in range(i + 1)]), 10 + i)

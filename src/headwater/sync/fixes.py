@@ -63,6 +63,7 @@ class Fix(JsonView):
     detail: str
 
     def as_dict(self) -> dict[str, str]:
+        """The fix as a JSON-ready dict."""
         return {"kind": self.kind, "line": self.line, "where": self.where, "detail": self.detail}
 
 
@@ -244,6 +245,7 @@ class CauseReport(JsonView):
     fix: Fix
 
     def as_dict(self) -> dict[str, object]:
+        """The group and its fix as a JSON-ready dict."""
         g, k = self.group, self.group.key
         return {
             "source": k.source_id,
@@ -267,9 +269,11 @@ class FailureSummary(JsonView):
 
     @property
     def total(self) -> int:
+        """The number of open failures across all groups."""
         return sum(c.group.count for c in self.groups)
 
     def as_dict(self) -> dict[str, object]:
+        """The summary as a JSON-ready dict."""
         return {"total": self.total, "groups": [c.as_dict() for c in self.groups]}
 
 

@@ -1,34 +1,28 @@
-"""Turning one connector item into a manifest change: the version gates.
+"""Turning one connector item into a manifest change: the version gates applied.
 
-Gate 1 compares the source's version hint with the manifest before any content is read;
-gate 2 compares the checksum of the normalized text after parsing. Both also require the
-pipeline version to be unchanged (invariant 3); ``decide`` is that rule as a pure
-function, tested as a table (tests/core/test_core_skip_rule.py). Ordering: an upsert
-older than the recorded source sequence, or not newer than a tombstone's, is ``stale``
-(invariant 5).
+``BatchBuilder`` runs each item of a batch through the gates (the pure rules of
+``sync.decisions``: the skip rule ``decide``, the inferred-delete budget) and collects the
+batch the runner commits. Ordering: an upsert older than the recorded source sequence,
+or not newer than a tombstone's, is ``stale`` (invariant 5).
 
-Nothing here writes the manifest: ``BatchBuilder`` decides and collects the batch the
-runner commits. It is not free of effects, though: for a document that passes gate 1 it
-fetches the content through the connector (``fetch``, for a ``fetch_ref``) and stores the
-parsed text in the content store (``ContentStore.put``) before the batch commits.
+Nothing here writes the manifest, but it is not free of effects: for a document that
+passes gate 1 it fetches the content through the connector (``fetch``, for a
+``fetch_ref``) and stores the parsed text in the content store (``ContentStore.put``)
+before the batch commits. The names of ``sync.decisions`` are re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from enum import StrEnum
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from headwater.errors import ConfigError, ItemError, TransientError
-from headwater.identity import content_checksum, document_id
+from headwater.identity import content_checksum
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import (
     ACTIVE,
     DELETED,
     BatchCommit,
-    DocumentFields,
     DocumentRecord,
     DocumentWrite,
     FailureWrite,
@@ -36,123 +30,34 @@ from headwater.manifest.records import (
     RunCounts,
     TombstoneWrite,
 )
-from headwater.pipeline.parse import PARSED_METADATA_KEYS, ParseOptions, parse
-from headwater.types import Access, Deleted, Failure, MetadataValue, SourceDocument
+from headwater.pipeline.parse import PARSED_METADATA_KEYS, parse
+from headwater.sync.decisions import (
+    DELETED_IN_SOURCE,
+    EMPTIED,
+    INFERRED_DELETED,
+    Decision,
+    InferredDeletes,
+    Outcome,
+    SourceIdentity,
+    acl_only_write,
+    decide,
+    signature_of,
+)
+from headwater.types import Deleted, Failure, MetadataValue, SourceDocument
 
-
-class Decision(StrEnum):
-    """What invariant 3 allows for one source document (see ``decide``)."""
-
-    SKIP_BY_HINT = "skip_by_hint"  # the version hint proves the content unchanged: read nothing
-    FETCH = "fetch"  # the content may have changed: read and parse it, then decide again
-    SKIP_BY_CHECKSUM = "skip_by_checksum"  # same normalized content: keep the revision
-    REPROCESS = "reprocess"  # new or changed content, or a new content version
-
-
-def decide(
-    record: DocumentRecord | None,
-    item: SourceDocument,
-    content_version: str,
-    *,
-    checksum: str | None = None,
-    trust_hint: bool = True,
-) -> Decision:
-    """The skip rule (invariant 3) as a pure function.
-
-    Called first without ``checksum`` (before any content is read), then again with the
-    checksum of the parsed text when the first answer was ``FETCH``. A document is skipped
-    only when the manifest holds it active at the same content version and either its
-    version hint or its checksum is unchanged; ``trust_hint=False`` (``sync --full``)
-    ignores the hint so the content is read and compared by checksum. Only the normalized
-    text enters the checksum, never volatile data such as fetch times or request ids.
-    """
-    current = (
-        record is not None and record.state == ACTIVE and record.pipeline_version == content_version
-    )
-    if checksum is None:
-        if current and trust_hint and record is not None and record.source_version == item.version:
-            return Decision.SKIP_BY_HINT
-        return Decision.FETCH
-    if current and record is not None and record.checksum == checksum:
-        return Decision.SKIP_BY_CHECKSUM
-    return Decision.REPROCESS
-
-
-class Outcome(StrEnum):
-    NEW = "new"
-    CHANGED = "changed"
-    UNCHANGED = "unchanged"
-    STALE = "stale"
-    FAILED = "failed"
-    DELETED = "deleted"
-    IGNORED = "ignored"
-
-
-def signature_of(
-    checksum: str, title: str, locator: str, metadata: Mapping[str, MetadataValue]
-) -> str:
-    """What a sink shows besides the ACL: a change here means the chunks must be re-written."""
-    payload = json.dumps([checksum, title, locator, dict(metadata)], sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:
-    """The same row with a new ACL and the next revision: an ACL-only change."""
-    values = {f.name: getattr(record, f.name) for f in fields(DocumentFields)}
-    values.update(acl=acl, revision=record.revision + 1)
-    return DocumentWrite(**values, is_new=False)
-
-
-@dataclass
-class SourceIdentity:
-    tenant: str
-    source_type: str
-    source_id: str
-    default_access: Access
-    pipeline_version: str
-    parse_options: ParseOptions = field(default_factory=ParseOptions)
-
-    def document_id(self, object_id: str) -> str:
-        return document_id(self.tenant, self.source_type, self.source_id, object_id)
-
-
-DELETED_IN_SOURCE = "deleted_in_source"  # the source reported the delete
-INFERRED_DELETED = "inferred_deleted"  # concluded from a 404/410 or a noindex
-EMPTIED = "empty_document"  # the document's content has no text left
-
-
-@dataclass
-class InferredDeletes:
-    """The budget of deletes a connector only inferred (404/410, ``inferred``), across runs.
-
-    Of the documents the source held recently (``active`` now plus the ``held``
-    tombstones of deletes inferred earlier and not yet purged, i.e. within the tombstone
-    retention), at most ``max_fraction`` may be gone by inference; a single one is always
-    allowed when none is held. So a lasting 404 storm stops at the fraction instead of
-    taking a fraction (or one page) more every run. The rest stay active and the run
-    reports the prune blocked; ``force`` applies them as confirmed deletes.
-    """
-
-    active: int
-    max_fraction: float
-    force: bool = False
-    held: int = 0
-    applied: int = 0
-    blocked: int = 0
-
-    def allow(self) -> bool:
-        wanted = self.held + self.applied + 1
-        if self.force or wanted <= 1 or wanted <= self.max_fraction * self.base:
-            self.applied += 1
-            return True
-        self.blocked += 1
-        return False
-
-    @property
-    def base(self) -> int:
-        """The documents the fraction is of: those active at the run's start and those
-        whose deletes were inferred within the retention."""
-        return self.active + self.held
+__all__ = [
+    "DELETED_IN_SOURCE",
+    "EMPTIED",
+    "INFERRED_DELETED",
+    "BatchBuilder",
+    "Decision",
+    "InferredDeletes",
+    "Outcome",
+    "SourceIdentity",
+    "acl_only_write",
+    "decide",
+    "signature_of",
+]
 
 
 @dataclass
@@ -208,6 +113,7 @@ class BatchBuilder:
             self.commit.seen.append(record.document_id)
 
     def add_failure(self, failure: Failure) -> Outcome:
+        """Record a connector's failure item: a failure record, its object kept as present."""
         self.counts.seen += 1
         if failure.prefix:  # an unreadable folder: everything known under it is present
             self.commit.seen_prefixes.append((self.source.source_id, failure.object_id))
@@ -216,6 +122,7 @@ class BatchBuilder:
         )
 
     def add_deleted(self, item: Deleted) -> Outcome:
+        """Decide a delete item: tombstone, stale, or ignored (unknown, or over budget)."""
         record = self.existing.get(item.object_id)
         if record is None or record.state != ACTIVE:
             return Outcome.IGNORED
@@ -244,6 +151,7 @@ class BatchBuilder:
             self.tombstone(record, EMPTIED, doc.sequence)
 
     def tombstone(self, record: DocumentRecord, reason: str, sequence: int | None = None) -> None:
+        """Add a tombstone of ``record`` for ``reason`` to the batch."""
         self.commit.tombstones.append(
             TombstoneWrite(
                 document_id=record.document_id,
@@ -292,6 +200,7 @@ class BatchBuilder:
         self.counts.deleted += 1
 
     def add_document(self, doc: SourceDocument) -> Outcome:
+        """Pass one document through both gates and add what they decide to the batch."""
         self.counts.seen += 1
         src = self.source
         doc_id = src.document_id(doc.object_id)

@@ -27,7 +27,7 @@ from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
 from headwater.manifest.records import ACTIVE, BatchCommit
 from headwater.manifest.runs import lease_owner
 from headwater.manifest.store import Manifest
-from headwater.sync.gates import SourceIdentity, acl_only_write
+from headwater.sync.decisions import SourceIdentity, acl_only_write
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access
 
@@ -50,6 +50,7 @@ class PermissionReport:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         return {
             "source": self.source,
             "status": self.status,
@@ -70,10 +71,12 @@ class PermissionResult:
     index: IndexReport = field(default_factory=IndexReport)
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict: each source's report and the indexing."""
         return {"sources": [s.as_dict() for s in self.sources], "index": self.index.as_dict()}
 
     @property
     def failed(self) -> bool:
+        """Whether any source's permission sync failed."""
         return any(s.status == "failed" for s in self.sources)
 
 
@@ -112,6 +115,7 @@ class PermissionSync:
         self.connector = connector
 
     def run(self, lease_seconds: int = LEASE_SECONDS) -> PermissionReport:
+        """List the source's permissions and groups under its lease and record the changes."""
         sid = self.source.source_id
         report = PermissionReport(sid)
         listing = isinstance(self.connector, PermissionListing)

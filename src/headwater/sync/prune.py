@@ -17,12 +17,13 @@ from typing import Protocol
 
 from headwater.clock import utcnow
 from headwater.connectors.base import Connector, Enumerating
-from headwater.errors import Cancelled
+from headwater.errors import Cancelled, LeaseLost, ListingCapped
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import Lease
 from headwater.manifest.records import BatchCommit, RunCounts
 from headwater.manifest.store import Manifest
-from headwater.sync.gates import BatchBuilder, SourceIdentity
+from headwater.sync.decisions import InferredDeletes, SourceIdentity
+from headwater.sync.gates import BatchBuilder
 from headwater.sync.report import PruneReport, PruneResult
 from headwater.sync.settings import SourceSettings
 from headwater.types import COUNT_EVERY, CountProgress
@@ -37,10 +38,24 @@ class PruneOptions(Protocol):
     """What a prune needs of the run's options (``SyncOptions`` has both)."""
 
     @property
-    def force_prune(self) -> bool: ...
+    def force_prune(self) -> bool:
+        """Whether to prune past the safety fraction."""
 
     @property
-    def on_batch(self) -> Callable[[], None] | None: ...
+    def on_batch(self) -> Callable[[], None] | None:
+        """Called after each committed batch of deletes, if set."""
+
+
+class ReadPruneOptions(PruneOptions, Protocol):
+    """What a prune after a read needs of the run's options (``SyncOptions`` has it all)."""
+
+    @property
+    def prune(self) -> bool:
+        """Whether to enumerate for deletes after a read that lists only changes."""
+
+    @property
+    def cancel(self) -> threading.Event:
+        """Set to stop the enumeration."""
 
 
 class _Forced:
@@ -165,6 +180,7 @@ class Pruner:
     def apply(
         self, run_id: str, by_enumeration: bool, counts: RunCounts, options: PruneOptions
     ) -> PruneReport:
+        """Delete what the complete read or enumeration did not see, within the safety fraction."""
         sid = self.source.source_id
         self.manifest.runs.set_last_prune_at(sid, utcnow())
         report = self._assess(run_id, by_enumeration, options.force_prune)
@@ -205,3 +221,72 @@ class Pruner:
             if options.on_batch:
                 options.on_batch()
         return replace(report, status="done", deleted=deleted)
+
+    def after_read(
+        self, run_id: str, counts: RunCounts, options: ReadPruneOptions
+    ) -> PruneReport | None:
+        """Prune after a complete read: by its listing, or by enumeration when asked."""
+        caps = self.connector.capabilities
+        if caps.full_listing:
+            self.manifest.failures.resolve_vanished(self.source.source_id, run_id)
+            return self.apply(run_id, False, counts, options)
+        if not isinstance(self.connector, Enumerating):
+            return PruneReport(status="unsupported")
+        if options.prune:
+            try:
+                return self.by_enumeration(run_id, counts, options)
+            except (LeaseLost, Cancelled):
+                raise
+            except ListingCapped as exc:  # incomplete as configured: no deletes, no failure
+                log.info(
+                    "enumeration of %s capped; nothing deleted: %s", self.source.source_id, exc
+                )
+                return PruneReport(status="capped", error=str(exc))
+            except Exception as exc:  # a partial enumeration deletes nothing
+                log.warning(
+                    "enumeration of %s failed; nothing deleted: %s", self.source.source_id, exc
+                )
+                counts.failed += 1
+                return PruneReport(
+                    status="enumeration_failed", error=f"{type(exc).__name__}: {exc}"
+                )
+        return None
+
+    def by_enumeration(
+        self, run_id: str, counts: RunCounts, options: ReadPruneOptions
+    ) -> PruneReport:
+        """Prune by the connector's list of every object, when it can enumerate."""
+        if not isinstance(self.connector, Enumerating):
+            return PruneReport(status="unsupported")
+        listed = self.manifest.record_enumeration(
+            run_id, enumerate_objects(self.connector, self._check_lease, cancel=options.cancel)
+        )
+        log.info("enumerated %d objects of %s", listed, self.source.source_id)
+        return self.apply(run_id, True, counts, options)
+
+
+def inferred_blocked_report(source_id: str, inferred: InferredDeletes) -> PruneReport:
+    """The prune report of a run whose inferred deletes went past the safety fraction."""
+    wanted = inferred.applied + inferred.blocked
+    log.warning(
+        "%s: %d of %d inferred deletes (404/410) not applied: past the safety fraction "
+        "(%d inferred earlier, within the tombstone retention)",
+        source_id,
+        inferred.blocked,
+        wanted,
+        inferred.held,
+    )
+    earlier = f" ({inferred.held} more were applied by earlier runs)" if inferred.held else ""
+    return PruneReport(
+        status="blocked",
+        candidates=wanted,
+        active=inferred.active,
+        fraction=(inferred.held + wanted) / max(inferred.base, 1),
+        max_fraction=inferred.max_fraction,
+        deleted=inferred.applied,
+        error=(
+            f"{inferred.blocked} inferred deletes (404/410) were not applied: past "
+            f"prune_max_fraction of the source{earlier}; if the pages are really gone, "
+            "`headwater sync --force` applies them"
+        ),
+    )

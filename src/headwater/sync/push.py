@@ -57,6 +57,7 @@ class PushResult:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict."""
         out: dict[str, Any] = {
             "object_id": self.object_id,
             "document_id": self.document_id,
@@ -71,6 +72,7 @@ class PushResult:
 
 
 def dead_letter_message(version: int) -> str:
+    """The message for a push of a version that is in the dead-letter queue."""
     return (
         f"version {version} of this document failed before and is in the dead-letter "
         "queue, so it is not read again; push a higher version, or drop the entry "

@@ -31,6 +31,7 @@ class Skipped:
     reason: str = UNREADABLE
 
     def as_dict(self) -> dict[str, Any]:
+        """The skipped entry as a JSON-ready dict."""
         return {
             "id": self.entry_id,
             "source": self.source,
@@ -42,11 +43,14 @@ class Skipped:
 
 @dataclass(frozen=True, eq=False)
 class RedriveReport(JsonView):
+    """What a redrive did: entries retried, resolved, and skipped."""
+
     redriven: int
     resolved: int
     skipped: tuple[Skipped, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         data: dict[str, Any] = {
             "redriven": self.redriven,
             "resolved": self.resolved,

@@ -48,6 +48,7 @@ class RemovalReport(JsonView):
     unverified_deletes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         out: dict[str, Any] = {
             "source": self.source,
             "configured": self.configured,
@@ -76,6 +77,7 @@ class SourceState:
 
     @property
     def known(self) -> bool:
+        """Whether the manifest holds anything of the source."""
         return bool(self.documents or self.runs or self.failures)
 
 
@@ -86,6 +88,7 @@ def _count(manifest: Manifest, table: Table, source_id: str) -> int:
 
 
 def source_state(manifest: Manifest, source_id: str) -> SourceState:
+    """What the manifest holds of ``source_id``: documents, runs and failures."""
     return SourceState(
         source_id=source_id,
         documents=manifest.count_documents(source_id),

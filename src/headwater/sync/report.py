@@ -23,6 +23,7 @@ class PruneReport:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         extra = {"error": self.error} if self.error else {}
         return {
             **extra,
@@ -44,12 +45,15 @@ class PruneResult(JsonView):
     would_delete: tuple[str, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict."""
         listed = {} if self.would_delete is None else {"would_delete": list(self.would_delete)}
         return {"source": self.source, **self.report.as_dict(), **listed}
 
 
 @dataclass(frozen=True)
 class RunReport:
+    """One source run as reported: its status, window, counts and prune."""
+
     run_id: str
     source: str
     source_type: str
@@ -72,6 +76,7 @@ class RunReport:
         resumed: bool = False,
         fetched: int | None = None,
     ) -> RunReport:
+        """The report of the recorded run ``record``."""
         return cls(
             run_id=record.run_id,
             source=record.source_id,
@@ -97,11 +102,13 @@ class RunReport:
 
     @property
     def prune_blocked(self) -> dict[str, Any] | None:
+        """The blocked prune's figures, or None when the prune was not blocked."""
         if self.prune and self.prune.get("status") == "blocked":
             return {k: v for k, v in self.prune.items() if k != "status"}
         return None
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         data: dict[str, Any] = {
             "run_id": self.run_id,
             "source": self.source,
@@ -140,6 +147,7 @@ class SkippedRun:
     reason: str = "busy"
 
     def as_dict(self) -> dict[str, Any]:
+        """The skipped run as a JSON-ready dict."""
         return {
             "source": self.source,
             "reason": self.reason,

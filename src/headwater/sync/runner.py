@@ -11,16 +11,14 @@ source no longer has are deleted by set difference, within the safety fraction.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from headwater import failpoints
 from headwater.clock import as_utc, utcnow
 from headwater.connectors.base import Connector, Enumerating, LazyFetching
-from headwater.errors import Cancelled, HeadwaterError, LeaseLost, ListingCapped, TransientError
+from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
 from headwater.manifest.records import RunCounts
@@ -32,11 +30,12 @@ from headwater.manifest.runs import (
     lease_owner,
 )
 from headwater.manifest.store import Manifest
-from headwater.retry import RetryPolicy, call_with_retry
-from headwater.sync.gates import INFERRED_DELETED, BatchBuilder, InferredDeletes, SourceIdentity
-from headwater.sync.prune import Pruner, enumerate_objects
+from headwater.retry import call_with_retry
+from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
+from headwater.sync.gates import BatchBuilder
+from headwater.sync.prune import Pruner, inferred_blocked_report
 from headwater.sync.report import PruneReport, PruneResult, RunReport
-from headwater.sync.settings import SourceSettings
+from headwater.sync.settings import Progress, SourceSettings, SyncOptions
 from headwater.sync.storable import storable_item
 from headwater.types import (
     Checkpoint,
@@ -50,20 +49,7 @@ from headwater.types import (
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, RunCounts], None]
-
-
-@dataclass
-class SyncOptions:
-    force_prune: bool = False
-    prune: bool = False
-    full: bool = False  # read from the beginning: no cursor, no window start, no hint skips
-    run_attempts: int = 3
-    fetch_policy: RetryPolicy = field(default_factory=RetryPolicy)
-    cancel: threading.Event = field(default_factory=threading.Event)
-    on_batch: Callable[[], None] | None = None
-    progress: Progress | None = None
-    lease_seconds: int = LEASE_SECONDS
+__all__ = ["Progress", "SyncOptions", "SyncRunner", "record_unstarted_run"]
 
 
 def _without_repeats(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
@@ -106,6 +92,8 @@ def record_unstarted_run(
 
 
 class SyncRunner:
+    """Runs one source: reads it in batches through the gates and commits each batch."""
+
     def __init__(
         self,
         manifest: Manifest,
@@ -238,13 +226,13 @@ class SyncRunner:
         prune: PruneReport | None = None
         if completed:
             try:
-                prune = self._prune_after_read(run_id, counts, options)
+                prune = self.pruner.after_read(run_id, counts, options)
             except Cancelled:  # stopped while enumerating for deletes: none decided, redo
                 completed, status = False, CANCELLED
         if completed:
             error = None
             if self._inferred.blocked:
-                prune = self._inferred_blocked_report()
+                prune = inferred_blocked_report(self.source.source_id, self._inferred)
             if counts.failed or self._inferred.blocked:
                 status = COMPLETED_WITH_ERRORS
             runs.set_next_cursor(sid, final.cursor if final is not None else None, lease=self.lease)
@@ -300,32 +288,6 @@ class SyncRunner:
                 pending = []
         self._flush(run_id, pending, last_checkpoint, counts, options, owner)
         return final
-
-    def _inferred_blocked_report(self) -> PruneReport:
-        inferred = self._inferred
-        wanted = inferred.applied + inferred.blocked
-        log.warning(
-            "%s: %d of %d inferred deletes (404/410) not applied: past the safety fraction "
-            "(%d inferred earlier, within the tombstone retention)",
-            self.source.source_id,
-            inferred.blocked,
-            wanted,
-            inferred.held,
-        )
-        earlier = f" ({inferred.held} more were applied by earlier runs)" if inferred.held else ""
-        return PruneReport(
-            status="blocked",
-            candidates=wanted,
-            active=inferred.active,
-            fraction=(inferred.held + wanted) / max(inferred.base, 1),
-            max_fraction=inferred.max_fraction,
-            deleted=inferred.applied,
-            error=(
-                f"{inferred.blocked} inferred deletes (404/410) were not applied: past "
-                f"prune_max_fraction of the source{earlier}; if the pages are really gone, "
-                "`headwater sync --force` applies them"
-            ),
-        )
 
     def _known(self, object_id: str) -> str | None:
         version = self.manifest.known_version(
@@ -402,47 +364,11 @@ class SyncRunner:
             inferred=self._inferred,
         )
 
-    # -- deletes by set difference -------------------------------------------------------
-
-    def _prune_after_read(
-        self, run_id: str, counts: RunCounts, options: SyncOptions
-    ) -> PruneReport | None:
-        caps = self.connector.capabilities
-        if caps.full_listing:
-            self.manifest.failures.resolve_vanished(self.source.source_id, run_id)
-            return self.pruner.apply(run_id, False, counts, options)
-        if not isinstance(self.connector, Enumerating):
-            return PruneReport(status="unsupported")
-        if options.prune:
-            try:
-                return self.prune_by_enumeration(run_id, counts, options)
-            except (LeaseLost, Cancelled):
-                raise
-            except ListingCapped as exc:  # incomplete as configured: no deletes, no failure
-                log.info(
-                    "enumeration of %s capped; nothing deleted: %s", self.source.source_id, exc
-                )
-                return PruneReport(status="capped", error=str(exc))
-            except Exception as exc:  # a partial enumeration deletes nothing
-                log.warning(
-                    "enumeration of %s failed; nothing deleted: %s", self.source.source_id, exc
-                )
-                counts.failed += 1
-                return PruneReport(
-                    status="enumeration_failed", error=f"{type(exc).__name__}: {exc}"
-                )
-        return None
-
     def prune_by_enumeration(
         self, run_id: str, counts: RunCounts, options: SyncOptions
     ) -> PruneReport:
-        if not isinstance(self.connector, Enumerating):
-            return PruneReport(status="unsupported")
-        listed = self.manifest.record_enumeration(
-            run_id, enumerate_objects(self.connector, self._check_lease, cancel=options.cancel)
-        )
-        log.info("enumerated %d objects of %s", listed, self.source.source_id)
-        return self.pruner.apply(run_id, True, counts, options)
+        """Prune by the connector's list of every object, when it can enumerate."""
+        return self.pruner.by_enumeration(run_id, counts, options)
 
     def prune_only(
         self,

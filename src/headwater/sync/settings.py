@@ -1,12 +1,19 @@
-"""The plain settings a sync run needs, built by the workspace from the config.
+"""The plain settings a sync run needs: the source's, and the run's options.
 
 The sync layer never reads ``headwater.config``: the workspace (the composition root)
-turns a source's config section into this frozen dataclass and passes it down.
+turns a source's config section into ``SourceSettings`` and passes it down, with the
+``SyncOptions`` of the run it asks for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from headwater.manifest.leases import LEASE_SECONDS
+from headwater.manifest.records import RunCounts
+from headwater.retry import RetryPolicy
 
 
 @dataclass(frozen=True)
@@ -15,3 +22,21 @@ class SourceSettings:
 
     batch_size: int
     prune_max_fraction: float
+
+
+Progress = Callable[[str, RunCounts], None]
+
+
+@dataclass
+class SyncOptions:
+    """How one sync runs: full or not, pruning, attempts, progress, lease and cancellation."""
+
+    force_prune: bool = False
+    prune: bool = False
+    full: bool = False  # read from the beginning: no cursor, no window start, no hint skips
+    run_attempts: int = 3
+    fetch_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    on_batch: Callable[[], None] | None = None
+    progress: Progress | None = None
+    lease_seconds: int = LEASE_SECONDS

@@ -119,6 +119,7 @@ class ConfluenceConnector:
     # -- validate --------------------------------------------------------------------
 
     def validate(self) -> None:
+        """Look up the configured spaces once, without retries."""
         once = RetryPolicy(attempts=1)
         try:
             ids = self._lookup_spaces(once)
@@ -165,6 +166,7 @@ class ConfluenceConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the spaces' pages and blog posts changed since the checkpoint; return the next."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
         prev: dict[str, dict[str, str]] = state.get("prev", state.get("spaces", {}))
         done: dict[str, dict[str, str]] = dict(state.get("done", {}))

@@ -45,6 +45,8 @@ DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
 class FilesystemOptions(ConnectorOptions):
+    """The filesystem connector's options: the root and the include/exclude globs."""
+
     root: str
     include: list[str] = Field(default_factory=lambda: ["**/*"])
     exclude: list[str] = Field(default_factory=list)
@@ -58,6 +60,8 @@ def matches_any(path: str, patterns: list[str]) -> bool:
 
 
 class FilesystemConnector:
+    """A directory tree as a source, listed in full on every run."""
+
     type_name: ClassVar[str] = "filesystem"
     capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities(
         windowed=False, full_listing=True
@@ -83,6 +87,7 @@ class FilesystemConnector:
                 pass
 
     def validate(self) -> None:
+        """Check that the root exists and is a folder."""
         file = next((p for p in (self.root, *self.root.parents) if p.is_file()), None)
         if file is not None:  # the root, or a folder on its way, is a file
             what = "is a file" if file == self.root else f"lies under {str(file)!r}, a file"
@@ -250,6 +255,7 @@ class FilesystemConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield every selected file (content fetched lazily), resuming after the checkpoint."""
         after = tuple(json.loads(checkpoint.cursor)["after"]) if checkpoint else None
         for found in self._listing(after):
             if isinstance(found, Failure):

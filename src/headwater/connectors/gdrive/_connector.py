@@ -92,6 +92,7 @@ class GdriveConnector:
     # -- validate -------------------------------------------------------------------------
 
     def validate(self) -> None:
+        """Ask Drive who the credentials are, once, without retries."""
         once = RetryPolicy(attempts=1)
         path = "/drive/v3/about"
         try:
@@ -120,6 +121,7 @@ class GdriveConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the files changed since the saved change tokens (all files on a first run)."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
         tokens: dict[str, str] = dict(state.get("tokens", {}))
         done: list[str] = list(state.get("done", []))

@@ -87,6 +87,7 @@ class GitConnector:
         self._mirror = Mirror(path, options.url, options.branch)
 
     def validate(self) -> None:
+        """Check that the remote repository and branch can be reached."""
         self._mirror.probe()
 
     def in_scope(self, object_id: str) -> bool:
@@ -113,6 +114,7 @@ class GitConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the branch's files changed since the commit last synced (all on a first run)."""
         head = self._mirror.update()
         plan = self._plan(checkpoint, head)
         final = Checkpoint(json.dumps({"v": 1, "commit": plan.head, "scope": self._scope}))

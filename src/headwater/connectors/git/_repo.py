@@ -45,6 +45,8 @@ class Entry:
 
 @dataclass(frozen=True)
 class CommitInfo:
+    """The commit that last changed a file: its sha, author and time."""
+
     sha: str
     author: str
     committed_at: datetime
@@ -201,6 +203,7 @@ class Mirror:
     # -- local plumbing ------------------------------------------------------------------
 
     def has_commit(self, sha: str) -> bool:
+        """Whether the mirror holds the commit ``sha``."""
         try:
             self._git("cat-file", "-e", f"{sha}^{{commit}}")
         except HeadwaterError:
@@ -208,6 +211,7 @@ class Mirror:
         return True
 
     def is_ancestor(self, older: str, newer: str) -> bool:
+        """Whether commit ``older`` is an ancestor of commit ``newer``."""
         command = ["git", "-C", str(self.path), "merge-base", "--is-ancestor", older, newer]
         return (
             subprocess.run(command, env={**os.environ, **_ENV}, capture_output=True).returncode == 0
@@ -271,6 +275,7 @@ class Mirror:
         return found
 
     def blob(self, sha: str) -> bytes:
+        """The content of the blob ``sha``."""
         return self._git("cat-file", "blob", sha)
 
 

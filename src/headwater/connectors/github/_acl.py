@@ -36,6 +36,7 @@ def team_name(team: dict[str, Any]) -> str:
 
 
 def fingerprint(access: Access) -> str:
+    """A short stable hash of ``access``."""
     return hashlib.sha256(json.dumps(access.key()).encode()).hexdigest()[:16]
 
 
@@ -50,6 +51,7 @@ class GithubAcl:
         self._team_labels: dict[str, str] = {}  # team:{id} -> "org/Team Name", for people
 
     def repo_access(self, repo: str) -> Access:
+        """Who may read ``repo``: public, or its collaborators' emails and its teams."""
         info = self._client.get(f"/repos/{repo}", permission=PERM_METADATA)
         if not info.get("private", False) and info.get("visibility", "public") == "public":
             return Access(public=True)
@@ -83,6 +85,7 @@ class GithubAcl:
             return []
 
     def email_of(self, login: str) -> str | None:
+        """The public email of the user ``login`` (remembered), or None."""
         if login not in self._emails:
             try:
                 email = self._client.get(f"/users/{login}", permission=PERM_METADATA).get("email")

@@ -62,6 +62,7 @@ class GithubClient:
         )
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._client.close()
 
     def page(
@@ -73,6 +74,7 @@ class GithubClient:
         etag: str | None = None,
         policy: RetryPolicy | None = None,
     ) -> Page:
+        """One page of ``path`` with its Link header and ETag (a conditional GET when given one)."""
         url = path if path.startswith("http") else self.base_url + path
         headers = {"If-None-Match": etag} if etag else {}
 
@@ -88,6 +90,7 @@ class GithubClient:
         return call_with_retry(once, policy or self.policy)
 
     def get(self, path: str, params: Params | None = None, *, permission: str) -> Any:
+        """The JSON body of ``path``."""
         return self.page(path, params, permission=permission).body
 
     def every(self, path: str, params: Params | None = None, *, permission: str) -> list[Any]:

@@ -86,6 +86,7 @@ class JsonCache:
         self.path = path
 
     def load(self) -> dict[str, dict[str, Any]]:
+        """The cached data, or empty when the file is missing or unreadable."""
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
@@ -93,6 +94,7 @@ class JsonCache:
         return data if isinstance(data, dict) else {}
 
     def save(self, data: dict[str, dict[str, Any]]) -> None:
+        """Replace the cached data with ``data`` (written to a temp file, then renamed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temp = self.path.with_suffix(".tmp")
         temp.write_text(json.dumps(data))
@@ -130,6 +132,7 @@ class GithubConnector:
         self._enum_cache = JsonCache(context.state_dir / "github-enumerate-etags.json")
 
     def validate(self) -> None:
+        """Look up each configured repo once, without retries."""
         once = RetryPolicy(attempts=1)
         try:
             for repo in self.options.repos:
@@ -153,6 +156,7 @@ class GithubConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the repos' issues and pull requests updated since the checkpoint."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
         prev: dict[str, dict[str, str]] = state.get("prev", state.get("repos", {}))
         done: dict[str, dict[str, str]] = dict(state.get("done", {}))

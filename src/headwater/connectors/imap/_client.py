@@ -39,6 +39,7 @@ class ImapAddress:
 
     @property
     def where(self) -> str:
+        """``host:port``, as messages show it."""
         return f"{self.host}:{self.port}"
 
 
@@ -90,6 +91,7 @@ class ImapSession:
         self.close()
 
     def close(self) -> None:
+        """Log out, ignoring a connection already gone."""
         with contextlib.suppress(OSError, imaplib.IMAP4.error):
             self._imap.logout()
 

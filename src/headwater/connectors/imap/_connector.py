@@ -90,6 +90,7 @@ class ImapConnector:
         return ImapSession(self.address, self.commands)
 
     def validate(self) -> None:
+        """Log in and open each configured mailbox once."""
         with self._session() as session:
             for mailbox in self.options.mailboxes:
                 session.examine(mailbox)
@@ -97,6 +98,7 @@ class ImapConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the mailboxes' messages newer than the checkpoint's UIDs; return the next."""
         cursor = _load(checkpoint)
         limit = self.options.max_message_bytes
         with self._session() as session:

@@ -21,6 +21,8 @@ from headwater.clock import as_utc
 
 @dataclass(frozen=True)
 class Attachment:
+    """One attachment of a message: its MIME part, file name, media type and bytes."""
+
     part: str
     filename: str
     media_type: str
@@ -29,6 +31,8 @@ class Attachment:
 
 @dataclass(frozen=True)
 class ParsedMessage:
+    """A message read for indexing: subject, body, sender, recipients, date, attachments."""
+
     subject: str
     body: bytes
     media_type: str  # text/plain or text/html, charset=utf-8

@@ -47,12 +47,14 @@ class Grant:
     assignee: bool = False
 
     def fingerprint(self) -> str:
+        """A stable text standing for this grant."""
         text = json.dumps(
             [sorted(self.users), sorted(self.groups), self.public, self.reporter, self.assignee]
         )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def access(self, fields: Mapping[str, Any]) -> Access:
+        """The access this grant gives an issue with ``fields`` (its reporter and assignee)."""
         users = set(self.users)
         for role, wanted in (("reporter", self.reporter), ("assignee", self.assignee)):
             email = (fields.get(role) or {}).get("emailAddress") if wanted else None

@@ -123,6 +123,7 @@ class JiraConnector:
         self._acl = JiraAcl(self._client, context.source_id)
 
     def validate(self) -> None:
+        """Look up each configured project once, without retries."""
         once = RetryPolicy(attempts=1)
         try:
             for key in self.options.projects:
@@ -160,6 +161,7 @@ class JiraConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the projects' issues updated since the checkpoint; return the next."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
         prev: dict[str, dict[str, str]] = state.get("prev", state.get("projects", {}))
         done: dict[str, dict[str, str]] = dict(state.get("done", {}))

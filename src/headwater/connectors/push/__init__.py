@@ -25,6 +25,8 @@ class PushOptions(ConnectorOptions):
 
 
 class PushConnector:
+    """The connector of a push source: documents arrive through the HTTP API."""
+
     type_name: ClassVar[str] = "push"
     capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities(
         windowed=False, full_listing=False
@@ -41,6 +43,7 @@ class PushConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield nothing: a push source is never read."""
         yield from ()
         return checkpoint
 

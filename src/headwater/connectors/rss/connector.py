@@ -44,6 +44,8 @@ from headwater.types import (
 
 
 class RssOptions(ConnectorOptions):
+    """The rss connector's options: the feeds and how entries are read."""
+
     url: str | None = None
     urls: tuple[str, ...] = ()
     fetch_linked_page: bool = False
@@ -77,6 +79,7 @@ class RssOptions(ConnectorOptions):
 
     @property
     def feeds(self) -> list[str]:
+        """The feed URLs, ``url`` first, without repeats."""
         return list(dict.fromkeys([*([self.url] if self.url else []), *self.urls]))
 
 
@@ -142,6 +145,7 @@ class RssConnector:
 
     @property
     def client(self) -> HttpClient:
+        """The HTTP client, made on first use."""
         if self._client is None:
             o = self.options
             self._client = HttpClient(
@@ -157,11 +161,13 @@ class RssConnector:
         return self._client
 
     def close(self) -> None:
+        """Close the HTTP client, if one was made."""
         if self._client is not None:
             self._client.close()
             self._client = None
 
     def validate(self) -> None:
+        """Fetch each feed once and check that it is a feed."""
         for url in self.options.feeds:
             option = "url" if url == self.options.url else "urls"
             fetched = self.client.probe(url, option=option, what="feed")
@@ -176,6 +182,7 @@ class RssConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the feeds' entries in the window; the checkpoint keeps each feed's validators."""
         cursor = _Cursor(checkpoint)
         seen: set[str] = set()
         for url in self.options.feeds:

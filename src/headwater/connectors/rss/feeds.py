@@ -32,6 +32,8 @@ from headwater.types import MetadataValue
 
 @dataclass(frozen=True)
 class FeedEntry:
+    """One entry of a feed: id, link, title, content and time."""
+
     object_id: str
     link: str | None
     title: str
@@ -47,6 +49,7 @@ class FeedEntry:
         return calendar.timegm(self.updated_at.utctimetuple()) * 1_000_000
 
     def version(self, mode: str) -> str:
+        """The entry's version hint in ``mode``: a hash of what the document is made of."""
         stamp = self.updated_at.isoformat() if self.updated_at else ""
         payload = json.dumps([mode, self.title, self.link, self.html, stamp])
         return "sha256:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -104,6 +104,7 @@ class S3Connector:
         )
 
     def validate(self) -> None:
+        """List one key of the prefix once, without retries."""
         self._call("list_objects_v2", attempts=1, Prefix=self.options.prefix, MaxKeys=1)
 
     def _pages(self, start_after: str | None) -> Iterator[tuple[list[dict[str, Any]], str]]:
@@ -137,6 +138,7 @@ class S3Connector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield every object under the prefix (fetched only when changed), page by page."""
         for entries, last_key in self._pages(_resume_key(checkpoint)):
             for entry in entries:
                 item = self._item(entry, known)

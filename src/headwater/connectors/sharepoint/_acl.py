@@ -34,6 +34,7 @@ def group_name(group: Mapping[str, Any]) -> str:
 
 
 def access_from_permissions(source_id: str, permissions: Iterable[Mapping[str, Any]]) -> Access:
+    """The access that Graph ``permissions`` of an item grant."""
     users: set[str] = set()
     groups: set[str] = set()
     public = False

@@ -48,6 +48,7 @@ class GraphClient(BearerClient):
         )
 
     def json(self, url: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        """The JSON object Graph answers for ``url``, or the error its status means."""
         response = self.get(url, headers=headers)
         raise_for_status(response, url)
         body = response.json()
@@ -63,6 +64,7 @@ def _graph_busy(response: httpx.Response) -> str | None:
 
 
 def raise_for_status(response: httpx.Response, url: str) -> None:
+    """Raise the error a non-200 Graph response means (credentials, missing, busy…)."""
     status = response.status_code
     if status == 200:
         return

@@ -92,6 +92,7 @@ class SharepointConnector:
     # -- validate -------------------------------------------------------------------------
 
     def validate(self) -> None:
+        """List the site's document libraries once, without retries."""
         try:
             self._libraries(RetryPolicy(attempts=1))
         except TransientError as exc:
@@ -138,6 +139,7 @@ class SharepointConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield each library's changes since its saved deltaLink (all files on a first run)."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
         links: dict[str, str] = dict(state.get("links", {}))
         done: list[str] = list(state.get("done", []))
@@ -254,6 +256,7 @@ class SharepointConnector:
                 url = body.get("@odata.nextLink")
 
     def fetch(self, ref: str) -> bytes:
+        """The content of the drive item ``ref`` (``drive/item``)."""
         drive, item = ref.split("/", 1)
         url = f"/drives/{drive}/items/{item}/content"
         response = self._client.get(url)

@@ -49,6 +49,8 @@ class SlackClient(BearerClient):
     def call(
         self, method: str, params: dict[str, str] | None = None, policy: RetryPolicy | None = None
     ) -> dict[str, Any]:
+        """The body of the Web API ``method``, with rate limits and passing errors waited out."""
+
         def attempt() -> dict[str, Any]:
             # One attempt of the HTTP call (429 and 5xx are waited out inside it); an
             # ``ok: false`` body with a passing error is waited out here, around it.
@@ -89,6 +91,7 @@ class SlackClient(BearerClient):
 
 
 def raise_for_error(method: str, body: dict[str, Any], params: dict[str, str]) -> None:
+    """Raise the error that a failed Web API body means (credentials, scope, config…)."""
     code = str(body.get("error") or "unknown_error")
     if code in AUTH_ERRORS:
         raise CredentialError(

@@ -35,6 +35,7 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.slack._acl import workspace_principal
 from headwater.connectors.slack._client import SlackApiError, SlackClient
+from headwater.connectors.slack._messages import Message, day_of, in_thread, plain, thread_sig
 from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import (
@@ -48,7 +49,6 @@ from headwater.types import (
     Window,
 )
 
-Message = dict[str, Any]
 # users.info's documented errors for a user it cannot show:
 # https://api.slack.com/methods/users.info#errors
 UNKNOWN_USER = frozenset({"user_not_found", "user_not_visible"})
@@ -62,25 +62,6 @@ class SlackOptions(BearerApiOptions):
     history_days: int = Field(default=90, ge=1)
     base_url: str = Field(default="https://slack.com/api", pattern=r"^https?://")
     page_size: int = Field(default=200, ge=1, le=1000)
-
-
-def day_of(ts: str) -> str:
-    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d")
-
-
-def in_thread(message: Message) -> bool:
-    """A thread root with replies (a plain message has no ``reply_count``)."""
-    return int(message.get("reply_count") or 0) > 0
-
-
-def plain(message: Message) -> bool:
-    """A user's message outside threads (joins, topic changes and tombstones are not)."""
-    return not message.get("subtype") or message.get("subtype") == "thread_broadcast"
-
-
-def thread_sig(root: Message) -> str:
-    edited = (root.get("edited") or {}).get("ts", "")
-    return f"{root['ts']}:{root.get('latest_reply', '')}:{root.get('reply_count', 0)}:{edited}"
 
 
 class SlackConnector:
@@ -109,6 +90,7 @@ class SlackConnector:
     # -- validate -------------------------------------------------------------------------
 
     def validate(self) -> None:
+        """Check the token with ``auth.test`` once, without retries."""
         once = RetryPolicy(attempts=1)
         try:
             self._client.call("auth.test", policy=once)
@@ -171,6 +153,7 @@ class SlackConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield each channel's new history since its saved ``oldest``; return the next."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
         channels: dict[str, Any] = dict(state.get("channels", {}))
         done: list[str] = list(state.get("done", []))

@@ -215,6 +215,7 @@ class SqlConnector:
     # -- the contract --------------------------------------------------------------------
 
     def validate(self) -> None:
+        """Read one row of the table or query once, without retries."""
         stmt = sa.select(*self._source.c).limit(1)
 
         def probe() -> None:
@@ -226,6 +227,7 @@ class SqlConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the rows in keyset pages by id, resuming after the checkpoint's ids."""
         after = _resume_after(checkpoint)
         while True:
             rows = self._page(window, after)

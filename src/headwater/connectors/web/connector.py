@@ -49,6 +49,8 @@ from headwater.types import (
 
 
 class WebOptions(ConnectorOptions):
+    """The web connector's options: sitemaps, start URLs, scope and crawl limits."""
+
     sitemaps: tuple[str, ...] = ()
     start_urls: tuple[str, ...] = ()
     allow_prefixes: tuple[str, ...] = ()
@@ -127,6 +129,7 @@ class WebConnector:
 
     @property
     def client(self) -> HttpClient:
+        """The HTTP client, made on first use."""
         if self._client is None:
             o = self.options
             settings = HttpSettings(
@@ -142,6 +145,7 @@ class WebConnector:
 
     @property
     def cache(self) -> LinkCache:
+        """The source's link cache, opened on first use."""
         if self._cache is None:
             # state_dir is the workspace's; one file per source keeps sources apart
             source = re.sub(r"[^A-Za-z0-9._-]", "_", self.context.source_id)
@@ -149,6 +153,7 @@ class WebConnector:
         return self._cache
 
     def close(self) -> None:
+        """Close the HTTP client and the link cache, if opened."""
         if self._client is not None:
             self._client.close()
         if self._cache is not None:
@@ -158,6 +163,7 @@ class WebConnector:
     # -- the contract -------------------------------------------------------------------
 
     def validate(self) -> None:
+        """Fetch each sitemap and start URL once; check they are usable and in scope."""
         robots = self._robots()
         for url in self.options.sitemaps:
             fetched = self.client.probe(url, option="sitemaps", what="sitemap")
@@ -193,6 +199,7 @@ class WebConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield the pages of the sitemaps and the crawl, resuming after the checkpoint."""
         done = _cursor_done(checkpoint)
         robots = self._robots()
         self._check_start_urls(robots)

@@ -41,6 +41,8 @@ KnownFor = Callable[[str, "CachedPage | None"], "str | None"]
 
 @dataclass(frozen=True)
 class CrawlSettings:
+    """How the crawl runs: link following, depth, page and size limits, concurrency."""
+
     follow_links: bool
     max_depth: int
     max_pages: int
@@ -52,6 +54,8 @@ class CrawlSettings:
 
 @dataclass(frozen=True)
 class Task:
+    """One page to fetch: its URL, depth and what is known of it."""
+
     ordinal: int
     url: str
     depth: int
@@ -84,6 +88,8 @@ class Gone:
 
 @dataclass(frozen=True)
 class Problem:
+    """A page that could not be read, as a failure to record."""
+
     url: str
     object_id: str
     error_class: str
@@ -121,6 +127,7 @@ class Crawler:
         self.incomplete: list[str] = []
 
     def in_scope(self, url: str, base: str | None = None) -> str | None:
+        """The canonical form of ``url`` when the scope allows it, else None."""
         canonical = canonicalize(url, base, self._s.drop_query_params)
         return canonical if canonical and self._scope.allows(canonical) else None
 

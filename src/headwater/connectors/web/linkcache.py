@@ -20,6 +20,8 @@ from headwater.retry import retry_while_sqlite_busy
 
 @dataclass(frozen=True)
 class CachedPage:
+    """What was learned of a page last time: id, version, title and links."""
+
     url: str
     object_id: str
     version: str
@@ -43,6 +45,7 @@ class LinkCache:
             )
 
     def get(self, url: str) -> CachedPage | None:
+        """The cached page of ``url``, or None."""
         with self._lock:
             row = self._db.execute(
                 "SELECT object_id, version, title, links FROM pages WHERE url = ?", (url,)
@@ -52,6 +55,7 @@ class LinkCache:
         return CachedPage(url, row[0], row[1], row[2], tuple(json.loads(row[3])))
 
     def put(self, page: CachedPage) -> None:
+        """Cache ``page``, replacing what was cached for its URL."""
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO pages (url, object_id, version, title, links)"
@@ -60,9 +64,11 @@ class LinkCache:
             )
 
     def forget(self, url: str) -> None:
+        """Drop the cached page of ``url``."""
         with self._lock:
             self._db.execute("DELETE FROM pages WHERE url = ?", (url,))
 
     def close(self) -> None:
+        """Close the cache's database."""
         with self._lock:
             self._db.close()

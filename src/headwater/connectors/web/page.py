@@ -23,6 +23,8 @@ _CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", re.IGNO
 
 @dataclass
 class PageInfo:
+    """What a page says of itself: title, canonical URL, base, links and robots rules."""
+
     title: str = ""
     canonical: str | None = None
     base: str | None = None
@@ -87,6 +89,7 @@ def decode_html(body: bytes, headers: httpx.Headers) -> str:
 
 
 def parse_page(body: bytes, headers: httpx.Headers) -> PageInfo:
+    """The PageInfo of an HTML ``body``."""
     parser = _PageParser()
     parser.feed(decode_html(body, headers))
     parser.close()

@@ -28,6 +28,7 @@ class RobotsRules:
         self._lock = threading.Lock()
 
     def allowed(self, url: str) -> bool:
+        """Whether robots.txt lets the crawler fetch ``url`` (always, when robots are off)."""
         if not self._enabled:
             return True
         origin = origin_of(url)

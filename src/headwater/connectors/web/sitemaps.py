@@ -28,6 +28,8 @@ MAX_INDEX_DEPTH = 4
 
 @dataclass(frozen=True)
 class SitemapUrl:
+    """One URL a sitemap lists, with its lastmod and the sitemap it came from."""
+
     loc: str
     lastmod: str | None
     sitemap: str
@@ -35,6 +37,8 @@ class SitemapUrl:
 
 @dataclass(frozen=True)
 class SitemapFailure:
+    """A sitemap that could not be read, and why."""
+
     sitemap: str
     error_class: str
     message: str

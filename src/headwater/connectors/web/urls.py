@@ -114,6 +114,7 @@ class Scope:
         return cls(tuple(prefixes), tuple(re.compile(p) for p in deny_patterns))
 
     def allows(self, canonical_url: str) -> bool:
+        """Whether ``canonical_url`` is under an allowed prefix and matches no deny pattern."""
         if not any(canonical_url.startswith(prefix) for prefix in self.allow_prefixes):
             return False
         return not any(pattern.search(canonical_url) for pattern in self.deny_patterns)

@@ -56,11 +56,14 @@ class WebdavClient:
         self.policy = RetryPolicy(attempts=attempts)
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._client.close()
 
     def request(
         self, method: str, url: str, *, policy: RetryPolicy | None = None, **kw: object
     ) -> httpx.Response:
+        """The response to ``method`` on ``url``, network errors and busy answers retried."""
+
         def once() -> httpx.Response:
             try:
                 response = self._client.request(method, url, **kw)  # type: ignore[arg-type]

@@ -82,6 +82,7 @@ class WebdavConnector:
         self._selected = KeyFilter(options.include, options.exclude)
 
     def validate(self) -> None:
+        """List the root collection once, without retries."""
         try:
             self._client.propfind(self.root, policy=RetryPolicy(attempts=1))
         except TransientError as exc:
@@ -96,11 +97,13 @@ class WebdavConnector:
             ) from exc
 
     def in_scope(self, object_id: str) -> bool:
+        """Whether the include/exclude globs select ``object_id``."""
         return self._selected(object_id)
 
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
+        """Yield every selected file under the root (content fetched lazily)."""
         yield from self._walk(self.root)
         return None
 

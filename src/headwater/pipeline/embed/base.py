@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 @runtime_checkable
 class TokenCounter(Protocol):
+    """Counts the tokens a model would read."""
+
     def count_tokens(self, text: str) -> int:
         """Tokens the model would read for ``text`` (special tokens excluded)."""
         ...
@@ -20,13 +22,16 @@ class TokenCounter(Protocol):
 
 @runtime_checkable
 class Embedder(TokenCounter, Protocol):
+    """An embedding model: texts in, one vector per text out."""
+
     @property
     def model_id(self) -> str:
         """Stable id of the model; part of the pipeline version and the cache key."""
         ...
 
     @property
-    def dimension(self) -> int: ...
+    def dimension(self) -> int:
+        """The length of every vector."""
 
     @property
     def max_tokens(self) -> int:

@@ -48,6 +48,7 @@ class CacheTrim(JsonView):
     evicted_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        """The trim as a JSON-ready dict."""
         return {
             "max_bytes": self.max_bytes,
             "entries": self.entries,
@@ -118,6 +119,7 @@ class EmbeddingCache:
         return found
 
     def put_many(self, items: Iterable[tuple[bytes, Sequence[float]]]) -> None:
+        """Store each (key, vector) of ``items``; a key already stored is kept as it is."""
         import numpy as np
 
         now = int(time.time())
@@ -187,6 +189,7 @@ class EmbeddingCache:
         return int(count)
 
     def close(self) -> None:
+        """Close the cache's database."""
         with self._lock:
             self._db.close()
 
@@ -211,26 +214,33 @@ class CachedEmbedder:
 
     @property
     def model_id(self) -> str:
+        """The wrapped embedder's model id."""
         return self.inner.model_id
 
     @property
     def dimension(self) -> int:
+        """The wrapped embedder's vector length."""
         return self.inner.dimension
 
     @property
     def max_tokens(self) -> int:
+        """The wrapped embedder's token limit per text."""
         return self.inner.max_tokens
 
     def count_tokens(self, text: str) -> int:
+        """Tokens the wrapped model would read for ``text``."""
         return self.inner.count_tokens(text)
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the wrapped model would read for each text."""
         return count_tokens_many(self.inner, texts)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text (cached or computed), or the first error."""
         return first_error(self.embed_each(texts))
 
     def embed_each(self, texts: Sequence[str]) -> list[EmbedOutcome]:
+        """One vector or error per text: cached ones read, the rest embedded and stored."""
         if not texts:
             return []
         model_id = self.inner.model_id

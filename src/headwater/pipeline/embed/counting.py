@@ -16,7 +16,8 @@ from headwater.pipeline.embed.base import TokenCounter
 class BatchTokenCounter(TokenCounter, Protocol):
     """A token counter that also counts many texts in one call."""
 
-    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]: ...
+    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """The token count of each text, in order."""
 
 
 def count_tokens_many(counter: TokenCounter, texts: Sequence[str]) -> list[int]:
@@ -32,7 +33,9 @@ class WhitespaceCounter:
     """Words separated by whitespace: a rough, model-free stand-in for a tokenizer."""
 
     def count_tokens(self, text: str) -> int:
+        """The number of whitespace-separated words in ``text``."""
         return len(text.split())
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """The number of whitespace-separated words in each text."""
         return [len(t.split()) for t in texts]

@@ -20,6 +20,8 @@ EmbedOutcome = list[float] | ItemError
 
 @runtime_checkable
 class PerTextEmbedder(Embedder, Protocol):
+    """An embedder that reports a failure per text instead of failing the batch."""
+
     def embed_each(self, texts: Sequence[str]) -> list[EmbedOutcome]:
         """One vector or ``ItemError`` per text, in order. ``TransientError`` is raised
         (not returned) when the whole batch could not be tried: the model or endpoint

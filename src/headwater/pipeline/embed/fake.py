@@ -39,26 +39,33 @@ class FakeEmbedder:
 
     @property
     def model_id(self) -> str:
+        """The fake model's id."""
         return self._model_id
 
     @property
     def dimension(self) -> int:
+        """The length of every vector."""
         return self._dimension
 
     @property
     def max_tokens(self) -> int:
+        """The token limit per text."""
         return self._max_tokens
 
     def count_tokens(self, text: str) -> int:
+        """The number of whitespace-separated words in ``text``."""
         return len(text.split())
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """The number of whitespace-separated words in each text."""
         return [len(t.split()) for t in texts]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, or the first error."""
         return first_error(self.embed_each(texts))
 
     def embed_each(self, texts: Sequence[str]) -> list[EmbedOutcome]:
+        """One deterministic vector (or programmed error) per text."""
         self.calls += 1
         outcomes: list[EmbedOutcome] = []
         for text in texts:

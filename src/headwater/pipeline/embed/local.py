@@ -56,9 +56,11 @@ class TokenizerCounter:
         return self._tokenizer
 
     def count_tokens(self, text: str) -> int:
+        """Tokens the model's tokenizer makes of ``text`` (special tokens excluded)."""
         return len(self._loaded().encode(text, add_special_tokens=False).ids)
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model's tokenizer makes of each text (special tokens excluded)."""
         if not texts:
             return []
         encodings = self._loaded().encode_batch(list(texts), add_special_tokens=False)
@@ -93,14 +95,17 @@ class LocalEmbedder:
 
     @property
     def model_id(self) -> str:
+        """The model's id."""
         return self._model_id
 
     @property
     def dimension(self) -> int:
+        """The length of every vector."""
         return self._dimension
 
     @property
     def max_tokens(self) -> int:
+        """The token limit per text."""
         return self._max_tokens
 
     @property
@@ -109,12 +114,15 @@ class LocalEmbedder:
         return self._model is not None
 
     def count_tokens(self, text: str) -> int:
+        """Tokens the model would read for ``text``."""
         return self._counter.count_tokens(text)
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model would read for each text."""
         return self._counter.count_tokens_batch(texts)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, computed with torch."""
         if not texts:
             return []
         import torch

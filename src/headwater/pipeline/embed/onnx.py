@@ -90,6 +90,7 @@ class OnnxEmbedder:
 
     @property
     def model_id(self) -> str:
+        """The model's id, its runtime included."""
         return runtime_model_id(self._base_id, self._runtime)
 
     @property
@@ -99,20 +100,25 @@ class OnnxEmbedder:
 
     @property
     def dimension(self) -> int:
+        """The length of every vector."""
         return self._dimension
 
     @property
     def max_tokens(self) -> int:
+        """The token limit per text."""
         return self._max_tokens
 
     @property
     def loaded(self) -> bool:
+        """Whether the ONNX session was loaded yet."""
         return self._session is not None
 
     def count_tokens(self, text: str) -> int:
+        """Tokens the model would read for ``text``."""
         return self._counter.count_tokens(text)
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model would read for each text."""
         return self._counter.count_tokens_batch(texts)
 
     def prepare(self) -> PreparedModel:
@@ -150,6 +156,7 @@ class OnnxEmbedder:
         return self._session
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, computed with ONNX Runtime (loaded on first use)."""
         if not texts:
             return []
         vectors = self._loaded().embed(texts)

@@ -83,6 +83,7 @@ class OpenAIEmbedder:
 
     @property
     def model_id(self) -> str:
+        """The endpoint's model id."""
         return self._model_id
 
     @property
@@ -94,6 +95,7 @@ class OpenAIEmbedder:
 
     @property
     def max_tokens(self) -> int:
+        """The token limit per text."""
         return self._max_tokens
 
     def _tokens(self) -> TokenCounter:
@@ -104,15 +106,19 @@ class OpenAIEmbedder:
         return self._counter
 
     def count_tokens(self, text: str) -> int:
+        """Tokens the model would read for ``text``."""
         return self._tokens().count_tokens(text)
 
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model would read for each text."""
         return count_tokens_many(self._tokens(), texts)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, or the first error."""
         return first_error(self.embed_each(texts))
 
     def embed_each(self, texts: Sequence[str]) -> list[EmbedOutcome]:
+        """One vector or error per text, asked of the endpoint in batches."""
         outcomes: list[EmbedOutcome] = []
         for at in range(0, len(texts), self._batch_size):
             batch = list(texts[at : at + self._batch_size])
@@ -127,6 +133,7 @@ class OpenAIEmbedder:
         return outcomes
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._client.close()
 
     def __enter__(self) -> OpenAIEmbedder:

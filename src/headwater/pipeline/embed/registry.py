@@ -47,12 +47,17 @@ class EmbedderSpec:
 
 
 class EmbedderFactory(Protocol):
+    """Builds an embedder of one type from its validated options."""
+
     Options: ClassVar[type[BaseModel]]
 
-    def build(self, options: Any, runtime: str) -> Embedder: ...
+    def build(self, options: Any, runtime: str) -> Embedder:
+        """The embedder for ``options``, on ``runtime`` where the type has several."""
 
 
 class LocalOptions(BaseModel):
+    """The ``local`` embedder's options."""
+
     model_config = ConfigDict(extra="forbid")
     # 32 keeps peak memory near 1 GB; 64 is ~12% less CPU per chunk but ~1.3-1.6 GB peak.
     batch_size: int = 32
@@ -63,12 +68,16 @@ class LocalOptions(BaseModel):
 
 
 class FakeOptions(BaseModel):
+    """The ``fake`` embedder's options (tests)."""
+
     model_config = ConfigDict(extra="forbid")
     dimension: int = 64
     max_tokens: int = 256
 
 
 class OpenAIOptions(BaseModel):
+    """The ``openai`` embedder's options (an OpenAI-compatible endpoint)."""
+
     model_config = ConfigDict(extra="forbid")
     base_url: str
     model: str
@@ -80,18 +89,24 @@ class OpenAIOptions(BaseModel):
 
 
 class FakeFactory:
+    """Builds the ``fake`` embedder."""
+
     Options: ClassVar[type[BaseModel]] = FakeOptions
 
     def build(self, options: FakeOptions, runtime: str) -> Embedder:
+        """A FakeEmbedder with the configured dimension and token limit."""
         from headwater.pipeline.embed.fake import FakeEmbedder
 
         return FakeEmbedder(options.dimension, max_tokens=options.max_tokens)
 
 
 class OpenAIFactory:
+    """Builds the ``openai`` embedder."""
+
     Options: ClassVar[type[BaseModel]] = OpenAIOptions
 
     def build(self, options: OpenAIOptions, runtime: str) -> Embedder:
+        """An OpenAIEmbedder for the configured endpoint and model."""
         from headwater.pipeline.embed.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(
@@ -105,9 +120,12 @@ class OpenAIFactory:
 
 
 class LocalFactory:
+    """Builds the ``local`` embedder."""
+
     Options: ClassVar[type[BaseModel]] = LocalOptions
 
     def build(self, options: LocalOptions, runtime: str) -> Embedder:
+        """The local model on ``runtime``: torch, or ONNX Runtime (``onnx``, ``onnx-int8``)."""
         if runtime == "torch":
             from headwater.pipeline.embed.local import LocalEmbedder
 
@@ -126,6 +144,7 @@ class LocalFactory:
 
 
 def available_embedder_types() -> list[str]:
+    """The embedder types installed: built in or by entry point, sorted."""
     return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)} | set(BUILTIN))
 
 

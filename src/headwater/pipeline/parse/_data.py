@@ -32,6 +32,7 @@ XML_VERSION = "xml-1+defusedxml"
 
 
 def parse_json(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A JSON document, re-indented as text, and no title."""
     text = decode_text(content, charset)
     try:
         value = json.loads(text)
@@ -45,6 +46,7 @@ def parse_json(content: bytes, charset: str | None) -> tuple[str, str | None]:
 
 
 def parse_jsonl(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A JSON-lines document's text (one record per line), and no title."""
     records: list[str] = []
     for number, line in enumerate(decode_text(content, charset).splitlines(), 1):
         if not line.strip():
@@ -63,6 +65,7 @@ def parse_jsonl(content: bytes, charset: str | None) -> tuple[str, str | None]:
 
 
 def parse_xml(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """An XML document's text and first ``title`` element, parsed safely (defusedxml)."""
     from defusedxml import DefusedXmlException
     from defusedxml.ElementTree import fromstring
 

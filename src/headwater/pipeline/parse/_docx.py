@@ -41,6 +41,7 @@ class DocxLimits:
 
 
 def parse_docx(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A DOCX document's text and title, within the default limits."""
     return read_docx(content, DocxLimits())
 
 

@@ -31,7 +31,8 @@ keeps them from the manifest, so the document's signature stays the same."""
 def parse_eml(
     content: bytes, charset: str | None, read_attachment: AttachmentReader | None = None
 ) -> Extracted:
-    """``read_attachment`` parses an attachment; None lists them by name only."""
+    """An email's text and metadata, its subject the title; ``read_attachment`` parses an
+    attachment (None lists them by name only)."""
     from headwater.pipeline.parse._html import parse_html
 
     msg = message_from_bytes(content, policy=policy.default)

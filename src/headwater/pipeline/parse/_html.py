@@ -86,6 +86,7 @@ class _PageReader(HTMLParser):
 
 
 def parse_html(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """An HTML page's main text and title."""
     import trafilatura
 
     if charset is None:

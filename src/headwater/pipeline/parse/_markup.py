@@ -33,6 +33,7 @@ _ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]*?)\s*(?:<[^`>]*>)?`")
 
 
 def parse_rst(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A reStructuredText document's text and title."""
     from docutils.core import publish_doctree
 
     source = decode_text(content, charset)
@@ -101,10 +102,12 @@ def _one_line(text: str) -> str:
 
 
 def parse_asciidoc(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """An AsciiDoc document's text and title."""
     return _headed(decode_text(content, charset), _ADOC_HEADING, None)
 
 
 def parse_org(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """An Org document's text and title."""
     text = decode_text(content, charset)
     declared = _ORG_TITLE.search(text)
     return _headed(text, _ORG_HEADING, declared.group(1) if declared else None)

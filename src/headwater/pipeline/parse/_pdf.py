@@ -17,6 +17,7 @@ PDF_VERSION = "pdf-1+pypdf"
 
 
 def parse_pdf(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A PDF's text and title."""
     from pypdf import PdfReader
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)

@@ -20,6 +20,7 @@ PPTX_VERSION = "pptx-1+python-pptx"
 
 
 def parse_pptx(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A PPTX presentation's text and title."""
     from pptx import Presentation
 
     presentation: Any = Presentation(io.BytesIO(checked_archive(content, kind="PPTX")))

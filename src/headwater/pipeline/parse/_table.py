@@ -82,10 +82,12 @@ def render_rows(rows: Iterable[list[str]], budget: _Budget) -> list[str]:
 
 
 def parse_csv(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A CSV table's text, and no title."""
     return _delimited(content, charset, None), None
 
 
 def parse_tsv(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A TSV table's text, and no title."""
     return _delimited(content, charset, "\t"), None
 
 
@@ -102,6 +104,7 @@ def _delimited(content: bytes, charset: str | None, delimiter: str | None) -> st
 
 
 def parse_xlsx(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """An XLSX workbook's text and title."""
     from openpyxl import load_workbook
 
     with warnings.catch_warnings():  # "no default style", unknown extensions: not ours to say

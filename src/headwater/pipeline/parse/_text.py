@@ -19,10 +19,12 @@ _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
 def parse_text(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """Plain text, decoded, and no title."""
     return decode_text(content, charset), None
 
 
 def parse_markdown(content: bytes, charset: str | None) -> tuple[str, str | None]:
+    """A Markdown document's text and title (front matter or first heading)."""
     text = decode_text(content, charset).replace("\r\n", "\n")
     title: str | None = None
     front = _FRONT_MATTER.match(text)

@@ -26,8 +26,7 @@ from typing import Any, ClassVar
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from headwater.clock import iso, utcnow
-from headwater.errors import ConfigError, FatalError
+from headwater.errors import ConfigError
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -40,10 +39,12 @@ from headwater.sinks.qdrant._client import guard, open_client
 from headwater.sinks.qdrant._options import (
     BINDING_ID,
     QdrantOptions,
+    chunk_point,
     facet_value,
+    hit_of,
     of_document,
     of_write,
-    point_id,
+    record_point,
     revision_point_id,
 )
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
@@ -120,10 +121,16 @@ class QdrantSink:
     def replace(
         self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
     ) -> WriteOutcome:
+        """Make the document's chunks exactly ``chunks`` at ``revision``, atomically."""
         check_unique_chunks(document.document_id, chunks)
         principals = document.access.principals()
         write = uuid.uuid4().hex
-        points = [self._point(document, item, principals, revision, write) for item in chunks]
+        points = [
+            chunk_point(
+                document, item, principals, revision, write, self.context.dimension, self.collection
+            )
+            for item in chunks
+        ]
         doc_id = document.document_id
         with guard(self.where):
             payload = self._held_payload(doc_id)
@@ -146,6 +153,7 @@ class QdrantSink:
         return WriteOutcome.APPLIED
 
     def delete(self, document_id: str, revision: int) -> WriteOutcome:
+        """Remove every chunk of the document and remember ``revision`` as its tombstone."""
         with guard(self.where):
             held = self._held(document_id)
             if held is not None and held[0] > revision:
@@ -197,6 +205,7 @@ class QdrantSink:
                     )
 
     def bound_manifest(self) -> str | None:
+        """The id of the manifest this collection is bound to, or None."""
         with guard(self.where):
             found = self._client.retrieve(self.revisions, ids=[BINDING_ID], with_payload=True)
         bound = found[0].payload.get("manifest_id") if found and found[0].payload else None
@@ -222,6 +231,7 @@ class QdrantSink:
             return 0 if live is None else self._count_live(document_id, str(live))
 
     def revision(self, document_id: str) -> int | None:
+        """The document's live revision, or None when it is deleted or absent."""
         with guard(self.where):
             payload = self._held_payload(document_id)
         if payload is None or payload["deleted"] or payload.get("live") is None:
@@ -253,6 +263,7 @@ class QdrantSink:
                 return
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
+        """The visible hits of ``request`` by vector (keyword mode is refused)."""
         if request.mode is SearchMode.KEYWORD:
             raise ConfigError(
                 "the qdrant index has no keyword search; use mode `vector` or `hybrid`, "
@@ -284,10 +295,11 @@ class QdrantSink:
                 )
                 visible = self._live_only(found.points)
             if len(visible) >= request.k or len(found.points) < limit:
-                return [self._hit(point) for point in visible[: request.k]]
+                return [hit_of(point) for point in visible[: request.k]]
             limit *= OVERFETCH
 
     def chunk_texts(self, document_id: str) -> list[str]:
+        """The texts of the document's live chunks, in order."""
         with guard(self.where):
             payload = self._held_payload(document_id)
             live = None if payload is None else payload.get("live")
@@ -313,6 +325,7 @@ class QdrantSink:
             shutil.rmtree(self._path, ignore_errors=True)
 
     def close(self) -> None:
+        """Close the Qdrant client (once)."""
         if not self._closed:
             self._closed = True
             self._client.close()
@@ -390,62 +403,7 @@ class QdrantSink:
     ) -> None:
         """Write the document's record: ``revision`` is the highest claimed, ``live`` the
         write searches see (None: none) and ``live_revision`` that write's revision."""
-        payload: dict[str, Any] = {
-            "document_id": document_id,
-            "revision": revision,
-            "deleted": deleted,
-            "source": source,
-            "principals": list(principals),
-            "live": live,
-            "live_revision": live_revision,
-            "changed_at": iso(utcnow()),
-        }
-        point = qm.PointStruct(id=revision_point_id(document_id), vector={}, payload=payload)
-        self._client.upsert(self.revisions, points=[point], wait=True)
-
-    def _point(
-        self,
-        document: IndexDocument,
-        item: EmbeddedChunk,
-        principals: list[str],
-        revision: int,
-        write: str,
-    ) -> qm.PointStruct:
-        if item.vector is None:
-            raise FatalError(
-                f"chunk {item.chunk.chunk_id} of document {document.document_id} has no vector; "
-                "the qdrant index stores vectors only; embed chunks before writing them"
-            )
-        if len(item.vector) != self.context.dimension:
-            raise FatalError(
-                f"chunk {item.chunk.chunk_id} has {len(item.vector)} dimensions; the qdrant "
-                f"collection {self.collection!r} holds {self.context.dimension}; use the same "
-                "embedding model or rebuild the index"
-            )
-        payload = {
-            "document_id": document.document_id,
-            "ordinal": item.chunk.ordinal,
-            "text": item.chunk.text,
-            "title": document.title,
-            "locator": document.locator,
-            "source": document.source,
-            "principals": principals,
-            "revision": revision,
-            "chunk_id": item.chunk.chunk_id,
-            "write": write,
-        }
-        chunk_point = point_id(item.chunk.chunk_id, write)
-        return qm.PointStruct(id=chunk_point, vector=list(item.vector), payload=payload)
-
-    def _hit(self, point: qm.ScoredPoint) -> SearchHit:
-        payload = point.payload or {}
-        return SearchHit(
-            chunk_id=str(payload["chunk_id"]),
-            document_id=str(payload["document_id"]),
-            ordinal=int(payload["ordinal"]),
-            score=float(point.score),
-            text=str(payload["text"]),
-            title=str(payload["title"]),
-            locator=str(payload["locator"]),
-            source=str(payload["source"]),
+        point = record_point(
+            document_id, revision, deleted, source, principals, live, live_revision
         )
+        self._client.upsert(self.revisions, points=[point], wait=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from headwater.sinks.sqlite._options import SqliteOptions
 from headwater.sinks.sqlite._search import fts_query
-from headwater.sinks.sqlite._sink import SqliteOptions, SqliteSink
+from headwater.sinks.sqlite._sink import SqliteSink
 
 __all__ = ["SqliteOptions", "SqliteSink", "fts_query"]

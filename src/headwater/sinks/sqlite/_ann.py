@@ -93,6 +93,7 @@ class CodeCache:
         self.shares: dict[str, float] = {}
 
     def remember(self, match: str, share: float) -> None:
+        """Remember the share of chunks the ACL expression ``match`` let through."""
         if len(self.shares) >= MAX_SHARES:
             self.shares.clear()
         self.shares[match] = share

@@ -184,11 +184,13 @@ class Database:
         self._closed = False
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+        """Run ``sql`` with ``args``; the rows it returns."""
         with self._lock:
             self._check_open()
             return self._raw.run(sql, args)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run ``sql`` once for each of ``rows``."""
         with self._lock:
             self._check_open()
             self._raw.run_many(sql, rows)
@@ -218,6 +220,7 @@ class Database:
                 self._raw.run("COMMIT", ())
 
     def close(self) -> None:
+        """Close the database (once)."""
         with self._lock:
             if not self._closed:
                 self._closed = True

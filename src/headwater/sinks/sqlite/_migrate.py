@@ -28,9 +28,9 @@ def new_epoch() -> str:
 
 
 def migrate(db: Database, version: str, dimension: int, where: str) -> None:
+    """Bring a file of ``version`` (one of ``MIGRATABLE``) to the current layout."""
     from headwater.sinks.sqlite._ann import write_codes  # numpy only when migrating
 
-    """Bring a file of ``version`` (one of ``MIGRATABLE``) to the current layout."""
     log.info(
         "migrating the sqlite index %s from file version %s to %s", where, version, FILE_VERSION
     )

@@ -125,10 +125,12 @@ def _token(kind: str, value: str) -> str:
 
 
 def principal_token(principal: str) -> str:
+    """The FTS5 token standing for ``principal``."""
     return _token("p", principal)
 
 
 def source_token(source: str) -> str:
+    """The FTS5 token standing for ``source``."""
     return _token("s", source)
 
 

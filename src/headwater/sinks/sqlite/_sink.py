@@ -19,8 +19,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field
-
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
 from headwater.sinks.base import (
@@ -28,18 +26,18 @@ from headwater.sinks.base import (
     SearchRequest,
     SinkCapabilities,
     SinkContext,
-    SinkOptions,
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
-from headwater.sinks.sqlite._driver import Database, DriverName, connect
+from headwater.sinks.sqlite._driver import Database, connect
+from headwater.sinks.sqlite._options import SqliteOptions, generation_path
 from headwater.sinks.sqlite._schema import (
     SCHEMA_VERSION,
     acl_text,
     ensure_schema,
     source_token,
 )
-from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, keyword_search, vector_search
+from headwater.sinks.sqlite._search import keyword_search, vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
 if TYPE_CHECKING:
@@ -54,36 +52,6 @@ def _consistent_count(chunks: int, vectors: int, codes: int) -> int:
         return chunks
     low = min(vectors, codes)
     return low if low < chunks else max(vectors, codes)
-
-
-def generation_path(base: Path, generation: int) -> Path:
-    """Generation 1 keeps ``base``; generation N lives next to it as ``{stem}@{N}{suffix}``."""
-    if generation == 1:
-        return base
-    return base.with_name(f"{base.stem}@{generation}{base.suffix}")
-
-
-class SqliteOptions(SinkOptions):
-    """Options of the ``sqlite`` index."""
-
-    path: Path | None = Field(
-        default=None, description="The index file; default `{state_dir}/index-{name}.db`."
-    )
-    driver: DriverName = Field(
-        default="auto",
-        description="SQLite binding: `apsw`, `pysqlite3`, or `auto` (apsw, then pysqlite3).",
-    )
-    exact_below: int = Field(
-        default=EXACT_BELOW,
-        ge=0,
-        description="A caller who sees at most this many chunks gets exact vector search; "
-        "above it, 1-bit codes pick `candidates` chunks that are then ranked exactly.",
-    )
-    candidates: int = Field(
-        default=CANDIDATES,
-        ge=1,
-        description="Chunks ranked exactly per approximate vector search (at least 10 × k).",
-    )
 
 
 class SqliteSink:
@@ -127,6 +95,7 @@ class SqliteSink:
     def replace(
         self, document: IndexDocument, chunks: Sequence[EmbeddedChunk], revision: int
     ) -> WriteOutcome:
+        """Make the document's chunks exactly ``chunks`` at ``revision``, atomically."""
         blobs = [self._vector_blob(item, document.document_id) for item in chunks]
         check_unique_chunks(document.document_id, chunks)
         principals = document.access.principals()
@@ -190,6 +159,7 @@ class SqliteSink:
         return WriteOutcome.APPLIED
 
     def delete(self, document_id: str, revision: int) -> WriteOutcome:
+        """Remove every chunk of the document and remember ``revision`` as its tombstone."""
         with self._db.transaction() as db:
             held = self._held(document_id)
             if held is not None and held[0] > revision:
@@ -236,6 +206,7 @@ class SqliteSink:
             )
 
     def bound_manifest(self) -> str | None:
+        """The id of the manifest this file is bound to, or None."""
         rows = self._db.execute("SELECT value FROM meta WHERE key = 'manifest_id'")
         return str(rows[0][0]) if rows else None
 
@@ -258,10 +229,12 @@ class SqliteSink:
     # ---- reads --------------------------------------------------------------------
 
     def count(self, document_id: str) -> int:
+        """How many chunks of ``document_id`` the file holds."""
         rows = self._db.execute("SELECT count(*) FROM chunks WHERE document_id = ?", [document_id])
         return int(rows[0][0])
 
     def revision(self, document_id: str) -> int | None:
+        """The document's live revision, or None when it is deleted or absent."""
         rows = self._db.execute(
             "SELECT revision FROM documents WHERE document_id = ? AND deleted = 0", [document_id]
         )
@@ -297,6 +270,7 @@ class SqliteSink:
             after = page[-1][0]
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
+        """The visible hits of ``request`` by vector, keyword, or both fused."""
         if request.k <= 0:
             return []
         if request.mode is SearchMode.KEYWORD:
@@ -320,6 +294,7 @@ class SqliteSink:
         )
 
     def chunk_texts(self, document_id: str) -> list[str]:
+        """The texts of the document's chunks, in order."""
         rows = self._db.execute(
             "SELECT text FROM chunks WHERE document_id = ? ORDER BY ordinal", [document_id]
         )
@@ -332,6 +307,7 @@ class SqliteSink:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Close the database file."""
         self._db.close()
 
     # ---- helpers ------------------------------------------------------------------

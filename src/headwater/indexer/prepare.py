@@ -1,0 +1,165 @@
+"""Preparing a batch for the sinks: read each document's text, chunk it, embed the chunks.
+
+One document's failure (a chunker or embedder error on its text, its content gone) is a
+failure record for that document only; the rest of the batch is prepared. An embedding
+batch that raises is embedded again document by document to find whose text it was; a
+transient embedder failure fails every document of the batch, for the next drain to retry.
+Content gone because a newer revision superseded the document is no failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from headwater.errors import ContentMissing, HeadwaterError, ItemError, TransientError
+from headwater.indexer.report import IndexReport
+from headwater.manifest.content import ContentStore
+from headwater.manifest.records import DocumentRecord
+from headwater.pipeline.chunk import ChunkerSettings, chunk_document
+from headwater.pipeline.embed.base import Embedder
+from headwater.pipeline.embed.each import embed_each
+from headwater.retry import RetryPolicy, call_with_retry
+from headwater.types import Chunk, EmbeddedChunk
+
+log = logging.getLogger(__name__)
+
+Fail = Callable[[DocumentRecord, str, BaseException, IndexReport], None]
+
+
+@dataclass
+class Prepared:
+    """One document ready for the sinks: its chunks with their vectors."""
+
+    chunks: list[EmbeddedChunk] = field(default_factory=list)
+
+
+class Preparer:
+    """Reads, chunks and embeds the documents of one batch for the indexer."""
+
+    def __init__(
+        self,
+        content_store: ContentStore,
+        embedder: Callable[[], Embedder],
+        pipeline_version: str,
+        chunker: ChunkerSettings,
+        retry: RetryPolicy,
+        *,
+        fail: Fail,
+        superseded: Callable[[DocumentRecord], bool],
+    ) -> None:
+        self.content_store = content_store
+        self._embedder = embedder
+        self.pipeline_version = pipeline_version
+        self.chunker = chunker
+        self.retry = retry
+        self._fail = fail
+        self._superseded = superseded
+
+    @property
+    def embedder(self) -> Embedder:
+        """The indexer's embedder (built on first use)."""
+        return self._embedder()
+
+    def prepare(
+        self, docs: list[DocumentRecord], need_vectors: bool, report: IndexReport
+    ) -> tuple[dict[str, Prepared], set[str]]:
+        """The chunks and vectors of each document that could be prepared, and the ids of
+        those that could not (each a failure record, unless its content was superseded)."""
+        prepared: dict[str, Prepared] = {}
+        failed: set[str] = set()
+        chunked: dict[str, list[Chunk]] = {}
+        for doc in docs:
+            try:
+                assert doc.checksum is not None
+                try:
+                    text = self.content_store.get(doc.checksum)
+                except ContentMissing:
+                    if not self._superseded(doc):
+                        raise
+                    failed.add(doc.document_id)  # no failure: its new revision is pending
+                    continue
+                chunked[doc.document_id] = chunk_document(
+                    document_id=doc.document_id,
+                    pipeline_version=self.pipeline_version,
+                    text=text,
+                    title=doc.title,
+                    metadata=doc.metadata,
+                    counter=self.embedder,
+                    settings=self.chunker,
+                )
+            except ItemError as exc:
+                self._fail(doc, "chunk", exc, report)
+                failed.add(doc.document_id)
+            except HeadwaterError:  # fatal or a config error: not this document's
+                raise
+            except Exception as exc:  # a tokenizer choking on this text
+                log.debug("chunking %s failed", doc.document_id, exc_info=True)
+                self._fail(doc, "chunk", exc, report)
+                failed.add(doc.document_id)
+        texts = [c.embed_text for chunks in chunked.values() for c in chunks]
+        vectors: list[list[float] | ItemError | None] = [None] * len(texts)
+        if need_vectors and texts:
+            try:
+                vectors = list(self._embed(texts))
+            except TransientError as exc:
+                for doc in docs:
+                    if doc.document_id in chunked:
+                        self._fail(doc, "embed", exc, report)
+                        failed.add(doc.document_id)
+                return prepared, failed
+            except HeadwaterError:
+                raise
+            except Exception:  # the model choked on some text: find whose, embed the rest
+                log.debug("embedding a batch failed; embedding document by document", exc_info=True)
+                vectors = self._embed_by_document(docs, chunked, report, failed)
+        position = 0
+        for doc in docs:
+            chunks = chunked.get(doc.document_id)
+            if chunks is None:
+                continue
+            mine = vectors[position : position + len(chunks)]
+            position += len(chunks)
+            error = next((v for v in mine if isinstance(v, ItemError)), None)
+            if error is not None:
+                self._fail(doc, "embed", error, report)
+                failed.add(doc.document_id)
+                continue
+            prepared[doc.document_id] = Prepared(
+                [EmbeddedChunk(chunk=c, vector=v) for c, v in zip(chunks, mine, strict=True)]  # type: ignore[arg-type]
+            )
+            report.chunks += len(chunks)
+        return prepared, failed
+
+    def _embed(self, texts: list[str]) -> list[list[float] | ItemError]:
+        return call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)
+
+    def _embed_by_document(
+        self,
+        docs: list[DocumentRecord],
+        chunked: dict[str, list[Chunk]],
+        report: IndexReport,
+        failed: set[str],
+    ) -> list[list[float] | ItemError | None]:
+        """Vectors for ``chunked`` embedded one document at a time; a document whose texts
+        still raise is a failure record and leaves ``chunked``."""
+        vectors: list[list[float] | ItemError | None] = []
+        for doc in docs:
+            chunks = chunked.get(doc.document_id)
+            if chunks is None:
+                continue
+            try:
+                vectors.extend(self._embed([c.embed_text for c in chunks]))
+            except HeadwaterError as exc:
+                if not isinstance(exc, ItemError | TransientError):
+                    raise
+                self._fail(doc, "embed", exc, report)
+                failed.add(doc.document_id)
+                del chunked[doc.document_id]
+            except Exception as exc:
+                log.debug("embedding %s failed", doc.document_id, exc_info=True)
+                self._fail(doc, "embed", exc, report)
+                failed.add(doc.document_id)
+                del chunked[doc.document_id]
+        return vectors

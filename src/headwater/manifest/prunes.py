@@ -1,0 +1,114 @@
+"""What a prune compares: a run's stored enumeration, and the documents it did not see.
+
+An enumeration (every object id a connector listed) is stored per run in batches, so
+memory stays bounded. The prune candidates of a run are the source's active documents it
+did not see (after a complete read) or did not list (after an enumeration); they are
+counted in one query and read in keyset pages by document_id, never held whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from sqlalchemy import Engine, delete, func, insert, select
+
+from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
+from headwater.manifest.records import ACTIVE, DocumentRecord
+
+CHUNK = 500  # rows per query: a page of candidates, an IN list (manifest.store.chunked)
+
+
+class PruneLedger:
+    """The enumerations table, and the queries that pick a prune's candidates."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record_enumeration(self, run_id: str, object_ids: Iterable[str]) -> int:
+        """Store a full enumeration in batches (bounded memory); returns the count."""
+        total = 0
+        batch: list[str] = []
+        with begin_write(self.engine) as conn:
+            conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
+        for object_id in object_ids:
+            batch.append(object_id)
+            if len(batch) >= CHUNK:
+                total += self._insert_enumerated(run_id, batch)
+                batch = []
+        if batch:
+            total += self._insert_enumerated(run_id, batch)
+        return total
+
+    def _insert_enumerated(self, run_id: str, batch: list[str]) -> int:
+        unique = sorted(set(batch))
+        with begin_write(self.engine) as conn:
+            existing = {
+                r[0]
+                for r in conn.execute(
+                    select(t.enumerations.c.object_id).where(
+                        t.enumerations.c.run_id == run_id, t.enumerations.c.object_id.in_(unique)
+                    )
+                )
+            }
+            fresh = [{"run_id": run_id, "object_id": o} for o in unique if o not in existing]
+            if fresh:
+                conn.execute(insert(t.enumerations), fresh)
+        return len(unique)
+
+    def _prune_condition(self, source_id: str, run_id: str, by_enumeration: bool) -> Any:
+        """Active documents of a source that ``run_id`` did not see (or did not list)."""
+        docs = t.documents.c
+        missing: Any
+        if by_enumeration:
+            listed = select(t.enumerations.c.object_id).where(t.enumerations.c.run_id == run_id)
+            missing = docs.object_id.not_in(listed)
+        else:
+            missing = (docs.last_seen_run.is_(None)) | (docs.last_seen_run != run_id)
+        return (docs.source_id == source_id) & (docs.state == ACTIVE) & missing
+
+    def count_prune_candidates(self, source_id: str, run_id: str, *, by_enumeration: bool) -> int:
+        """How many documents a prune after ``run_id`` would delete (one COUNT query)."""
+        condition = self._prune_condition(source_id, run_id, by_enumeration)
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).where(condition)).scalar_one())
+
+    def prune_candidates(
+        self,
+        source_id: str,
+        run_id: str,
+        *,
+        by_enumeration: bool,
+        after: str = "",
+        limit: int = CHUNK,
+    ) -> list[DocumentRecord]:
+        """One page of prune candidates in document_id order after ``after`` (keyset)."""
+        condition = self._prune_condition(source_id, run_id, by_enumeration)
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.documents)
+                .where(condition, t.documents.c.document_id > after)
+                .order_by(t.documents.c.document_id)
+                .limit(limit)
+            )
+            return [DocumentRecord.from_row(r) for r in rows]
+
+    def iter_prune_candidates(
+        self, source_id: str, run_id: str, *, by_enumeration: bool, page: int = CHUNK
+    ) -> Iterator[list[DocumentRecord]]:
+        """Every prune candidate, a page at a time; never the whole list in memory."""
+        after = ""
+        while True:
+            batch = self.prune_candidates(
+                source_id, run_id, by_enumeration=by_enumeration, after=after, limit=page
+            )
+            if not batch:
+                return
+            yield batch
+            after = batch[-1].document_id
+
+    def clear_enumeration(self, run_id: str) -> None:
+        """Delete the enumeration stored for run ``run_id``."""
+        with begin_write(self.engine) as conn:
+            conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))

@@ -1,0 +1,41 @@
+"""The ``sqlite`` index's options, and where each generation of an index keeps its file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from headwater.sinks.base import SinkOptions
+from headwater.sinks.sqlite._driver import DriverName
+from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW
+
+
+def generation_path(base: Path, generation: int) -> Path:
+    """Generation 1 keeps ``base``; generation N lives next to it as ``{stem}@{N}{suffix}``."""
+    if generation == 1:
+        return base
+    return base.with_name(f"{base.stem}@{generation}{base.suffix}")
+
+
+class SqliteOptions(SinkOptions):
+    """Options of the ``sqlite`` index."""
+
+    path: Path | None = Field(
+        default=None, description="The index file; default `{state_dir}/index-{name}.db`."
+    )
+    driver: DriverName = Field(
+        default="auto",
+        description="SQLite binding: `apsw`, `pysqlite3`, or `auto` (apsw, then pysqlite3).",
+    )
+    exact_below: int = Field(
+        default=EXACT_BELOW,
+        ge=0,
+        description="A caller who sees at most this many chunks gets exact vector search; "
+        "above it, 1-bit codes pick `candidates` chunks that are then ranked exactly.",
+    )
+    candidates: int = Field(
+        default=CANDIDATES,
+        ge=1,
+        description="Chunks ranked exactly per approximate vector search (at least 10 × k).",
+    )
