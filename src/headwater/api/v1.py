@@ -20,7 +20,7 @@ from headwater.api.deps import service_of
 from headwater.api.hygiene import CleanModel
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.runs import lease_owner
-from headwater.scheduler.history import ScheduleStore
+from headwater.manifest.schedule import ScheduleStore
 
 router = APIRouter()
 Json = dict[str, Any]

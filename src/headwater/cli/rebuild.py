@@ -122,7 +122,7 @@ def _action(action: str, names: list[str], as_json: bool) -> int:
                     f"`headwater rebuild status` takes no INDEX; got {' '.join(names)} "
                     "(it lists every index)"
                 )
-            report: dict[str, Any] = core.status(ws)
+            report: dict[str, Any] = core.status(ws.runtime)
             if as_json:
                 print_json(report)
             else:
@@ -133,13 +133,13 @@ def _action(action: str, names: list[str], as_json: bool) -> int:
         name = names[0]
         ws.index_section(name)  # an unknown index is named as such, for every action
         if action == "switch":
-            report = core.switch(ws, name)
+            report = core.switch(ws.runtime, name)
         elif action == "rollback":
-            report = core.rollback(ws, name)
+            report = core.rollback(ws.runtime, name)
         elif action == "cancel":
-            report = core.cancel(ws, name)
+            report = core.cancel(ws.runtime, name)
         else:
-            report = core.retire(ws, name)
+            report = core.retire(ws.runtime, name)
         live = ws.manifest.generations.live(name)
     if as_json:
         print_json(report)
@@ -175,7 +175,7 @@ def rebuild(
             if not as_json:
                 err.print("rebuilding from the manifest's stored content…")
             with _progress(ws, quiet=as_json and not err.is_terminal):
-                report = core.rebuild(ws, words or None, force=force, switch=not no_switch)
+                report = core.rebuild(ws.runtime, words or None, force=force, switch=not no_switch)
         if as_json:
             print_json(report)
         else:

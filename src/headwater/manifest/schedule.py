@@ -32,6 +32,8 @@ CANDIDATES_SHOWN = 5  # run ids an ambiguous prefix's error lists
 
 @dataclass(frozen=True)
 class SourceHistory:
+    """A source's recent runs as the due decision reads them."""
+
     last_started_at: datetime | None
     interrupted: bool
     consecutive_failures: int
@@ -39,6 +41,8 @@ class SourceHistory:
 
 
 class ScheduleStore:
+    """The scheduler's tables and views in the manifest database."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
