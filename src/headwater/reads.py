@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from headwater.config import IndexSection
 from headwater.errors import ConfigError, NotFoundError
@@ -20,6 +19,7 @@ from headwater.manifest.generations import RETIRED, WRITE_STATES, Generation
 from headwater.manifest.records import DocumentRecord
 from headwater.reports import (
     DocumentReport,
+    ExecutorState,
     IndexInfo,
     StatusReport,
     document_report,
@@ -178,7 +178,7 @@ def _reindexer(
     return lambda ids: rt.indexes.drain(rt.indexes.generation_indexer([gen]), ids)
 
 
-def status(rt: Runtime, executor: dict[str, Any]) -> StatusReport:
+def status(rt: Runtime, executor: ExecutorState) -> StatusReport:
     """Sources with their schedule, versions, indexes, the DLQ and ``executor``'s state."""
     return status_report(
         rt.manifest,

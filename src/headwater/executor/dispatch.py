@@ -37,7 +37,7 @@ from headwater.executor.tasks import INDEX_TASK, SYNC_TASK
 from headwater.executor.work import index_tasks_for
 from headwater.indexer.report import IndexReport
 from headwater.manifest.queued import QueueMarkers
-from headwater.reports import SyncResult
+from headwater.reports import ExecutorState, SyncResult
 from headwater.runtime import Runtime
 from headwater.sync.permissions import PermissionResult
 from headwater.sync.report import PruneResult, RunReport
@@ -273,6 +273,6 @@ class CeleryExecutor:
         """Prunes run here (a complete enumeration, then deletes in the manifest)."""
         return self.local.prune(sources, dry_run=dry_run, force=force)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> ExecutorState:
         """The Celery queues, lease owners and index claims."""
         return executor_status(self.rt)

@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 from headwater.clock import iso
 from headwater.config import SourceSection
@@ -24,7 +23,7 @@ from headwater.indexer.report import IndexReport
 from headwater.indexer.worker import IndexWorker
 from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
 from headwater.rebuilds.orchestrate import rebuild_warnings, retire_expired
-from headwater.reports import SyncResult
+from headwater.reports import ExecutorState, SyncResult
 from headwater.runtime import Runtime
 from headwater.runtime.sources import close_connector
 from headwater.sync.parallel import run_each
@@ -196,6 +195,6 @@ class LocalExecutor:
             )
         return reports
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> ExecutorState:
         """``{"type": "local"}``: nothing runs elsewhere."""
-        return {"type": "local"}
+        return ExecutorState()

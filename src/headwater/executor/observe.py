@@ -13,6 +13,7 @@ from headwater.clock import iso, utcnow
 from headwater.executor.celery_app import app_for
 from headwater.manifest.claims import ClaimLedger
 from headwater.manifest.queued import QueueMarkers
+from headwater.reports import ExecutorState
 from headwater.runtime import Runtime
 
 
@@ -54,20 +55,23 @@ def queue_depths(rt: Runtime) -> dict[str, int | None]:
     return depths
 
 
-def executor_status(rt: Runtime) -> dict[str, Any]:
+def executor_status(rt: Runtime) -> ExecutorState:
     """The ``executor`` part of ``headwater status``."""
     now = utcnow()
     markers = QueueMarkers(rt.manifest.engine)
-    report: dict[str, Any] = {
-        "type": rt.config.executor.type,
-        "running": markers.running(),
-        "queued": markers.queued(),
-        "index_claims": ClaimLedger(rt.manifest.engine).holders(),
-        "checked_at": iso(now),
-    }
+    depths: dict[str, int | None] | None = None
+    error = None
     if rt.config.executor.type == "celery":
         try:
-            report["queues"] = queue_depths(rt)
+            depths = queue_depths(rt)
         except Exception as exc:  # the broker is down: say so, the rest still shows
-            report["queues"] = {"error": f"{type(exc).__name__}: {exc}"}
-    return report
+            error = f"{type(exc).__name__}: {exc}"
+    return ExecutorState(
+        type=rt.config.executor.type,
+        running=markers.running(),
+        queued=markers.queued(),
+        index_claims=ClaimLedger(rt.manifest.engine).holders(),
+        checked_at=iso(now),
+        queues=depths,
+        queues_error=error,
+    )

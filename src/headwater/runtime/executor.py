@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from headwater.errors import ConfigError
 from headwater.indexer.report import IndexReport
 from headwater.plugins import entry_points
-from headwater.reports import SyncResult
+from headwater.reports import ExecutorState, SyncResult
 from headwater.sync.permissions import PermissionResult
 from headwater.sync.report import PruneResult
 from headwater.sync.runner import Progress
@@ -69,7 +69,7 @@ class Executor(Protocol):
         """Delete documents their source no longer has."""
         ...
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> ExecutorState:
         """The ``executor`` part of ``headwater status``."""
         ...
 

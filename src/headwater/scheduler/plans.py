@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from headwater.clock import iso, utcnow
 from headwater.config import SchedulerSection, SourceSection
 from headwater.durations import parse_duration
 from headwater.manifest.schedule import ScheduleStore
+from headwater.reports import LeaseHolder, SourceSchedule
 from headwater.runtime import Runtime
 from headwater.scheduler.due import Backoff, Decision, SourceState, decide
 
@@ -81,16 +81,16 @@ def plan_all(rt: Runtime, now: datetime | None = None) -> Decision:
     return decide(states, now or utcnow(), backoff_of(rt.config.scheduler))
 
 
-def schedule_status(rt: Runtime) -> dict[str, dict[str, Any]]:
+def schedule_status(rt: Runtime) -> dict[str, SourceSchedule]:
     """Per source id: ``paused``, ``next_due_at``, ``backoff_until`` and ``lease``."""
     store = ScheduleStore(rt.manifest.engine)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SourceSchedule] = {}
     for p in plan_all(rt).plans:
         holder = store.lease_holder(p.source_id)
-        out[p.source_id] = {
-            "paused": p.paused,
-            "next_due_at": iso(p.next_due_at),
-            "backoff_until": iso(p.backoff_until),
-            "lease": None if holder is None else {"owner": holder[0], "expires_at": iso(holder[1])},
-        }
+        out[p.source_id] = SourceSchedule(
+            paused=p.paused,
+            next_due_at=iso(p.next_due_at),
+            backoff_until=iso(p.backoff_until),
+            lease=None if holder is None else LeaseHolder(holder[0], iso(holder[1])),
+        )
     return out
