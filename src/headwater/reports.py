@@ -21,6 +21,8 @@ from headwater.sync.report import RunReport, SkippedRun
 
 @dataclass
 class SyncResult:
+    """What a sync did: each source's run, the indexing, warnings and busy sources."""
+
     runs: list[RunReport] = field(default_factory=list)
     index: IndexReport = field(default_factory=IndexReport)
     warnings: list[str] = field(default_factory=list)
@@ -28,6 +30,7 @@ class SyncResult:
     skipped: list[SkippedRun] = field(default_factory=list)  # busy: another process's
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {
             "runs": [r.as_dict() for r in self.runs],
             "skipped": [s.as_dict() for s in self.skipped],
@@ -38,10 +41,12 @@ class SyncResult:
 
     @property
     def failed(self) -> bool:
+        """Whether a run failed."""
         return any(r.status == "failed" for r in self.runs)
 
 
 def access_dict(record: DocumentRecord) -> dict[str, Any]:
+    """The document's ACL as JSON."""
     access = record.access
     return {"users": list(access.users), "groups": list(access.groups), "public": access.public}
 
@@ -54,6 +59,7 @@ class AppliedState(JsonView):
     chunks: int
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {"applied_revision": self.applied_revision, "chunks": self.chunks}
 
 
@@ -65,6 +71,7 @@ class DocumentReport(JsonView):
     indexes: Mapping[str, AppliedState]
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON ``headwater doc --json`` prints."""
         record = self.record
         return {
             "document_id": record.document_id,
@@ -138,6 +145,7 @@ class LeaseHolder(JsonView):
     expires_at: str | None
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {"owner": self.owner, "expires_at": self.expires_at}
 
 
@@ -151,6 +159,7 @@ class SourceSchedule(JsonView):
     lease: LeaseHolder | None = None  # None: no run holds the source now
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {
             "paused": self.paused,
             "next_due_at": self.next_due_at,
@@ -172,6 +181,7 @@ class ExecutorState(JsonView):
     queues_error: str | None = None  # why the broker could not be asked
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints (``{"type": "local"}`` when nothing is observed)."""
         if self.running is None:
             return {"type": self.type}
         out: dict[str, Any] = {
@@ -202,6 +212,7 @@ class SourceStatus(JsonView):
     schedule: SourceSchedule | None = None  # None: not planned (unconfigured)
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         row: dict[str, Any] = {
             "id": self.id,
             "type": self.type,
@@ -225,6 +236,7 @@ class IndexStatus(JsonView):
     pending: int
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {"type": self.type, "index_version": self.index_version, "pending": self.pending}
 
 
@@ -237,6 +249,7 @@ class DlqStatus(JsonView):
     failed_deletes: int
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {
             "depth": self.depth,
             "oldest_age_s": self.oldest_age_s,
@@ -257,6 +270,7 @@ class StatusReport(JsonView):
     executor: ExecutorState = field(default_factory=ExecutorState)
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {
             "sources": [s.as_dict() for s in self.sources],
             "executor": self.executor.as_dict(),

@@ -106,6 +106,7 @@ class Workspace:
 
     @index_progress.setter
     def index_progress(self, value: Callable[[IndexProgress], None] | None) -> None:
+        """Set the indexing progress callback (None: none)."""
         self.runtime.controls.index_progress = value
 
     @property
@@ -115,6 +116,7 @@ class Workspace:
 
     @count_progress.setter
     def count_progress(self, value: CountProgress | None) -> None:
+        """Set the counting progress callback (None: none)."""
         self.runtime.controls.count_progress = value
 
     def source_section(self, source_id: str) -> SourceSection:

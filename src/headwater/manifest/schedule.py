@@ -49,6 +49,7 @@ class ScheduleStore:
     # -- what the due decision needs -----------------------------------------------------
 
     def history(self, source_id: str) -> SourceHistory:
+        """A source's recent runs as the due decision reads them."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(t.runs.c.status, t.runs.c.started_at, t.runs.c.finished_at)
@@ -77,6 +78,7 @@ class ScheduleStore:
         )
 
     def lease_holder(self, source_id: str) -> tuple[str, datetime] | None:
+        """The owner of the source's live lease and its expiry, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.leases.c.owner, t.leases.c.expires_at).where(
@@ -90,6 +92,7 @@ class ScheduleStore:
     # -- pause switches ------------------------------------------------------------------
 
     def paused(self) -> set[str]:
+        """The ids of the paused sources."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(t.source_schedule.c.source_id).where(t.source_schedule.c.paused == 1)
@@ -189,6 +192,7 @@ class ScheduleStore:
     def list_runs(
         self, source_id: str | None = None, status: str | None = None, limit: int = 20
     ) -> list[dict[str, Any]]:
+        """Runs, newest first, as ``headwater runs --json`` shows them."""
         query = select(t.runs).order_by(desc(t.runs.c.started_at)).limit(limit)
         if source_id:
             query = query.where(t.runs.c.source_id == source_id)

@@ -96,6 +96,7 @@ class Scheduler:
         self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
 
     def install_signal_handlers(self) -> None:
+        """Stop on SIGTERM and SIGINT, reload the config on SIGHUP."""
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGINT, self._on_stop)
         if hasattr(signal, "SIGHUP"):
@@ -117,6 +118,7 @@ class Scheduler:
         self._wake.set()
 
     def serve(self) -> int:
+        """Run until stopped (``once``: until every due source ran); the exit code."""
         inflight: Inflight = {}
         pool = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="headwater-run")
         log.info(
@@ -158,6 +160,7 @@ class Scheduler:
         return self._dispatch(pool, inflight)
 
     def exit_code(self) -> int:
+        """The process's exit code from the outcomes so far."""
         return exit_code(
             self.outcomes, once=self.once, interrupted=self._interrupted, drain=self._drain_ok
         )

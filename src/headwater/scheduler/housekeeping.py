@@ -36,6 +36,7 @@ class HousekeepingReport(JsonView):
     cache: CacheTrim | None = None  # None: no embedding cache in the state dir yet
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON ``headwater housekeeping --json`` prints."""
         return {
             "tombstones": self.tombstones,
             "runs": self.runs,
