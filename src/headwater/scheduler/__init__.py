@@ -1,4 +1,4 @@
 """The scheduler behind ``headwater run``: ``due`` (the pure decision of what is due),
 ``plans`` (its inputs from a runtime, and the scheduling fields of ``status``),
-``housekeeping`` (the retention steps) and ``daemon``
-(the loop, the thread pool and the signals)."""
+``runs`` (what one run does in its thread), ``housekeeping`` (the retention steps)
+and ``daemon`` (the loop, the thread pool and the signals)."""

@@ -32,13 +32,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from headwater.clock import utcnow
 from headwater.config import SourceSection
-from headwater.errors import BrokerUnavailable, FatalError, HeadwaterError
-from headwater.executor.local import LocalExecutor
-from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
+from headwater.errors import BrokerUnavailable, HeadwaterError
+from headwater.manifest.runs import FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
 from headwater.runtime import Runtime
 from headwater.runtime.executor import executor_factory
@@ -46,6 +45,7 @@ from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.housekeeping import housekeep_logged
 from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Feed, Outcome, exit_code, ids, summary
 from headwater.scheduler.plans import backoff_of, source_states
+from headwater.scheduler.runs import run_content, run_permissions
 
 log = logging.getLogger("headwater.scheduler")
 Inflight = dict[str, Future[Outcome]]  # source id -> its run in the thread pool
@@ -303,83 +303,10 @@ class Scheduler:
         log.info("config reloaded: %d sources", len(self._sections()))
 
     def _run_one(self, rt: Runtime, section: SourceSection, kind: str) -> Outcome:
-        store, feed, line = ScheduleStore(rt.manifest.engine), self.progress, f"sync {section.id}"
-        if feed is not None:
-            feed.start(line)
-        try:
-            progress = feed.sync if feed else None
-            result = LocalExecutor(rt).sync([section.id], index=False, progress=progress)
-        except IntegrityError:
-            # Two processes created the source's (or its lease's) first row at once.
-            log.info(
-                "skipping %s: another process claimed it at the same moment",
-                section.id,
-                extra=ids(section.id),
-            )
-            return Outcome(section.id, SKIPPED)
-        except HeadwaterError as exc:
-            holder = store.lease_holder(section.id)
-            if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
-                log.info(
-                    "skipping %s: its lease is held by %s",
-                    section.id,
-                    holder[0],
-                    extra=ids(section.id),
-                )
-                return Outcome(section.id, SKIPPED)
-            log.error("run of %s could not start: %s", section.id, exc, extra=ids(section.id))
-            return Outcome(section.id, FAILED, error=str(exc))
-        finally:
-            if feed is not None:
-                feed.finish(line)
-        if not result.runs:
-            return Outcome(section.id, CANCELLED)
-        report = result.runs[0]
-        store.annotate(report.run_id, lease_owner(), kind, report.fetched)
-        log.info(
-            "run %s of %s %s in %.1fs: %s%s",
-            report.run_id,
-            section.id,
-            report.status,
-            report.duration_s,
-            report.counts.as_dict(),
-            f" error: {report.error}" if report.error else "",
-            extra=ids(section.id, report.run_id, report.status),
-        )
-        if report.counts.new + report.counts.changed + report.counts.deleted:
-            self._drain(rt)
-        return Outcome(
-            section.id,
-            report.status,
-            report.run_id,
-            prune_blocked=report.prune_blocked is not None,
-            error=report.error,
-        )
+        return run_content(rt, section, kind, self.progress, self._drain)
 
     def _run_permissions(self, rt: Runtime, section: SourceSection) -> Outcome:
-        """One permission-only sync; its indexing is drained here, like a content run's."""
-        try:
-            result = LocalExecutor(rt).sync_permissions([section.id], index=False)
-        except HeadwaterError as exc:
-            holder = ScheduleStore(rt.manifest.engine).lease_holder(section.id)
-            if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
-                log.info("skipping permissions of %s: lease held by %s", section.id, holder[0])
-                return Outcome(section.id, SKIPPED, kind=PERMISSIONS)
-            log.error("permission sync of %s could not start: %s", section.id, exc)
-            return Outcome(section.id, FAILED, error=str(exc), kind=PERMISSIONS)
-        (report,) = result.sources
-        log.info(
-            "permission sync of %s %s: %d checked, %d changed%s",
-            section.id,
-            report.status,
-            report.checked,
-            report.changed,
-            f" error: {report.error}" if report.error else "",
-        )
-        if report.changed or report.groups is not None:
-            self._drain(rt)
-        status = FAILED if report.status == "failed" else report.status
-        return Outcome(section.id, status, error=report.error, kind=PERMISSIONS)
+        return run_permissions(rt, section, self._drain)
 
     def _draining(self) -> bool:
         return self._drainer is not None and self._drainer.is_alive()
