@@ -48,6 +48,19 @@ def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
     )
 
 
+def _made_dir(path: Path) -> Path:
+    """``path``, created if missing; ConfigError when it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # not writable, or a file in the way: not a bug
+        raise ConfigError(
+            f"cannot create the state directory {path} ({exc.strerror or exc}); "
+            "make it a writable directory, or point workspace.state_dir in "
+            "headwater.toml at one."
+        ) from exc
+    return path
+
+
 class Runtime:
     """A workspace's parts, wired once from its config. Close it when done."""
 
@@ -61,15 +74,7 @@ class Runtime:
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
-        self.state_dir = loaded.state_dir
-        try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # not writable, or a file in the way: not a bug
-            raise ConfigError(
-                f"cannot create the state directory {self.state_dir} ({exc.strerror or exc}); "
-                "make it a writable directory, or point workspace.state_dir in "
-                "headwater.toml at one."
-            ) from exc
+        self.state_dir = _made_dir(loaded.state_dir)
         self.manifest = Manifest.open(
             loaded.manifest_url,
             max_attempts=self.config.sync.attempts,
@@ -94,6 +99,10 @@ class Runtime:
         self.embedder_type = (
             self.config.embedder.type if embedder is None else type(embedder).__name__
         )
+        self._wire()
+
+    def _wire(self) -> None:
+        """The versions, then the generation wiring and the indexes over them."""
         # Parsers only: decides whether a source object is re-read (the sync gates).
         self.content_version = content_version(PARSER_VERSIONS)
         self.pipeline_version = self.content_version
