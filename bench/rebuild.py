@@ -127,7 +127,7 @@ def main() -> None:
         thread.start()
         started = time.perf_counter()
         try:
-            built = core.rebuild(ws)["indexes"][0]
+            built = core.rebuild(ws.runtime)["indexes"][0]
         finally:
             stop.set()
             thread.join()

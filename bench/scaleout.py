@@ -109,7 +109,7 @@ def workers(config: Path, count: int, tmp: Path) -> Iterator[None]:
         procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))
     try:
         with Workspace.open(config) as ws:
-            app = app_for(ws)
+            app = app_for(ws.runtime)
             deadline = time.monotonic() + 120
             while len(app.control.ping(timeout=1.0) or []) < count:
                 if time.monotonic() > deadline:

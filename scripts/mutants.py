@@ -172,7 +172,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "index-not-bound-to-its-manifest",
-        "src/headwater/workspace_indexes.py",
+        "src/headwater/runtime/indexes.py",
         "            elif bound != mine:\n                sink.close()",
         "            elif False:\n                sink.close()",
         (f"{REPAIR}::test_an_index_of_a_lost_manifest_never_serves_its_old_permissions[sqlite]",),
@@ -223,8 +223,8 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "search-trusts-a-stale-index",
-        "src/headwater/workspace_reads.py",
-        "            admitted=self.manifest.visible_to,\n",
+        "src/headwater/reads.py",
+        "        admitted=rt.manifest.visible_to,\n",
         "",
         (
             "tests/search/test_manifest_gate.py::test_a_revoked_document_is_not_returned_before_the_index_applies_it[keyword]",
@@ -375,9 +375,9 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "parse-settings-outside-the-content-version",
-        "src/headwater/workspace.py",
+        "src/headwater/runtime/sources.py",
         "            pipeline_version=content_version(PARSER_VERSIONS, parse_options.describe()),\n",
-        "            pipeline_version=self.pipeline_version,\n",
+        "            pipeline_version=content_version(PARSER_VERSIONS),\n",
         (
             "tests/pipeline/test_parse_sync.py::test_parse_settings_of_the_workspace_and_the_source_read_more_files[sqlite]",
         ),
@@ -462,7 +462,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "rebuild-switch-skips-its-re-verification",
         "src/headwater/rebuilds/orchestrate.py",
-        "    report = build(ws, ready)\n    problems = verify(ws, ready, report)\n",
+        "    report = build(rt, ready)\n    problems = verify(rt, ready, report)\n",
         "    report = IndexReport()\n    problems: list[str] = []\n",
         (
             "tests/rebuild/test_generation_states.py::test_switch_verifies_the_ready_generation_again_and_refuses_a_bad_one[sqlite]",
@@ -524,7 +524,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "an-index-of-another-manifest-is-emptied-on-open",
-        "src/headwater/workspace_indexes.py",
+        "src/headwater/runtime/indexes.py",
         "                sink.close()\n                raise self._owned_elsewhere(generation, bound)\n",
         "                sink.bind(mine, empty=True)\n",
         (
@@ -533,7 +533,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "the-storage-of-another-manifests-index-is-dropped",
-        "src/headwater/workspace_indexes.py",
+        "src/headwater/runtime/indexes.py",
         "            raise self._owned_elsewhere(generation, str(bound))\n        sink.drop()",
         "        sink.drop()",
         (
@@ -542,16 +542,16 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "sync-runs-its-sources-one-after-another",
-        "src/headwater/workspace.py",
-        "run_each(selected, one, limit=max_concurrent, cancel=self.cancel)",
-        "run_each(selected, one, limit=1, cancel=self.cancel)",
+        "src/headwater/executor/local.py",
+        "run_each(selected, one, limit=max_concurrent, cancel=cancel)",
+        "run_each(selected, one, limit=1, cancel=cancel)",
         (
             "tests/core/test_sync_parallel.py::test_two_sources_run_at_once_and_are_reported_in_config_order",
         ),
     ),
     Mutant(
         "a-busy-source-fails-the-whole-sync",
-        "src/headwater/workspace.py",
+        "src/headwater/executor/local.py",
         "                if not skip_busy:\n                    raise\n",
         "                raise\n",
         (

@@ -21,6 +21,8 @@ from headwater.sync.report import RunReport, SkippedRun
 
 @dataclass
 class SyncResult:
+    """What a sync did: each source's run, the indexing, warnings and busy sources."""
+
     runs: list[RunReport] = field(default_factory=list)
     index: IndexReport = field(default_factory=IndexReport)
     warnings: list[str] = field(default_factory=list)
@@ -28,6 +30,7 @@ class SyncResult:
     skipped: list[SkippedRun] = field(default_factory=list)  # busy: another process's
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {
             "runs": [r.as_dict() for r in self.runs],
             "skipped": [s.as_dict() for s in self.skipped],
@@ -38,12 +41,26 @@ class SyncResult:
 
     @property
     def failed(self) -> bool:
+        """Whether a run failed."""
         return any(r.status == "failed" for r in self.runs)
 
 
 def access_dict(record: DocumentRecord) -> dict[str, Any]:
+    """The document's ACL as JSON."""
     access = record.access
     return {"users": list(access.users), "groups": list(access.groups), "public": access.public}
+
+
+@dataclass(frozen=True, eq=False)
+class AppliedState(JsonView):
+    """A document's state in one index: the revision it applied and its chunk count."""
+
+    applied_revision: int | None
+    chunks: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
+        return {"applied_revision": self.applied_revision, "chunks": self.chunks}
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,9 +68,10 @@ class DocumentReport(JsonView):
     """Everything the manifest knows about one document, and its state in each index."""
 
     record: DocumentRecord
-    indexes: Mapping[str, Mapping[str, Any]]
+    indexes: Mapping[str, AppliedState]
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON ``headwater doc --json`` prints."""
         record = self.record
         return {
             "document_id": record.document_id,
@@ -68,24 +86,27 @@ class DocumentReport(JsonView):
             "pipeline_version": record.pipeline_version,
             "access": access_dict(record),
             "metadata": dict(record.metadata),
-            "indexes": {name: dict(state) for name, state in self.indexes.items()},
+            "indexes": {name: state.as_dict() for name, state in self.indexes.items()},
         }
 
     def items(self) -> Any:
+        """The JSON's items, as a dict's."""
         return self.as_dict().items()
 
 
 def document_report(
     record: DocumentRecord, applied: dict[str, tuple[int, int]], index_names: list[str]
 ) -> DocumentReport:
-    indexes: dict[str, Any] = {}
+    """The document's report: ``applied`` (revision, chunks) per index name that has it."""
+    indexes: dict[str, AppliedState] = {}
     for name in index_names:
         revision, chunks = applied.get(name, (None, 0))
-        indexes[name] = {"applied_revision": revision, "chunks": chunks}
+        indexes[name] = AppliedState(revision, chunks)
     return DocumentReport(record, indexes)
 
 
 def failure_dict(f: FailureRecord) -> dict[str, Any]:
+    """One failure record as ``headwater failures --json`` prints it."""
     return {
         "id": f.entry_id,
         "source": f.source_id,
@@ -117,74 +138,205 @@ class IndexInfo:
 
 
 @dataclass(frozen=True, eq=False)
+class LeaseHolder(JsonView):
+    """The process holding a source's lease, and when the lease expires unrenewed."""
+
+    owner: str
+    expires_at: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
+        return {"owner": self.owner, "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True, eq=False)
+class SourceSchedule(JsonView):
+    """A configured source's scheduling fields in ``status``."""
+
+    paused: bool
+    next_due_at: str | None
+    backoff_until: str | None
+    lease: LeaseHolder | None = None  # None: no run holds the source now
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
+        return {
+            "paused": self.paused,
+            "next_due_at": self.next_due_at,
+            "backoff_until": self.backoff_until,
+            "lease": None if self.lease is None else self.lease.as_dict(),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class ExecutorState(JsonView):
+    """Where write work runs; for Celery, what runs, waits and is claimed now."""
+
+    type: str = "local"
+    running: Mapping[str, str] | None = None  # source -> lease owner; None: not observed
+    queued: Mapping[str, str] = field(default_factory=dict)  # source -> task id
+    index_claims: Mapping[str, int] = field(default_factory=dict)  # owner -> documents
+    checked_at: str | None = None
+    queues: Mapping[str, int | None] | None = None  # queue -> messages waiting
+    queues_error: str | None = None  # why the broker could not be asked
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints (``{"type": "local"}`` when nothing is observed)."""
+        if self.running is None:
+            return {"type": self.type}
+        out: dict[str, Any] = {
+            "type": self.type,
+            "running": dict(self.running),
+            "queued": dict(self.queued),
+            "index_claims": dict(self.index_claims),
+            "checked_at": self.checked_at,
+        }
+        if self.queues_error is not None:
+            out["queues"] = {"error": self.queues_error}
+        elif self.queues is not None:
+            out["queues"] = dict(self.queues)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class SourceStatus(JsonView):
+    """One source in ``status``: its documents, open failures, last run and schedule."""
+
+    id: str
+    type: str
+    documents: int
+    deleted: int
+    failures_open: int
+    last_run: RunReport | None
+    configured: bool = True
+    schedule: SourceSchedule | None = None  # None: not planned (unconfigured)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
+        row: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type,
+            "documents": self.documents,
+            "deleted": self.deleted,
+            "failures_open": self.failures_open,
+            "last_run": self.last_run.as_dict() if self.last_run else None,
+        }
+        if self.schedule is not None:
+            row.update(self.schedule.as_dict())
+        row["configured"] = self.configured
+        return row
+
+
+@dataclass(frozen=True, eq=False)
+class IndexStatus(JsonView):
+    """One index in ``status``: its type, the config's version and its pending work."""
+
+    type: str
+    index_version: str
+    pending: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
+        return {"type": self.type, "index_version": self.index_version, "pending": self.pending}
+
+
+@dataclass(frozen=True, eq=False)
+class DlqStatus(JsonView):
+    """The dead-letter queue in ``status``."""
+
+    depth: int
+    oldest_age_s: float | None
+    failed_deletes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
+        return {
+            "depth": self.depth,
+            "oldest_age_s": self.oldest_age_s,
+            "failed_deletes": self.failed_deletes,
+        }
+
+
+@dataclass(frozen=True, eq=False)
 class StatusReport(JsonView):
     """Sources (configured, then unconfigured ones the manifest still holds), versions,
     indexes with their pending work, and the dead-letter queue."""
 
-    sources: Sequence[Mapping[str, Any]]
+    sources: Sequence[SourceStatus]
     pipeline_version: str
     content_version: str
-    indexes: Mapping[str, Mapping[str, Any]]
-    dlq: Mapping[str, Any]
-    executor: Mapping[str, Any] = field(default_factory=lambda: {"type": "local"})
+    indexes: Mapping[str, IndexStatus]
+    dlq: DlqStatus
+    executor: ExecutorState = field(default_factory=ExecutorState)
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON the command prints."""
         return {
-            "sources": [dict(s) for s in self.sources],
-            "executor": dict(self.executor),
+            "sources": [s.as_dict() for s in self.sources],
+            "executor": self.executor.as_dict(),
             "pipeline_version": self.pipeline_version,
             "content_version": self.content_version,
-            "indexes": {name: dict(info) for name, info in self.indexes.items()},
-            "dlq": dict(self.dlq),
+            "indexes": {name: info.as_dict() for name, info in self.indexes.items()},
+            "dlq": self.dlq.as_dict(),
         }
 
 
 def _source_row(
-    manifest: Manifest, source_id: str, source_type: str, last: RunReport | None
-) -> dict[str, Any]:
-    return {
-        "id": source_id,
-        "type": source_type,
-        "documents": manifest.count_documents(source_id, "active"),
-        "deleted": manifest.count_documents(source_id, "deleted"),
-        "failures_open": manifest.failures.counts(source_id)["open"],
-        "last_run": last.as_dict() if last else None,
-    }
+    manifest: Manifest,
+    source_id: str,
+    source_type: str,
+    *,
+    configured: bool,
+    schedule: SourceSchedule | None = None,
+) -> SourceStatus:
+    record = manifest.runs.latest(source_id)
+    return SourceStatus(
+        id=source_id,
+        type=source_type,
+        documents=manifest.count_documents(source_id, "active"),
+        deleted=manifest.count_documents(source_id, "deleted"),
+        failures_open=_count(manifest.failures.counts(source_id)["open"]),
+        last_run=RunReport.from_record(record, source_type) if record else None,
+        configured=configured,
+        schedule=schedule,
+    )
 
 
-def unconfigured_sources(manifest: Manifest, configured: set[str]) -> list[dict[str, Any]]:
+def _count(value: object) -> int:
+    assert isinstance(value, int)  # counts() gives ints for its count keys
+    return value
+
+
+def unconfigured_sources(manifest: Manifest, configured: set[str]) -> list[SourceStatus]:
     """Sources the manifest still holds but the config no longer names (never searched;
     `headwater source remove ID` deletes them)."""
     from headwater.sync.removal import known_source_ids
 
-    found = []
-    for source_id, source_type in sorted(known_source_ids(manifest).items()):
-        if source_id in configured:
-            continue
-        record = manifest.runs.latest(source_id)
-        last = RunReport.from_record(record, source_type) if record else None
-        found.append({**_source_row(manifest, source_id, source_type, last), "configured": False})
-    return found
+    return [
+        _source_row(manifest, source_id, source_type, configured=False)
+        for source_id, source_type in sorted(known_source_ids(manifest).items())
+        if source_id not in configured
+    ]
 
 
 def status_report(
     manifest: Manifest,
     sources: Sequence[tuple[str, str]],
-    schedule: Mapping[str, Mapping[str, Any]],
+    schedule: Mapping[str, SourceSchedule],
     indexes: Sequence[IndexInfo],
     *,
     pipeline_version: str,
     content_version: str,
-    executor: Mapping[str, Any] | None = None,
+    executor: ExecutorState | None = None,
 ) -> StatusReport:
     """``sources`` are the configured (id, type) pairs, ``schedule`` their schedule
     fields by id."""
-    rows = []
-    for source_id, source_type in sources:
-        record = manifest.runs.latest(source_id)
-        last = RunReport.from_record(record, source_type) if record else None
-        row = _source_row(manifest, source_id, source_type, last)
-        rows.append({**row, **schedule.get(source_id, {}), "configured": True})
+    rows = [
+        _source_row(
+            manifest, source_id, source_type, configured=True, schedule=schedule.get(source_id)
+        )
+        for source_id, source_type in sources
+    ]
     rows.extend(unconfigured_sources(manifest, {source_id for source_id, _ in sources}))
     totals = manifest.failures.counts()
     oldest = totals["oldest"]
@@ -196,15 +348,15 @@ def status_report(
         pipeline_version=pipeline_version,
         content_version=content_version,
         indexes={
-            i.name: {
-                "type": i.type,
-                "index_version": i.index_version,
-                "pending": manifest.index_state.pending_count(
+            i.name: IndexStatus(
+                i.type,
+                i.index_version,
+                manifest.index_state.pending_count(
                     i.live_key or i.name, i.live_version or i.index_version
                 ),
-            }
+            )
             for i in indexes
         },
-        dlq={"depth": totals["dlq"], "oldest_age_s": age, "failed_deletes": totals["deletes"]},
-        executor=executor or {"type": "local"},
+        dlq=DlqStatus(_count(totals["dlq"]), age, _count(totals["deletes"])),
+        executor=executor or ExecutorState(),
     )

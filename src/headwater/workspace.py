@@ -1,58 +1,33 @@
-"""The workspace: one config, one manifest, its content store, connectors and sinks.
+"""The workspace facade: the one object the CLI, the HTTP API and Python users hold.
 
-``Workspace.open(path)`` validates the config, migrates the manifest and wires the
-pieces; nothing heavy (connectors' clients, sinks, the embedding model) is built until
-an operation needs it, so ``status`` or a no-op ``sync`` never loads the model. Every
-CLI command and the HTTP API are thin layers over the methods here. The class is split
-by what it does: the wiring and the write paths (sync, index, prune, redrive) here, the
-indexes' generations and sinks in ``workspace_indexes``, the read side (documents,
-failures, status, reconcile, search) in ``workspace_reads``.
+``Workspace.open(path)`` builds the composition root (``headwater.runtime.Runtime``:
+config, manifest, content store, connectors, indexes, embedder, versions) and the
+executor ``[executor] type`` names (found by name, ``runtime.executor``), and hands both
+to the facade. Every method delegates: write work to the executor (local or Celery),
+reads to the plain functions of ``headwater.reads``, the DLQ replay, source removal and
+push to the sync core. Nothing heavy (connectors' clients, sinks, the embedding model)
+is built until an operation needs it, so ``status`` or a no-op ``sync`` never loads the
+model. The facade never imports an executor, the scheduler, the CLI or the HTTP API.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from headwater.clock import iso, utcnow
-from headwater.config import (
-    ContentSection,
-    EmbedderSection,
-    LoadedConfig,
-    SourceSection,
-    load_config,
-)
-from headwater.connectors import Connector, SourceContext, load_connector_class
-from headwater.connectors.base import Enumerating
-from headwater.errors import (
-    ConfigError,
-    HeadwaterError,
-    IndexOwnedElsewhere,
-    NotFoundError,
-    PushConflict,
-    SourceBusy,
-)
+from headwater import reads
+from headwater.config import IndexSection, SourceSection
+from headwater.errors import ConfigError, NotFoundError, PushConflict
+from headwater.indexer.reconcile import ReconcileReport
 from headwater.indexer.report import IndexProgress, IndexReport
-from headwater.indexer.worker import IndexWorker
-from headwater.manifest.content import ContentStore, FolderContentStore
-from headwater.manifest.content_s3 import S3ContentStore
-from headwater.manifest.runs import COMPLETED_WITH_ERRORS, SUCCEEDED
-from headwater.manifest.store import Manifest
-from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
+from headwater.manifest.failures import DEAD
+from headwater.manifest.generations import Generation
+from headwater.manifest.records import FailureRecord
+from headwater.manifest.schedule import ScheduleStore
 from headwater.pipeline.embed.base import Embedder
-from headwater.pipeline.embed.registry import (
-    EmbedderSpec,
-    cached_embedder,
-    describe_embedder,
-)
-from headwater.pipeline.parse import PARSER_VERSIONS
-from headwater.pipeline.version import chunking_version, content_version
-from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
+from headwater.rebuilds import orchestrate
+from headwater.rebuilds.orchestrate import rebuild_warnings
 from headwater.rebuilds.results import (
     CancelResult,
     RebuildReport,
@@ -61,125 +36,34 @@ from headwater.rebuilds.results import (
     RollbackResult,
     SwitchResult,
 )
-from headwater.reports import (
-    SyncResult,
-)
-from headwater.search.aliases import IdentityAliases
+from headwater.reports import DocumentReport, StatusReport, SyncResult
+from headwater.runtime import Runtime
+from headwater.runtime.executor import Executor, executor_factory
+from headwater.search.service import CallerPrincipals, SearchResult, expand_principals
 from headwater.sinks import Sink
-from headwater.sync.gates import SourceIdentity
-from headwater.sync.parallel import run_each
-from headwater.sync.permissions import PermissionResult, PermissionSync, sync_groups
+from headwater.sync.fixes import FailureSummary
+from headwater.sync.permissions import PermissionResult
 from headwater.sync.push import PushOp, PushResult, push
 from headwater.sync.redrive import RedriveReport, redrive
-from headwater.sync.removal import RemovalReport
-from headwater.sync.report import PruneReport, PruneResult, RunReport, SkippedRun
-from headwater.sync.runner import Progress, SyncOptions, SyncRunner, record_unstarted_run
-from headwater.sync.settings import SourceSettings
-from headwater.types import Access, CountProgress
-from headwater.units import parse_duration
-from headwater.workspace_reads import WorkspaceReads
-
-if TYPE_CHECKING:
-    pass
-
-log = logging.getLogger(__name__)
+from headwater.sync.removal import RemovalReport, remove_source
+from headwater.sync.report import PruneReport, PruneResult, RunReport
+from headwater.sync.runner import Progress
+from headwater.types import CountProgress
 
 
-def open_content_store(section: ContentSection, state_dir: Path) -> ContentStore:
-    """The ``[content]`` store: the folder ``state_dir/content``, or the S3 url's bucket."""
-    if section.url is None:
-        return FolderContentStore(state_dir / "content")
-    return S3ContentStore(
-        section.url,
-        endpoint_url=section.endpoint_url,
-        region=section.region,
-        access_key_id=section.access_key_id,
-        secret_access_key=section.secret_access_key,
-        session_token=section.session_token,
-        addressing_style=section.addressing_style,
-    )
-
-
-def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
-    """The ``[embedder]`` table as the plain spec the embedder registry takes."""
-    return EmbedderSpec(
-        type=section.type,
-        runtime=section.runtime,
-        runtime_set="runtime" in section.model_fields_set,
-        options=section.options(),
-    )
-
-
-class Workspace(WorkspaceReads):
+class Workspace:
     """A Headwater workspace. Use ``Workspace.open(path)``; close it when done."""
 
-    def __init__(
-        self,
-        loaded: LoadedConfig,
-        *,
-        embedder: Embedder | None = None,
-        connector_types: Mapping[str, Any] | None = None,
-        sink_types: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.loaded = loaded
-        self._connector_types = dict(connector_types or {})
-        self._sink_types = dict(sink_types or {})
-        self.config = loaded.config
-        self.state_dir = loaded.state_dir
-        try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # not writable, or a file in the way: not a bug
-            raise ConfigError(
-                f"cannot create the state directory {self.state_dir} ({exc.strerror or exc}); "
-                "make it a writable directory, or point workspace.state_dir in "
-                "headwater.toml at one."
-            ) from exc
-        self.manifest = Manifest.open(
-            loaded.manifest_url,
-            max_attempts=self.config.sync.attempts,
-            lease_seconds=self.config.sync.lease_seconds,
-        )
-        self.content_store = open_content_store(self.config.content, self.state_dir)
-        self.aliases = IdentityAliases.from_table(self.config.identity.aliases)
-        self.cancel = threading.Event()
-        self.index_progress: Callable[[IndexProgress], None] | None = None  # the CLI's bars
-        self.count_progress: CountProgress | None = None  # prune enumeration, reconcile
-        self._embedder: Embedder | None = embedder
-        self._sinks: dict[str, Sink] = {}
-        if embedder is not None:
-            described = (embedder.model_id, embedder.dimension, embedder.max_tokens)
-        else:
-            described = describe_embedder(embedder_spec(self.config.embedder))
-        self._model_id, self._dimension, self._max_tokens = described
-        self.model_id, self.dimension, self.max_tokens = described
-        self.injected_embedder = embedder is not None
-        budget = self.config.chunker.max_tokens or self._max_tokens
-        self.chunker = ChunkerSettings(
-            max_tokens=min(budget, self._max_tokens),
-            max_document_chars=self.config.chunker.max_document_chars,
-        )
-        embedder_type = self.config.embedder.type if embedder is None else type(embedder).__name__
-        self.embedder_type = embedder_type
-        # Parsers only: decides whether a source object is re-read (the sync gates).
-        self.content_version = content_version(PARSER_VERSIONS)
-        self.pipeline_version = self.content_version
-        # Chunker and embedder: re-chunk and re-embed stored content, never re-read.
-        self.chunking_version = chunking_version(
-            self.content_version,
-            CHUNKER_VERSION,
-            {"max_tokens": self.chunker.max_tokens},
-            {
-                "type": embedder_type,
-                "model": self._model_id,
-                "dimension": self._dimension,
-                "max_tokens": self._max_tokens,
-            },
-        )
-        self.pipelines = Pipelines(self)
-        for section in self.index_sections:
-            self.manifest.generations.ensure_live(
-                section.name, self.index_version(section), self.pipelines.config_settings(section)
-            )
+    def __init__(self, runtime: Runtime, executor: Executor) -> None:
+        self.runtime, self.executor = runtime, executor
+        self.sources, self.indexes = runtime.sources, runtime.indexes
+        self.pipelines = runtime.pipelines
+        self.loaded, self.config, self.state_dir = runtime.loaded, runtime.config, runtime.state_dir
+        self.manifest, self.content_store = runtime.manifest, runtime.content_store
+        self.cancel = runtime.controls.cancel  # set it: running work stops after its batch
+        self.chunker = runtime.chunker
+        self.content_version = self.pipeline_version = runtime.content_version
+        self.chunking_version = runtime.chunking_version
 
     @classmethod
     def open(
@@ -195,22 +79,21 @@ class Workspace(WorkspaceReads):
         ``embedder`` replaces the configured embedder (it is used as given, without the
         cache); ``connector_types`` and ``sink_types`` add connector and sink classes by
         type name. All three are seams for tests and embedding applications; the CLI uses
-        none.
+        none. The executor is the one ``[executor] type`` names.
         """
-        loaded = load_config(Path(path), connector_types=connector_types, sink_types=sink_types)
-        return cls(
-            loaded, embedder=embedder, connector_types=connector_types, sink_types=sink_types
+        runtime = Runtime.open(
+            path, embedder=embedder, connector_types=connector_types, sink_types=sink_types
         )
+        try:
+            executor = executor_factory(runtime.config.executor.type)(runtime)
+        except BaseException:
+            runtime.close()
+            raise
+        return cls(runtime, executor)
 
     def close(self) -> None:
-        for sink in self._sinks.values():
-            sink.close()
-        self._sinks.clear()
-        self.pipelines.close()
-        closer = getattr(self._embedder, "close", None)
-        if callable(closer):
-            closer()
-        self.manifest.close()
+        """Close the sinks, the embedders and the manifest."""
+        self.runtime.close()
 
     def __enter__(self) -> Workspace:
         return self
@@ -218,69 +101,68 @@ class Workspace(WorkspaceReads):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- parts -------------------------------------------------------------------------
+    # -- the runtime's parts ---------------------------------------------------------------
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = cached_embedder(embedder_spec(self.config.embedder), self.state_dir)
-        return self._embedder
+        """The configured embedder (the model is loaded on first use)."""
+        return self.runtime.embedder
+
+    @property
+    def index_progress(self) -> Callable[[IndexProgress], None] | None:
+        """Called as indexing goes (the CLI's bars)."""
+        return self.runtime.controls.index_progress
+
+    @index_progress.setter
+    def index_progress(self, value: Callable[[IndexProgress], None] | None) -> None:
+        """Set the indexing progress callback (None: none)."""
+        self.runtime.controls.index_progress = value
+
+    @property
+    def count_progress(self) -> CountProgress | None:
+        """Called as a prune's enumeration or a reconcile counts."""
+        return self.runtime.controls.count_progress
+
+    @count_progress.setter
+    def count_progress(self, value: CountProgress | None) -> None:
+        """Set the counting progress callback (None: none)."""
+        self.runtime.controls.count_progress = value
 
     def source_section(self, source_id: str) -> SourceSection:
-        return self.config.source_by_id(source_id)
+        """The configured source ``source_id``."""
+        return self.sources.section(source_id)
 
-    def connector(self, source_id: str) -> Connector:
-        section = self.source_section(source_id)
-        cls = self._connector_types.get(section.type) or load_connector_class(section.type)
-        context = SourceContext(
-            source_id=section.id, state_dir=self.state_dir, config_root=self.loaded.root
-        )
-        connector: Connector = cls(self.loaded.source_options[section.id], context)
-        return connector
+    @property
+    def index_sections(self) -> list[IndexSection]:
+        """The configured indexes."""
+        return self.indexes.sections
 
-    def source_identity(self, section: SourceSection) -> SourceIdentity:
-        access = section.access.to_access() if section.access is not None else Access.nobody()
-        parse_options = self.config.parse.options(section.parse)
-        return SourceIdentity(
-            tenant=self.config.workspace.tenant,
-            source_type=section.type,
-            source_id=section.id,
-            default_access=access,
-            # what [parse] says about the source's files changes how they are read
-            pipeline_version=content_version(PARSER_VERSIONS, parse_options.describe()),
-            parse_options=parse_options,
-        )
+    def index_section(self, name: str) -> IndexSection:
+        """The configured index ``name``."""
+        return self.indexes.section(name)
 
-    def source_settings(self, section: SourceSection) -> SourceSettings:
-        """The plain settings the sync layer needs from a source's config section."""
-        return SourceSettings(
-            batch_size=section.batch_size, prune_max_fraction=section.prune_max_fraction
-        )
+    def live_generation(self, name: str) -> Generation:
+        """The generation of index ``name`` that searches read."""
+        return self.indexes.live_generation(name)
 
-    # -- operations --------------------------------------------------------------------
+    def sink(self, name: str) -> Sink:
+        """The sink of the index's live generation."""
+        return self.indexes.sink(name)
 
-    def _selected(self, sources: Sequence[str] | None) -> list[SourceSection]:
-        if not sources:
-            return list(self.config.source)
-        return [self.source_section(s) for s in dict.fromkeys(sources)]  # each once, in order
+    def take_over_indexes(self, name: str | None = None, *, empty: bool) -> list[str]:
+        """Bind the indexes another manifest holds to this one (``empty``: empty them)."""
+        return self.indexes.take_over(name, empty=empty)
+
+    # -- writes ------------------------------------------------------------------------
 
     def warnings(self, sources: Sequence[str] | None = None) -> list[str]:
-        from headwater.rebuilds.orchestrate import rebuild_warnings
+        """What a sync of ``sources`` warns about before it starts."""
+        return rebuild_warnings(self.runtime) + self.sources.access_warnings(sources)
 
-        return rebuild_warnings(self) + [
-            f"source {s.id!r} has {'no `access`' if s.access is None else 'an empty `access`'}: "
-            "its documents are visible to no one. "
-            "Add access = { groups = [...] }, { users = [...] } or { public = true }."
-            for s in self._selected(sources)
-            if s.access is None or not s.access.to_access().principals()
-        ]
-
-    def _prune_due(self, section: SourceSection) -> bool:
-        interval = parse_duration(section.prune_every)
-        if interval is None:
-            return True
-        last = self.last_prune_at(section.id)
-        return last is None or utcnow() - last >= interval
+    def _executor(self, name: str | None) -> Executor:
+        if name is None or name == self.executor.name:
+            return self.executor
+        return executor_factory(name)(self.runtime)
 
     def sync(
         self,
@@ -307,130 +189,21 @@ class Workspace(WorkspaceReads):
         With ``[executor] type = "celery"`` the runs are enqueued and awaited instead;
         ``executor="local"`` runs here regardless (what a Celery worker does).
         """
-        if (executor or self.config.executor.type) == "celery":
-            from headwater.executor.dispatch import sync_on_workers
-
-            if full:
-                raise ConfigError(
-                    "sync --full is not dispatched to Celery workers yet; run it with the "
-                    'local executor (`[executor] type = "local"`) or from one worker host.'
-                )
-            return sync_on_workers(self, sources, index=index, force=force)
-        started = time.monotonic()
-        result = SyncResult(warnings=self.warnings(sources))
-        try:
-            indexer = self.indexer() if index else None
-        except IndexOwnedElsewhere:
-            raise  # a wrong [manifest] url: refused before any source is read
-        except HeadwaterError as exc:  # an index that cannot be opened: every run fails
-            error = f"the indexes could not be opened: {exc}"
-            for section in self._selected(sources):
-                result.runs.append(
-                    record_unstarted_run(self.manifest, section.id, section.type, error)
-                )
-            return result
-        problems: list[str] = []
-        drain = partial(self.drain_writable, problems)
-        worker = IndexWorker(drain).start() if indexer else None
-
-        def one(section: SourceSection) -> RunReport | SkippedRun:
-            try:
-                return self._sync_source(section, force, full, progress, worker)
-            except SourceBusy as busy:
-                if not skip_busy:
-                    raise
-                log.info("skipping %s: %s", section.id, busy)
-                until = iso(busy.until)
-                return SkippedRun(section.id, section.type, busy.holder, until)
-
-        try:
-            selected = self._selected(sources)
-            done = run_each(selected, one, limit=max_concurrent, cancel=self.cancel)
-            for outcome in done:
-                if isinstance(outcome, SkippedRun):
-                    result.skipped.append(outcome)
-                elif outcome is not None:
-                    result.runs.append(outcome)
-        finally:
-            if worker is not None:
-                result.index.add(worker.stop())
-        if indexer is not None and not self.cancel.is_set():
-            result.index.add(drain())
-        result.warnings.extend(problems)
-        self._purge_tombstones()
-        from headwater.rebuilds.orchestrate import retire_expired
-
-        retire_expired(self)
-        result.duration_s = time.monotonic() - started  # wall time: runs and indexing
-        return result
-
-    def _purge_tombstones(self) -> None:
-        """Purge old tombstones, then tell every index it may forget them too."""
-        purged = self.manifest.purge_tombstones(self.config.sync.tombstone_retention_days)
-        if purged:
-            for section in self.index_sections:
-                for generation in self.manifest.generations.writable(section.name):
-                    self.generation_sink(generation).forget_tombstones(purged)
-
-    def _sync_source(
-        self,
-        section: SourceSection,
-        force: bool,
-        full: bool,
-        progress: Progress | None,
-        worker: IndexWorker | None,
-    ) -> RunReport:
-        connector = self.connector(section.id)
-        runner = SyncRunner(
-            self.manifest,
-            self.content_store,
-            self.source_identity(section),
-            self.source_settings(section),
-            connector,
-        )
-        options = SyncOptions(
-            force_prune=force,
+        return self._executor(executor).sync(
+            sources,
+            index=index,
+            force=force,
             full=full,
-            prune=isinstance(connector, Enumerating) and self._prune_due(section),
-            run_attempts=self.config.sync.run_attempts,
-            cancel=self.cancel,
-            on_batch=worker.wake if worker is not None else None,
             progress=progress,
-            lease_seconds=self.config.sync.lease_seconds,
+            max_concurrent=max_concurrent,
+            skip_busy=skip_busy,
         )
-        try:
-            report = runner.run(options)
-            if report.status in (SUCCEEDED, COMPLETED_WITH_ERRORS):
-                sync_groups(self.manifest, section.id, connector)
-            return report
-        finally:
-            closer = getattr(connector, "close", None)
-            if callable(closer):
-                closer()
 
     def sync_permissions(
         self, sources: Sequence[str] | None = None, *, index: bool = True
     ) -> PermissionResult:
         """Refresh ACLs and group memberships only: no content read, nothing re-embedded."""
-        result = PermissionResult()
-        indexer = self.indexer() if index else None
-        for section in self._selected(sources):
-            connector = self.connector(section.id)
-            sync = PermissionSync(
-                self.manifest,
-                self.source_identity(section),
-                self.source_settings(section),
-                connector,
-            )
-            try:
-                result.sources.append(sync.run(self.config.sync.lease_seconds))
-            finally:
-                closer = getattr(connector, "close", None)
-                if callable(closer):
-                    closer()
-        if indexer is not None:
-            result.index.add(self.drain_writable([]))
-        return result
+        return self.executor.sync_permissions(sources, index=index)
 
     def push(self, source_id: str, ops: Sequence[PushOp]) -> list[PushResult]:
         """Commit pushed upserts and deletes of a ``push`` source, in order, one result per
@@ -444,56 +217,19 @@ class Workspace(WorkspaceReads):
                 f"source {source_id!r} has type {section.type!r}; only `push` sources accept "
                 'documents through the API. Add a [[source]] with type = "push".'
             )
-        return push(self.manifest, self.source_identity(section), self.content_store, ops)
-
-    def _drain(self, indexer: GenerationIndexer, only: Sequence[str] | None = None) -> IndexReport:
-        started = utcnow()
-        hits0, misses0 = self._cache_counters()
-        report = indexer.drain(only=only)
-        hits1, misses1 = self._cache_counters()
-        report.cache_hits, report.embedded = hits1 - hits0, misses1 - misses0
-        report.duration_s = (utcnow() - started).total_seconds()
-        return report
-
-    def _cache_counters(self) -> tuple[int, int]:
-        embedders = self.pipelines.embedders()
-        if self._embedder is not None:
-            embedders.append(self._embedder)
-        hits = sum(int(getattr(e, "hits", 0)) for e in embedders)
-        return hits, sum(int(getattr(e, "embedded", 0)) for e in embedders)
+        return push(self.manifest, self.sources.identity(section), self.content_store, ops)
 
     def index(
         self, only: Sequence[str] | None = None, *, executor: str | None = None
     ) -> IndexReport:
         """Drain pending work into every sink (on Celery workers with that executor)."""
-        if (executor or self.config.executor.type) == "celery" and only is None:
-            from headwater.executor.dispatch import index_on_workers
-
-            return index_on_workers(self)
-        return self._drain(self.indexer(), only)
+        return self._executor(executor).index(only)
 
     def prune(
         self, sources: Sequence[str] | None = None, *, dry_run: bool = False, force: bool = False
     ) -> list[PruneResult]:
         """Delete documents their source no longer has (complete enumeration required)."""
-        reports: list[PruneResult] = []
-        for section in self._selected(sources):
-            connector = self.connector(section.id)
-            runner = SyncRunner(
-                self.manifest,
-                self.content_store,
-                self.source_identity(section),
-                self.source_settings(section),
-                connector,
-            )
-            reports.append(
-                runner.prune_only(
-                    dry_run=dry_run,
-                    force=force,
-                    lease_seconds=self.config.sync.lease_seconds,
-                    progress=self.count_progress,
-                )
-            )
+        reports = self.executor.prune(sources, dry_run=dry_run, force=force)
         if not dry_run:
             self.index()
         return reports
@@ -501,19 +237,17 @@ class Workspace(WorkspaceReads):
     def remove_source(self, source_id: str, *, dry_run: bool = False) -> RemovalReport:
         """Delete every document of a source from the manifest and every index, verified,
         and forget its runs and checkpoints. The source need not be configured any more."""
-        from headwater.sync.removal import remove_source
-
-        configured = any(s.id == source_id for s in self.config.source)
         return remove_source(
             self.manifest,
             source_id,
-            configured=configured,
+            configured=source_id in self.sources.configured_ids(),
             index=lambda: self.index().deleted,
             dry_run=dry_run,
         )
 
     def validate(self, source_id: str) -> None:
-        self.connector(source_id).validate()
+        """Check the source's config and credentials against the source itself."""
+        self.sources.connector(source_id).validate()
 
     def redrive(
         self,
@@ -524,7 +258,7 @@ class Workspace(WorkspaceReads):
         rate: float = 0.0,
     ) -> RedriveReport:
         """Replay DLQ entries through the normal pipeline; successes resolve them."""
-        configured = {s.id for s in self.config.source}
+        configured = set(self.sources.configured_ids())
         return redrive(
             self.manifest.failures,
             entry_ids,
@@ -540,48 +274,138 @@ class Workspace(WorkspaceReads):
 
     def rebuild_status(self) -> RebuildStatus:
         """Every index's generations with their progress counts."""
-        from headwater.rebuilds import orchestrate
-
-        return orchestrate.status(self)
+        return orchestrate.status(self.runtime)
 
     def rebuild(
         self, names: Sequence[str] | None = None, *, force: bool = False, switch: bool = True
     ) -> RebuildReport:
         """Build (or resume), verify and, unless ``switch=False``, switch a new generation
         of each named index, or of every index whose settings changed (all with ``force``)."""
-        from headwater.rebuilds import orchestrate
-
         for name in names or ():
             self.index_section(name)  # an unknown index fails before any work
-        return orchestrate.rebuild(self, list(names) if names else None, force=force, switch=switch)
+        chosen = list(names) if names else None
+        return orchestrate.rebuild(self.runtime, chosen, force=force, switch=switch)
 
     def rebuild_switch(self, name: str) -> SwitchResult:
         """Catch the ready generation of ``name`` up, verify it again and make it live."""
-        from headwater.rebuilds import orchestrate
-
         self.index_section(name)
-        return orchestrate.switch(self, name)
+        return orchestrate.switch(self.runtime, name)
 
     def rebuild_rollback(self, name: str, *, catch_up: bool = True) -> RollbackResult:
         """Make the previous generation of ``name`` live again (caught up first)."""
-        from headwater.rebuilds import orchestrate
-
         self.index_section(name)
-        return orchestrate.rollback(self, name, catch_up=catch_up)
+        return orchestrate.rollback(self.runtime, name, catch_up=catch_up)
 
     def rebuild_cancel(self, name: str) -> CancelResult:
         """Retire the generation of ``name`` in progress and delete its storage."""
-        from headwater.rebuilds import orchestrate
-
         self.index_section(name)
-        return orchestrate.cancel(self, name)
+        return orchestrate.cancel(self.runtime, name)
 
     def rebuild_retire(self, name: str) -> RetireResult:
         """Drop every generation of ``name`` but the live one and the one kept for rollback."""
-        from headwater.rebuilds import orchestrate
-
         self.index_section(name)
-        return orchestrate.retire(self, name)
+        return orchestrate.retire(self.runtime, name)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def document(
+        self,
+        document_id: str | None = None,
+        *,
+        source: str | None = None,
+        object_id: str | None = None,
+    ) -> DocumentReport:
+        """What the manifest knows of one document, and its state in each index."""
+        return reads.document(self.runtime, document_id, source=source, object_id=object_id)
+
+    def require_known_source(self, source_id: str) -> None:
+        """A NotFoundError for an id neither configured nor in the manifest."""
+        reads.require_known_source(self.runtime, source_id)
+
+    def failures(self, source: str | None = None, stage: str | None = None) -> list[FailureRecord]:
+        """Failure records (open and dead), of one source or stage if given."""
+        return self.manifest.failures.list(source_id=source, stage=stage)
+
+    def failure_summary(self, source: str | None = None) -> FailureSummary:
+        """Open failures grouped, each group with the config line that fixes it."""
+        return reads.failure_summary(self.runtime, source)
+
+    def dead_letters(
+        self, source: str | None = None, stage: str | None = None
+    ) -> list[FailureRecord]:
+        """The dead-letter queue (deletes first)."""
+        return self.manifest.failures.list(source_id=source, stage=stage, statuses=(DEAD,))
+
+    def failure(self, entry_id: int) -> FailureRecord | None:
+        """One failure entry, or None."""
+        return self.manifest.failures.get(entry_id)
+
+    def drop_failures(self, entry_ids: Sequence[int]) -> int:
+        """Forget failure entries (the documents stay as they are)."""
+        return self.manifest.failures.drop(list(entry_ids))
+
+    def reconcile(
+        self,
+        sink_name: str | None = None,
+        *,
+        repair: bool = False,
+        generation: int | None = None,
+    ) -> ReconcileReport:
+        """Compare the manifest with each index's ``generation`` (default: its live one),
+        or ``sink_name``'s only; ``repair`` fixes drift (see ``reads.reconcile_indexes``)."""
+        return reads.reconcile_indexes(
+            self.runtime,
+            sink_name,
+            repair=repair,
+            generation=generation,
+            reindex=lambda ids: self.index(only=ids),
+        )
+
+    def status(self) -> StatusReport:
+        """Sources, schedule, versions, indexes, the DLQ and the executor's state."""
+        return reads.status(self.runtime, self.executor.state())
+
+    def search(
+        self,
+        query: str,
+        *,
+        user: str | None = None,
+        groups: Sequence[str] = (),
+        k: int = 10,
+        mode: str = "hybrid",
+        sources: Sequence[str] | None = None,
+        index: str | None = None,
+        per_document: bool = True,
+        min_score: float | None = None,
+    ) -> list[SearchResult]:
+        """Search as a user; one result per document (its best chunk) unless
+        ``per_document=False``, which returns the top chunks themselves. Every configured
+        index serving the mode is asked and the lists fused; ``index`` asks that one only.
+        ``min_score`` leaves out results scoring below it (docs/api.md, "min_score")."""
+        return reads.search(
+            self.runtime,
+            query,
+            user=user,
+            groups=groups,
+            k=k,
+            mode=mode,
+            sources=sources,
+            index=index,
+            per_document=per_document,
+            min_score=min_score,
+        )
+
+    def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
+        """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""
+        return expand_principals(self.manifest.groups, user, groups, self.runtime.aliases)
+
+    def schedule_store(self) -> ScheduleStore:
+        """The scheduler's run history and pauses, in this workspace's manifest database."""
+        return ScheduleStore(self.manifest.engine)
+
+    def last_runs(self) -> dict[str, RunReport | None]:
+        """The newest run of each configured source (None: never run)."""
+        return reads.last_runs(self.runtime)
 
 
 __all__ = ["PruneReport", "Workspace"]

@@ -24,7 +24,7 @@ from headwater.api.guard import api_routes
 from headwater.api.models import Body
 from headwater.api.service import Job, RebuildJob, open_workspace
 from headwater.reports import failure_dict
-from headwater.scheduler.history import ScheduleStore
+from headwater.manifest.schedule import ScheduleStore
 from headwater.sync.push import PushOp
 from headwater.types import SourceDocument
 from headwater.workspace import Workspace

@@ -24,7 +24,7 @@ from headwater.connectors.filesystem import FilesystemConnector, FilesystemOptio
 from headwater.errors import ConfigError
 from headwater.manifest import schema as t
 from headwater.manifest.records import FailureWrite
-from headwater.scheduler.history import ScheduleStore
+from headwater.manifest.schedule import ScheduleStore
 from headwater.sync.redrive import UNREADABLE
 from workspace_helpers import filesystem_source, write_config
 

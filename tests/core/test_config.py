@@ -194,6 +194,6 @@ def test_the_longest_durations_plan_and_report_without_overflow(tmp_path: Path) 
     body = body.replace("[scheduler]", '[embedder]\ntype = "fake"\ndimension = 32\n\n[scheduler]')
     with Workspace.open(write(tmp_path, body)) as ws:
         ws.sync(index=False)
-        assert schedule_status(ws)["docs"]["next_due_at"] is not None
-        housekeep(ws)
+        assert schedule_status(ws.runtime)["docs"]["next_due_at"] is not None
+        housekeep(ws.runtime)
         ws.status()

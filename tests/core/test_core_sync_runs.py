@@ -125,9 +125,9 @@ def test_prune_streams_candidates_in_pages_of_500(tmp_path: Path, manifest_url: 
         runner = SyncRunner(
             ws.manifest,
             ws.content_store,
-            ws.source_identity(section),
-            ws.source_settings(section),
-            ws.connector("mem"),
+            ws.sources.identity(section),
+            ws.sources.settings(section),
+            ws.sources.connector("mem"),
         )
         deleted_at_each_commit: list[int] = []
         report = runner.run(

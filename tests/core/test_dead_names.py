@@ -9,7 +9,7 @@ import pytest
 
 REMOVED = (
     ("headwater.workspace", "Workspace", "tombstone_age_limit"),
-    ("headwater.workspace_reads", "WorkspaceReads", "run_counts"),
+    ("headwater.workspace", "Workspace", "run_counts"),
     ("headwater.manifest.runs", "RunLedger", "save_counts"),
     ("headwater.manifest.content", "ContentStore", "has"),
     ("headwater.errors", None, "StaleWrite"),

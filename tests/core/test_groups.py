@@ -241,7 +241,7 @@ def test_cli_sync_permissions_reports_per_source(
     runner, app = CliRunner(), register_commands()  # import every command module first
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("headwater.connectors.load_connector_class", lambda name: TYPES[name])
-    monkeypatch.setattr("headwater.workspace.load_connector_class", lambda name: TYPES[name])
+    monkeypatch.setattr("headwater.runtime.sources.load_connector_class", lambda name: TYPES[name])
     result = runner.invoke(app, ["sync", "a", "--permissions", "--json"])
     assert result.exit_code == 0, result.output
     (report,) = json.loads(result.output)["sources"]

@@ -78,7 +78,7 @@ def test_an_index_version_change_is_rebuilt_without_reading_any_source(
         assert run.counts.unchanged == documents and run.counts.changed == 0
         assert result.index.replaced == 0  # the live generation keeps its own settings
         assert any("headwater rebuild main" in w for w in result.warnings)
-        built = rebuild(ws)["indexes"][0]
+        built = rebuild(ws.runtime)["indexes"][0]
         assert built["result"] == "switched", built
         assert built["index_report"]["documents"]["replaced"] == documents
         assert ws.status()["indexes"]["main"]["pending"] == 0
@@ -104,9 +104,9 @@ def test_a_parser_version_change_rereads_every_source_object(
         assert record["pipeline_version"] == content
         # The live generation follows the new parsers (no rebuild needed), and rebuild
         # status reports the version it is kept at now, with nothing pending.
-        (live,) = rebuild_status(ws)["indexes"][0]["generations"]
+        (live,) = rebuild_status(ws.runtime)["indexes"][0]["generations"]
         assert live["index_version"] == index and live["pending"] == 0, live
-        assert rebuild(ws)["indexes"][0]["result"] == "up_to_date"
+        assert rebuild(ws.runtime)["indexes"][0]["result"] == "up_to_date"
 
 
 def test_status_shows_the_content_version_and_each_index_version(
@@ -122,7 +122,7 @@ def test_status_shows_the_content_version_and_each_index_version(
         status = ws.status()
         assert status["content_version"] == ws.content_version
         for name in ("main", "second"):
-            assert status["indexes"][name]["index_version"] == ws.index_version(
+            assert status["indexes"][name]["index_version"] == ws.indexes.version(
                 next(s for s in ws.index_sections if s.name == name)
             )
         assert ws.content_version != status["indexes"]["main"]["index_version"]

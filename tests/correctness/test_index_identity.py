@@ -128,5 +128,5 @@ def test_storage_of_an_index_bound_to_another_manifest_is_never_dropped(
     with Workspace.open(wrong) as ws:
         live = ws.manifest.generations.get("main", 1)
         with pytest.raises(IndexOwnedElsewhere, match="belongs to manifest"):
-            ws.drop_generation_sink(live)  # what retire or cancel would do
+            ws.indexes.drop_generation_sink(live)  # what retire or cancel would do
     assert index_rows(tmp_path) == before

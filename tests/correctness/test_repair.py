@@ -265,7 +265,7 @@ def test_reconcile_counts_an_applied_document_with_no_chunks_as_missing(
         ws.sync()
         pw = ws.manifest.index_state.pending("main", "none", limit=1)[0]  # any document
         record = pw.document
-        version = ws.index_version(ws.index_sections[0])
+        version = ws.indexes.version(ws.index_sections[0])
         zero = Applied(record.document_id, record.revision, record.signature, version, 0)
         ws.manifest.index_state.record_applied("main", [zero])  # as the old ABSENT bug did
     (tmp_path / "state" / "index-main.db").unlink()

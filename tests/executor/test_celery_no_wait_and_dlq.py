@@ -35,7 +35,7 @@ def deployment(tmp_path: Path, pg_database: str) -> Iterator[Deployment]:
             with Workspace.open(dep.config) as ws:  # leave no messages in the Redis db
                 from headwater.executor.dispatch import app_for
 
-                app_for(ws).control.purge()
+                app_for(ws.runtime).control.purge()
 
 
 def headwater(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -88,8 +88,8 @@ def test_a_source_that_keeps_failing_ends_in_the_dlq(deployment: Deployment) -> 
     root.rmdir()  # every run of "files" now fails: its folder is gone
     deployment.start_worker()
     with Workspace.open(deployment.config) as ws:
-        (queued,) = enqueue_sync(ws, ["files"], index=False)
-        value = wait_for(ws, queued.task_id)
+        (queued,) = enqueue_sync(ws.runtime, ["files"], index=False)
+        value = wait_for(ws.runtime, queued.task_id)
         assert value["status"] == "dead", deployment.logs()
         dead = [f for f in ws.manifest.failures.list(source_id="files") if f.stage == "task:sync"]
         assert len(dead) == 1, dead

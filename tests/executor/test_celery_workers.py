@@ -45,7 +45,7 @@ def assert_equal_to_local(dep: Deployment) -> None:
     with Workspace.open(dep.config) as ws:
         scaled = snapshot(ws)
         assert (
-            ws.manifest.index_state.pending_count("main", ws.index_version(ws.index_sections[0]))
+            ws.manifest.index_state.pending_count("main", ws.indexes.version(ws.index_sections[0]))
             == 0
         )
     reference = local_reference(dep)
@@ -67,20 +67,20 @@ def test_three_workers_sync_three_sources_like_a_local_sync(deployment: Deployme
 def test_a_worker_killed_in_a_sync_task_is_redelivered_and_resumes(deployment: Deployment) -> None:
     doomed = deployment.start_worker(failpoints="after_manifest_commit")
     with Workspace.open(deployment.config) as ws:
-        (queued,) = enqueue_sync(ws, ["files"])
+        (queued,) = enqueue_sync(ws.runtime, ["files"])
         assert deployment.wait_dead(doomed) == -signal.SIGKILL
         interrupted = ws.manifest.runs.interrupted("files")
         assert interrupted is not None  # the run died after its first batch commit
         assert ws.manifest.count_documents("files", "active") == 4
         deployment.start_worker()
         deployment.start_worker()
-        value = wait_for(ws, queued.task_id)
+        value = wait_for(ws.runtime, queued.task_id)
         record = ws.manifest.runs.get(value["run_id"])
         assert record is not None and record.run_id == interrupted.run_id  # the same run, resumed
         assert record.status == "succeeded" and record.attempts == 2
         assert record.counts.new + record.counts.unchanged == 12
         for task in value["index_tasks"]:
-            wait_for(ws, task)
+            wait_for(ws.runtime, task)
         ws.sync(["repo", "site"])
     assert_equal_to_local(deployment)
 
@@ -92,12 +92,12 @@ def test_a_worker_killed_in_an_index_task_is_redelivered_and_reclaims(
     deployment.start_worker(queues="sync")
     doomed = deployment.start_worker(queues="index", failpoints="after_sink_write_before_record")
     with Workspace.open(deployment.config) as ws:
-        (queued,) = enqueue_sync(ws, ["files"])
-        value = wait_for(ws, queued.task_id)
+        (queued,) = enqueue_sync(ws.runtime, ["files"])
+        value = wait_for(ws.runtime, queued.task_id)
         assert value["status"] == "succeeded" and value["index_tasks"]
         assert deployment.wait_dead(doomed) == -signal.SIGKILL
         deployment.start_worker(queues="index")
         for task in value["index_tasks"]:
-            wait_for(ws, task)
+            wait_for(ws.runtime, task)
         ws.sync(["repo", "site"])
     assert_equal_to_local(deployment)

@@ -18,9 +18,9 @@ from headwater import Workspace
 from headwater.config import load_config
 from headwater.errors import ConfigError
 from headwater.executor.checks import executor_warnings
-from headwater.executor.claims import ClaimLedger
-from headwater.executor.queued import QueueMarkers
 from headwater.executor.work import index_claimed, index_tasks_for
+from headwater.manifest.claims import ClaimLedger
+from headwater.manifest.queued import QueueMarkers
 from workspace_helpers import filesystem_source, write_config
 
 CELERY = '[executor]\ntype = "celery"\nbroker_url = "redis://127.0.0.1:6379/7"\n'
@@ -35,7 +35,7 @@ def synced(tmp_path: Path, manifest_url: str, corpus: Path) -> Iterator[Workspac
 
 
 def targets(ws: Workspace) -> list[tuple[str, str]]:
-    return [(t.name, t.version) for t in ws.indexer().targets]
+    return [(t.name, t.version) for t in ws.indexes.indexer().targets]
 
 
 def test_two_owners_never_claim_the_same_document(synced: Workspace) -> None:
@@ -75,14 +75,14 @@ def test_an_expired_claim_is_taken_over_and_an_owner_retakes_its_own(synced: Wor
 
 
 def test_index_claimed_indexes_every_pending_document_once(synced: Workspace) -> None:
-    assert index_tasks_for(synced) == 1
+    assert index_tasks_for(synced.runtime) == 1
     ClaimLedger(synced.manifest.engine).claim("other", targets(synced), limit=2, seconds=60)
-    first = index_claimed(synced, owner="task-1")
+    first = index_claimed(synced.runtime, owner="task-1")
     assert first.replaced == 3  # the two claimed by a live other task are left alone
     ClaimLedger(synced.manifest.engine).release("other")
-    second = index_claimed(synced, owner="task-2")
+    second = index_claimed(synced.runtime, owner="task-2")
     assert second.replaced == 2
-    assert index_tasks_for(synced) == 0
+    assert index_tasks_for(synced.runtime) == 0
     assert ClaimLedger(synced.manifest.engine).holders() == {}
 
 

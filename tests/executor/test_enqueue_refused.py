@@ -29,8 +29,8 @@ from headwater import Workspace
 from headwater.clock import as_utc
 from headwater.errors import BrokerUnavailable
 from headwater.executor.dispatch import enqueue_sync
-from headwater.executor.queued import ENQUEUE_GRACE_S, QueueMarkers
 from headwater.manifest import schema as t
+from headwater.manifest.queued import ENQUEUE_GRACE_S, QueueMarkers
 from headwater.scheduler.daemon import Scheduler
 from workspace_helpers import filesystem_source, write_config
 
@@ -78,7 +78,7 @@ def test_a_refused_enqueue_leaves_no_marker_and_names_the_broker(
     config = celery_config(tmp_path, pg_database, corpus, broker)
     with Workspace.open(config) as ws:
         with pytest.raises(BrokerUnavailable) as caught:
-            enqueue_sync(ws, ["docs"])
+            enqueue_sync(ws.runtime, ["docs"])
         message = str(caught.value)
         assert broker.replace(PASSWORD, "***") in message and PASSWORD not in message
         assert "[executor] broker_url" in message and "headwater sync" in message
@@ -124,7 +124,7 @@ def test_a_marker_holds_briefly_until_the_broker_took_the_message(
                 timedelta(seconds=ENQUEUE_GRACE_S),
             )
             markers.clear("docs", "enqueuer-died-here")
-            (queued,) = enqueue_sync(ws, ["docs"])
+            (queued,) = enqueue_sync(ws.runtime, ["docs"])
             row = marker_row(ws, "docs")
             assert row is not None and row[0] == queued.task_id
             assert row[1] >= timedelta(seconds=600)  # confirmed: the visibility timeout

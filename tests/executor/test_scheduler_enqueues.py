@@ -42,7 +42,7 @@ def test_the_scheduler_only_enqueues_and_never_twice(
             "enqueued sync of more",
         ]
         with Workspace.open(config) as ws:
-            status = executor_status(ws)
+            status = executor_status(ws.runtime)
             assert ws.status()["executor"]["queued"] == status["queued"]
             assert sorted(status["queued"]) == ["docs", "more"]
             assert status["queues"] == {f"{prefix}.sync": 2, f"{prefix}.index": 0}

@@ -126,7 +126,7 @@ def test_housekeeping_trims_the_workspace_cache_to_the_cap(tmp_path: Path) -> No
     )
     config.write_text(text)
     with Workspace.open(config) as ws:
-        report = housekeep(ws)
+        report = housekeep(ws.runtime)
     assert report.cache is not None
     assert report.cache.evicted > 0 and report.cache.bytes <= full // 2
     assert report.as_dict()["embedding_cache"]["max_bytes"] == full // 2

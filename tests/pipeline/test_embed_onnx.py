@@ -27,7 +27,7 @@ from headwater.pipeline.embed.onnx_prepare import MODEL_FILE, quality_sample, we
 from headwater.pipeline.embed.onnx_session import OPTIMIZED_FILE, OnnxSession
 from headwater.pipeline.embed.registry import describe_embedder
 from headwater.pipeline.version import chunking_version, content_version, index_version
-from headwater.workspace import embedder_spec
+from headwater.runtime import embedder_spec
 from import_probe import HEAVY, cli_modules, loaded
 from workspace_helpers import filesystem_source, write_config
 

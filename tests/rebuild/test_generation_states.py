@@ -69,7 +69,7 @@ def test_a_retired_generation_never_becomes_verifying_ready_or_live(
 ) -> None:
     with Workspace.open(configure(tmp_path, manifest_url, corpus, dimension=32)) as ws:
         ws.sync()
-        assert core.rebuild(ws, force=True, switch=False)["indexes"][0]["result"] == "ready"
+        assert core.rebuild(ws.runtime, force=True, switch=False)["indexes"][0]["result"] == "ready"
         gens = ws.manifest.generations
         assert gens.set_state("main", 2, RETIRED)
         for state in (BUILDING, VERIFYING, READY):
@@ -77,7 +77,7 @@ def test_a_retired_generation_never_becomes_verifying_ready_or_live(
         with pytest.raises(ConfigError, match="main@2 is retired, not ready; nothing switched"):
             gens.switch("main", 2)
         assert states(ws) == {1: "live", 2: "retired"}
-        assert core.rebuild(ws, force=True, switch=False)["indexes"][0]["generation"] == 3
+        assert core.rebuild(ws.runtime, force=True, switch=False)["indexes"][0]["generation"] == 3
         assert gens.set_state("main", 3, BUILDING)  # a build in progress is not ready
         with pytest.raises(ConfigError, match="main@3 is building, not ready"):
             gens.switch("main", 3)
@@ -91,15 +91,15 @@ def test_switch_verifies_the_ready_generation_again_and_refuses_a_bad_one(
 ) -> None:
     with Workspace.open(configure(tmp_path, manifest_url, corpus, dimension=32)) as ws:
         ws.sync()
-        assert core.rebuild(ws, force=True, switch=False)["indexes"][0]["result"] == "ready"
+        assert core.rebuild(ws.runtime, force=True, switch=False)["indexes"][0]["result"] == "ready"
         ready = ws.manifest.generations.get("main", 2)
         # gen 2 loses a document after it was verified (storage damaged, a stray delete):
         # the manifest still records it applied, so no catch-up writes it again
         vacation = next(
             r for r in ws.manifest.documents_after("", 100) if r.title == "Vacation policy"
         )
-        ws.generation_sink(ready).delete(vacation.document_id, vacation.revision + 1)
-        report = core.switch(ws, "main")
+        ws.indexes.generation_sink(ready).delete(vacation.document_id, vacation.revision + 1)
+        report = core.switch(ws.runtime, "main")
         assert report["result"] == "failed", report
         assert any("missing in main@2" in p for p in report["problems"]), report
         assert states(ws) == {1: "live", 2: "failed"}

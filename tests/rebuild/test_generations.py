@@ -59,7 +59,7 @@ def test_a_failed_verification_never_switches(
     with Workspace.open(config) as ws:
         ws.sync()
     with Workspace.open(config, sink_types={"sqlite": GarblingSqlite}) as ws:
-        entry = core.rebuild(ws, force=True)["indexes"][0]
+        entry = core.rebuild(ws.runtime, force=True)["indexes"][0]
         assert entry["result"] == "failed", entry
         assert any("chunk texts" in p for p in entry["problems"]), entry["problems"]
         gens = {g.generation: g for g in ws.manifest.generations.list("main")}
@@ -73,14 +73,14 @@ def test_rollback_serves_the_previous_generation_at_once_then_catches_up(
     with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
         ws.sync()
     with Workspace.open(_config(tmp_path, manifest_url, corpus, tokens=128)) as ws:
-        assert core.rebuild(ws)["indexes"][0]["result"] == "switched"
+        assert core.rebuild(ws.runtime)["indexes"][0]["result"] == "switched"
         (corpus / "notes" / "parking.md").write_text("# Parking\n\nBicycle parking is free.\n")
         ws.sync()  # only the live generation 2 receives it
-        rolled = core.rollback(ws, "main", catch_up=False)
+        rolled = core.rollback(ws.runtime, "main", catch_up=False)
         assert rolled["live"] == 1 and rolled["pending"] == 1
         assert "Vacation policy" in _titles(ws, "vacation")  # served at once
         assert _titles(ws, "bicycle") == []  # not caught up yet
-        live = core.status(ws)["indexes"][0]
+        live = core.status(ws.runtime)["indexes"][0]
         assert live["live"] == 1 and live["generations"][0]["pending"] == 1
         ws.index()
         assert "Parking" in _titles(ws, "bicycle")
@@ -93,7 +93,7 @@ def test_a_sink_only_change_makes_no_model_call(
         ws.sync()
     with Workspace.open(_config(tmp_path, manifest_url, corpus, indexes=QDRANT)) as ws:
         assert any("sink schema" in w for w in ws.warnings())
-        entry = core.rebuild(ws)["indexes"][0]
+        entry = core.rebuild(ws.runtime)["indexes"][0]
         assert entry["result"] == "switched", entry
         chunks = entry["index_report"]["chunks"]
         assert chunks["embedded"] == 0 and chunks["cache_hits"] > 0
@@ -108,11 +108,11 @@ def test_retire_drops_every_generation_but_live_and_previous_and_frees_disk(
     config = _config(tmp_path, manifest_url, corpus)
     with Workspace.open(config) as ws:
         ws.sync()
-        core.rebuild(ws, force=True)
-        core.rebuild(ws, force=True)
+        core.rebuild(ws.runtime, force=True)
+        core.rebuild(ws.runtime, force=True)
         state = tmp_path / "state"
         assert (state / "index-main.db").exists() and (state / "index-main@2.db").exists()
-        assert core.retire(ws, "main")["retired"] == [1]
+        assert core.retire(ws.runtime, "main")["retired"] == [1]
         assert not (state / "index-main.db").exists()  # disk freed
         assert (state / "index-main@2.db").exists() and (state / "index-main@3.db").exists()
         states = [g.state for g in ws.manifest.generations.list("main")]
@@ -126,7 +126,7 @@ def test_searches_across_a_switch_see_one_generation_never_a_mix(
     with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
         ws.sync()
     with Workspace.open(_config(tmp_path, manifest_url, corpus, tokens=128)) as ws:
-        core.rebuild(ws, switch=False)
+        core.rebuild(ws.runtime, switch=False)
         gens = {g.generation: g for g in ws.manifest.generations.list("main")}
         ids = {
             n: {h.chunk_id for h in _all_hits(ws, gens[n])} for n in (1, 2)
@@ -149,7 +149,7 @@ def test_searches_across_a_switch_see_one_generation_never_a_mix(
         thread.start()
         try:
             assert started.wait(60)
-            core.switch(ws, "main")
+            core.switch(ws.runtime, "main")
             after = len(seen)
             deadline = time.monotonic() + 60
             while len(seen) < after + 3 and time.monotonic() < deadline:
@@ -165,7 +165,7 @@ def _all_hits(ws: Workspace, generation: object) -> list[object]:
     from headwater.sinks.base import SearchRequest
     from headwater.types import SearchMode, caller_principals
 
-    sink = ws.generation_sink(generation)  # type: ignore[arg-type]
+    sink = ws.indexes.generation_sink(generation)  # type: ignore[arg-type]
     principals = caller_principals(None, ["staff"])
     request = SearchRequest("days", None, principals, 50, SearchMode.KEYWORD)
     return list(sink.search(request))
@@ -177,7 +177,7 @@ def test_reconcile_checks_the_generation_it_is_given(
 
     with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
         ws.sync()
-        core.rebuild(ws, force=True, switch=False)
+        core.rebuild(ws.runtime, force=True, switch=False)
         record = ws.manifest.document_by_object("docs", "readme.md")
         assert record is not None
         ws.manifest.index_state.forget("main@2", [record.document_id])  # drift in @2 only
@@ -192,9 +192,9 @@ def test_reconcile_refuses_a_retired_generation_and_does_not_recreate_its_storag
 ) -> None:
     with Workspace.open(_config(tmp_path, manifest_url, corpus)) as ws:
         ws.sync()
-        core.rebuild(ws, force=True)
-        core.rebuild(ws, force=True)
-        assert core.retire(ws, "main")["retired"] == [1]
+        core.rebuild(ws.runtime, force=True)
+        core.rebuild(ws.runtime, force=True)
+        assert core.retire(ws.runtime, "main")["retired"] == [1]
         with pytest.raises(NotFoundError, match="main@1 is retired"):
             ws.reconcile(generation=1)
         assert not (tmp_path / "state" / "index-main.db").exists()  # disk stays freed
@@ -206,7 +206,7 @@ def test_reconcile_a_generation_checks_every_index_that_has_it(
     two = SQLITE + '[[index]]\nname = "other"\ntype = "sqlite"\n'
     with Workspace.open(_config(tmp_path, manifest_url, corpus, indexes=two)) as ws:
         ws.sync()
-        assert core.rebuild(ws, ["main"], force=True)["indexes"][0]["result"] == "switched"
+        assert core.rebuild(ws.runtime, ["main"], force=True)["indexes"][0]["result"] == "switched"
         report = ws.reconcile(generation=2).as_dict()["sinks"]
         assert list(report) == ["main@2"] and report["main@2"]["in_sync"]  # other has no @2
         assert list(ws.reconcile(generation=1).as_dict()["sinks"]) == ["main@1", "other@1"]
@@ -222,7 +222,7 @@ def test_old_generations_are_retired_after_keep_previous_for(
     config = _config(tmp_path, manifest_url, corpus, indexes=SQLITE.replace("30d", "1s"))
     with Workspace.open(config) as ws:
         ws.sync()
-        core.rebuild(ws, force=True)
+        core.rebuild(ws.runtime, force=True)
         assert [g.state for g in ws.manifest.generations.list("main")] == ["previous", "live"]
         time.sleep(1.2)
         ws.sync()  # retires at the end of the run
@@ -250,12 +250,12 @@ def test_a_model_change_on_qdrant_builds_a_collection_per_generation(
         ws.sync()
     shutil.rmtree(corpus)
     with Workspace.open(config(48)) as ws:
-        entry = core.rebuild(ws)["indexes"][0]
+        entry = core.rebuild(ws.runtime)["indexes"][0]
         assert entry["result"] == "switched", entry
         assert ws.sink("main").collection == "headwater_main__g2"  # type: ignore[attr-defined]
         hits = ws.search("vacation days", groups=["staff"], mode="vector")
         assert hits and hits[0]["title"] == "Vacation policy"
-        core.rollback(ws, "main")
+        core.rollback(ws.runtime, "main")
         hits = ws.search("vacation days", groups=["staff"], mode="vector")  # 32 dims again
         assert hits and hits[0]["title"] == "Vacation policy"
 
@@ -275,7 +275,7 @@ def test_a_live_generation_whose_embedder_is_gone_stops_indexing_and_keeps_servi
         assert len(stopped) == 1 and "headwater rebuild main" in stopped[0], result.warnings
         assert "Vacation policy" in _titles(ws, "vacation")  # still served
         assert _titles(ws, "bicycle") == []
-        assert core.rebuild(ws)["indexes"][0]["result"] == "switched"
+        assert core.rebuild(ws.runtime)["indexes"][0]["result"] == "switched"
         assert "Parking" in _titles(ws, "bicycle")
 
 
@@ -286,7 +286,7 @@ def test_doc_show_reports_the_live_generation(
         ws.sync()
     (corpus / "readme.md").write_text("# Readme\n\nChanged after the switch.\n")
     with Workspace.open(_config(tmp_path, manifest_url, corpus, tokens=128)) as ws:
-        core.rebuild(ws)
+        core.rebuild(ws.runtime)
         ws.sync()
         doc = ws.document(source="docs", object_id="readme.md")
         assert doc["indexes"]["main"]["applied_revision"] == 2  # generation 2's row, not 1's
@@ -311,11 +311,11 @@ def test_pending_is_reported_per_generation_against_its_own_settings(
         # The config changed and no rebuild ran: the live generation is current with its
         # own settings, so nothing is pending (not every document).
         assert _pending_metric(ws) == {("main", "1"): 0.0}
-        generation = core._needs(ws, "main", force=False)
+        generation = core._needs(ws.runtime, "main", force=False)
         assert generation is not None and generation.generation == 2
         everything = float(ws.manifest.index_state.active_documents())
         assert _pending_metric(ws) == {("main", "1"): 0.0, ("main", "2"): everything}
-        core.rebuild(ws)
+        core.rebuild(ws.runtime)
         (corpus / "notes" / "parking.md").write_text("# Parking\n\nBicycle parking is free.\n")
         ws.sync(index=False)
         assert _pending_metric(ws) == {("main", "2"): 1.0}

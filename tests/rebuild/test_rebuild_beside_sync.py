@@ -54,7 +54,7 @@ def test_a_delete_from_a_sync_started_before_the_switch_reaches_the_new_generati
         if rebuilt:
             return
         with Workspace.open(config, connector_types=CONNECTORS) as other:
-            rebuilt.append(core.rebuild(other, force=True))
+            rebuilt.append(core.rebuild(other.runtime, force=True))
 
     source.on_yield = rebuild_mid_sync
     with Workspace.open(config, connector_types=CONNECTORS) as ws:
@@ -81,13 +81,13 @@ def test_a_rebuild_catches_up_what_a_sync_commits_while_it_drains(
     # The manifest gains documents whose ids sort before the ones the rebuild drains
     # next, as a sync committing beside a rebuild does.
     with Workspace.open(config, connector_types=CONNECTORS) as ws:
-        generation = core._needs(ws, "main", force=True)
+        generation = core._needs(ws.runtime, "main", force=True)
         assert generation is not None
         source = SOURCES[name]
         for n in range(20, 60):
             source.items[f"id-{n:03d}"] = Item(f"doc{n}", f"ledger entry {n}")
         drains: list[int] = []
-        original = ws._drain
+        original = ws.indexes.drain
 
         def drain_then_sync(indexer, only=None):  # type: ignore[no-untyped-def]
             report = original(indexer, only)
@@ -96,9 +96,9 @@ def test_a_rebuild_catches_up_what_a_sync_commits_while_it_drains(
             drains.append(1)
             return report
 
-        ws._drain = drain_then_sync  # type: ignore[method-assign]
-        entry = core.rebuild(ws, ["main"], force=True)["indexes"][0]
-        ws._drain = original  # type: ignore[method-assign]
+        ws.indexes.drain = drain_then_sync  # type: ignore[method-assign]
+        entry = core.rebuild(ws.runtime, ["main"], force=True)["indexes"][0]
+        ws.indexes.drain = original  # type: ignore[method-assign]
         assert entry["result"] == "switched", entry
         assert len(_titles(ws, "ledger")) == 50  # k = 50: at least that many are found
         assert ws.reconcile().as_dict()["sinks"]["main"]["in_sync"]

@@ -25,11 +25,11 @@ def test_fake_to_local_and_back(tmp_path: Path, corpus: Path) -> None:
         ws.sync()
     shutil.rmtree(corpus)
     with Workspace.open(config('[embedder]\ntype = "local"\n')) as ws:
-        entry = core.rebuild(ws)["indexes"][0]
+        entry = core.rebuild(ws.runtime)["indexes"][0]
         assert entry["result"] == "switched", entry
-        assert ws.query_embedder("main").dimension == 384
+        assert ws.indexes.query_embedder("main").dimension == 384
         hits = ws.search("how much time off do I get", groups=["staff"], mode="vector")
         assert hits[0]["title"] == "Vacation policy"
-        core.rollback(ws, "main")
-        assert ws.query_embedder("main").dimension == 32
+        core.rollback(ws.runtime, "main")
+        assert ws.indexes.query_embedder("main").dimension == 32
         assert ws.search("vacation days", groups=["staff"], mode="vector")

@@ -30,7 +30,7 @@ def test_a_rolled_back_generation_never_serves_revoked_or_deleted_documents(
 ) -> None:
     with Workspace.open(_config(tmp_path, manifest_url, corpus, "staff")) as ws:
         ws.sync()
-        assert core.rebuild(ws, force=True)["indexes"][0]["result"] == "switched"
+        assert core.rebuild(ws.runtime, force=True)["indexes"][0]["result"] == "switched"
         assert "Vacation policy" in _titles(ws, "vacation", "staff")
     # While main@1 is previous: one document is deleted, every ACL changes to "hr".
     (corpus / "guides" / "expenses.md").unlink()
@@ -47,7 +47,7 @@ def test_a_rolled_back_generation_never_serves_revoked_or_deleted_documents(
             )
 
         ws.manifest.generations.switch = switch_and_search  # type: ignore[method-assign]
-        rolled = core.rollback(ws, "main")
+        rolled = core.rollback(ws.runtime, "main")
         # The moment main@1 serves, "staff" sees nothing and the deleted file is gone.
         assert seen_at_switch == [(set(), set())]
         assert rolled["live"] == 1 and rolled["pending"] == 0, rolled
@@ -64,11 +64,11 @@ def test_a_rollback_to_a_generation_that_cannot_be_caught_up_switches_nothing(
     with Workspace.open(config, embedder=FakeEmbedder(32)) as ws:  # not reproducible later
         ws.sync()
     with Workspace.open(config) as ws:
-        assert core.rebuild(ws)["indexes"][0]["result"] == "switched"
+        assert core.rebuild(ws.runtime)["indexes"][0]["result"] == "switched"
         (corpus / "notes" / "parking.md").write_text("# Parking\n\nBicycle parking is free.\n")
         ws.sync()
         with pytest.raises(ConfigError, match="main@1 cannot be caught up"):
-            core.rollback(ws, "main")
+            core.rollback(ws.runtime, "main")
         assert ws.live_generation("main").generation == 2
 
 
@@ -84,11 +84,11 @@ def test_a_tombstone_is_kept_while_a_previous_generation_still_holds_its_documen
     )
     with Workspace.open(config) as ws:
         ws.sync()
-        assert core.rebuild(ws, force=True)["indexes"][0]["result"] == "switched"
+        assert core.rebuild(ws.runtime, force=True)["indexes"][0]["result"] == "switched"
         (corpus / "guides" / "expenses.md").unlink()
         ws.sync()  # main@2 deletes it; main@1 (previous) still holds it
         assert _titles(ws, "meals", "staff") == set()
-        core.rollback(ws, "main")
+        core.rollback(ws.runtime, "main")
         assert ws.live_generation("main").generation == 1
         assert _titles(ws, "meals", "staff") == set()  # the delete reached main@1 too
         assert ws.reconcile().as_dict()["sinks"]["main"]["in_sync"]

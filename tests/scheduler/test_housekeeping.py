@@ -78,7 +78,7 @@ def test_unreferenced_old_content_is_removed_and_the_rest_kept(
         assert (dry.removed, dry.kept_young, dry.dry_run) == (3, 1, True)
         assert len(stored(ws)) == 6  # a dry run deletes nothing
 
-        report = housekeep(ws)
+        report = housekeep(ws.runtime)
         assert report.content.scanned == 6
         assert (report.content.removed, report.content.kept_young) == (3, 1)
         assert report.content.removed_bytes > len(b"half a write")

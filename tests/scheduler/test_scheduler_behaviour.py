@@ -16,7 +16,7 @@ from sched_helpers import HEADWATER, Daemon, cli, run_rows, sources_config, wait
 from sqlalchemy import create_engine
 
 from headwater.clock import as_utc, utcnow
-from headwater.scheduler.history import ScheduleStore
+from headwater.manifest.schedule import ScheduleStore
 from workspace_helpers import filesystem_source, write_config
 
 

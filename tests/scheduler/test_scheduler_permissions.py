@@ -13,6 +13,7 @@ from pathlib import Path
 from acl_connector import STATE, AclConnector, AclSource
 from headwater import Workspace
 from headwater.clock import utcnow
+from headwater.runtime import Runtime
 from headwater.scheduler.daemon import PERMISSIONS, Scheduler
 from headwater.types import Access
 from workspace_helpers import write_config
@@ -20,6 +21,10 @@ from workspace_helpers import write_config
 
 def opener(path: Path) -> Workspace:
     return Workspace.open(path, connector_types={"acl": AclConnector})
+
+
+def runtime_opener(path: Path) -> Runtime:
+    return Runtime.open(path, connector_types={"acl": AclConnector})
 
 
 def config_with(tmp_path: Path, manifest_url: str | None, extra: str) -> tuple[Path, AclSource]:
@@ -35,7 +40,7 @@ def test_run_once_runs_a_due_permission_sync_after_the_content_sync(
     config, state = config_with(
         tmp_path, manifest_url, 'refresh_every = "1h"\npermissions_every = "15m"\n'
     )
-    scheduler = Scheduler(config, once=True, open_workspace=opener)
+    scheduler = Scheduler(config, once=True, open_runtime=runtime_opener)
     assert scheduler.serve() == 0
     assert [(o.source_id, o.kind, o.status) for o in scheduler.outcomes] == [
         ("p", "sync", "succeeded"),
@@ -46,7 +51,7 @@ def test_run_once_runs_a_due_permission_sync_after_the_content_sync(
     state.docs["d1"] = Access(users=("b@x.com",))  # a@ loses d1, b@ gains it
     with opener(config) as ws:  # the last permission sync was 20 minutes ago
         ws.schedule_store().set_permissions_done("p", utcnow() - timedelta(minutes=20))
-    again = Scheduler(config, once=True, open_workspace=opener)
+    again = Scheduler(config, once=True, open_runtime=runtime_opener)
     assert again.serve() == 0  # content is not due for an hour; permissions are
     assert [(o.kind, o.status) for o in again.outcomes] == [(PERMISSIONS, "succeeded")]
     assert (state.reads, state.listings) == (1, 2)  # no content read
@@ -62,7 +67,7 @@ def test_run_once_runs_a_due_permission_sync_after_the_content_sync(
 
 def test_a_source_without_permissions_every_gets_no_permission_sync(tmp_path: Path) -> None:
     config, state = config_with(tmp_path, None, 'refresh_every = "1h"\n')
-    scheduler = Scheduler(config, once=True, open_workspace=opener)
+    scheduler = Scheduler(config, once=True, open_runtime=runtime_opener)
     assert scheduler.serve() == 0
     assert [o.kind for o in scheduler.outcomes] == ["sync"]
     assert state.listings == 0
@@ -76,7 +81,7 @@ def test_a_restarted_scheduler_remembers_the_last_permission_sync(
     config, state = config_with(
         tmp_path, manifest_url, 'refresh_every = "1h"\npermissions_every = "15m"\n'
     )
-    first = Scheduler(config, once=True, open_workspace=opener)
+    first = Scheduler(config, once=True, open_runtime=runtime_opener)
     assert first.serve() == 0
     assert state.listings == 1
     with opener(config) as ws:
@@ -85,12 +90,12 @@ def test_a_restarted_scheduler_remembers_the_last_permission_sync(
         status = {s["id"]: s for s in ws.status().as_dict()["sources"]}["p"]
         assert status["paused"] is False  # the row written for the time is not a pause
 
-    restarted = Scheduler(config, once=True, open_workspace=opener)
+    restarted = Scheduler(config, once=True, open_runtime=runtime_opener)
     assert restarted.serve() == 0
     assert restarted.outcomes == [] and state.listings == 1  # nothing due after a restart
 
     with opener(config) as ws:
         ws.schedule_store().set_permissions_done("p", utcnow() - timedelta(minutes=16))
-    later = Scheduler(config, once=True, open_workspace=opener)
+    later = Scheduler(config, once=True, open_runtime=runtime_opener)
     assert later.serve() == 0
     assert [o.kind for o in later.outcomes] == [PERMISSIONS] and state.listings == 2

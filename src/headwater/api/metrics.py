@@ -71,7 +71,7 @@ class ManifestCollector(Collector):
         for source in sorted({s.id for s in ws.config.source} | set(counted)):
             takeovers.add_metric([source], float(counted.get(source, 0)))
         yield takeovers
-        ws_embedder = ws._embedder
+        ws_embedder = ws.runtime.loaded_embedder()
         embedded = CounterMetricFamily(
             "headwater_chunks_embedded", "Chunks embedded by this process (cache misses)"
         )

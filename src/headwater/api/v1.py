@@ -32,7 +32,7 @@ from headwater.api.models import (
 )
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.runs import lease_owner
-from headwater.scheduler.history import ScheduleStore
+from headwater.manifest.schedule import ScheduleStore
 
 router = APIRouter()
 Json = dict[str, Any]

@@ -156,8 +156,8 @@ def _enqueue_only(
         )
     from headwater.executor.dispatch import enqueue_sync
 
-    ids = [s.id for s in ws._selected(sources)]
-    queued = enqueue_sync(ws, ids, force=force, index=index)
+    ids = [s.id for s in ws.sources.selected(sources)]
+    queued = enqueue_sync(ws.runtime, ids, force=force, index=index)
     if as_json:
         print_json({"queued": [q.as_dict() for q in queued]})
         return 0

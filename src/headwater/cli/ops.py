@@ -163,7 +163,7 @@ def housekeeping(
 
     def body() -> int:
         with open_workspace() as ws:
-            report = housekeep(ws)
+            report = housekeep(ws.runtime)
         if as_json:
             print_json(report.as_dict())
         else:

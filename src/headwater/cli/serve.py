@@ -38,6 +38,7 @@ def serve(
         from headwater.api.auth import KeyRing, check_bind
         from headwater.api.service import Service, open_workspace
         from headwater.config import load_config
+        from headwater.runtime import Runtime
         from headwater.scheduler.daemon import Scheduler
 
         loaded = load_config(
@@ -62,7 +63,10 @@ def serve(
         scheduler = None
         thread = None
         if with_scheduler:
-            scheduler = Scheduler(loaded.path, open_workspace=open_workspace)
+            push_types = {"push": _push_type()}
+            scheduler = Scheduler(
+                loaded.path, open_runtime=lambda p: Runtime.open(p, connector_types=push_types)
+            )
             thread = threading.Thread(
                 target=scheduler.serve, name="headwater-scheduler", daemon=True
             )

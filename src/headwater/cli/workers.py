@@ -70,8 +70,8 @@ def workers(
 
         with Workspace.open(state.config) as ws:
             report: dict[str, Any] = {
-                "workers": live_workers(ws, timeout),
-                "queues": queue_depths(ws),
+                "workers": live_workers(ws.runtime, timeout),
+                "queues": queue_depths(ws.runtime),
             }
         if as_json:
             print_json(report)

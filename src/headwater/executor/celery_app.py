@@ -20,16 +20,15 @@ from celery import Celery
 
 from headwater.config import LoadedConfig, load_config
 from headwater.errors import ConfigError
+from headwater.executor.tasks import INDEX_TASK, SYNC_TASK, register_tasks
+from headwater.runtime import Runtime
 
 ENV_CONFIG = "HEADWATER_CONFIG"
-SYNC_TASK = "headwater.sync_source"
-INDEX_TASK = "headwater.index_pending"
+_apps: dict[str, Celery] = {}
 
 
 def create_app(loaded: LoadedConfig) -> Celery:
     """A Celery app for ``loaded`` with Headwater's tasks registered."""
-    from headwater.executor.tasks import register_tasks
-
     executor = loaded.config.executor
     if executor.type != "celery" or not executor.broker_url:
         raise ConfigError(
@@ -62,6 +61,14 @@ def create_app(loaded: LoadedConfig) -> Celery:
     app.conf.headwater_config = str(loaded.path)
     register_tasks(app)
     return app
+
+
+def app_for(rt: Runtime) -> Celery:
+    """The Celery app of the runtime's config (built once per config path)."""
+    key = str(rt.loaded.path)
+    if key not in _apps:
+        _apps[key] = create_app(rt.loaded)
+    return _apps[key]
 
 
 def app_from_env() -> Celery:

@@ -7,23 +7,19 @@ runs which source is the lease's owner in the manifest, the one fact no broker k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import select
-
-from headwater.clock import as_utc, iso, utcnow
-from headwater.executor.claims import ClaimLedger
-from headwater.executor.queued import QueueMarkers
-from headwater.manifest import schema as t
-
-if TYPE_CHECKING:
-    from headwater.workspace import Workspace
+from headwater.clock import iso, utcnow
+from headwater.executor.celery_app import app_for
+from headwater.manifest.claims import ClaimLedger
+from headwater.manifest.queued import QueueMarkers
+from headwater.reports import ExecutorState
+from headwater.runtime import Runtime
 
 
-def live_workers(ws: Workspace, timeout: float = 2.0) -> list[dict[str, Any]]:
-    from headwater.executor.dispatch import app_for
-
-    inspect = app_for(ws).control.inspect(timeout=timeout)
+def live_workers(rt: Runtime, timeout: float = 2.0) -> list[dict[str, Any]]:
+    """Each live worker: its name, the queues it consumes and its tasks running now."""
+    inspect = app_for(rt).control.inspect(timeout=timeout)
     active = inspect.active() or {}
     queues = inspect.active_queues() or {}
     names = sorted(set(active) | set(queues))
@@ -40,13 +36,11 @@ def live_workers(ws: Workspace, timeout: float = 2.0) -> list[dict[str, Any]]:
     ]
 
 
-def queue_depths(ws: Workspace) -> dict[str, int | None]:
+def queue_depths(rt: Runtime) -> dict[str, int | None]:
     """Messages waiting in each queue (None when the broker cannot be asked)."""
-    from headwater.executor.dispatch import app_for
-
-    names = ws.config.executor.queues
+    names = rt.config.executor.queues
     depths: dict[str, int | None] = {}
-    with app_for(ws).connection_for_write() as conn:
+    with app_for(rt).connection_for_write() as conn:
         channel = conn.default_channel
         for queue in (names.sync, names.index):
             try:
@@ -61,26 +55,23 @@ def queue_depths(ws: Workspace) -> dict[str, int | None]:
     return depths
 
 
-def executor_status(ws: Workspace) -> dict[str, Any]:
+def executor_status(rt: Runtime) -> ExecutorState:
     """The ``executor`` part of ``headwater status``."""
     now = utcnow()
-    with ws.manifest.engine.connect() as conn:
-        leases = conn.execute(select(t.leases)).all()
-    running = {
-        row._mapping["source_id"]: row._mapping["owner"]
-        for row in leases
-        if as_utc(row._mapping["expires_at"]) > now
-    }
-    report: dict[str, Any] = {
-        "type": ws.config.executor.type,
-        "running": running,
-        "queued": QueueMarkers(ws.manifest.engine).queued(),
-        "index_claims": ClaimLedger(ws.manifest.engine).holders(),
-        "checked_at": iso(now),
-    }
-    if ws.config.executor.type == "celery":
+    markers = QueueMarkers(rt.manifest.engine)
+    depths: dict[str, int | None] | None = None
+    error = None
+    if rt.config.executor.type == "celery":
         try:
-            report["queues"] = queue_depths(ws)
+            depths = queue_depths(rt)
         except Exception as exc:  # the broker is down: say so, the rest still shows
-            report["queues"] = {"error": f"{type(exc).__name__}: {exc}"}
-    return report
+            error = f"{type(exc).__name__}: {exc}"
+    return ExecutorState(
+        type=rt.config.executor.type,
+        running=markers.running(),
+        queued=markers.queued(),
+        index_claims=ClaimLedger(rt.manifest.engine).holders(),
+        checked_at=iso(now),
+        queues=depths,
+        queues_error=error,
+    )

@@ -1,6 +1,6 @@
 """Headwater's two Celery tasks: run one source, and index claimed pending documents.
 
-Each worker process opens the workspace once (after the fork) and keeps it. A task
+Each worker process opens the runtime once (after the fork) and keeps it. A task
 that raises, or whose run ends ``failed`` (the connector raised, the folder is gone),
 is retried with backoff up to ``[executor] max_retries``; after that its failure
 is recorded in the manifest's failures table (stage ``task:sync`` or ``task:index``,
@@ -20,22 +20,26 @@ from typing import Any
 from celery import Celery, Task
 
 from headwater.errors import FatalError, LeaseLost, error_class_of
+from headwater.executor.work import index_claimed, sync_one
+from headwater.manifest.queued import QueueMarkers
 from headwater.manifest.records import FailureWrite
-from headwater.workspace import Workspace
+from headwater.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-_open: dict[int, Workspace] = {}
+SYNC_TASK = "headwater.sync_source"
+INDEX_TASK = "headwater.index_pending"
+_open: dict[int, Runtime] = {}
 
 
-def worker_workspace(config_path: str) -> Workspace:
-    """This process's workspace (opened on first use, after any fork)."""
+def worker_runtime(config_path: str) -> Runtime:
+    """This process's runtime (opened on first use, after any fork)."""
     pid = os.getpid()
-    ws = _open.get(pid)
-    if ws is None:
+    rt = _open.get(pid)
+    if rt is None:
         _open.clear()  # a forked child must not reuse its parent's connections
-        ws = _open[pid] = Workspace.open(config_path)
-    return ws
+        rt = _open[pid] = Runtime.open(config_path)
+    return rt
 
 
 def _lease_busy(exc: BaseException) -> bool:
@@ -44,10 +48,10 @@ def _lease_busy(exc: BaseException) -> bool:
     )
 
 
-def dead_letter(ws: Workspace, stage: str, subject: str, exc: BaseException, attempts: int) -> None:
+def dead_letter(rt: Runtime, stage: str, subject: str, exc: BaseException, attempts: int) -> None:
     """Record a task that used up its retries as a dead failure (the DLQ)."""
     key = _key(stage, subject)
-    ws.manifest.failures.record(
+    rt.manifest.failures.record(
         [
             FailureWrite(
                 source_id=subject if stage == "task:sync" else "*",
@@ -57,7 +61,7 @@ def dead_letter(ws: Workspace, stage: str, subject: str, exc: BaseException, att
                 stage=stage,
                 error_class=error_class_of(exc),
                 message=str(exc) or type(exc).__name__,
-                pipeline_version=ws.pipeline_version,
+                pipeline_version=rt.pipeline_version,
                 source_version=None,
                 fetch_ref=None,
                 permanent=True,
@@ -67,10 +71,7 @@ def dead_letter(ws: Workspace, stage: str, subject: str, exc: BaseException, att
 
 
 def register_tasks(app: Celery) -> None:
-    from headwater.executor.celery_app import INDEX_TASK, SYNC_TASK
-    from headwater.executor.queued import QueueMarkers
-    from headwater.executor.work import index_claimed, sync_one
-
+    """Register the sync and index tasks on ``app``."""
     config_path = str(app.conf.headwater_config)
 
     def enqueue_index(count: int) -> list[str]:
@@ -80,12 +81,12 @@ def register_tasks(app: Celery) -> None:
     def sync_source(
         self: Task[Any, Any], source_id: str, force: bool = False, index: bool = True
     ) -> dict[str, Any]:
-        ws = worker_workspace(config_path)
-        max_retries = ws.config.executor.max_retries
+        rt = worker_runtime(config_path)
+        max_retries = rt.config.executor.max_retries
         task_id = str(self.request.id)
         failed_run: str | None = None
         try:
-            outcome = sync_one(ws, source_id, force=force)
+            outcome = sync_one(rt, source_id, force=force)
             if outcome.run is not None and outcome.run.status == "failed":
                 failed_run = outcome.run.run_id
                 raise FatalError(
@@ -97,16 +98,16 @@ def register_tasks(app: Celery) -> None:
                 raise self.retry(countdown=2, max_retries=None) from exc
             if self.request.retries < max_retries:
                 raise self.retry(exc=exc, countdown=2**self.request.retries) from exc
-            dead_letter(ws, "task:sync", source_id, exc, self.request.retries + 1)
-            QueueMarkers(ws.manifest.engine).clear(source_id, task_id)
+            dead_letter(rt, "task:sync", source_id, exc, self.request.retries + 1)
+            QueueMarkers(rt.manifest.engine).clear(source_id, task_id)
             return {
                 "source_id": source_id,
                 "run_id": failed_run,
                 "status": "dead",
                 "index_tasks": [],
             }
-        QueueMarkers(ws.manifest.engine).clear(source_id, task_id)
-        ws.manifest.failures.resolve([_key("task:sync", source_id)], ("task:sync",))
+        QueueMarkers(rt.manifest.engine).clear(source_id, task_id)
+        rt.manifest.failures.resolve([_key("task:sync", source_id)], ("task:sync",))
         run = outcome.run
         tasks = enqueue_index(outcome.index_tasks_needed) if index else []
         return {
@@ -118,14 +119,14 @@ def register_tasks(app: Celery) -> None:
 
     @app.task(name=INDEX_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def index_pending(self: Task[Any, Any]) -> dict[str, Any]:
-        ws = worker_workspace(config_path)
+        rt = worker_runtime(config_path)
         task_id = str(self.request.id)
         try:
-            report = index_claimed(ws, owner=task_id)
+            report = index_claimed(rt, owner=task_id)
         except Exception as exc:
-            if self.request.retries < ws.config.executor.max_retries:
+            if self.request.retries < rt.config.executor.max_retries:
                 raise self.retry(exc=exc, countdown=2**self.request.retries) from exc
-            dead_letter(ws, "task:index", task_id, exc, self.request.retries + 1)
+            dead_letter(rt, "task:index", task_id, exc, self.request.retries + 1)
             return {"status": "dead", "report": None}
         return {"status": "ok", "report": asdict(report)}
 

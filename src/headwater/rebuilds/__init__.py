@@ -1,7 +1,7 @@
-"""Generations and blue-green rebuilds, wired over the Workspace.
+"""Blue-green rebuilds over a runtime: build, verify, switch, roll back and retire.
 
-These modules sit beside the workspace (the composition root), above the indexer: they
-build one indexer per generation pipeline from recorded settings (``pipelines``) and run
-rebuilds, verification, switch, rollback and retirement (``orchestrate``). The lower
-layers they drive (indexer, manifest generations, sinks) never import them.
+``orchestrate`` drives generations through their states with the runtime's parts (the
+manifest's generations, the indexes' sinks and indexers); which sink, chunker and
+embedder a generation uses is the indexing layer's (``indexer.generations``). The lower
+layers it drives never import it.
 """

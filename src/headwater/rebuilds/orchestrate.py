@@ -55,8 +55,8 @@ from headwater.rebuilds.results import (
 from headwater.units import parse_duration
 
 if TYPE_CHECKING:
-    from headwater.rebuilds.pipelines import GenerationIndexer
-    from headwater.workspace import Workspace
+    from headwater.indexer.generations import GenerationIndexer
+    from headwater.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -64,96 +64,96 @@ SAMPLE = 50
 VERIFY_CATCH_UPS = 3
 
 
-def _needs(ws: Workspace, name: str, force: bool) -> Generation | None:
+def _needs(rt: Runtime, name: str, force: bool) -> Generation | None:
     """The in-progress generation to resume, a new one, or None (up to date)."""
-    section = ws.index_section(name)
-    gens = ws.manifest.generations
-    wanted = ws.index_version(section)
+    section = rt.indexes.section(name)
+    gens = rt.manifest.generations
+    wanted = rt.indexes.version(section)
     current = gens.in_progress(name)
     if current is not None:
-        if ws.pipelines.version(current) == wanted:
+        if rt.pipelines.version(current) == wanted:
             return current
         log.warning("%s was built with older settings; it is cancelled", current.label)
-        cancel(ws, name)
-    live = ws.live_generation(name)
-    if not force and ws.pipelines.version(live) == wanted:
+        cancel(rt, name)
+    live = rt.indexes.live_generation(name)
+    if not force and rt.pipelines.version(live) == wanted:
         return None
-    return gens.create(name, wanted, ws.pipelines.config_settings(section))
+    return gens.create(name, wanted, rt.indexes.config_settings(section))
 
 
 def rebuild(
-    ws: Workspace, names: list[str] | None = None, *, force: bool = False, switch: bool = True
+    rt: Runtime, names: list[str] | None = None, *, force: bool = False, switch: bool = True
 ) -> RebuildReport:
     """Build, verify and (unless ``switch=False``) switch a generation per index."""
     out: list[RebuildEntry] = []
-    for name in names or [s.name for s in ws.index_sections]:
-        generation = _needs(ws, name, force)
+    for name in names or [s.name for s in rt.indexes.sections]:
+        generation = _needs(rt, name, force)
         if generation is None:
-            out.append(RebuildEntry(name, "up_to_date", live=_live_number(ws, name)))
+            out.append(RebuildEntry(name, "up_to_date", live=_live_number(rt, name)))
             continue
         entry = RebuildEntry(name, "stopped", generation.generation)
-        report = build(ws, generation)
-        if ws.cancel.is_set():
+        report = build(rt, generation)
+        if rt.controls.cancel.is_set():
             out.append(replace(entry, index_report=report))
             break
-        cancelled = _cancelled_meanwhile(ws, generation)
-        problems = [] if cancelled else verify(ws, generation, report)
+        cancelled = _cancelled_meanwhile(rt, generation)
+        problems = [] if cancelled else verify(rt, generation, report)
         entry = replace(entry, index_report=report)
-        if cancelled or _cancelled_meanwhile(ws, generation):
-            entry = replace(entry, result="cancelled", live=_live_number(ws, name))
+        if cancelled or _cancelled_meanwhile(rt, generation):
+            entry = replace(entry, result="cancelled", live=_live_number(rt, name))
         elif problems:
             entry = replace(entry, result="failed", problems=tuple(problems))
         elif switch:
             try:
-                ws.manifest.generations.switch(name, generation.generation)
+                rt.manifest.generations.switch(name, generation.generation)
                 entry = replace(entry, result="switched")
             except ConfigError:
-                if not _cancelled_meanwhile(ws, generation):
+                if not _cancelled_meanwhile(rt, generation):
                     raise
-                entry = replace(entry, result="cancelled", live=_live_number(ws, name))
+                entry = replace(entry, result="cancelled", live=_live_number(rt, name))
         else:
             entry = replace(entry, result="ready")
         out.append(entry)
-    retire_expired(ws)
+    retire_expired(rt)
     return RebuildReport(tuple(out))
 
 
-def _live_number(ws: Workspace, name: str) -> int | None:
-    live = ws.manifest.generations.live(name)
+def _live_number(rt: Runtime, name: str) -> int | None:
+    live = rt.manifest.generations.live(name)
     return None if live is None else live.generation
 
 
-def build(ws: Workspace, generation: Generation) -> IndexReport:
+def build(rt: Runtime, generation: Generation) -> IndexReport:
     """Fill ``generation`` with every pending document (resumable); nothing when it is no
     longer in progress (another process cancelled it)."""
-    if not ws.manifest.generations.set_state(
+    if not rt.manifest.generations.set_state(
         generation.index_name, generation.generation, BUILDING
     ):
         return IndexReport()
-    return _catch_up(ws, generation)
+    return _catch_up(rt, generation)
 
 
-def _retired(ws: Workspace, generation: Generation) -> bool:
-    current = ws.manifest.generations.get(generation.index_name, generation.generation)
+def _retired(rt: Runtime, generation: Generation) -> bool:
+    current = rt.manifest.generations.get(generation.index_name, generation.generation)
     return current.state == RETIRED
 
 
-def _cancelled_meanwhile(ws: Workspace, generation: Generation) -> bool:
+def _cancelled_meanwhile(rt: Runtime, generation: Generation) -> bool:
     """Whether another process retired ``generation`` under this one. Its storage was
     dropped then; whatever this process wrote into it afterwards is dropped now."""
-    current = ws.manifest.generations.get(generation.index_name, generation.generation)
+    current = rt.manifest.generations.get(generation.index_name, generation.generation)
     if current.state != RETIRED:
         return False
-    ws.drop_generation_sink(generation)
+    rt.indexes.drop_generation_sink(generation)
     return True
 
 
-def _pending(ws: Workspace, generation: Generation) -> int:
-    return ws.manifest.index_state.pending_count(generation.key, ws.pipelines.version(generation))
+def _pending(rt: Runtime, generation: Generation) -> int:
+    return rt.manifest.index_state.pending_count(generation.key, rt.pipelines.version(generation))
 
 
 def _catch_up(
-    ws: Workspace, generation: Generation, indexer: GenerationIndexer | None = None
+    rt: Runtime, generation: Generation, indexer: GenerationIndexer | None = None
 ) -> IndexReport:
     """Drain ``generation`` until nothing is pending for it. A sync running beside commits
     documents behind a drain's cursor (and one that started before the generation existed
@@ -161,34 +161,35 @@ def _catch_up(
     (what is left failed: verification reports it)."""
     report = IndexReport()
     if indexer is None:  # stop before the next batch once the generation is cancelled
-        indexer = ws.generation_indexer(
-            [generation], should_stop=lambda: ws.cancel.is_set() or _retired(ws, generation)
+        indexer = rt.indexes.generation_indexer(
+            [generation],
+            should_stop=lambda: rt.controls.cancel.is_set() or _retired(rt, generation),
         )
-    while not ws.cancel.is_set() and not _retired(ws, generation):
-        done = ws._drain(indexer)
+    while not rt.controls.cancel.is_set() and not _retired(rt, generation):
+        done = rt.indexes.drain(indexer)
         report.add(done)
-        if not _pending(ws, generation) or not (done.replaced + done.deleted + done.acl_updates):
+        if not _pending(rt, generation) or not (done.replaced + done.deleted + done.acl_updates):
             break
     return report
 
 
-def verify(ws: Workspace, generation: Generation, report: IndexReport | None = None) -> list[str]:
+def verify(rt: Runtime, generation: Generation, report: IndexReport | None = None) -> list[str]:
     """Check the generation against the manifest; record ``ready`` or ``failed``. Work a
     sync committed meanwhile is drained first (into ``report``), a few times at most."""
-    gens = ws.manifest.generations
+    gens = rt.manifest.generations
     if not gens.set_state(generation.index_name, generation.generation, VERIFYING):
         now = gens.get(generation.index_name, generation.generation).state
         return [f"{generation.label} is {now}, no longer in progress; nothing was verified"]
-    problems = _problems(ws, generation)
+    problems = _problems(rt, generation)
     for _ in range(VERIFY_CATCH_UPS):
-        if not problems or not _pending(ws, generation) or ws.cancel.is_set():
+        if not problems or not _pending(rt, generation) or rt.controls.cancel.is_set():
             break
-        caught = _catch_up(ws, generation)
+        caught = _catch_up(rt, generation)
         if report is not None:
             report.add(caught)
         if not (caught.replaced + caught.deleted + caught.acl_updates):
             break
-        problems = _problems(ws, generation)
+        problems = _problems(rt, generation)
     state = FAILED if problems else READY
     if not gens.set_state(generation.index_name, generation.generation, state, problems):
         now = gens.get(generation.index_name, generation.generation).state
@@ -198,12 +199,12 @@ def verify(ws: Workspace, generation: Generation, report: IndexReport | None = N
     return problems
 
 
-def _problems(ws: Workspace, generation: Generation) -> list[str]:
-    sink = ws.generation_sink(generation)
+def _problems(rt: Runtime, generation: Generation) -> list[str]:
+    sink = rt.indexes.generation_sink(generation)
     key, label = generation.key, generation.label
-    state = ws.manifest.index_state
+    state = rt.manifest.index_state
     problems: list[str] = []
-    pending = state.pending_count(key, ws.pipelines.version(generation))
+    pending = state.pending_count(key, rt.pipelines.version(generation))
     if pending:
         problems.append(
             f"{pending} documents are not indexed in {label} (see `headwater failures`); "
@@ -213,7 +214,7 @@ def _problems(ws: Workspace, generation: Generation) -> list[str]:
     held = sum(1 for _ in sink.inventory())
     if held != active:
         problems.append(f"{label} holds {held} documents; the manifest has {active} active")
-    drift = compare(ws.manifest, sink, key)
+    drift = compare(rt.manifest, sink, key)
     for kind, ids in (
         ("missing", drift.missing),
         ("at the wrong revision", drift.revision_mismatch),
@@ -223,17 +224,17 @@ def _problems(ws: Workspace, generation: Generation) -> list[str]:
     ):
         if ids:
             problems.append(f"{len(ids)} documents {kind} in {label}, e.g. {ids[0]}")
-    problems.extend(_sample_texts(ws, generation))
+    problems.extend(_sample_texts(rt, generation))
     return problems
 
 
-def _sample_texts(ws: Workspace, generation: Generation) -> list[str]:
+def _sample_texts(rt: Runtime, generation: Generation) -> list[str]:
     """A fresh chunking of up to SAMPLE stored documents must equal what the sink holds."""
-    sink = ws.generation_sink(generation)
-    pipeline = ws.pipelines.pipeline(generation)
+    sink = rt.indexes.generation_sink(generation)
+    pipeline = rt.pipelines.pipeline(generation)
     checked, after = 0, ""
     while checked < SAMPLE:
-        records = ws.manifest.documents_after(after, SAMPLE)
+        records = rt.manifest.documents_after(after, SAMPLE)
         if not records:
             break
         after = records[-1].document_id
@@ -245,7 +246,7 @@ def _sample_texts(ws: Workspace, generation: Generation) -> list[str]:
                 chunks = chunk_document(
                     document_id=record.document_id,
                     pipeline_version=pipeline.chunking_version,
-                    text=ws.content_store.get(record.checksum),
+                    text=rt.content_store.get(record.checksum),
                     title=record.title,
                     metadata=record.metadata,
                     counter=pipeline.embedder(),
@@ -261,18 +262,18 @@ def _sample_texts(ws: Workspace, generation: Generation) -> list[str]:
     return []
 
 
-def switch(ws: Workspace, name: str) -> SwitchResult:
+def switch(rt: Runtime, name: str) -> SwitchResult:
     """Catch the ready generation up with the manifest, verify it again, make it live."""
-    gens = ws.manifest.generations
+    gens = rt.manifest.generations
     ready = gens.in_progress(name)
     if ready is None or ready.state != READY:
         raise ConfigError(
             f"index {name!r} has no ready generation to switch to; build one with "
             f"`headwater rebuild {name} --no-switch` (see `headwater rebuild status`)."
         )
-    report = build(ws, ready)
-    problems = verify(ws, ready, report)
-    if _cancelled_meanwhile(ws, ready):
+    report = build(rt, ready)
+    problems = verify(rt, ready, report)
+    if _cancelled_meanwhile(rt, ready):
         return SwitchResult(name, ready.generation, "cancelled")
     if problems:
         return SwitchResult(name, ready.generation, "failed", problems=tuple(problems))
@@ -280,41 +281,41 @@ def switch(ws: Workspace, name: str) -> SwitchResult:
     return SwitchResult(name, ready.generation, "switched", index_report=report)
 
 
-def rollback(ws: Workspace, name: str, *, catch_up: bool = True) -> RollbackResult:
+def rollback(rt: Runtime, name: str, *, catch_up: bool = True) -> RollbackResult:
     """Make the previous generation live. It received no writes while it was previous, so
     it is first caught up from the manifest (deletes, ACL changes and edits since): it must
     never serve a document deleted or re-permissioned meanwhile. ``catch_up=False``
     switches at once and leaves the catch-up to the next sync or ``index``."""
-    gens = ws.manifest.generations
+    gens = rt.manifest.generations
     previous = gens.previous(name)
     report = IndexReport()
     if catch_up:
-        indexer = ws.generation_indexer([previous])
-        report.add(_catch_up(ws, previous, indexer))
+        indexer = rt.indexes.generation_indexer([previous])
+        report.add(_catch_up(rt, previous, indexer))
         if indexer.problems:
             raise ConfigError(
                 f"{previous.label} cannot be caught up with the manifest, so it is not made "
                 f"live (it would serve deleted and re-permissioned documents): "
                 f"{'; '.join(indexer.problems)}"
             )
-        if ws.cancel.is_set():
-            return RollbackResult(name, _live_number(ws, name), stopped=True)
+        if rt.controls.cancel.is_set():
+            return RollbackResult(name, _live_number(rt, name), stopped=True)
     gens.switch(name, previous.generation, entered_from=PREVIOUS)
     live = gens.get(name, previous.generation)
-    pending = _pending(ws, live)
+    pending = _pending(rt, live)
     if not catch_up:
         return RollbackResult(name, live.generation, pending=pending)
     # What a sync committed during the catch-up (it wrote the old live one).
-    report.add(ws._drain(ws.generation_indexer([live])))
+    report.add(rt.indexes.drain(rt.indexes.generation_indexer([live])))
     return RollbackResult(name, live.generation, pending=pending, index_report=report)
 
 
-def cancel(ws: Workspace, name: str) -> CancelResult:
+def cancel(rt: Runtime, name: str) -> CancelResult:
     """Retire the generation in progress, then delete its storage. The retirement is one
     conditional update: a generation switched live meanwhile is refused, never dropped."""
-    current = ws.manifest.generations.in_progress(name)
-    if current is None or not _drop(ws, current, ["cancelled"], IN_PROGRESS):
-        moved = None if current is None else ws.manifest.generations.get(name, current.generation)
+    current = rt.manifest.generations.in_progress(name)
+    if current is None or not _drop(rt, current, ["cancelled"], IN_PROGRESS):
+        moved = None if current is None else rt.manifest.generations.get(name, current.generation)
         now = "" if moved is None else f" ({moved.label} became {moved.state} meanwhile)"
         raise ConfigError(
             f"index {name!r} has no generation in progress to cancel{now}; "
@@ -325,65 +326,65 @@ def cancel(ws: Workspace, name: str) -> CancelResult:
 
 
 def _drop(
-    ws: Workspace,
+    rt: Runtime,
     generation: Generation,
     problems: list[str],
     entered_from: tuple[str, ...] = (PREVIOUS, FAILED),
 ) -> bool:
     """Retire ``generation`` if it is still in ``entered_from``, then delete its storage
     (state first: a generation that moved on meanwhile keeps its storage)."""
-    retired = ws.manifest.generations.set_state(
+    retired = rt.manifest.generations.set_state(
         generation.index_name, generation.generation, RETIRED, problems, entered_from=entered_from
     )
     if retired:
-        ws.drop_generation_sink(generation)
+        rt.indexes.drop_generation_sink(generation)
     return retired
 
 
-def retire(ws: Workspace, name: str) -> RetireResult:
+def retire(rt: Runtime, name: str) -> RetireResult:
     """Drop every generation but the live one and the one kept for rollback."""
-    gens = ws.manifest.generations
-    ws.index_section(name)
+    gens = rt.manifest.generations
+    rt.indexes.section(name)
     kept = {g.generation for g in gens.list(name) if g.state in (LIVE, *IN_PROGRESS)}
     with contextlib.suppress(ConfigError):
         kept.add(gens.previous(name).generation)
     dropped = []
     for generation in gens.list(name):
         if generation.generation not in kept and generation.state != RETIRED:
-            _drop(ws, generation, generation.problems)
+            _drop(rt, generation, generation.problems)
             dropped.append(generation.generation)
     return RetireResult(name, tuple(dropped))
 
 
-def retire_expired(ws: Workspace) -> list[str]:
+def retire_expired(rt: Runtime) -> list[str]:
     """Retire generations switched away from longer than ``keep_previous_for`` ago."""
     now, retired = utcnow(), []
-    for section in ws.index_sections:
+    for section in rt.indexes.sections:
         keep_for = parse_duration(section.keep_previous_for)
-        live = ws.manifest.generations.live(section.name)
+        live = rt.manifest.generations.live(section.name)
         if keep_for is None or live is None or live.switched_at is None:
             continue
         if now - as_utc(live.switched_at) < keep_for:
             continue
-        for generation in ws.manifest.generations.list(section.name):
+        for generation in rt.manifest.generations.list(section.name):
             if generation.state in (PREVIOUS, FAILED):
-                _drop(ws, generation, generation.problems)
+                _drop(rt, generation, generation.problems)
                 retired.append(generation.label)
     return retired
 
 
-def rebuild_warnings(ws: Workspace) -> list[str]:
+def rebuild_warnings(rt: Runtime) -> list[str]:
     """One line per index whose config no longer matches its live generation."""
     out = []
-    for section in ws.index_sections:
-        live = ws.manifest.generations.live(section.name)
+    for section in rt.indexes.sections:
+        live = rt.manifest.generations.live(section.name)
         if live is None:
             continue
-        changed = ws.pipelines.changes(live, section)
+        changed = rt.indexes.changes(live, section)
         if not changed:
             continue
-        building = ws.manifest.generations.in_progress(section.name)
-        if building is not None and not ws.pipelines.changes(building, section):
+        building = rt.manifest.generations.in_progress(section.name)
+        if building is not None and not rt.indexes.changes(building, section):
             continue
         out.append(
             f"index {section.name!r}: the config changes its {', '.join(changed)}; the live "
@@ -393,21 +394,21 @@ def rebuild_warnings(ws: Workspace) -> list[str]:
     return out
 
 
-def status(ws: Workspace) -> RebuildStatus:
+def status(rt: Runtime) -> RebuildStatus:
     """Every index's generations, with progress counts."""
     indexes = []
-    active = ws.manifest.index_state.active_documents()
-    for section in ws.index_sections:
+    active = rt.manifest.index_state.active_documents()
+    for section in rt.indexes.sections:
         rows = []
-        for g in ws.manifest.generations.list(section.name):
-            documents, chunks = ws.manifest.index_state.totals(g.key)
+        for g in rt.manifest.generations.list(section.name):
+            documents, chunks = rt.manifest.index_state.totals(g.key)
             pending = None
             version = g.index_version
             if g.state in (LIVE, *IN_PROGRESS):
                 # A generation that receives writes follows today's parsers with its own
                 # chunker, model and sink: its version is the one it is kept at now.
-                version = ws.pipelines.version(g)
-                pending = ws.manifest.index_state.pending_count(g.key, version)
+                version = rt.pipelines.version(g)
+                pending = rt.manifest.index_state.pending_count(g.key, version)
             rows.append(
                 GenerationRow(
                     generation=g.generation,
@@ -423,5 +424,5 @@ def status(ws: Workspace) -> RebuildStatus:
                     problems=tuple(g.problems),
                 )
             )
-        indexes.append(IndexGenerations(section.name, _live_number(ws, section.name), tuple(rows)))
+        indexes.append(IndexGenerations(section.name, _live_number(rt, section.name), tuple(rows)))
     return RebuildStatus(tuple(indexes))

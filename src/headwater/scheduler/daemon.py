@@ -1,25 +1,25 @@
 """``headwater run``: one process that keeps every source fresh, without a broker.
 
 Each cycle plans every selected source with ``due.decide`` and starts the due ones in a
-thread pool (at most ``max_concurrent`` at once), each as ``ws.sync([source],
-index=False)``; after a run that changed something its thread drains the indexer (one
-drain at a time). The sync runner takes the source's lease: when another process holds
-it, the run is skipped (not failed) and the source is held off for a moment, so two
-schedulers on one PostgreSQL manifest share sources and never run one twice at once.
-A source whose newest run is still ``running`` (its process died) is due at once, and
-the runner resumes that run. A source whose ``permissions_every`` is due (and no content
-run is due) gets ``ws.sync_permissions([source], index=False)`` instead, under the same
-lease; its time is recorded in the manifest (see ``plans``), so a restart keeps it.
-Housekeeping (tombstone and run-history retention, content-store garbage, the
-embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes. Work left
-pending before the start (a killed or stopped scheduler, ``sync --no-index``) is drained
-once at start in the background, and a failed drain is retried a minute later, even
-when no run changes anything.
+thread pool (at most ``max_concurrent`` at once), each as the local executor's
+``sync([source], index=False)``; after a run that changed something its thread drains
+the indexer (one drain at a time). The sync runner takes the source's lease: when
+another process holds it, the run is skipped (not failed) and the source is held off for
+a moment, so two schedulers on one PostgreSQL manifest share sources and never run one
+twice at once. A source whose newest run is still ``running`` (its process died) is due
+at once, and the runner resumes that run. A source whose ``permissions_every`` is due
+(and no content run is due) gets ``sync_permissions([source], index=False)`` instead,
+under the same lease; its time is recorded in the manifest (see ``plans``), so a restart
+keeps it. Housekeeping (tombstone and run-history retention, content-store garbage, the
+embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes. Work
+left pending before the start (a killed or stopped scheduler, ``sync --no-index``) is
+drained once at start in the background, and a failed drain is retried a minute later,
+even when no run changes anything.
 
-Signals: SIGTERM or SIGINT stops claiming, sets the workspace's cancel event (runs stop
+Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
 by SIGINT exits 130). SIGHUP re-reads the config once the runs in flight are done: the
-workspace is reopened, so new sources start and removed ones are no longer planned.
+runtime is reopened, so new sources start and removed ones are no longer planned.
 """
 
 from __future__ import annotations
@@ -32,17 +32,20 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from headwater.clock import utcnow
 from headwater.config import SourceSection
-from headwater.errors import BrokerUnavailable, FatalError, HeadwaterError
-from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
+from headwater.errors import BrokerUnavailable, HeadwaterError
+from headwater.manifest.runs import FAILED, lease_owner
+from headwater.manifest.schedule import ScheduleStore
+from headwater.runtime import Runtime
+from headwater.runtime.executor import executor_factory
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.housekeeping import housekeep_logged
 from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Feed, Outcome, exit_code, ids, summary
-from headwater.scheduler.plans import backoff_of, can_enumerate, source_states
-from headwater.workspace import Workspace
+from headwater.scheduler.plans import backoff_of, source_states
+from headwater.scheduler.runs import run_content, run_permissions
 
 log = logging.getLogger("headwater.scheduler")
 Inflight = dict[str, Future[Outcome]]  # source id -> its run in the thread pool
@@ -65,18 +68,18 @@ class Scheduler:
         sources: Sequence[str] = (),
         once: bool = False,
         max_concurrent: int | None = None,
-        open_workspace: Callable[[Path], Workspace] = Workspace.open,
+        open_runtime: Callable[[Path], Runtime] = Runtime.open,
         progress: Feed | None = None,
     ) -> None:
         self.config = config
         self.progress = progress  # progress lines of runs and drains (the CLI's reporter)
         self.only = list(sources)
         self.once = once
-        self._open = open_workspace
-        self.ws = open_workspace(config)
+        self._open = open_runtime
+        self.rt = open_runtime(config)
         for source_id in self.only:
-            self.ws.source_section(source_id)  # an unknown id is a usage error, now
-        self.max_concurrent = max_concurrent or self.ws.config.scheduler.max_concurrent
+            self.rt.sources.section(source_id)  # an unknown id is a usage error, now
+        self.max_concurrent = max_concurrent or self.rt.config.scheduler.max_concurrent
         self.outcomes: list[Outcome] = []
         self._wake = threading.Event()
         self._index_lock = threading.Lock()
@@ -87,12 +90,13 @@ class Scheduler:
         self._attempted: set[str] = set()  # source ids, and "id:permissions", in --once
         self._housekept: datetime | None = None
         # --once drains at exit; with Celery, index tasks follow each run on the workers
-        local = self.ws.config.executor.type != "celery"
+        local = self.rt.config.executor.type != "celery"
         self._drain_at: datetime | None = utcnow() if local and not once else None
         self._drainer: threading.Thread | None = None
         self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
 
     def install_signal_handlers(self) -> None:
+        """Stop on SIGTERM and SIGINT, reload the config on SIGHUP."""
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGINT, self._on_stop)
         if hasattr(signal, "SIGHUP"):
@@ -110,10 +114,11 @@ class Scheduler:
     def stop(self) -> None:
         """Stop claiming; runs in flight stop after their current batch."""
         self._stopping = True
-        self.ws.cancel.set()
+        self.rt.controls.cancel.set()
         self._wake.set()
 
     def serve(self) -> int:
+        """Run until stopped (``once``: until every due source ran); the exit code."""
         inflight: Inflight = {}
         pool = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="headwater-run")
         log.info(
@@ -142,7 +147,7 @@ class Scheduler:
             self._reap(inflight)
             if not self._stopping and self.once:
                 self._drain()
-            self.ws.close()
+            self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
 
@@ -155,12 +160,13 @@ class Scheduler:
         return self._dispatch(pool, inflight)
 
     def exit_code(self) -> int:
+        """The process's exit code from the outcomes so far."""
         return exit_code(
             self.outcomes, once=self.once, interrupted=self._interrupted, drain=self._drain_ok
         )
 
     def _sections(self) -> list[SourceSection]:
-        sections = list(self.ws.config.source)
+        sections = list(self.rt.config.source)
         if self.only:
             sections = [s for s in sections if s.id in self.only]
         return sections
@@ -171,8 +177,8 @@ class Scheduler:
             return utcnow() + timedelta(seconds=MIN_SLEEP_S) if inflight else None
         now = utcnow()
         candidates = [s for s in self._sections() if s.id not in inflight]
-        states = source_states(self.ws, candidates, self._holds)
-        decision = decide(states, now, backoff_of(self.ws))
+        states = source_states(self.rt, candidates, self._holds)
+        decision = decide(states, now, backoff_of(self.rt.config.scheduler))
         for plan in decision.plans:
             content = plan.due and plan.source_id not in self._attempted
             permissions = plan.permissions_due and (
@@ -183,20 +189,20 @@ class Scheduler:
             if not content:
                 if len(inflight) >= self.max_concurrent:
                     break
-                section = self.ws.source_section(plan.source_id)
+                section = self.rt.sources.section(plan.source_id)
                 log.info("starting permission sync of %s", plan.source_id)
-                future = pool.submit(self._run_permissions, self.ws, section)
+                future = pool.submit(self._run_permissions, self.rt, section)
                 future.add_done_callback(lambda _f: self._wake.set())
                 inflight[plan.source_id] = future
                 if self.once:
                     self._attempted.add(f"{plan.source_id}:{PERMISSIONS}")
                 continue
-            if self.ws.config.executor.type == "celery":  # workers run it; only enqueue here
+            if self.rt.config.executor.type == "celery":  # workers run it; only enqueue here
                 self._enqueue(plan)
                 continue
             if len(inflight) >= self.max_concurrent:
                 break
-            section = self.ws.source_section(plan.source_id)
+            section = self.rt.sources.section(plan.source_id)
             kind = PRUNE if plan.reason == PRUNE or self._prune_due(section) else SYNC
             log.info(
                 "starting %s of %s (%s)",
@@ -205,7 +211,7 @@ class Scheduler:
                 plan.reason,
                 extra=ids(plan.source_id),
             )
-            future = pool.submit(self._run_one, self.ws, section, kind)
+            future = pool.submit(self._run_one, self.rt, section, kind)
             future.add_done_callback(lambda _f: self._wake.set())
             inflight[plan.source_id] = future
             if self.once:
@@ -222,7 +228,7 @@ class Scheduler:
 
         self._attempted.update([plan.source_id] if self.once else [])
         try:
-            queued = enqueue_sync(self.ws, [plan.source_id])
+            queued = enqueue_sync(self.rt, [plan.source_id])
         except BrokerUnavailable as exc:
             log.error("%s; retrying in %.0f s", exc, BROKER_RETRY.total_seconds(),
                       extra=ids(plan.source_id))  # fmt: skip
@@ -245,8 +251,8 @@ class Scheduler:
     def _prune_due(self, section: SourceSection) -> bool:
         return (
             section.prune_every is not None
-            and can_enumerate(self.ws, section)
-            and self.ws._prune_due(section)
+            and self.rt.sources.can_enumerate(section)
+            and self.rt.prune_due(section)
         )
 
     def _sleep_until(self, moment: datetime | None) -> None:
@@ -272,13 +278,13 @@ class Scheduler:
                 self._holds[source_id] = utcnow() + LEASE_HELD_RETRY
             elif outcome.status == FAILED and outcome.run_id is None:
                 # It failed before a run record existed: no history to back off from.
-                self._holds[source_id] = utcnow() + backoff_of(self.ws).initial
+                self._holds[source_id] = utcnow() + backoff_of(self.rt.config.scheduler).initial
             else:
                 self._holds.pop(source_id, None)
 
     def _permissions_ran(self, source_id: str) -> None:
         try:
-            self.ws.schedule_store().set_permissions_done(source_id, utcnow())
+            ScheduleStore(self.rt.manifest.engine).set_permissions_done(source_id, utcnow())
         except (HeadwaterError, SQLAlchemyError) as exc:  # due again next plan: not fatal
             log.error("could not record the permission sync of %s: %s", source_id, exc)
 
@@ -289,90 +295,18 @@ class Scheduler:
         except HeadwaterError as exc:
             log.error("config not reloaded (keeping the old one): %s", exc)
             return
-        self.ws.close()
-        self.ws = fresh
+        self.rt.close()
+        self.rt = fresh
         gone = [s for s in self.only if s not in {x.id for x in fresh.config.source}]
         if gone:
             log.warning("sources no longer configured, no longer scheduled: %s", ", ".join(gone))
         log.info("config reloaded: %d sources", len(self._sections()))
 
-    def _run_one(self, ws: Workspace, section: SourceSection, kind: str) -> Outcome:
-        store, feed, line = ws.schedule_store(), self.progress, f"sync {section.id}"
-        if feed is not None:
-            feed.start(line)
-        try:
-            result = ws.sync([section.id], index=False, progress=feed.sync if feed else None)
-        except IntegrityError:
-            # Two processes created the source's (or its lease's) first row at once.
-            log.info(
-                "skipping %s: another process claimed it at the same moment",
-                section.id,
-                extra=ids(section.id),
-            )
-            return Outcome(section.id, SKIPPED)
-        except HeadwaterError as exc:
-            holder = store.lease_holder(section.id)
-            if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
-                log.info(
-                    "skipping %s: its lease is held by %s",
-                    section.id,
-                    holder[0],
-                    extra=ids(section.id),
-                )
-                return Outcome(section.id, SKIPPED)
-            log.error("run of %s could not start: %s", section.id, exc, extra=ids(section.id))
-            return Outcome(section.id, FAILED, error=str(exc))
-        finally:
-            if feed is not None:
-                feed.finish(line)
-        if not result.runs:
-            return Outcome(section.id, CANCELLED)
-        report = result.runs[0]
-        store.annotate(report.run_id, lease_owner(), kind, report.fetched)
-        log.info(
-            "run %s of %s %s in %.1fs: %s%s",
-            report.run_id,
-            section.id,
-            report.status,
-            report.duration_s,
-            report.counts.as_dict(),
-            f" error: {report.error}" if report.error else "",
-            extra=ids(section.id, report.run_id, report.status),
-        )
-        if report.counts.new + report.counts.changed + report.counts.deleted:
-            self._drain(ws)
-        return Outcome(
-            section.id,
-            report.status,
-            report.run_id,
-            prune_blocked=report.prune_blocked is not None,
-            error=report.error,
-        )
+    def _run_one(self, rt: Runtime, section: SourceSection, kind: str) -> Outcome:
+        return run_content(rt, section, kind, self.progress, self._drain)
 
-    def _run_permissions(self, ws: Workspace, section: SourceSection) -> Outcome:
-        """One permission-only sync; its indexing is drained here, like a content run's."""
-        try:
-            result = ws.sync_permissions([section.id], index=False)
-        except HeadwaterError as exc:
-            holder = ws.schedule_store().lease_holder(section.id)
-            if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
-                log.info("skipping permissions of %s: lease held by %s", section.id, holder[0])
-                return Outcome(section.id, SKIPPED, kind=PERMISSIONS)
-            log.error("permission sync of %s could not start: %s", section.id, exc)
-            return Outcome(section.id, FAILED, error=str(exc), kind=PERMISSIONS)
-        (report,) = result.sources
-        log.info(
-            "permission sync of %s %s: %d checked, %d changed%s",
-            section.id,
-            report.status,
-            report.checked,
-            report.changed,
-            f" error: {report.error}" if report.error else "",
-        )
-        if report.changed or report.groups is not None:
-            self._drain(ws)
-        status = FAILED if report.status == "failed" else report.status
-        return Outcome(section.id, status, error=report.error, kind=PERMISSIONS)
+    def _run_permissions(self, rt: Runtime, section: SourceSection) -> Outcome:
+        return run_permissions(rt, section, self._drain)
 
     def _draining(self) -> bool:
         return self._drainer is not None and self._drainer.is_alive()
@@ -386,14 +320,14 @@ class Scheduler:
         self._drainer = threading.Thread(target=self._drain, name="headwater-drain")
         self._drainer.start()
 
-    def _drain(self, ws: Workspace | None = None) -> None:
-        ws = ws or self.ws
-        if ws.cancel.is_set():
+    def _drain(self, rt: Runtime | None = None) -> None:
+        rt = rt or self.rt
+        if rt.controls.cancel.is_set():
             return
         with self._index_lock:
-            ws.index_progress = self.progress.index if self.progress else None
+            rt.controls.index_progress = self.progress.index if self.progress else None
             try:
-                report = ws.index()
+                report = executor_factory(rt.config.executor.type)(rt).index()
             except HeadwaterError as exc:
                 log.error("indexing failed (the pending work stays pending): %s", exc)
                 self._drain_at = None if self.once else utcnow() + DRAIN_RETRY
@@ -409,4 +343,4 @@ class Scheduler:
         now = utcnow()
         if self._housekept is None or now - self._housekept >= HOUSEKEEPING_EVERY:
             self._housekept = now
-            housekeep_logged(self.ws, now, log)
+            housekeep_logged(self.rt, now, log)

@@ -14,27 +14,29 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from headwater.clock import utcnow
 from headwater.errors import HeadwaterError
 from headwater.jsonview import JsonView
 from headwater.manifest.garbage import GarbageReport, collect_garbage
+from headwater.manifest.schedule import ScheduleStore
 from headwater.pipeline.embed.cache import CACHE_FILE, CacheTrim, EmbeddingCache
+from headwater.runtime import Runtime
 from headwater.units import parse_duration
-
-if TYPE_CHECKING:
-    from headwater.workspace import Workspace
 
 
 @dataclass(frozen=True, eq=False)
 class HousekeepingReport(JsonView):
+    """What one housekeeping round removed."""
+
     tombstones: int = 0
     runs: int = 0
     content: GarbageReport = field(default_factory=GarbageReport)
     cache: CacheTrim | None = None  # None: no embedding cache in the state dir yet
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON ``headwater housekeeping --json`` prints."""
         return {
             "tombstones": self.tombstones,
             "runs": self.runs,
@@ -53,34 +55,34 @@ class HousekeepingReport(JsonView):
         )
 
 
-def housekeep(ws: Workspace, now: datetime | None = None) -> HousekeepingReport:
+def housekeep(rt: Runtime, now: datetime | None = None) -> HousekeepingReport:
     """Run every housekeeping step once; a step's database error propagates."""
     now = now or utcnow()
-    keep = parse_duration(ws.config.scheduler.keep_runs_for)
+    keep = parse_duration(rt.config.scheduler.keep_runs_for)
     assert keep is not None  # validated with the config
-    tombstones = ws.manifest.purge_tombstones(ws.config.sync.tombstone_retention_days)
-    runs = ws.schedule_store().purge_runs(now - keep)
-    content = collect_garbage(ws.manifest.engine, ws.content_store, now=now)
-    return HousekeepingReport(len(tombstones), runs, content, trim_cache(ws))
+    tombstones = rt.manifest.purge_tombstones(rt.config.sync.tombstone_retention_days)
+    runs = ScheduleStore(rt.manifest.engine).purge_runs(now - keep)
+    content = collect_garbage(rt.manifest.engine, rt.content_store, now=now)
+    return HousekeepingReport(len(tombstones), runs, content, trim_cache(rt))
 
 
-def housekeep_logged(ws: Workspace, now: datetime, log: logging.Logger) -> None:
+def housekeep_logged(rt: Runtime, now: datetime, log: logging.Logger) -> None:
     """The scheduler's round: one log line; a failed step is logged and retried next time."""
     try:
-        report = housekeep(ws, now)
+        report = housekeep(rt, now)
     except (HeadwaterError, OSError) as exc:
         log.error("housekeeping failed (retried in 10 minutes): %s", exc)
         return
     log.info("housekeeping: %s", report.summary())
 
 
-def trim_cache(ws: Workspace) -> CacheTrim | None:
+def trim_cache(rt: Runtime) -> CacheTrim | None:
     """Evict least recently used embeddings above ``[embedder] cache_max_bytes``."""
-    path = ws.state_dir / CACHE_FILE
+    path = rt.state_dir / CACHE_FILE
     if not path.exists():
         return None
     with EmbeddingCache(path) as cache:
-        return cache.trim(ws.config.embedder.cache_max_bytes)
+        return cache.trim(rt.config.embedder.cache_max_bytes)
 
 
 def _cache(trim: CacheTrim) -> str:

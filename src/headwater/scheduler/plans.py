@@ -1,4 +1,4 @@
-"""From a workspace to the due decision's inputs, and the scheduling fields of ``status``.
+"""From a runtime to the due decision's inputs, and the scheduling fields of ``status``.
 
 ``source_states`` reads the manifest (run history, last prune, pause switches) for each
 configured source and builds the ``SourceState`` rows that ``due.decide`` plans from;
@@ -17,16 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from headwater.clock import iso, utcnow
-from headwater.config import SourceSection
-from headwater.connectors import load_connector_class
+from headwater.config import SchedulerSection, SourceSection
+from headwater.manifest.schedule import ScheduleStore
+from headwater.reports import LeaseHolder, SourceSchedule
+from headwater.runtime import Runtime
 from headwater.scheduler.due import Backoff, Decision, SourceState, decide
 from headwater.units import parse_duration
-
-if TYPE_CHECKING:
-    from headwater.workspace import Workspace
 
 
 def _duration(value: str) -> timedelta:
@@ -35,26 +33,23 @@ def _duration(value: str) -> timedelta:
     return parsed
 
 
-def backoff_of(ws: Workspace) -> Backoff:
-    section = ws.config.scheduler
+def backoff_of(section: SchedulerSection) -> Backoff:
+    """The ``[scheduler]`` failure backoff."""
     return Backoff(_duration(section.failure_backoff), _duration(section.backoff_max))
 
 
-def refresh_every(ws: Workspace, section: SourceSection) -> timedelta:
-    return _duration(section.refresh_every or ws.config.scheduler.refresh_every)
-
-
-def can_enumerate(ws: Workspace, section: SourceSection) -> bool:
-    cls = ws._connector_types.get(section.type) or load_connector_class(section.type)
-    return callable(getattr(cls, "enumerate", None))
+def refresh_every(scheduler: SchedulerSection, section: SourceSection) -> timedelta:
+    """How often the source is synced: its own ``refresh_every`` or the scheduler's."""
+    return _duration(section.refresh_every or scheduler.refresh_every)
 
 
 def source_states(
-    ws: Workspace,
+    rt: Runtime,
     sections: Sequence[SourceSection],
     holds: Mapping[str, datetime] | None = None,
 ) -> list[SourceState]:
-    store = ws.schedule_store()
+    """What ``due.decide`` plans from, per section: its history, pauses and holds."""
+    store = ScheduleStore(rt.manifest.engine)
     paused = store.paused()
     permissions_done = store.permissions_done()
     states = []
@@ -63,11 +58,11 @@ def source_states(
         states.append(
             SourceState(
                 source_id=section.id,
-                refresh_every=refresh_every(ws, section),
+                refresh_every=refresh_every(rt.config.scheduler, section),
                 prune_every=parse_duration(section.prune_every),
-                can_prune=can_enumerate(ws, section),
+                can_prune=rt.sources.can_enumerate(section),
                 last_started_at=history.last_started_at,
-                last_prune_at=ws.last_prune_at(section.id),
+                last_prune_at=rt.manifest.runs.last_prune_at(section.id),
                 consecutive_failures=history.consecutive_failures,
                 last_failure_at=history.last_failure_at,
                 interrupted=history.interrupted,
@@ -80,20 +75,22 @@ def source_states(
     return states
 
 
-def plan_all(ws: Workspace, now: datetime | None = None) -> Decision:
-    return decide(source_states(ws, list(ws.config.source)), now or utcnow(), backoff_of(ws))
+def plan_all(rt: Runtime, now: datetime | None = None) -> Decision:
+    """The plan of every configured source now."""
+    states = source_states(rt, list(rt.config.source))
+    return decide(states, now or utcnow(), backoff_of(rt.config.scheduler))
 
 
-def schedule_status(ws: Workspace) -> dict[str, dict[str, Any]]:
+def schedule_status(rt: Runtime) -> dict[str, SourceSchedule]:
     """Per source id: ``paused``, ``next_due_at``, ``backoff_until`` and ``lease``."""
-    store = ws.schedule_store()
-    out: dict[str, dict[str, Any]] = {}
-    for p in plan_all(ws).plans:
+    store = ScheduleStore(rt.manifest.engine)
+    out: dict[str, SourceSchedule] = {}
+    for p in plan_all(rt).plans:
         holder = store.lease_holder(p.source_id)
-        out[p.source_id] = {
-            "paused": p.paused,
-            "next_due_at": iso(p.next_due_at),
-            "backoff_until": iso(p.backoff_until),
-            "lease": None if holder is None else {"owner": holder[0], "expires_at": iso(holder[1])},
-        }
+        out[p.source_id] = SourceSchedule(
+            paused=p.paused,
+            next_due_at=iso(p.next_due_at),
+            backoff_until=iso(p.backoff_until),
+            lease=None if holder is None else LeaseHolder(holder[0], iso(holder[1])),
+        )
     return out

@@ -29,8 +29,8 @@ from headwater.errors import HeadwaterError
 from headwater.manifest.failure_groups import GroupKey
 from headwater.manifest.failures import DEAD
 from headwater.manifest.runs import lease_owner
+from headwater.manifest.schedule import ScheduleStore
 from headwater.reports import failure_dict
-from headwater.scheduler.history import ScheduleStore
 from headwater.types import caller_principals
 
 HERE = FilePath(__file__).parent

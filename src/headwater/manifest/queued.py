@@ -31,6 +31,8 @@ ENQUEUE_GRACE_S = 60
 
 
 class QueueMarkers:
+    """The ``run_queue`` table: one live marker per queued source."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
@@ -95,6 +97,7 @@ class QueueMarkers:
         return self.holder(source_id) == task_id
 
     def clear(self, source_id: str, task_id: str) -> None:
+        """Drop ``task_id``'s marker of ``source_id`` (another task's stays)."""
         with begin_write(self.engine) as conn:
             conn.execute(delete(q).where(q.c.source_id == source_id, q.c.task_id == task_id))
 
@@ -103,4 +106,13 @@ class QueueMarkers:
         now = utcnow()
         with self.engine.connect() as conn:
             rows = conn.execute(select(q.c.source_id, q.c.task_id, q.c.expires_at)).all()
+        return {str(r[0]): str(r[1]) for r in rows if as_utc(r[2]) > now}
+
+    def running(self) -> dict[str, str]:
+        """Sources a live lease holds: source id → the lease's owner."""
+        now = utcnow()
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(t.leases.c.source_id, t.leases.c.owner, t.leases.c.expires_at)
+            ).all()
         return {str(r[0]): str(r[1]) for r in rows if as_utc(r[2]) > now}

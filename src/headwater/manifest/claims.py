@@ -30,6 +30,8 @@ SCAN_PAGE = 256
 
 
 class ClaimLedger:
+    """The ``index_claims`` table: who indexes which pending document until when."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.index_state = IndexState(engine)
@@ -39,6 +41,7 @@ class ClaimLedger:
         return dialect.insert(c)
 
     def claimed_by_others(self, owner: str) -> set[str]:
+        """Documents another owner holds a live claim on."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(c.c.document_id).where(c.c.owner != owner, c.c.expires_at > utcnow())

@@ -32,6 +32,8 @@ CANDIDATES_SHOWN = 5  # run ids an ambiguous prefix's error lists
 
 @dataclass(frozen=True)
 class SourceHistory:
+    """A source's recent runs as the due decision reads them."""
+
     last_started_at: datetime | None
     interrupted: bool
     consecutive_failures: int
@@ -39,12 +41,15 @@ class SourceHistory:
 
 
 class ScheduleStore:
+    """The scheduler's tables and views in the manifest database."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     # -- what the due decision needs -----------------------------------------------------
 
     def history(self, source_id: str) -> SourceHistory:
+        """A source's recent runs as the due decision reads them."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(t.runs.c.status, t.runs.c.started_at, t.runs.c.finished_at)
@@ -73,6 +78,7 @@ class ScheduleStore:
         )
 
     def lease_holder(self, source_id: str) -> tuple[str, datetime] | None:
+        """The owner of the source's live lease and its expiry, or None."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(t.leases.c.owner, t.leases.c.expires_at).where(
@@ -86,6 +92,7 @@ class ScheduleStore:
     # -- pause switches ------------------------------------------------------------------
 
     def paused(self) -> set[str]:
+        """The ids of the paused sources."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(t.source_schedule.c.source_id).where(t.source_schedule.c.paused == 1)
@@ -185,6 +192,7 @@ class ScheduleStore:
     def list_runs(
         self, source_id: str | None = None, status: str | None = None, limit: int = 20
     ) -> list[dict[str, Any]]:
+        """Runs, newest first, as ``headwater runs --json`` shows them."""
         query = select(t.runs).order_by(desc(t.runs.c.started_at)).limit(limit)
         if source_id:
             query = query.where(t.runs.c.source_id == source_id)

@@ -1,75 +1,120 @@
-"""A workspace's indexes: each index's generations, their sinks and their indexers.
+"""The configured indexes as live objects: generations, their sinks and their indexers.
 
-``WorkspaceIndexes`` is the part of ``Workspace`` that turns the configured indexes into
-live objects: the config's index version, the live generation a search reads, one sink
-per generation (bound to this manifest on first use), and the indexer over every
-generation that receives writes. Sinks are opened lazily and cached per generation. An
-index bound to another manifest is never emptied or rebound on its own: opening it
-raises ``IndexOwnedElsewhere`` until the operator adopts or resets it
-(``take_over_indexes``, behind ``headwater reconcile --adopt|--reset``).
+``Indexes`` turns the configured indexes into what reads and writes use: the config's
+index version and generation settings, the live generation a search reads, one sink per
+generation (bound to this manifest on first use), and the indexer over every generation
+that receives writes. Sinks are opened lazily and cached per generation. An index bound
+to another manifest is never emptied or rebound on its own: opening it raises
+``IndexOwnedElsewhere`` until the operator adopts or resets it (``take_over_indexes``,
+behind ``headwater reconcile --adopt|--reset``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from headwater.config import IndexSection
+from headwater.clock import utcnow
+from headwater.config import HeadwaterConfig, IndexSection
 from headwater.errors import ConfigError, IndexOwnedElsewhere, NotFoundError
+from headwater.indexer.generations import (
+    GenerationIndexer,
+    Pipelines,
+    settings_changes,
+    without_secrets,
+)
 from headwater.indexer.indexer import IndexTarget
 from headwater.indexer.report import IndexReport
+from headwater.manifest.content import ContentStore
 from headwater.manifest.generations import Generation
+from headwater.manifest.store import Manifest
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.version import index_version
-from headwater.rebuilds.pipelines import GenerationIndexer, Pipelines
-from headwater.sinks import Sink, SinkClass, load_sink_class
-
-if TYPE_CHECKING:
-    from headwater.config import HeadwaterConfig
-    from headwater.manifest.store import Manifest
+from headwater.runtime.controls import Controls
+from headwater.sinks import Sink, SinkClass
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INDEX = IndexSection(name="main", type="sqlite")
 
 
-class WorkspaceIndexes:
+class Indexes:
     """The configured indexes of a workspace as generations, sinks and indexers."""
 
-    if TYPE_CHECKING:  # set by ``Workspace.__init__``
-        config: HeadwaterConfig
-        manifest: Manifest
-        pipelines: Pipelines
-        chunking_version: str
-        _sink_types: dict[str, Any]
-        _sinks: dict[str, Sink]
-
-        def _drain(
-            self, indexer: GenerationIndexer, only: Sequence[str] | None = None
-        ) -> IndexReport: ...
+    def __init__(
+        self,
+        config: HeadwaterConfig,
+        manifest: Manifest,
+        content_store: ContentStore,
+        pipelines: Pipelines,
+        controls: Controls,
+        *,
+        chunking_version: str,
+        sink_class: Callable[[str], SinkClass],
+        embedder_record: Mapping[str, Any],
+        loaded_embedders: Callable[[], list[Embedder]],
+    ) -> None:
+        self.config = config
+        self.manifest = manifest
+        self.content_store = content_store
+        self.pipelines = pipelines
+        self.controls = controls
+        self.chunking_version = chunking_version
+        self.sink_class = sink_class
+        self._embedder_record = dict(embedder_record)
+        self._loaded_embedders = loaded_embedders
+        self._sinks: dict[str, Sink] = {}
 
     @property
-    def index_sections(self) -> list[IndexSection]:
+    def sections(self) -> list[IndexSection]:
+        """The configured indexes (one sqlite index ``main`` when none is)."""
         return list(self.config.index) or [DEFAULT_INDEX]
 
-    def sink_class(self, type_name: str) -> SinkClass:
-        return self._sink_types.get(type_name) or load_sink_class(type_name)
-
-    def index_section(self, name: str) -> IndexSection:
-        section = next((s for s in self.index_sections if s.name == name), None)
+    def section(self, name: str) -> IndexSection:
+        """The configured index ``name``; ConfigError naming the known ones if none."""
+        section = next((s for s in self.sections if s.name == name), None)
         if section is None:
-            known = ", ".join(s.name for s in self.index_sections)
+            known = ", ".join(s.name for s in self.sections)
             raise ConfigError(f"index {name!r} is not configured; expected one of: {known}.")
         return section
 
-    def index_version(self, section: IndexSection) -> str:
+    def version(self, section: IndexSection) -> str:
         """The config's version of the index: chunker, embedder, sink type and schema."""
         cls = self.sink_class(section.type)
         return index_version(self.chunking_version, section.type, cls.schema_version)
 
+    def config_settings(self, section: IndexSection) -> dict[str, Any]:
+        """What a generation built now from the config records (no secrets)."""
+        current = self.pipelines.current
+        return {
+            "embedder": dict(self._embedder_record),
+            "model": dict(current.described),
+            "chunker": {
+                "max_tokens": current.chunker.max_tokens,
+                "max_document_chars": current.chunker.max_document_chars,
+            },
+            "sink": {
+                "type": section.type,
+                "schema_version": self.sink_class(section.type).schema_version,
+                "options": without_secrets(section.options()),
+            },
+        }
+
+    def changes(self, generation: Generation, section: IndexSection) -> list[str]:
+        """What differs between the generation's settings and the config's."""
+        return settings_changes(generation.settings, self.config_settings(section))
+
+    def ensure_live(self) -> None:
+        """Give every configured index a live generation (built from the config)."""
+        for section in self.sections:
+            self.manifest.generations.ensure_live(
+                section.name, self.version(section), self.config_settings(section)
+            )
+
     def live_generation(self, name: str) -> Generation:
-        self.index_section(name)
+        """The generation of index ``name`` that searches read."""
+        self.section(name)
         live = self.manifest.generations.live(name)
         if live is None:
             raise NotFoundError(
@@ -123,13 +168,13 @@ class WorkspaceIndexes:
             "this manifest's stored content)."
         )
 
-    def take_over_indexes(self, name: str | None = None, *, empty: bool) -> list[str]:
+    def take_over(self, name: str | None = None, *, empty: bool) -> list[str]:
         """Bind every generation of the configured indexes (or ``name``'s) that belongs to
         another manifest to this one; ``empty`` empties each first (its applied rows here
         are forgotten: all of it is pending). The labels taken over, in order."""
         taken: list[str] = []
         mine = self.manifest.manifest_id
-        for section in self.index_sections:
+        for section in self.sections:
             if name not in (None, section.name):
                 continue
             for generation in self.manifest.generations.writable(section.name):
@@ -163,21 +208,48 @@ class WorkspaceIndexes:
         self.manifest.index_state.forget_index(generation.key)
 
     def generation_target(self, generation: Generation) -> IndexTarget:
+        """The generation as an indexer's write target."""
         return IndexTarget(
             generation.key, self.generation_sink(generation), self.pipelines.version(generation)
         )
 
+    def writable(self) -> list[Generation]:
+        """Every generation that receives writes: each index's live one and any in progress."""
+        return [g for s in self.sections for g in self.manifest.generations.writable(s.name)]
+
     def generation_indexer(
         self, generations: Sequence[Generation], should_stop: Callable[[], bool] | None = None
     ) -> GenerationIndexer:
-        """One indexer per distinct pipeline over ``generations``."""
-        return self.pipelines.indexer(generations, should_stop)
+        """One indexer per distinct pipeline over ``generations``; ``should_stop``
+        (default: the cancel event) is asked before each batch."""
+        return self.pipelines.indexer(
+            generations,
+            content_store=self.content_store,
+            target=self.generation_target,
+            tombstone_keys=[g.key for g in self.writable()],
+            batch_size=self.config.sync.index_batch_size,
+            should_stop=should_stop or self.controls.cancel.is_set,
+            progress=self.controls.index_progress,
+        )
 
     def indexer(self) -> GenerationIndexer:
-        """Every generation that receives writes: each index's live one and any in progress."""
-        return self.generation_indexer(
-            [g for s in self.index_sections for g in self.manifest.generations.writable(s.name)]
-        )
+        """The indexer over every generation that receives writes."""
+        return self.generation_indexer(self.writable())
+
+    def drain(self, indexer: GenerationIndexer, only: Sequence[str] | None = None) -> IndexReport:
+        """One drain of ``indexer``, its report counting cache hits, embeddings and time."""
+        started = utcnow()
+        hits0, misses0 = self._cache_counters()
+        report = indexer.drain(only=only)
+        hits1, misses1 = self._cache_counters()
+        report.cache_hits, report.embedded = hits1 - hits0, misses1 - misses0
+        report.duration_s = (utcnow() - started).total_seconds()
+        return report
+
+    def _cache_counters(self) -> tuple[int, int]:
+        embedders = self.pipelines.embedders() + self._loaded_embedders()
+        hits = sum(int(getattr(e, "hits", 0)) for e in embedders)
+        return hits, sum(int(getattr(e, "embedded", 0)) for e in embedders)
 
     def drain_writable(self, problems: list[str]) -> IndexReport:
         """One pass over every generation that receives writes *now*, read again each call:
@@ -185,6 +257,19 @@ class WorkspaceIndexes:
         writes too, deletes and ACL changes included. New problems are added to
         ``problems``."""
         current = self.indexer()
-        report = self._drain(current)
+        report = self.drain(current)
         problems.extend(p for p in current.problems if p not in problems)
         return report
+
+    def purge_tombstones(self, retention_days: int) -> None:
+        """Purge old tombstones, then tell every index it may forget them too."""
+        purged = self.manifest.purge_tombstones(retention_days)
+        if purged:
+            for generation in self.writable():
+                self.generation_sink(generation).forget_tombstones(purged)
+
+    def close(self) -> None:
+        """Close every open sink."""
+        for sink in self._sinks.values():
+            sink.close()
+        self._sinks.clear()

@@ -1,0 +1,109 @@
+"""What one scheduled run does in its thread: a content sync, or a permission sync.
+
+Each runs the source here (the local executor) under the source's lease, records who ran
+it, logs one line, and drains the indexer when the run changed something (one drain at
+a time: ``drain`` is the scheduler's). A lease another process holds makes the run
+``skipped``, not failed; a run that could not start is ``failed`` without a run record.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from sqlalchemy.exc import IntegrityError
+
+from headwater.config import SourceSection
+from headwater.errors import FatalError, HeadwaterError
+from headwater.executor.local import LocalExecutor
+from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
+from headwater.manifest.schedule import ScheduleStore
+from headwater.runtime import Runtime
+from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Feed, Outcome, ids
+
+log = logging.getLogger("headwater.scheduler")
+Drain = Callable[[Runtime], None]
+
+
+def run_content(
+    rt: Runtime, section: SourceSection, kind: str, feed: Feed | None, drain: Drain
+) -> Outcome:
+    """One content run of ``section`` here; ``drain`` indexes what it changed."""
+    store, line = ScheduleStore(rt.manifest.engine), f"sync {section.id}"
+    if feed is not None:
+        feed.start(line)
+    try:
+        progress = feed.sync if feed else None
+        result = LocalExecutor(rt).sync([section.id], index=False, progress=progress)
+    except IntegrityError:
+        # Two processes created the source's (or its lease's) first row at once.
+        log.info(
+            "skipping %s: another process claimed it at the same moment",
+            section.id,
+            extra=ids(section.id),
+        )
+        return Outcome(section.id, SKIPPED)
+    except HeadwaterError as exc:
+        holder = store.lease_holder(section.id)
+        if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
+            log.info(
+                "skipping %s: its lease is held by %s",
+                section.id,
+                holder[0],
+                extra=ids(section.id),
+            )
+            return Outcome(section.id, SKIPPED)
+        log.error("run of %s could not start: %s", section.id, exc, extra=ids(section.id))
+        return Outcome(section.id, FAILED, error=str(exc))
+    finally:
+        if feed is not None:
+            feed.finish(line)
+    if not result.runs:
+        return Outcome(section.id, CANCELLED)
+    report = result.runs[0]
+    store.annotate(report.run_id, lease_owner(), kind, report.fetched)
+    log.info(
+        "run %s of %s %s in %.1fs: %s%s",
+        report.run_id,
+        section.id,
+        report.status,
+        report.duration_s,
+        report.counts.as_dict(),
+        f" error: {report.error}" if report.error else "",
+        extra=ids(section.id, report.run_id, report.status),
+    )
+    if report.counts.new + report.counts.changed + report.counts.deleted:
+        drain(rt)
+    return Outcome(
+        section.id,
+        report.status,
+        report.run_id,
+        prune_blocked=report.prune_blocked is not None,
+        error=report.error,
+    )
+
+
+def run_permissions(rt: Runtime, section: SourceSection, drain: Drain) -> Outcome:
+    """One permission-only sync; its indexing is drained here, like a content run's."""
+    try:
+        result = LocalExecutor(rt).sync_permissions([section.id], index=False)
+    except HeadwaterError as exc:
+        holder = ScheduleStore(rt.manifest.engine).lease_holder(section.id)
+        if isinstance(exc, FatalError) and holder is not None and holder[0] != lease_owner():
+            log.info("skipping permissions of %s: lease held by %s", section.id, holder[0])
+            return Outcome(section.id, SKIPPED, kind=PERMISSIONS)
+        log.error("permission sync of %s could not start: %s", section.id, exc)
+        return Outcome(section.id, FAILED, error=str(exc), kind=PERMISSIONS)
+    (report,) = result.sources
+    log.info(
+        "permission sync of %s %s: %d checked, %d changed%s",
+        section.id,
+        report.status,
+        report.checked,
+        report.changed,
+        f" error: {report.error}" if report.error else "",
+    )
+    if report.changed or report.groups is not None:
+        drain(rt)
+    status = FAILED if report.status == "failed" else report.status
+    return Outcome(section.id, status, error=report.error, kind=PERMISSIONS)
