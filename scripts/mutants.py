@@ -237,10 +237,10 @@ MUTANTS: list[Mutant] = [
         "src/headwater/manifest/batch.py",
         "    if expect is None:\n        return []",
         "    if True:\n        return []",
-        (
-            "tests/api/test_api_push_workers.py::test_interleaved_pushes_into_two_workers_keep_every_highest_acknowledged_version[postgres]",
-            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[postgres]",
+        (  # cheapest first: `-x` stops at the first kill
             "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[sqlite]",
+            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[postgres]",
+            "tests/api/test_api_push_workers.py::test_interleaved_pushes_into_two_workers_keep_every_highest_acknowledged_version[postgres]",
         ),
     ),
     Mutant(
@@ -649,7 +649,12 @@ def run_mutant(mutant: Mutant, python: str, timeout: int) -> tuple[str, str]:
             return "survived", last
         if done.returncode != 1 or " failed" not in last:  # a collection error, no tests…
             return "broken", f"pytest exit {done.returncode}: {last}"
-        return "killed", last
+        failed = [
+            line[7:].split(" - ")[0]
+            for line in done.stdout.splitlines()
+            if line.startswith("FAILED ")
+        ]
+        return "killed", last + (f" by {failed[0]}" if failed else "")
 
 
 def _timed(mutant: Mutant, python: str, timeout: int) -> tuple[str, str, float]:
