@@ -127,12 +127,23 @@ def _starts_processes(item: pytest.Item) -> bool:
 # handed out in collection order. The long poles go first, so they overlap the many short
 # files instead of running alone at the end; the other files follow, those with the most
 # tests first (xdist's own default order).
-LONG_POLES = (
+LONG_POLES = (  # longest first, as measured (`--durations`, summed per file)
     "correctness/test_mutants.py",  # ~60 mutants, each a pytest subprocess
-    "correctness/test_crash_matrix.py",
+    "rebuild/test_rebuild_cli.py",
+    "scheduler/test_scheduler_sigint.py",
     "executor/test_celery_workers.py",
-    "correctness/test_torture.py",
+    "rebuild/test_generation_states.py",
+    "correctness/test_index_identity.py",
+    "correctness/test_crash_matrix.py",
+    "api/test_api_push_workers.py",
+    "executor/test_celery_no_wait_and_dlq.py",
+    "core/test_cli_sync_concurrent.py",
+    "pipeline/test_embed_local.py",
     "scheduler/test_scheduler_processes.py",
+    "rebuild/test_rollback.py",
+    "core/test_lease_freeze.py",
+    "scheduler/test_scheduler_behaviour.py",
+    "correctness/test_torture.py",
 )
 
 
