@@ -19,11 +19,13 @@ killed.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,10 +237,10 @@ MUTANTS: list[Mutant] = [
         "src/headwater/manifest/batch.py",
         "    if expect is None:\n        return []",
         "    if True:\n        return []",
-        (
-            "tests/api/test_api_push_workers.py::test_interleaved_pushes_into_two_workers_keep_every_highest_acknowledged_version[postgres]",
-            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[postgres]",
+        (  # cheapest first: `-x` stops at the first kill
             "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[sqlite]",
+            "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[postgres]",
+            "tests/api/test_api_push_workers.py::test_interleaved_pushes_into_two_workers_keep_every_highest_acknowledged_version[postgres]",
         ),
     ),
     Mutant(
@@ -595,10 +597,11 @@ MUTANTS: list[Mutant] = [
 
 
 def _copy_tree(workdir: Path) -> None:
+    """src/, tests/ and pyproject.toml, with their bytecode (``_apply`` drops the patched
+    file's): the copies keep their modification times, so the bytecode stays valid and each
+    mutant's processes import the package without compiling it again."""
     for part in ("src", "tests"):
-        shutil.copytree(
-            ROOT / part, workdir / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-        )
+        shutil.copytree(ROOT / part, workdir / part)
     shutil.copy2(ROOT / "pyproject.toml", workdir / "pyproject.toml")
 
 
@@ -611,8 +614,30 @@ def _apply(workdir: Path, mutant: Mutant) -> str | None:
     found = text.count(mutant.old)
     if found != 1:
         return f"its old text occurs {found} times in {mutant.file}; expected exactly once"
+    for compiled in (target.parent / "__pycache__").glob(f"{target.stem}.*.pyc"):
+        compiled.unlink()  # the patched source is compiled afresh, never read from a stale copy
     target.write_text(text.replace(mutant.old, mutant.new), encoding="utf-8")
     return None
+
+
+# Plugins that cost a pytest start about 1.5 s of CPU (the suite starts ~60) and that the
+# killing tests use only where their modules name them: left out everywhere else.
+HEAVY_PLUGINS = {"xdist": "xdist", "hypothesis": "hypothesispytest", "schemathesis": "schemathesis"}
+
+
+def _unused_plugins(workdir: Path, mutant: Mutant) -> list[str]:
+    """``-p no:NAME`` for each heavy plugin that no killing test's module mentions."""
+    sources = "".join(
+        (workdir / killer.split("::")[0]).read_text(encoding="utf-8")
+        for killer in mutant.killers
+        if (workdir / killer.split("::")[0]).is_file()
+    )
+    return [
+        option
+        for word, plugin in HEAVY_PLUGINS.items()
+        if word not in sources
+        for option in ("-p", f"no:{plugin}")
+    ]
 
 
 def run_mutant(mutant: Mutant, python: str, timeout: int) -> tuple[str, str]:
@@ -625,6 +650,7 @@ def run_mutant(mutant: Mutant, python: str, timeout: int) -> tuple[str, str]:
         env = {**os.environ, "PYTHONPATH": str(workdir / "src"), "HF_HUB_OFFLINE": "1"}
         env.pop("HEADWATER_FAILPOINTS", None)
         command = [python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+        command += _unused_plugins(workdir, mutant)
         command += [f"{n}" for n in mutant.killers]
         try:
             done = subprocess.run(
@@ -637,7 +663,19 @@ def run_mutant(mutant: Mutant, python: str, timeout: int) -> tuple[str, str]:
             return "survived", last
         if done.returncode != 1 or " failed" not in last:  # a collection error, no tests…
             return "broken", f"pytest exit {done.returncode}: {last}"
-        return "killed", last
+        failed = [
+            line[7:].split(" - ")[0]
+            for line in done.stdout.splitlines()
+            if line.startswith("FAILED ")
+        ]
+        return "killed", last + (f" by {failed[0]}" if failed else "")
+
+
+def _timed(mutant: Mutant, python: str, timeout: int) -> tuple[str, str, float]:
+    """``run_mutant``'s verdict and detail, and the seconds it took."""
+    started = time.monotonic()
+    verdict, detail = run_mutant(mutant, python, timeout)
+    return verdict, detail, time.monotonic() - started
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -650,12 +688,13 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"no mutant name contains {args.k!r}; names: {', '.join(m.name for m in MUTANTS)}")
         return 1
+    compileall.compile_dir(ROOT / "src", quiet=1)  # bytecode every mutant's copy reuses
     verdicts: dict[str, int] = {}
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # each runs a subprocess
-        runs = [pool.submit(run_mutant, m, sys.executable, args.timeout) for m in chosen]
+        runs = [pool.submit(_timed, m, sys.executable, args.timeout) for m in chosen]
         for mutant, run in zip(chosen, runs, strict=True):
-            verdict, detail = run.result()
-            print(f"{verdict:12} {mutant.name}: {detail}", flush=True)
+            verdict, detail, seconds = run.result()
+            print(f"{verdict:12} {mutant.name} ({seconds:.1f} s): {detail}", flush=True)
             verdicts[verdict] = verdicts.get(verdict, 0) + 1
     others = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()) if v != "killed")
     print(f"{verdicts.get('killed', 0)}/{len(chosen)} killed" + (f" ({others})" if others else ""))

@@ -122,9 +122,45 @@ def _starts_processes(item: pytest.Item) -> bool:
     return _module_mentions(Path(str(item.fspath)), PROCESS_HINTS)
 
 
+# -- scheduling --------------------------------------------------------------------------
+# `scripts/test.sh` runs files on parallel workers (`--dist loadfile --no-loadscope-reorder`),
+# handed out in collection order. The long poles go first, so they overlap the many short
+# files instead of running alone at the end; the other files follow, those with the most
+# tests first (xdist's own default order).
+LONG_POLES = (  # longest first, as measured (`--durations`, summed per file)
+    "correctness/test_mutants.py",  # ~60 mutants, each a pytest subprocess
+    "rebuild/test_rebuild_cli.py",
+    "scheduler/test_scheduler_sigint.py",
+    "executor/test_celery_workers.py",
+    "rebuild/test_generation_states.py",
+    "correctness/test_index_identity.py",
+    "correctness/test_crash_matrix.py",
+    "api/test_api_push_workers.py",
+    "executor/test_celery_no_wait_and_dlq.py",
+    "core/test_cli_sync_concurrent.py",
+    "pipeline/test_embed_local.py",
+    "scheduler/test_scheduler_processes.py",
+    "rebuild/test_rollback.py",
+    "core/test_lease_freeze.py",
+    "scheduler/test_scheduler_behaviour.py",
+    "correctness/test_torture.py",
+)
+
+
+def _schedule_rank(item: pytest.Item, sizes: dict[str, int]) -> tuple[int, int]:
+    relative = _relative(item)
+    if relative in LONG_POLES:
+        return LONG_POLES.index(relative), 0
+    return len(LONG_POLES), -sizes[relative]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _needs_server(item):
             item.add_marker(pytest.mark.server)
         if _starts_processes(item):
             item.add_marker(pytest.mark.process)
+    sizes: dict[str, int] = {}
+    for item in items:
+        sizes[_relative(item)] = sizes.get(_relative(item), 0) + 1
+    items.sort(key=lambda item: _schedule_rank(item, sizes))  # stable: file order is kept

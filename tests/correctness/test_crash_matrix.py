@@ -4,8 +4,8 @@ For each failpoint, on SQLite and on PostgreSQL manifests, with two sinks (sqlit
 qdrant local mode): sync corpus v1 cleanly, change the corpus (an edit, a delete, an
 addition), run ``headwater sync`` with the failpoint enabled so the process kills itself
 there, run ``headwater sync`` again, and compare everything with one clean sync of the
-same corpus state: no lost document, no duplicate or orphan chunk, no chunk at an old
-revision, no tombstoned document left in a sink.
+same corpus state (synced once for the module): no lost document, no duplicate or orphan
+chunk, no chunk at an old revision, no tombstoned document left in a sink.
 """
 
 from __future__ import annotations
@@ -94,30 +94,45 @@ def snapshot(directory: Path) -> dict[str, object]:
         return {"documents": documents, "held": held, "pending": pending}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("failpoint", ALL)
-def test_killed_sync_then_resync_equals_one_clean_sync(
-    failpoint: str, tmp_path: Path, manifest_url: str
-) -> None:
-    crashed, clean = tmp_path / "crashed", tmp_path / "clean"
-    crashed.mkdir()
+EXTRA = "batch_size = 3"
+
+
+@pytest.fixture(scope="module")
+def clean_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """One clean sync of the changed corpus, taken once: every crashed workspace must equal
+    it (document ids, checksums and chunk counts do not depend on where the corpus lies)."""
+    root = tmp_path_factory.mktemp("clean-reference")
+    clean, corpus = root / "clean", root / "corpus"
     clean.mkdir()
-    corpus = tmp_path / "corpus"
     make_corpus(corpus)
-    extra = "batch_size = 3"
-    write_config(
-        crashed,
-        manifest_url=manifest_url,
-        embedder=FAKE,
-        indexes=sinks(crashed),
-        sources=filesystem_source(corpus, extra=extra),
-    )
+    mutate(corpus)
     write_config(
         clean,
         manifest_url=None,
         embedder=FAKE,
         indexes=sinks(clean),
-        sources=filesystem_source(corpus, extra=extra),
+        sources=filesystem_source(corpus, extra=EXTRA),
+    )
+    reference = headwater(clean)
+    assert reference.returncode == 0, reference.stderr
+    return snapshot(clean)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failpoint", ALL)
+def test_killed_sync_then_resync_equals_one_clean_sync(
+    failpoint: str, tmp_path: Path, manifest_url: str, clean_reference: dict[str, object]
+) -> None:
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    corpus = tmp_path / "corpus"
+    make_corpus(corpus)
+    write_config(
+        crashed,
+        manifest_url=manifest_url,
+        embedder=FAKE,
+        indexes=sinks(crashed),
+        sources=filesystem_source(corpus, extra=EXTRA),
     )
     first = headwater(crashed)
     assert first.returncode == 0, first.stderr
@@ -129,9 +144,7 @@ def test_killed_sync_then_resync_equals_one_clean_sync(
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["runs"][0]["status"] == "succeeded"
 
-    reference = headwater(clean)
-    assert reference.returncode == 0, reference.stderr
-    observed, expected = snapshot(crashed), snapshot(clean)
+    observed, expected = snapshot(crashed), clean_reference
     assert observed["pending"] == {"lite": 0, "vectors": 0}
     expected_docs = dict(expected["documents"])  # type: ignore[call-overload]
     observed_docs = dict(observed["documents"])  # type: ignore[call-overload]

@@ -19,7 +19,14 @@ def test_two_schedulers_share_sources_and_never_overlap_one_source(
     roots = {f"s{i}": write_files(tmp_path / f"corpus{i}", 5, f"s{i}-") for i in range(3)}
     config = sources_config(tmp_path, pg_url, roots)
     first, second = daemons(config), daemons(config)
-    time.sleep(20)
+
+    def each_source_ran_three_times_and_both_ran_some() -> bool:
+        rows = run_rows(pg_url)
+        done = [str(r["source_id"]) for r in rows if r["status"] == "succeeded"]
+        owners = {r["owner"] for r in rows if r["owner"]}
+        return all(done.count(source) >= 3 for source in roots) and len(owners) == 2
+
+    wait_for(each_source_ran_three_times_and_both_ran_some, 120, "three runs of each source")
     for daemon in (first, second):
         code, stderr = daemon.stop()
         assert code == 0, stderr
