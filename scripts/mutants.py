@@ -262,8 +262,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "a-group-deleted-in-the-source-stays-after-sync-permissions",
         "src/headwater/manifest/groups.py",
-        "            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))\n",
-        "            conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id, t.group_members.c.group_principal.in_(sorted(groups))))\n",
+        "                conn.execute(delete(table).where(table.c.source_id == source_id))\n",
+        "                conn.execute(delete(table).where(table.c.source_id == source_id, table.c.group_principal.in_(sorted(found.labels))))\n",
         (
             "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[sqlite]",
             "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[postgres]",
@@ -272,8 +272,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "the-group-listing-commit-is-not-fenced",
         "src/headwater/manifest/groups.py",
-        "            if lease is not None:\n                fence(conn, lease)\n            conn.execute(delete(t.group_members)",
-        "            conn.execute(delete(t.group_members)",
+        "            if lease is not None:\n                fence(conn, lease)\n            for table, rows in (",
+        "            for table, rows in (",
         (
             "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[sqlite]",
             "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[postgres]",
@@ -582,8 +582,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "a-relisting-keeps-the-old-group-labels",
         "src/headwater/manifest/groups.py",
-        "            conn.execute(delete(t.group_labels).where(t.group_labels.c.source_id == source_id))\n",
-        "",
+        "                conn.execute(delete(table).where(table.c.source_id == source_id))\n",
+        "                if table is not t.group_labels:\n                    conn.execute(delete(table).where(table.c.source_id == source_id))\n",
         ("tests/core/test_groups.py::test_group_labels_are_shown_and_never_matched[sqlite]",),
     ),
     Mutant(
