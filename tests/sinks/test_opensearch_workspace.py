@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -39,4 +40,16 @@ def test_a_workspace_indexes_into_opensearch_and_searches_it(
             report = ws.reconcile()
             drift = report.sinks["main"]
             assert drift.checked > 0 and drift.drifted == 0
-        assert fake.aliases["headwater_main"] == {"headwater_main__g1"}
+            assert fake.aliases["headwater_main"] == {"headwater_main__g1"}
+            # The password (a SecretStr option) is never recorded with the generation.
+            recorded = ws.live_generation("main").settings["sink"]["options"]
+            assert "password" not in recorded and recorded["username"] == "admin"
+            assert "s3cret-key" not in json.dumps(ws.rebuild_status().as_dict())
+            # A rebuild's switch moves the read alias; a rollback moves it back.
+            assert ws.rebuild(["main"], force=True).as_dict()["indexes"][0]["result"] == "switched"
+            assert fake.aliases["headwater_main"] == {"headwater_main__g2"}
+            ws.rebuild_rollback("main")
+            assert fake.aliases["headwater_main"] == {"headwater_main__g1"}
+            ws.rebuild(["main"], force=True, switch=False)
+            ws.rebuild_switch("main")
+            assert fake.aliases["headwater_main"] == {"headwater_main__g3"}

@@ -15,10 +15,12 @@ composition root (``headwater.runtime``) says which embedder, sink class and opt
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import BaseModel, SecretStr
 
 from headwater.errors import ConfigError, HeadwaterError
 from headwater.indexer.indexer import Indexer, IndexTarget
@@ -36,9 +38,22 @@ log = logging.getLogger(__name__)
 SECRET_KEYS = ("api_key",)
 
 
-def without_secrets(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` less the keys a generation never records (API keys)."""
-    return {k: v for k, v in options.items() if k not in SECRET_KEYS}
+def secret_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of an options model that hold secrets (``SecretStr``, optional or not),
+    with the names every model keeps secret (``api_key``)."""
+    found = set(SECRET_KEYS)
+    for name, info in model.model_fields.items():
+        if info.annotation is SecretStr or SecretStr in get_args(info.annotation):
+            found.add(name)
+    return frozenset(found)
+
+
+def without_secrets(
+    options: Mapping[str, Any], secrets: Collection[str] = SECRET_KEYS
+) -> dict[str, Any]:
+    """``options`` less the keys a generation never records: API keys, and ``secrets``
+    (a sink's ``SecretStr`` fields: a password, a url with credentials in it)."""
+    return {k: v for k, v in options.items() if k not in secrets}
 
 
 def settings_changes(have: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:

@@ -52,6 +52,7 @@ from headwater.rebuilds.results import (
     RollbackResult,
     SwitchResult,
 )
+from headwater.sinks.base import Publishing
 from headwater.units import parse_duration
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def rebuild(
         elif switch:
             try:
                 rt.manifest.generations.switch(name, generation.generation)
+                _publish(rt, generation)
                 entry = replace(entry, result="switched")
             except ConfigError:
                 if not _cancelled_meanwhile(rt, generation):
@@ -278,7 +280,18 @@ def switch(rt: Runtime, name: str) -> SwitchResult:
     if problems:
         return SwitchResult(name, ready.generation, "failed", problems=tuple(problems))
     gens.switch(name, ready.generation)
+    _publish(rt, ready)
     return SwitchResult(name, ready.generation, "switched", index_report=report)
+
+
+def _publish(rt: Runtime, generation: Generation) -> None:
+    """Move a ``Publishing`` sink's read alias to ``generation``, just made live. Headwater's
+    own searches read the live generation's storage directly; the alias serves outside
+    readers, and a crash between the manifest's switch and this call leaves it on the
+    old generation until the next switch or rollback."""
+    sink = rt.indexes.generation_sink(generation)
+    if isinstance(sink, Publishing):
+        sink.publish()
 
 
 def rollback(rt: Runtime, name: str, *, catch_up: bool = True) -> RollbackResult:
@@ -302,6 +315,7 @@ def rollback(rt: Runtime, name: str, *, catch_up: bool = True) -> RollbackResult
             return RollbackResult(name, _live_number(rt, name), stopped=True)
     gens.switch(name, previous.generation, entered_from=PREVIOUS)
     live = gens.get(name, previous.generation)
+    _publish(rt, live)
     pending = _pending(rt, live)
     if not catch_up:
         return RollbackResult(name, live.generation, pending=pending)

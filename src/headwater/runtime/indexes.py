@@ -21,6 +21,7 @@ from headwater.errors import ConfigError, IndexOwnedElsewhere, NotFoundError
 from headwater.indexer.generations import (
     GenerationIndexer,
     Pipelines,
+    secret_fields,
     settings_changes,
     without_secrets,
 )
@@ -87,6 +88,7 @@ class Indexes:
     def config_settings(self, section: IndexSection) -> dict[str, Any]:
         """What a generation built now from the config records (no secrets)."""
         current = self.pipelines.current
+        sink_class = self.sink_class(section.type)
         return {
             "embedder": dict(self._embedder_record),
             "model": dict(current.described),
@@ -96,8 +98,8 @@ class Indexes:
             },
             "sink": {
                 "type": section.type,
-                "schema_version": self.sink_class(section.type).schema_version,
-                "options": without_secrets(section.options()),
+                "schema_version": sink_class.schema_version,
+                "options": without_secrets(section.options(), secret_fields(sink_class.Options)),
             },
         }
 

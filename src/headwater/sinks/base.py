@@ -161,3 +161,15 @@ class Sink(Protocol):
 
     def close(self) -> None:
         """Release the sink's connections and files."""
+
+
+@runtime_checkable
+class Publishing(Protocol):
+    """A sink whose engine serves searches through a read alias that must follow the live
+    generation (OpenSearch): ``publish()`` points the alias at this generation's storage in
+    one atomic call. The core calls it whenever the generation becomes live (a switch or
+    a rollback); sinks that read their live generation directly need nothing of it."""
+
+    def publish(self) -> None:
+        """Point the engine's read alias at this generation, atomically."""
+        ...
