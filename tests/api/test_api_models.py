@@ -23,8 +23,8 @@ from headwater.api.app import create_app
 from headwater.api.guard import api_routes
 from headwater.api.models import Body
 from headwater.api.service import Job, RebuildJob, open_workspace
-from headwater.reports import failure_dict
 from headwater.manifest.schedule import ScheduleStore
+from headwater.reports import failure_dict
 from headwater.sync.push import PushOp
 from headwater.types import SourceDocument
 from headwater.workspace import Workspace
