@@ -92,7 +92,7 @@ def render(root: Path = DEFAULT_ROOT) -> str:
         "An arrow `a --> b` means a module of `a` imports a module of `b` (at module level,",
         "inside a function or under `TYPE_CHECKING`). `core` is the top-level modules that",
         "import no package. The intended layer order is stated in",
-        "`tests/core/test_import_graph.py`; an arrow pointing up is listed there.",
+        "`tests/core/test_import_graph.py`, which fails on any arrow pointing up.",
         "",
         "```mermaid",
         "flowchart TD",
