@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +71,10 @@ class ContentStore(Protocol):
         ...
 
 
-class Codec:
-    """zstd (level 3) for stored text, shared by every store."""
+class Codec(threading.local):
+    """zstd (level 3) for stored text, shared by every store. A zstd context must not be
+    used by two threads at once (``serve`` answers pushes on several), so each thread
+    gets its own compressor and decompressor."""
 
     def __init__(self) -> None:
         self._compressor = zstandard.ZstdCompressor(level=3)

@@ -7,7 +7,8 @@ sees the whole object or none), so there are no temp objects. A put of content a
 stored copies the object onto itself (``MetadataDirective=REPLACE``), which renews its
 LastModified: the garbage walk reads an object's age from it, as it reads a file's mtime.
 Every call goes through ``headwater.objectstore.call``: one retry policy, classified
-errors whose messages name the ``[content]`` keys to fix.
+errors whose messages name the ``[content]`` keys to fix. boto3 is imported only when a
+store is opened, so a workspace without ``[content] url`` never loads it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from pydantic import SecretStr
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, ItemError
 from headwater.manifest.content import SUFFIX, Codec, StoredObject, missing
-from headwater.objectstore import call, make_client
 
 CONTENT_KEYS = "[content] `url` (s3://BUCKET/PREFIX) or `endpoint_url`"
 
@@ -66,6 +66,8 @@ class S3ContentStore:
         self.where = S3Location.parse(url)
         self.url = url
         self.endpoint = endpoint_url or "the AWS endpoint"
+        from headwater.objectstore import make_client  # boto3 only where S3 is configured
+
         self._client: Any = make_client(
             endpoint_url=endpoint_url,
             region=region,
@@ -87,6 +89,8 @@ class S3ContentStore:
         return f"{self.where.prefix}{checksum[:2]}/{checksum}{SUFFIX}"
 
     def _call(self, fn: Any, key: str | None = None) -> Any:
+        from headwater.objectstore import call
+
         return call(
             fn, bucket=self.where.bucket, endpoint=self.endpoint, key=key, settings=CONTENT_KEYS
         )
