@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from headwater import Workspace
-from headwater.config import load_config
+from headwater.config import executor_warnings, load_config
 from headwater.errors import ConfigError
-from headwater.executor.checks import executor_warnings
 from headwater.executor.work import index_claimed, index_tasks_for
 from headwater.manifest.claims import ClaimLedger
 from headwater.manifest.queued import QueueMarkers

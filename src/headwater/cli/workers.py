@@ -30,8 +30,8 @@ def worker(
     """Run a Celery worker that executes this workspace's sync and index tasks."""
 
     def body() -> None:
+        from headwater.config import executor_warnings
         from headwater.executor.celery_app import ENV_CONFIG, create_app
-        from headwater.executor.checks import executor_warnings
 
         wanted = [q.strip() for q in queues.split(",") if q.strip()]
         unknown = [q for q in wanted if q not in QUEUE_NAMES]

@@ -21,7 +21,12 @@ from headwater.config.load import (
     load_config,
     resolve_path,
 )
-from headwater.config.rules import BROKER_SCHEMES, api_key_problems, executor_problems
+from headwater.config.rules import (
+    BROKER_SCHEMES,
+    api_key_problems,
+    executor_problems,
+    executor_warnings,
+)
 from headwater.config.sections import (
     AccessSection,
     ApiKeySection,
@@ -72,6 +77,7 @@ __all__ = [
     "WorkspaceSection",
     "api_key_problems",
     "executor_problems",
+    "executor_warnings",
     "load_config",
     "parse_duration",
     "resolve_path",

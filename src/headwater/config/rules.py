@@ -66,3 +66,20 @@ def api_key_problems(config: HeadwaterConfig) -> list[str]:
                     f"{', '.join(sorted(push)) or 'none'}"
                 )
     return problems
+
+
+def executor_warnings(config: HeadwaterConfig) -> list[str]:
+    """What works, but only in a narrow deployment: the embedded ``sqlite`` index is a file
+    on one host, allowed under Celery only when every worker runs there (a warning, not an
+    error; the dispatcher and ``headwater workers`` print it)."""
+    if config.executor.type != "celery":
+        return []
+    local = [i.name for i in config.index if i.type == "sqlite"] or (
+        ["main"] if not config.index else []
+    )
+    return [
+        f"index {name!r} is the embedded sqlite index: a file on this host, so every "
+        "Celery worker must run on this one host; use a Qdrant server index to spread "
+        "workers over several hosts."
+        for name in local
+    ]

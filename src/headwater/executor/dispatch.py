@@ -28,9 +28,9 @@ from celery.result import AsyncResult
 from kombu.exceptions import OperationalError
 from kombu.utils.url import maybe_sanitize_url
 
+from headwater.config import executor_warnings
 from headwater.errors import BrokerUnavailable, Cancelled, ConfigError, FatalError
 from headwater.executor.celery_app import app_for
-from headwater.executor.checks import executor_warnings
 from headwater.executor.local import LocalExecutor, sync_warnings
 from headwater.executor.observe import executor_status
 from headwater.executor.tasks import INDEX_TASK, SYNC_TASK
