@@ -24,10 +24,10 @@ import boto3
 import pytest
 from deployment import BROKERS, ROOT
 from moto.server import ThreadedMotoServer
-from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 
 from headwater import Workspace
 from headwater.sinks.pgvector import PgvectorSink
+from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 from workspace_helpers import filesystem_source, write_config
 
 DOCS = 9
@@ -94,13 +94,13 @@ def test_a_sync_worker_and_an_index_worker_share_no_disk(
     workers = []
     for host, queues in (("host-a", "sync"), ("host-b", "index")):
         log = (tmp_path / f"{host}.log").open("wb")
+        command = [sys.executable, "-m", "headwater", "-c", str(configs[host]), "worker"]
+        command += ["--pool", "solo", "--queues", queues, "--loglevel", "WARNING"]
+        command += ["--hostname", f"{host}-{prefix}@%h"]
         workers.append(
             subprocess.Popen(
-                [sys.executable, "-m", "headwater", "-c", str(configs[host]), "worker",
-                 "--pool", "solo", "--queues", queues, "--hostname", f"{host}-{prefix}@%h",
-                 "--loglevel", "WARNING"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path / host,
-            )  # fmt: skip
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path / host
+            )
         )
     try:
         with Workspace.open(configs["client"], sink_types={"pgvector": PgvectorSink}) as ws:
