@@ -3,21 +3,17 @@
 Layers, each importing only its own layer and those below it (``LAYERS``, lowest
 first): core modules (types, errors, clock, identity, retry, units…) ← manifest,
 pipeline, sinks, connectors ← sync, indexer, search ← config ← runtime (the composition
-root) and reports ← rebuilds, executor, scheduler ← the workspace facade ← cli, api.
-Every import counts: module level, inside a function, under ``TYPE_CHECKING``. Every
-package and top-level module of ``src/headwater`` must appear in ``LAYERS``: a new one
-fails the rule until it is given its layer. ``UPWARD_EDGES`` lists, module by module,
-the arrows that still point up today (the workspace/executor/rebuilds/scheduler
-tangle); it must only shrink: when an arrow is gone, delete its entry.
+root) and reports ← rebuilds, executor, scheduler, reads ← the workspace facade ← cli,
+api. Every import counts: module level, inside a function, under ``TYPE_CHECKING``.
+Every package and top-level module of ``src/headwater`` must appear in ``LAYERS``: a
+new one fails the rule until it is given its layer. ``UPWARD_EDGES`` (arrows allowed to
+point up) is empty and must stay so.
 
 No import cycle, anywhere in the package, TYPE_CHECKING imports included (a cycle of
 types is still a cycle for a reader): ``scripts/import_cycles.py`` computes the
-strongly connected components of the import graph. ``ALLOWED_CYCLES`` lists, by module
-set, the cycles that remain today; the rule fails on any cycle not listed and on a
-listed one that grew. The allowlist must only shrink, to empty: when a cycle is broken,
-delete its entry (or replace it by the smaller set that remains).
+strongly connected components of the import graph. ``ALLOWED_CYCLES`` is empty: the
+rule fails on any cycle.
 """
-
 from __future__ import annotations
 
 import importlib.util

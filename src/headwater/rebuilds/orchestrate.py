@@ -26,21 +26,17 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from headwater.clock import as_utc, iso, utcnow
-from headwater.errors import ConfigError, ItemError
-from headwater.indexer.reconcile import compare
+from headwater.errors import ConfigError
 from headwater.indexer.report import IndexReport
 from headwater.manifest.generations import (
-    BUILDING,
     FAILED,
     IN_PROGRESS,
     LIVE,
     PREVIOUS,
     READY,
     RETIRED,
-    VERIFYING,
     Generation,
 )
-from headwater.pipeline.chunk import chunk_document
 from headwater.rebuilds.results import (
     CancelResult,
     GenerationRow,
@@ -52,17 +48,21 @@ from headwater.rebuilds.results import (
     RollbackResult,
     SwitchResult,
 )
+from headwater.rebuilds.verify import (
+    build,
+    cancelled_meanwhile,
+    catch_up_generation,
+    live_number,
+    pending_documents,
+    verify,
+)
 from headwater.sinks.base import Publishing
 from headwater.units import parse_duration
 
 if TYPE_CHECKING:
-    from headwater.indexer.generations import GenerationIndexer
     from headwater.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-SAMPLE = 50
-VERIFY_CATCH_UPS = 3
 
 
 def _needs(rt: Runtime, name: str, force: bool) -> Generation | None:
@@ -90,18 +90,18 @@ def rebuild(
     for name in names or [s.name for s in rt.indexes.sections]:
         generation = _needs(rt, name, force)
         if generation is None:
-            out.append(RebuildEntry(name, "up_to_date", live=_live_number(rt, name)))
+            out.append(RebuildEntry(name, "up_to_date", live=live_number(rt, name)))
             continue
         entry = RebuildEntry(name, "stopped", generation.generation)
         report = build(rt, generation)
         if rt.controls.cancel.is_set():
             out.append(replace(entry, index_report=report))
             break
-        cancelled = _cancelled_meanwhile(rt, generation)
+        cancelled = cancelled_meanwhile(rt, generation)
         problems = [] if cancelled else verify(rt, generation, report)
         entry = replace(entry, index_report=report)
-        if cancelled or _cancelled_meanwhile(rt, generation):
-            entry = replace(entry, result="cancelled", live=_live_number(rt, name))
+        if cancelled or cancelled_meanwhile(rt, generation):
+            entry = replace(entry, result="cancelled", live=live_number(rt, name))
         elif problems:
             entry = replace(entry, result="failed", problems=tuple(problems))
         elif switch:
@@ -110,158 +110,14 @@ def rebuild(
                 _publish(rt, generation)
                 entry = replace(entry, result="switched")
             except ConfigError:
-                if not _cancelled_meanwhile(rt, generation):
+                if not cancelled_meanwhile(rt, generation):
                     raise
-                entry = replace(entry, result="cancelled", live=_live_number(rt, name))
+                entry = replace(entry, result="cancelled", live=live_number(rt, name))
         else:
             entry = replace(entry, result="ready")
         out.append(entry)
     retire_expired(rt)
     return RebuildReport(tuple(out))
-
-
-def _live_number(rt: Runtime, name: str) -> int | None:
-    live = rt.manifest.generations.live(name)
-    return None if live is None else live.generation
-
-
-def build(rt: Runtime, generation: Generation) -> IndexReport:
-    """Fill ``generation`` with every pending document (resumable); nothing when it is no
-    longer in progress (another process cancelled it)."""
-    if not rt.manifest.generations.set_state(
-        generation.index_name, generation.generation, BUILDING
-    ):
-        return IndexReport()
-    return _catch_up(rt, generation)
-
-
-def _retired(rt: Runtime, generation: Generation) -> bool:
-    current = rt.manifest.generations.get(generation.index_name, generation.generation)
-    return current.state == RETIRED
-
-
-def _cancelled_meanwhile(rt: Runtime, generation: Generation) -> bool:
-    """Whether another process retired ``generation`` under this one. Its storage was
-    dropped then; whatever this process wrote into it afterwards is dropped now."""
-    current = rt.manifest.generations.get(generation.index_name, generation.generation)
-    if current.state != RETIRED:
-        return False
-    rt.indexes.drop_generation_sink(generation)
-    return True
-
-
-def _pending(rt: Runtime, generation: Generation) -> int:
-    return rt.manifest.index_state.pending_count(generation.key, rt.pipelines.version(generation))
-
-
-def _catch_up(
-    rt: Runtime, generation: Generation, indexer: GenerationIndexer | None = None
-) -> IndexReport:
-    """Drain ``generation`` until nothing is pending for it. A sync running beside commits
-    documents behind a drain's cursor (and one that started before the generation existed
-    does not write to it), so one pass is not enough; stop when a pass changes nothing
-    (what is left failed: verification reports it)."""
-    report = IndexReport()
-    if indexer is None:  # stop before the next batch once the generation is cancelled
-        indexer = rt.indexes.generation_indexer(
-            [generation],
-            should_stop=lambda: rt.controls.cancel.is_set() or _retired(rt, generation),
-        )
-    while not rt.controls.cancel.is_set() and not _retired(rt, generation):
-        done = rt.indexes.drain(indexer)
-        report.add(done)
-        if not _pending(rt, generation) or not (done.replaced + done.deleted + done.acl_updates):
-            break
-    return report
-
-
-def verify(rt: Runtime, generation: Generation, report: IndexReport | None = None) -> list[str]:
-    """Check the generation against the manifest; record ``ready`` or ``failed``. Work a
-    sync committed meanwhile is drained first (into ``report``), a few times at most."""
-    gens = rt.manifest.generations
-    if not gens.set_state(generation.index_name, generation.generation, VERIFYING):
-        now = gens.get(generation.index_name, generation.generation).state
-        return [f"{generation.label} is {now}, no longer in progress; nothing was verified"]
-    problems = _problems(rt, generation)
-    for _ in range(VERIFY_CATCH_UPS):
-        if not problems or not _pending(rt, generation) or rt.controls.cancel.is_set():
-            break
-        caught = _catch_up(rt, generation)
-        if report is not None:
-            report.add(caught)
-        if not (caught.replaced + caught.deleted + caught.acl_updates):
-            break
-        problems = _problems(rt, generation)
-    state = FAILED if problems else READY
-    if not gens.set_state(generation.index_name, generation.generation, state, problems):
-        now = gens.get(generation.index_name, generation.generation).state
-        return [f"{generation.label} became {now} while it was verified; it is not {state}"]
-    if problems:
-        log.warning("%s failed verification: %s", generation.label, "; ".join(problems))
-    return problems
-
-
-def _problems(rt: Runtime, generation: Generation) -> list[str]:
-    sink = rt.indexes.generation_sink(generation)
-    key, label = generation.key, generation.label
-    state = rt.manifest.index_state
-    problems: list[str] = []
-    pending = state.pending_count(key, rt.pipelines.version(generation))
-    if pending:
-        problems.append(
-            f"{pending} documents are not indexed in {label} (see `headwater failures`); "
-            "fix them and run `headwater rebuild` again"
-        )
-    active = state.active_documents()
-    held = sum(1 for _ in sink.inventory())
-    if held != active:
-        problems.append(f"{label} holds {held} documents; the manifest has {active} active")
-    drift = compare(rt.manifest, sink, key)
-    for kind, ids in (
-        ("missing", drift.missing),
-        ("at the wrong revision", drift.revision_mismatch),
-        ("with the wrong chunk count", drift.chunk_mismatch),
-        ("written but not recorded", drift.unconfirmed),
-        ("deleted or unknown, yet present", drift.orphans),
-    ):
-        if ids:
-            problems.append(f"{len(ids)} documents {kind} in {label}, e.g. {ids[0]}")
-    problems.extend(_sample_texts(rt, generation))
-    return problems
-
-
-def _sample_texts(rt: Runtime, generation: Generation) -> list[str]:
-    """A fresh chunking of up to SAMPLE stored documents must equal what the sink holds."""
-    sink = rt.indexes.generation_sink(generation)
-    pipeline = rt.pipelines.pipeline(generation)
-    checked, after = 0, ""
-    while checked < SAMPLE:
-        records = rt.manifest.documents_after(after, SAMPLE)
-        if not records:
-            break
-        after = records[-1].document_id
-        for record in records:
-            if record.state != "active" or record.checksum is None or checked >= SAMPLE:
-                continue
-            checked += 1
-            try:
-                chunks = chunk_document(
-                    document_id=record.document_id,
-                    pipeline_version=pipeline.chunking_version,
-                    text=rt.content_store.get(record.checksum),
-                    title=record.title,
-                    metadata=record.metadata,
-                    counter=pipeline.embedder(),
-                    settings=pipeline.chunker,
-                )
-            except ItemError:
-                continue  # a document that cannot be chunked is reported as not indexed
-            if [c.text for c in chunks] != sink.chunk_texts(record.document_id):
-                return [
-                    f"chunk texts of {record.document_id} in {generation.label} differ from "
-                    "a fresh chunking of its stored content"
-                ]
-    return []
 
 
 def switch(rt: Runtime, name: str) -> SwitchResult:
@@ -275,7 +131,7 @@ def switch(rt: Runtime, name: str) -> SwitchResult:
         )
     report = build(rt, ready)
     problems = verify(rt, ready, report)
-    if _cancelled_meanwhile(rt, ready):
+    if cancelled_meanwhile(rt, ready):
         return SwitchResult(name, ready.generation, "cancelled")
     if problems:
         return SwitchResult(name, ready.generation, "failed", problems=tuple(problems))
@@ -304,7 +160,7 @@ def rollback(rt: Runtime, name: str, *, catch_up: bool = True) -> RollbackResult
     report = IndexReport()
     if catch_up:
         indexer = rt.indexes.generation_indexer([previous])
-        report.add(_catch_up(rt, previous, indexer))
+        report.add(catch_up_generation(rt, previous, indexer))
         if indexer.problems:
             raise ConfigError(
                 f"{previous.label} cannot be caught up with the manifest, so it is not made "
@@ -312,11 +168,11 @@ def rollback(rt: Runtime, name: str, *, catch_up: bool = True) -> RollbackResult
                 f"{'; '.join(indexer.problems)}"
             )
         if rt.controls.cancel.is_set():
-            return RollbackResult(name, _live_number(rt, name), stopped=True)
+            return RollbackResult(name, live_number(rt, name), stopped=True)
     gens.switch(name, previous.generation, entered_from=PREVIOUS)
     live = gens.get(name, previous.generation)
     _publish(rt, live)
-    pending = _pending(rt, live)
+    pending = pending_documents(rt, live)
     if not catch_up:
         return RollbackResult(name, live.generation, pending=pending)
     # What a sync committed during the catch-up (it wrote the old live one).
@@ -438,5 +294,5 @@ def status(rt: Runtime) -> RebuildStatus:
                     problems=tuple(g.problems),
                 )
             )
-        indexes.append(IndexGenerations(section.name, _live_number(rt, section.name), tuple(rows)))
+        indexes.append(IndexGenerations(section.name, live_number(rt, section.name), tuple(rows)))
     return RebuildStatus(tuple(indexes))
