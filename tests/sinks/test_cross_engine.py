@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 
 from fakes.meilisearch import FakeMeilisearch
 from headwater import Workspace
@@ -19,6 +18,7 @@ from headwater.pipeline.embed.fake import FakeEmbedder
 from headwater.sinks.meilisearch import MeilisearchSink
 from headwater.sinks.pgvector import PgvectorSink
 from headwater.sinks.sqlite import SqliteSink
+from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 from workspace_helpers import filesystem_source, write_config
 
 pytestmark = pytest.mark.server

@@ -13,11 +13,11 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar
 
 import pytest
-from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 
 from headwater.sinks.base import Sink
 from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
 from headwater.sinks.testing import SinkConformance, sink_context
+from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.server
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_embedded import _free_port, fresh_schema, pgvector_database  # noqa: F401 - fixtures
 from pydantic import ValidationError
 
 from headwater.errors import ConfigError, CredentialError, TransientError
@@ -25,6 +24,7 @@ from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
 from headwater.sinks.pgvector._db import supports_iterative_scan
 from headwater.sinks.testing import ask, make_chunks, make_document, near, unit_vector
 from headwater.types import Access, EmbeddedChunk, SearchMode
+from pg_embedded import _free_port, fresh_schema, pgvector_database  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 
 from headwater import Workspace
 from headwater.pipeline.embed.fake import FakeEmbedder
 from headwater.sinks.pgvector import PgvectorSink
 from headwater.types import SearchMode
+from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
 from workspace_helpers import filesystem_source, write_config
 
 pytestmark = pytest.mark.server
