@@ -14,6 +14,7 @@ types is still a cycle for a reader): ``scripts/import_cycles.py`` computes the
 strongly connected components of the import graph. ``ALLOWED_CYCLES`` is empty: the
 rule fails on any cycle.
 """
+
 from __future__ import annotations
 
 import importlib.util

@@ -69,7 +69,6 @@ def _made_dir(path: Path) -> Path:
     return path
 
 
-
 def open_content_store(section: ContentSection, state_dir: Path) -> ContentStore:
     """The ``[content]`` store: the folder ``state_dir/content``, or the S3 url's bucket."""
     if section.url is None:
@@ -83,6 +82,7 @@ def open_content_store(section: ContentSection, state_dir: Path) -> ContentStore
         session_token=section.session_token,
         addressing_style=section.addressing_style,
     )
+
 
 class Runtime:
     """A workspace's parts, wired once from its config. Close it when done."""

@@ -58,6 +58,7 @@ PREFER = {"Prefer": "deltashowsharingchanges, hierarchicalsharing"}
 
 GRAPH_GROUP = "#microsoft.graph.group"  # a directory object that is a group
 
+
 class SharepointOptions(BearerApiOptions):
     """The keys of a ``sharepoint`` source."""
 
@@ -271,9 +272,7 @@ class SharepointConnector:
         object id like the ACLs' groups; display name and mail are its labels. A nested
         group's mail is never taken for a user's."""
         for group in self._list("/groups?$select=id,mail,displayName"):
-            members = self._list(
-                f"/groups/{group['id']}/members?$select=id,mail,userPrincipalName"
-            )
+            members = self._list(f"/groups/{group['id']}/members?$select=id,mail,userPrincipalName")
             nested = [m for m in members if m.get("@odata.type") == GRAPH_GROUP]
             emails = sorted(
                 str(m.get("mail") or m.get("userPrincipalName"))
