@@ -336,7 +336,8 @@ class Torture:
         return report
 
     def settle(self) -> dict[str, object]:
-        """One last sync and index with nothing else running; how long the takeover took."""
+        """Syncs with nothing else running (one that may resume a killed run, then a fresh
+        one), an index and a reconcile; how long the takeover took."""
         hw = [sys.executable, "-m", "headwater", "-c", str(self.local)]
         started = time.monotonic()
         bound = 2 * LEASE_SECONDS + 10
@@ -350,6 +351,10 @@ class Torture:
                 raise RuntimeError(f"the final sync kept failing:\n{done.stdout}\n{done.stderr}")
             time.sleep(0.5)
         final_sync_s = time.monotonic() - started
+        # The first sync may resume a run a fault killed: it finishes that run's window,
+        # from its checkpoint, and sees no change made after the window closed. One more
+        # (fresh) run sees the sources as they are now; a lost change would survive it.
+        subprocess.run([*hw, "sync", "--json"], env=self.env, check=True, capture_output=True)
         subprocess.run([*hw, "index", "--json"], env=self.env, check=True, capture_output=True)
         reconcile = subprocess.run(
             [*hw, "reconcile", "--json"], env=self.env, capture_output=True, text=True
