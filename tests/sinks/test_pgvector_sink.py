@@ -81,20 +81,32 @@ def _analyze(url: str, sink: PgvectorSink) -> str:
     return table
 
 
-@pytest.mark.parametrize("extra", [{}, {"max_scan_tuples": 1, "ef_search": 1}])
-def test_a_caller_hidden_from_the_nearest_chunks_still_gets_the_exact_top_k(
+@pytest.mark.parametrize(
+    ("extra", "least_recall"), [({}, 0.8), ({"max_scan_tuples": 1, "ef_search": 1}, 0.0)]
+)
+def test_a_caller_hidden_from_the_nearest_chunks_still_gets_k_visible_chunks_best_first(
     open_sink: Callable[..., PgvectorSink],
     pgvector_database: str,  # noqa: F811
     extra: dict[str, Any],
+    least_recall: float,
 ) -> None:
+    """HNSW is approximate: which 10 come back depends on the graph, which is built with
+    random levels. What holds on every build: k hits, every one visible to the caller,
+    each scored with its true cosine, best first; with the default budget the hits are
+    (nearly) the exact top 10. With a one-row budget the scan may return the candidates
+    it had discarded (pgvector 0.8 does) rather than starve, so only the contract holds."""
     sink = open_sink(**extra)
     seen = _hidden_near_and_seen_far(sink)
     _analyze(pgvector_database, sink)
     query = unit_vector("crowd")
     hits = sink.search(ask(SearchMode.VECTOR, vector=query, principals=["group:seen"], k=10))
+    assert len(hits) == 10 and all(h.chunk_id in seen for h in hits)
+    assert [h.score for h in hits] == pytest.approx(
+        [_cosine(seen[h.chunk_id], query) for h in hits]
+    )
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     exact = sorted(seen, key=lambda cid: -_cosine(seen[cid], query))[:10]
-    assert [h.chunk_id for h in hits] == exact
-    assert [h.score for h in hits] == pytest.approx([_cosine(seen[c], query) for c in exact])
+    assert len({h.chunk_id for h in hits} & set(exact)) >= least_recall * 10
 
 
 def test_the_hnsw_scan_alone_would_starve_so_the_exact_fallback_answers(
