@@ -35,7 +35,7 @@ from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceId
 from headwater.sync.gates import BatchBuilder
 from headwater.sync.prune import Pruner, inferred_blocked_report
 from headwater.sync.report import PruneReport, PruneResult, RunReport
-from headwater.sync.settings import Progress, SourceSettings, SyncOptions
+from headwater.sync.settings import BatchLimit, Progress, SourceSettings, SyncOptions
 from headwater.sync.storable import storable_item
 from headwater.types import (
     Checkpoint,
@@ -266,7 +266,7 @@ class SyncRunner:
         stream = self.connector.read(window, checkpoint, known)
         pending: list[SourceItem] = []
         last_checkpoint: Checkpoint | None = None
-        batch_size = self.settings.batch_size
+        batch = BatchLimit(self.settings.batch_size)
         while True:
             try:
                 item = next(stream)
@@ -275,16 +275,18 @@ class SyncRunner:
                 break
             if isinstance(item, Checkpoint):
                 last_checkpoint = item
-                if len(pending) >= batch_size:
-                    self._flush(run_id, pending, last_checkpoint, counts, options, owner)
+                if len(pending) >= batch.limit:
+                    batch.after(
+                        self._flush(run_id, pending, last_checkpoint, counts, options, owner)
+                    )
                     pending, last_checkpoint = [], None
                 continue
             storable = storable_item(item)
             if storable is not None:
                 pending.append(storable)
-            if len(pending) >= batch_size * 4:
+            if len(pending) >= batch.limit * 4:
                 # A connector that rarely checkpoints still commits in bounded batches.
-                self._flush(run_id, pending, None, counts, options, owner)
+                batch.after(self._flush(run_id, pending, None, counts, options, owner))
                 pending = []
         self._flush(run_id, pending, last_checkpoint, counts, options, owner)
         return final
@@ -307,11 +309,13 @@ class SyncRunner:
         counts: RunCounts,
         options: SyncOptions,
         owner: str,
-    ) -> None:
+    ) -> bool:
+        """Commit ``items`` (and then ``checkpoint``); True when every one was unchanged."""
         if options.cancel.is_set():
             raise Cancelled("cancelled by the user; the run stopped after its last batch")
         self._check_lease()
         before = counts.new + counts.changed + counts.deleted
+        quiet_before = before + counts.failed + counts.stale
         for part in _without_repeats(items):
             builder = self._builder(run_id, part, counts, options)
             for item in part:
@@ -334,6 +338,9 @@ class SyncRunner:
             options.progress(self.source.source_id, counts)
         if options.on_batch and counts.new + counts.changed + counts.deleted > before:
             options.on_batch()  # new revisions are pending for the indexer
+        return counts.new + counts.changed + counts.deleted + counts.failed + counts.stale == (
+            quiet_before
+        )
 
     def _builder(
         self, run_id: str, items: list[SourceItem], counts: RunCounts, options: SyncOptions

@@ -40,3 +40,24 @@ class SyncOptions:
     on_batch: Callable[[], None] | None = None
     progress: Progress | None = None
     lease_seconds: int = LEASE_SECONDS
+
+
+class BatchLimit:
+    """How many items the next batch holds: ``batch_size``, doubled after each batch whose
+    items were all unchanged (up to ``QUIET_GROWTH`` times), back to ``batch_size`` after
+    any batch with work in it. A no-op re-sync then costs a few hundred transactions for
+    a million objects instead of 16,000. After a quiet streak one batch may hold up to
+    ``QUIET_GROWTH`` × ``batch_size`` items of which some turn out to need reading; each
+    one's text goes to the content store as it is read (memory stays bounded) and the
+    next batch is back to ``batch_size``."""
+
+    def __init__(self, batch_size: int) -> None:
+        self.base = batch_size
+        self.limit = batch_size
+
+    def after(self, quiet: bool) -> None:
+        """Grow after a quiet batch, shrink after a busy one."""
+        self.limit = min(self.limit * 2, self.base * QUIET_GROWTH) if quiet else self.base
+
+
+QUIET_GROWTH = 64
