@@ -339,6 +339,13 @@ class ApiSection(Strict):
 
     keys: list[ApiKeySection] = []
     max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
+    # A full-replace push session nothing touched for this long expires (deletes nothing).
+    push_session_timeout: str = "1h"
+
+    @field_validator("push_session_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        return _check_interval(value)
 
     @field_validator("max_push_bytes", mode="before")
     @classmethod
