@@ -50,6 +50,7 @@ from headwater.sync.push import PushOp, PushResult, push
 from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.removal import RemovalReport, remove_source
 from headwater.sync.report import PruneReport, PruneResult, RunReport
+from headwater.sync.rules_preview import RulesPreview, preview
 from headwater.sync.runner import Progress
 from headwater.sync.sessions import PushSessions
 from headwater.types import CountProgress
@@ -275,6 +276,18 @@ class Workspace:
             index=lambda: self.index().deleted,
             dry_run=dry_run,
         )
+
+    def rules_test(self, source_id: str, *, limit: int = 100) -> RulesPreview:
+        """What the source's ``[[source.rules]]`` decide for its first ``limit`` listed
+        documents, from a live listing; nothing is fetched or written."""
+        section = self.source_section(source_id)
+        connector = self.sources.connector(source_id)
+        try:
+            return preview(source_id, connector, section.rule_set(), limit)
+        finally:
+            close = getattr(connector, "close", None)
+            if callable(close):
+                close()
 
     def validate(self, source_id: str) -> None:
         """Check the source's config and credentials against the source itself."""
