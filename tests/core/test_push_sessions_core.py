@@ -103,3 +103,17 @@ def test_pushed_groups_are_versioned_and_expanded_at_search(ws: Workspace) -> No
     assert ws.push_group("inbox", "eng", ["bob@acme.test"], 4).status == "new"
     with pytest.raises(ConfigError, match="U\\+"):
         ws.push_group("inbox", "eng", ["bob@acme.test\u200b"], 5)  # refused, never folded
+
+
+def test_a_stale_document_sent_in_a_session_counts_as_sent(ws: Workspace) -> None:
+    ws.push("inbox", [upsert("kept", 5), upsert("gone", 1)])
+    sessions = ws.push_sessions("inbox")
+    opened = sessions.open()
+    [stale] = sessions.send(opened.session_id, [upsert("kept", 3)])
+    assert (stale.status, stale.current_version) == ("stale", 5)
+    report = sessions.complete(opened.session_id)
+    assert (report.status, report.deleted) == ("completed", 1)  # "gone" only
+    kept = ws.manifest.document_by_object("inbox", "kept")
+    assert kept is not None and kept.state == "active" and kept.sequence == 5
+    gone = ws.manifest.document_by_object("inbox", "gone")
+    assert gone is not None and gone.state == "deleted"

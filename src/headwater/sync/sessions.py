@@ -14,7 +14,7 @@ any request of a session.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -36,6 +36,7 @@ from headwater.sync.push import PushOp, PushResult, push
 
 REASON = "replaced_by_session"
 PAGE_ATTEMPTS = 20
+STEP_ATTEMPTS = 20
 
 
 @dataclass(frozen=True)
@@ -138,26 +139,39 @@ class PushSessions:
 
     def send(self, session_id: str, ops: Sequence[PushOp]) -> list[PushResult]:
         """Add a page of documents to the session and push them; one result per op."""
-        record = self.get(session_id)
-        self._require_open(record, "take documents")
-        if not self.ledger.record_sent(session_id, [op.object_id for op in ops]):
-            self._require_open(self.get(session_id), "take documents")  # it moved meanwhile
+        ids = [op.object_id for op in ops]
+        self._while_open(
+            session_id, "take documents", lambda: self.ledger.record_sent(session_id, ids)
+        )
         return push(self.manifest, self.source, self.content_store, ops)
 
     def abort(self, session_id: str) -> SessionRecord:
         """End the session without deleting anything."""
-        record = self.get(session_id)
-        self._require_open(record, "be aborted")
-        if not self.ledger.close(session_id, OPEN, ABORTED):
-            self._require_open(self.get(session_id), "be aborted")
+        self._while_open(
+            session_id, "be aborted", lambda: self.ledger.close(session_id, OPEN, ABORTED)
+        )
         return self.get(session_id)
+
+    def _while_open(self, session_id: str, action: str, step: Callable[[], bool]) -> None:
+        """Run ``step`` (a write conditional on the session being open) until it applies;
+        409 once the session is not open. A session another process is completing may
+        come back open (its complete was blocked), so a refused step is tried again."""
+        for _ in range(STEP_ATTEMPTS):
+            self._require_open(self.get(session_id), action)
+            if step():
+                return
+        raise PushConflict(
+            f"push session {session_id!r} kept changing state ({STEP_ATTEMPTS} attempts); "
+            "another request completes it meanwhile: send this one again"
+        )
 
     def complete(self, session_id: str, *, force: bool = False) -> CompleteReport:
         """Delete the source's documents the session did not send, within the fraction."""
-        record = self.get(session_id)
-        self._require_open(record, "be completed")
-        if not self.ledger.transition(session_id, OPEN, COMPLETING):
-            self._require_open(self.get(session_id), "be completed")
+        self._while_open(
+            session_id,
+            "be completed",
+            lambda: self.ledger.transition(session_id, OPEN, COMPLETING),
+        )
         try:
             active = self.manifest.count_documents(self.source_id)
             candidates = self.ledger.count_unsent(self.source_id, session_id)
