@@ -253,6 +253,7 @@ class SourceDocument:
     sequence: int | None = None
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     access: Access | None = None
+    size: int | None = None  # bytes as listed (for sync rules); never stored
 
 
 @dataclass(frozen=True)

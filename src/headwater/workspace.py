@@ -13,6 +13,7 @@ model. The facade never imports an executor, the scheduler, the CLI or the HTTP 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from headwater.indexer.reconcile import ReconcileReport
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.manifest.failures import DEAD
 from headwater.manifest.generations import Generation
+from headwater.manifest.pushed_groups import GroupPushResult
 from headwater.manifest.records import FailureRecord
 from headwater.manifest.schedule import ScheduleStore
 from headwater.pipeline.embed.base import Embedder
@@ -42,13 +44,17 @@ from headwater.runtime.executor import Executor, executor_factory
 from headwater.search.service import CallerPrincipals, SearchResult, expand_principals
 from headwater.sinks import Sink
 from headwater.sync.fixes import FailureSummary
+from headwater.sync.group_push import delete_group, put_group
 from headwater.sync.permissions import PermissionResult
 from headwater.sync.push import PushOp, PushResult, push
 from headwater.sync.redrive import RedriveReport, redrive
 from headwater.sync.removal import RemovalReport, remove_source
 from headwater.sync.report import PruneReport, PruneResult, RunReport
+from headwater.sync.rules_preview import RulesPreview, preview
 from headwater.sync.runner import Progress
+from headwater.sync.sessions import PushSessions
 from headwater.types import CountProgress
+from headwater.units import parse_duration
 
 
 class Workspace:
@@ -205,9 +211,7 @@ class Workspace:
         """Refresh ACLs and group memberships only: no content read, nothing re-embedded."""
         return self.executor.sync_permissions(sources, index=index)
 
-    def push(self, source_id: str, ops: Sequence[PushOp]) -> list[PushResult]:
-        """Commit pushed upserts and deletes of a ``push`` source, in order, one result per
-        op; safe across any number of processes on one manifest (see ``sync.push``)."""
+    def _push_source(self, source_id: str) -> SourceSection:
         try:
             section = self.source_section(source_id)
         except ConfigError as exc:
@@ -215,9 +219,37 @@ class Workspace:
         if section.type != "push":
             raise PushConflict(
                 f"source {source_id!r} has type {section.type!r}; only `push` sources accept "
-                'documents through the API. Add a [[source]] with type = "push".'
+                'documents and groups through the API. Add a [[source]] with type = "push".'
             )
+        return section
+
+    def push(self, source_id: str, ops: Sequence[PushOp]) -> list[PushResult]:
+        """Commit pushed upserts and deletes of a ``push`` source, in order, one result per
+        op; safe across any number of processes on one manifest (see ``sync.push``)."""
+        section = self._push_source(source_id)
         return push(self.manifest, self.sources.identity(section), self.content_store, ops)
+
+    def push_sessions(self, source_id: str) -> PushSessions:
+        """The full-replace push sessions of a ``push`` source (``sync.sessions``)."""
+        section = self._push_source(source_id)
+        return PushSessions(
+            self.manifest,
+            self.sources.identity(section),
+            self.content_store,
+            idle=parse_duration(self.config.api.push_session_timeout) or timedelta(hours=1),
+            max_fraction=section.prune_max_fraction,
+        )
+
+    def push_group(
+        self, source_id: str, group: str, members: Sequence[str] | None, version: int
+    ) -> GroupPushResult:
+        """Set (``members``) or delete (None) a pushed group of a ``push`` source, at
+        ``version``; expanded at search like listed groups (``sync.group_push``)."""
+        self._push_source(source_id)
+        ledger = self.manifest.pushed_groups
+        if members is None:
+            return delete_group(ledger, source_id, group, version)
+        return put_group(ledger, source_id, group, members, version)
 
     def index(
         self, only: Sequence[str] | None = None, *, executor: str | None = None
@@ -244,6 +276,18 @@ class Workspace:
             index=lambda: self.index().deleted,
             dry_run=dry_run,
         )
+
+    def rules_test(self, source_id: str, *, limit: int = 100) -> RulesPreview:
+        """What the source's ``[[source.rules]]`` decide for its first ``limit`` listed
+        documents, from a live listing; nothing is fetched or written."""
+        section = self.source_section(source_id)
+        connector = self.sources.connector(source_id)
+        try:
+            return preview(source_id, connector, section.rule_set(), limit)
+        finally:
+            close = getattr(connector, "close", None)
+            if callable(close):
+                close()
 
     def validate(self, source_id: str) -> None:
         """Check the source's config and credentials against the source itself."""

@@ -26,6 +26,7 @@ from headwater.api.service import Job, RebuildJob, open_workspace
 from headwater.manifest.schedule import ScheduleStore
 from headwater.reports import failure_dict
 from headwater.sync.push import PushOp
+from headwater.sync.sessions import session_dict
 from headwater.types import SourceDocument
 from headwater.workspace import Workspace
 
@@ -140,6 +141,18 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
             workspace.close()
 
 
+def _doc(object_id: str, version: int, text: str) -> SourceDocument:
+    return SourceDocument(
+        object_id=object_id,
+        locator=f"push://inbox/{object_id}",
+        title=object_id,
+        version=str(version),
+        content=text.encode(),
+        media_type="text/plain",
+        sequence=version,
+    )
+
+
 def _push(ws: Workspace, object_id: str, version: int, text: str) -> dict[str, Any]:
     doc = SourceDocument(
         object_id=object_id,
@@ -182,6 +195,29 @@ def variants(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [*sources, {**row, "lease": lease}, gone]
 
 
+def session_samples(ws: Workspace) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The bodies of push sessions and group push, from the workspace itself."""
+    sessions = ws.push_sessions("inbox")
+    opened = sessions.open()
+    yield "POST /v1/sources/{source_id}/sessions", session_dict(opened, sessions.idle)
+    sent = sessions.send(opened.session_id, [PushOp("upsert", "s", 1, _doc("s", 1, "s"))])
+    page = "PUT /v1/sources/{source_id}/sessions/{session_id}/documents"
+    yield page, {"results": [r.as_dict() for r in sent]}
+    got = sessions.get(opened.session_id)
+    yield "GET /v1/sources/{source_id}/sessions/{session_id}", session_dict(got, sessions.idle)
+    done = sessions.complete(opened.session_id, force=True).as_dict()
+    yield "POST /v1/sources/{source_id}/sessions/{session_id}:complete", done
+    other = sessions.open()
+    aborted = sessions.abort(other.session_id)
+    yield (
+        "POST /v1/sources/{source_id}/sessions/{session_id}:abort",
+        session_dict(aborted, sessions.idle),
+    )
+    group = ws.push_group("inbox", "eng", ["ann@acme.test"], 1).as_dict()
+    yield "PUT /v1/groups/{source_id}/{group}", group
+    yield "DELETE /v1/groups/{source_id}/{group}", ws.push_group("inbox", "eng", None, 2).as_dict()
+
+
 def samples(ws: Workspace, tmp: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(operation, body) pairs: what each endpoint answers, from the workspace itself."""
     status = ws.status().as_dict()
@@ -214,6 +250,7 @@ def samples(ws: Workspace, tmp: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     deleted = ws.push("inbox", [PushOp("delete", "a", 3)])[0].as_dict()
     assert deleted["status"] == "deleted"
     yield "DELETE /v1/sources/{source_id}/documents/{object_id:path}", deleted
+    yield from session_samples(ws)
     job = Job("j", "docs", status="done", run_id=runs[0]["run_id"])
     yield "GET /v1/jobs/{job_id}", job.as_dict()
     yield "POST /v1/sources/{source_id}/sync", Job("k", "docs").as_dict()

@@ -65,6 +65,7 @@ def register_commands() -> typer.Typer:
         identity,
         ops,
         rebuild,
+        rules,
         schedule,
         serve,
         workers,

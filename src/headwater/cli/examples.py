@@ -16,6 +16,7 @@ EXAMPLES: dict[str, str] = {
     "status": "headwater status --json",
     "search": 'headwater search "vacation policy" --as ann@acme.com --group staff --k 5 --explain',
     "whois": "headwater whois ann@acme.com --json",
+    "rules test": "headwater rules test wiki --limit 50",
     "doc show": "headwater doc show --source docs --object guides/vacation.md",
     "failures": "headwater failures --source docs --json",
     "validate": "headwater validate docs",

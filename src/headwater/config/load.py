@@ -32,6 +32,7 @@ COMMON_SOURCE_KEYS = {
     "prune_max_fraction",
     "batch_size",
     "parse",
+    "rules",
 }
 
 

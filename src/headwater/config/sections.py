@@ -26,6 +26,7 @@ from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
 from headwater.search.aliases import IdentityAliases
+from headwater.sync.rules import RuleSet
 from headwater.types import Access, normalize_identity
 from headwater.units import MIN_INTERVAL, check_duration, parse_size
 
@@ -198,6 +199,21 @@ class SourceSection(BaseModel):
     prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)
     parse: ParseSection | None = None  # laid over the workspace's [parse]
+    # [[source.rules]]: ordered include/exclude rules, first match wins (sync.rules)
+    rules: list[dict[str, Any]] = []
+
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        try:
+            RuleSet.from_tables(rules)
+        except ConfigError as exc:  # collected with every other problem
+            raise ValueError(str(exc)) from None
+        return rules
+
+    def rule_set(self) -> RuleSet:
+        """The source's sync rules, compiled."""
+        return RuleSet.from_tables(self.rules)
 
     @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod
@@ -339,6 +355,13 @@ class ApiSection(Strict):
 
     keys: list[ApiKeySection] = []
     max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
+    # A full-replace push session nothing touched for this long expires (deletes nothing).
+    push_session_timeout: str = "1h"
+
+    @field_validator("push_session_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        return _check_interval(value)
 
     @field_validator("max_push_bytes", mode="before")
     @classmethod

@@ -268,3 +268,41 @@ generations = Table(
     Column("switched_at", TZ, nullable=True),
     Column("problems", Text, nullable=False),
 )
+
+# Full-replace push sessions (migration 0014): ``active_source`` is the source id while
+# the session is open, NULL after; its unique index allows one open session per source.
+push_sessions = Table(
+    "push_sessions",
+    metadata,
+    Column("session_id", String(36), primary_key=True),
+    Column("source_id", String(200), nullable=False),
+    Column("active_source", String(200), nullable=True),
+    Column("state", String(12), nullable=False),
+    Column("opened_at", TZ, nullable=False),
+    Column("touched_at", TZ, nullable=False),
+    Column("closed_at", TZ, nullable=True),
+    Column("sent", Integer, nullable=False, server_default="0"),
+    Column("deleted", Integer, nullable=False, server_default="0"),
+    Index("ix_push_sessions_active_source", "active_source", unique=True),
+    Index("ix_push_sessions_source", "source_id", "opened_at"),
+)
+
+# The object ids each push session sent (migration 0014).
+push_session_objects = Table(
+    "push_session_objects",
+    metadata,
+    Column("session_id", String(36), primary_key=True),
+    Column("object_id", Text, primary_key=True),
+)
+
+# Groups pushed through the API (migration 0014): their version and state (``active`` or
+# ``deleted``, kept to refuse an older version arriving late); members in group_members.
+pushed_groups = Table(
+    "pushed_groups",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("group_principal", String(500), primary_key=True),
+    Column("version", BigInteger, nullable=False),
+    Column("state", String(10), nullable=False),
+    Column("updated_at", TZ, nullable=False),
+)

@@ -27,6 +27,8 @@ from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
 from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
 from headwater.manifest.prunes import PruneLedger
+from headwater.manifest.push_sessions import SessionLedger
+from headwater.manifest.pushed_groups import PushedGroups
 from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
 from headwater.manifest.runs import RunLedger
 
@@ -50,6 +52,8 @@ class Manifest:
         self.groups = GroupLedger(engine)
         self.generations = Generations(engine)
         self.prunes = PruneLedger(engine)
+        self.sessions = SessionLedger(engine)  # full-replace push sessions
+        self.pushed_groups = PushedGroups(engine)
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:

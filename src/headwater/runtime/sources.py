@@ -78,7 +78,9 @@ class Sources:
     def settings(self, section: SourceSection) -> SourceSettings:
         """The plain settings the sync layer needs from a source's config section."""
         return SourceSettings(
-            batch_size=section.batch_size, prune_max_fraction=section.prune_max_fraction
+            batch_size=section.batch_size,
+            prune_max_fraction=section.prune_max_fraction,
+            rules=section.rule_set(),
         )
 
     def access_warnings(self, sources: Sequence[str] | None = None) -> list[str]:

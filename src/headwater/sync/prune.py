@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 PRUNE_BATCH = 500  # tombstones per transaction when pruning
 DRY_RUN_LISTED = 1000  # object ids a dry-run prune lists
+EXCLUDED_BY_CONFIG = "excluded_by_config"  # a deliberate change of scope: never blocked
 
 
 class PruneOptions(Protocol):
@@ -214,7 +215,7 @@ class Pruner:
         ):
             builder.commit = BatchCommit()
             for record in page:
-                reason = "excluded_by_config" if self._excluded(record.object_id) else "pruned"
+                reason = EXCLUDED_BY_CONFIG if self._excluded(record.object_id) else "pruned"
                 builder.tombstone(record, reason)
             self.manifest.commit_batch(run_id, builder.commit, lease=self._lease_of())
             deleted += len(page)

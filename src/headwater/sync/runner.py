@@ -21,7 +21,7 @@ from headwater.connectors.base import Connector, Enumerating, LazyFetching
 from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
-from headwater.manifest.records import RunCounts
+from headwater.manifest.records import ACTIVE, RunCounts
 from headwater.manifest.runs import (
     CANCELLED,
     COMPLETED_WITH_ERRORS,
@@ -33,7 +33,7 @@ from headwater.manifest.store import Manifest
 from headwater.retry import call_with_retry
 from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
 from headwater.sync.gates import BatchBuilder
-from headwater.sync.prune import Pruner, inferred_blocked_report
+from headwater.sync.prune import EXCLUDED_BY_CONFIG, Pruner, inferred_blocked_report
 from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.settings import BatchLimit, Progress, SourceSettings, SyncOptions
 from headwater.sync.storable import storable_item
@@ -111,6 +111,7 @@ class SyncRunner:
         self.lease: Lease | None = None
         self._heartbeat: Heartbeat | None = None
         self._full = False
+        self._started = utcnow()
         self.pruner = Pruner(
             manifest,
             content_store,
@@ -185,6 +186,7 @@ class SyncRunner:
         runs = self.manifest.runs
         sid = self.source.source_id
         self._full = options.full
+        self._started = utcnow()  # "modified_before = '30d'" is measured from here
         self._inferred = InferredDeletes(
             active=self.manifest.count_documents(sid),
             max_fraction=self.settings.prune_max_fraction,
@@ -320,7 +322,8 @@ class SyncRunner:
             builder = self._builder(run_id, part, counts, options)
             for item in part:
                 if isinstance(item, SourceDocument):
-                    builder.add_document(item)
+                    if not self._ruled_out(item, builder):
+                        builder.add_document(item)
                 elif isinstance(item, Deleted):
                     builder.add_deleted(item)
                 elif isinstance(item, Failure):
@@ -341,6 +344,16 @@ class SyncRunner:
         return counts.new + counts.changed + counts.deleted + counts.failed + counts.stale == (
             quiet_before
         )
+
+    def _ruled_out(self, doc: SourceDocument, builder: BatchBuilder) -> bool:
+        """Whether the source's rules exclude ``doc`` (never fetched then); one the
+        manifest holds is deleted as ``excluded_by_config`` (``sync.rules``)."""
+        if not self.settings.rules.excludes(doc, self._started):
+            return False
+        record = builder.existing.get(doc.object_id)
+        if record is not None and record.state == ACTIVE:
+            builder.tombstone(record, EXCLUDED_BY_CONFIG)
+        return True
 
     def _builder(
         self, run_id: str, items: list[SourceItem], counts: RunCounts, options: SyncOptions

@@ -14,14 +14,17 @@ from dataclasses import dataclass, field
 from headwater.manifest.leases import LEASE_SECONDS
 from headwater.manifest.records import RunCounts
 from headwater.retry import RetryPolicy
+from headwater.sync.rules import RuleSet
 
 
 @dataclass(frozen=True)
 class SourceSettings:
-    """How one source is synced: commit batch size and the prune safety fraction."""
+    """How one source is synced: commit batch size, the prune safety fraction and the
+    sync rules (``[[source.rules]]``)."""
 
     batch_size: int
     prune_max_fraction: float
+    rules: RuleSet = field(default_factory=RuleSet)
 
 
 Progress = Callable[[str, RunCounts], None]

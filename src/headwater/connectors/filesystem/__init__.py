@@ -302,6 +302,7 @@ class FilesystemConnector:
             fetch_ref=json.dumps({"path": rel, "file": [st.st_dev, st.st_ino]}),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
             metadata={"path": rel},
+            size=st.st_size,
         )
 
     def enumerate(self) -> Iterator[str]:
