@@ -39,6 +39,7 @@ from headwater.rebuilds.results import (
 from headwater.reports import DocumentReport, StatusReport, SyncResult
 from headwater.runtime import Runtime
 from headwater.runtime.executor import Executor, executor_factory
+from headwater.scopes import Scope
 from headwater.search.service import CallerPrincipals, SearchResult, expand_principals
 from headwater.sinks import Sink
 from headwater.sync.fixes import FailureSummary
@@ -377,11 +378,13 @@ class Workspace:
         index: str | None = None,
         per_document: bool = True,
         min_score: float | None = None,
+        scopes: Sequence[Scope] | None = None,
     ) -> list[SearchResult]:
         """Search as a user; one result per document (its best chunk) unless
         ``per_document=False``, which returns the top chunks themselves. Every configured
         index serving the mode is asked and the lists fused; ``index`` asks that one only.
-        ``min_score`` leaves out results scoring below it (docs/api.md, "min_score")."""
+        ``min_score`` leaves out results scoring below it (docs/api.md, "min_score");
+        ``scopes`` keeps documents under one of those folders (docs/permissions.md)."""
         return reads.search(
             self.runtime,
             query,
@@ -393,6 +396,7 @@ class Workspace:
             index=index,
             per_document=per_document,
             min_score=min_score,
+            scopes=scopes,
         )
 
     def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
