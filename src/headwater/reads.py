@@ -35,6 +35,7 @@ from headwater.search.service import (
     parse_mode,
     run_search,
 )
+from headwater.search.tree import TreeReport, folder_tree
 from headwater.sync.fixes import SIZE_SETTINGS, FailureSummary, SourceFacts, summary_of
 from headwater.sync.removal import known_source_ids
 from headwater.sync.report import RunReport
@@ -254,6 +255,26 @@ def search(
         admitted=rt.manifest.visible_to,
         min_score=min_score,
         scopes=list(scopes) if scopes else None,
+    )
+
+
+def tree(
+    rt: Runtime,
+    source: str,
+    path: str = "",
+    *,
+    user: str | None = None,
+    groups: Sequence[str] = (),
+) -> TreeReport:
+    """``Workspace.tree``: the folder nodes under ``path`` the caller may see."""
+    scope = Scope.of(source, path)  # '.' and '..' refused, as for --under
+    rt.sources.section(scope.source)  # an unknown source names the configured ones
+    caller = expand_principals(rt.manifest.groups, user, groups, rt.aliases)
+    return folder_tree(
+        scope.source,
+        scope.path,
+        lambda after, limit: rt.manifest.source_documents_after(scope.source, after, limit),
+        caller.principals,
     )
 
 

@@ -41,6 +41,7 @@ from headwater.runtime import Runtime
 from headwater.runtime.executor import Executor, executor_factory
 from headwater.scopes import Scope
 from headwater.search.service import CallerPrincipals, SearchResult, expand_principals
+from headwater.search.tree import TreeReport
 from headwater.sinks import Sink
 from headwater.sync.fixes import FailureSummary
 from headwater.sync.permissions import PermissionResult
@@ -398,6 +399,18 @@ class Workspace:
             min_score=min_score,
             scopes=scopes,
         )
+
+    def tree(
+        self,
+        source: str,
+        path: str = "",
+        *,
+        user: str | None = None,
+        groups: Sequence[str] = (),
+    ) -> TreeReport:
+        """The folders and documents directly under ``path`` in ``source`` that ``user``
+        (with ``groups``) may see; folders count their visible documents."""
+        return reads.tree(self.runtime, source, path, user=user, groups=groups)
 
     def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
         """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""

@@ -67,6 +67,7 @@ def register_commands() -> typer.Typer:
         rebuild,
         schedule,
         serve,
+        tree,
         workers,
     )
 
