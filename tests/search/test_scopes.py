@@ -1,5 +1,6 @@
 """Folder-scoped search and ``headwater tree`` end to end: a filesystem source synced
-into the default sqlite index, searched through the CLI (real subprocesses) and the
+into the default sqlite index, searched through the CLI (one real subprocess, the rest
+in process with Click's runner, which runs the same commands and exit codes) and the
 Python API."""
 
 from __future__ import annotations
@@ -8,11 +9,14 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from headwater import Workspace
+from headwater.cli.app import register_commands
 from headwater.errors import ConfigError
 from headwater.scopes import Scope, nodes_of, scope_tokens
 from workspace_helpers import filesystem_source, write_config
@@ -20,11 +24,29 @@ from workspace_helpers import filesystem_source, write_config
 HEADWATER = [sys.executable, "-m", "headwater.cli"]
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def subprocess_run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
         [*HEADWATER, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(args: list[str], cwd: Path) -> Ran:
+    """The command in this process (``cwd`` as the working directory)."""
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(register_commands(), args)
+    finally:
+        os.chdir(before)
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture
@@ -64,7 +86,7 @@ def test_scope_tokens_are_whole_nodes() -> None:
 
 def test_search_under_a_folder_through_the_cli(scoped: Path) -> None:
     base = ["search", "vacation days", "--group", "staff", "--mode", "keyword", "--json"]
-    under = run([*base, "--under", "docs:guides"], scoped)
+    under = subprocess_run([*base, "--under", "docs:guides"], scoped)
     assert under.returncode == 0, under.stderr
     assert paths(json.loads(under.stdout)["results"]) == {"guides/vacation.md"}
     sibling = run([*base, "--under", "docs:guides-old/"], scoped)
