@@ -27,6 +27,7 @@ from headwater.reports import (
 )
 from headwater.runtime import Runtime
 from headwater.scheduler.plans import schedule_status
+from headwater.scopes import Scope
 from headwater.search.service import (
     SearchResult,
     check_min_score,
@@ -34,6 +35,7 @@ from headwater.search.service import (
     parse_mode,
     run_search,
 )
+from headwater.search.tree import TreeReport, folder_tree
 from headwater.sync.fixes import SIZE_SETTINGS, FailureSummary, SourceFacts, summary_of
 from headwater.sync.removal import known_source_ids
 from headwater.sync.report import RunReport
@@ -214,8 +216,10 @@ def search(
     index: str | None = None,
     per_document: bool = True,
     min_score: float | None = None,
+    scopes: Sequence[Scope] | None = None,
 ) -> list[SearchResult]:
-    """``Workspace.search``: every configured index serving the mode, fused."""
+    """``Workspace.search``: every configured index serving the mode, fused; ``scopes``
+    keeps documents under one of those folders (``headwater.scopes``)."""
     parse_mode(mode)  # a bad mode is refused before any index is opened
     if k < 1:
         raise ConfigError(f"--k {k} must be at least 1")
@@ -231,6 +235,8 @@ def search(
         for source_id in sources:
             rt.sources.section(source_id)  # a ConfigError names the configured sources
         configured = [s for s in configured if s in set(sources)]
+    for scope in scopes or ():
+        rt.sources.section(scope.source)  # an unknown scope source names the configured ones
     if not configured:
         return []
     names = [index] if index else [s.name for s in rt.indexes.sections]
@@ -248,6 +254,27 @@ def search(
         per_document=per_document,
         admitted=rt.manifest.visible_to,
         min_score=min_score,
+        scopes=list(scopes) if scopes else None,
+    )
+
+
+def tree(
+    rt: Runtime,
+    source: str,
+    path: str = "",
+    *,
+    user: str | None = None,
+    groups: Sequence[str] = (),
+) -> TreeReport:
+    """``Workspace.tree``: the folder nodes under ``path`` the caller may see."""
+    scope = Scope.of(source, path)  # '.' and '..' refused, as for --under
+    rt.sources.section(scope.source)  # an unknown source names the configured ones
+    caller = expand_principals(rt.manifest.groups, user, groups, rt.aliases)
+    return folder_tree(
+        scope.source,
+        scope.path,
+        lambda after, limit: rt.manifest.source_documents_after(scope.source, after, limit),
+        caller.principals,
     )
 
 

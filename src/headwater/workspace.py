@@ -41,7 +41,9 @@ from headwater.rebuilds.results import (
 from headwater.reports import DocumentReport, StatusReport, SyncResult
 from headwater.runtime import Runtime
 from headwater.runtime.executor import Executor, executor_factory
+from headwater.scopes import Scope
 from headwater.search.service import CallerPrincipals, SearchResult, expand_principals
+from headwater.search.tree import TreeReport
 from headwater.sinks import Sink
 from headwater.sync.fixes import FailureSummary
 from headwater.sync.group_push import delete_group, put_group
@@ -421,11 +423,13 @@ class Workspace:
         index: str | None = None,
         per_document: bool = True,
         min_score: float | None = None,
+        scopes: Sequence[Scope] | None = None,
     ) -> list[SearchResult]:
         """Search as a user; one result per document (its best chunk) unless
         ``per_document=False``, which returns the top chunks themselves. Every configured
         index serving the mode is asked and the lists fused; ``index`` asks that one only.
-        ``min_score`` leaves out results scoring below it (docs/api.md, "min_score")."""
+        ``min_score`` leaves out results scoring below it (docs/api.md, "min_score");
+        ``scopes`` keeps documents under one of those folders (docs/permissions.md)."""
         return reads.search(
             self.runtime,
             query,
@@ -437,7 +441,20 @@ class Workspace:
             index=index,
             per_document=per_document,
             min_score=min_score,
+            scopes=scopes,
         )
+
+    def tree(
+        self,
+        source: str,
+        path: str = "",
+        *,
+        user: str | None = None,
+        groups: Sequence[str] = (),
+    ) -> TreeReport:
+        """The folders and documents directly under ``path`` in ``source`` that ``user``
+        (with ``groups``) may see; folders count their visible documents."""
+        return reads.tree(self.runtime, source, path, user=user, groups=groups)
 
     def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
         """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""

@@ -63,6 +63,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "failpoints",
         "plugins",
         "objectstore",
+        "scopes",
     ),
     ("manifest", "pipeline", "sinks", "connectors"),
     ("sync", "indexer", "search"),

@@ -172,7 +172,8 @@ def test_documents_are_always_sent_whole(sink: MeilisearchSink, server: FakeMeil
         r.body for r in log if r.method == "POST" and r.path == f"/indexes/{sink.index}/documents"
     ]
     fields = {"id", "chunk_id", "document_id", "ordinal", "text", "title", "locator"}
-    fields |= {"source", "source_key", "principals", "acl", "revision", "write", "_vectors"}
+    fields |= {"source", "source_key", "scope_key", "principals", "acl", "revision", "write"}
+    fields |= {"_vectors"}
     assert len(added) == 2 and all(set(d) == fields for body in added for d in body)
     # the vector Meilisearch stored (float32) is sent back as it is
     stored = [
@@ -186,7 +187,13 @@ def test_settings_are_applied_and_verified_on_open(
     sink: MeilisearchSink, server: FakeMeilisearch
 ) -> None:
     settings = server.indexes[sink.index].settings
-    assert set(settings["filterableAttributes"]) == {"document_id", "acl", "source_key", "write"}
+    assert set(settings["filterableAttributes"]) == {
+        "document_id",
+        "acl",
+        "source_key",
+        "scope_key",
+        "write",
+    }
     assert settings["searchableAttributes"] == ["text", "title"]
     assert settings["embedders"] == {"default": {"source": "userProvided", "dimensions": 8}}
     assert server.indexes[sink.index].primary_key == "id"

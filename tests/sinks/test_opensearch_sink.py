@@ -200,3 +200,23 @@ def test_pages_of_chunks_and_records_are_all_read(
     assert {r.document_id: r.chunks for r in rows} == {
         d.document_id: 7 + i for i, d in enumerate(docs)
     }
+
+
+def test_an_index_of_schema_1_gains_the_scopes_field_on_open(
+    cluster: FakeOpensearch, options: OpensearchOptions, tmp_path: Path
+) -> None:
+    """A chunk index made before folder scopes (strict mapping, no ``scopes``) gets the
+    field added to its mapping when opened, so writes and scoped searches work on it."""
+    context = sink_context(tmp_path, name=f"t{uuid.uuid4().hex[:12]}")
+    first = OpensearchSink(options, context)
+    first.close()
+    del cluster.indexes[first.index].mappings["properties"]["scopes"]
+    sink = OpensearchSink(options, context)
+    try:
+        assert cluster.indexes[sink.index].mappings["properties"]["scopes"] == {"type": "keyword"}
+        doc = make_document("old", Access(public=True), hierarchy="team/a.md")
+        sink.replace(doc, make_chunks(doc, ["scoped granite"]), 1)
+        scoped = ask(SearchMode.KEYWORD, text="granite", scopes=["docs:team"])
+        assert [h.document_id for h in sink.search(scoped)] == [doc.document_id]
+    finally:
+        sink.close()

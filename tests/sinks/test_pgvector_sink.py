@@ -371,3 +371,30 @@ def test_the_entry_point_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     sinks = project["project"]["entry-points"]["headwater.sinks"]
     assert sinks["pgvector"] == "headwater.sinks.pgvector:PgvectorSink"
+
+
+def test_a_table_of_schema_1_gains_the_scopes_column_on_open(
+    open_sink: Callable[..., PgvectorSink],
+    pgvector_database: str,  # noqa: F811
+) -> None:
+    """A chunks table made before folder scopes gets ``scopes`` (empty) and its GIN index
+    when opened; its old rows stay searchable and new writes carry their tokens."""
+    sink = open_sink()
+    old = make_document("old", Access(public=True))
+    sink.replace(old, make_chunks(old, ["granite old"]), 1)
+    with psycopg.connect(pgvector_database) as conn:
+        table = f'"{sink.tables.schema}"."{sink.tables.chunks}"'
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN scopes")
+    reopened = open_sink()
+    new = make_document("new", Access(public=True), hierarchy="team/a.md")
+    reopened.replace(new, make_chunks(new, ["granite new"]), 1)
+    everything = reopened.search(ask(SearchMode.KEYWORD, text="granite"))
+    assert {h.document_id for h in everything} == {old.document_id, new.document_id}
+    scoped = reopened.search(ask(SearchMode.KEYWORD, text="granite", scopes=["docs:team"]))
+    assert [h.document_id for h in scoped] == [new.document_id]
+    with psycopg.connect(pgvector_database) as conn:
+        defs = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
+            [sink.tables.schema, sink.tables.chunks],
+        ).fetchall()
+    assert any("USING gin (scopes)" in d for (d,) in defs)

@@ -14,7 +14,14 @@ from headwater.search.service import run_search
 from headwater.sinks.base import WriteOutcome
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink, fts_query
 from headwater.sinks.sqlite._driver import DRIVERS, DriverUnavailable, connect
-from headwater.sinks.testing import ask, make_chunks, make_document, sink_context, unit_vector
+from headwater.sinks.testing import (
+    ask,
+    make_chunks,
+    make_document,
+    near,
+    sink_context,
+    unit_vector,
+)
 from headwater.types import Access, EmbeddedChunk, SearchMode
 
 
@@ -215,3 +222,34 @@ def test_a_damaged_index_file_is_a_fatal_error_naming_the_fix(tmp_path: Path, dr
     message = str(caught.value)
     assert f"the index file {damaged} is damaged" in message
     assert f"mv {damaged} {damaged}.damaged" in message and "reconcile --repair" in message
+
+
+def test_scoped_vector_searches_on_every_planning_path(tmp_path: Path) -> None:
+    """Approximate search (``exact_below=0``, few candidates): a scope that holds most chunks is planned
+    'wide' on its second search (ACL, source and scope checked row by row on the nearest
+    chunks of the whole index); the nearest chunks lie outside it, and every path still
+    returns only chunks under the scope."""
+    sink = SqliteSink(SqliteOptions(exact_below=0, candidates=1), sink_context(tmp_path))
+    query = unit_vector("scoped q")
+    try:
+        for i in range(60):
+            big = i < 54
+            doc = make_document(
+                f"d{i}", Access(public=True), hierarchy=f"{'big' if big else 'small'}/{i}.md"
+            )
+            vector = unit_vector(f"far{i}") if big else near(query, f"n{i}", 0.02)
+            sink.replace(doc, make_chunks(doc, [f"scoped chunk {i}"], [vector]), 1)
+        for scope, in_big in (("docs:big", True), ("docs:small", False)):
+            for _ in range(3):  # the first search records the share, later ones plan by it
+                hits = sink.search(ask(SearchMode.VECTOR, vector=query, k=5, scopes=[scope]))
+                assert len(hits) == 5
+                names = {h.title.removeprefix("Title of d") for h in hits}
+                assert all((int(n) < 54) == in_big for n in names), (scope, names)
+            assert (
+                sink.search(
+                    ask(SearchMode.VECTOR, vector=query, k=5, scopes=[scope], sources=["x"])
+                )
+                == []
+            )
+    finally:
+        sink.close()

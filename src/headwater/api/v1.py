@@ -33,10 +33,19 @@ from headwater.api.models import (
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest.runs import lease_owner
 from headwater.manifest.schedule import ScheduleStore
+from headwater.scopes import Scope
 
 router = APIRouter()
 Json = dict[str, Any]
 RunStatus = Literal["running", "succeeded", "completed_with_errors", "failed", "cancelled"]
+
+
+class ScopeBody(CleanModel):
+    """One entry of ``scope``: documents of ``source`` at or under the folder ``path``
+    (``""``: the whole source); boundary-safe, ``a`` never matches ``a-x``."""
+
+    source: str = Field(min_length=1, max_length=200)
+    path: str = Field(default="", max_length=4000)
 
 
 class SearchRequest(CleanModel):
@@ -48,6 +57,7 @@ class SearchRequest(CleanModel):
     k: int = Field(default=10, ge=1, le=100)
     mode: Literal["hybrid", "vector", "keyword"] = "hybrid"
     sources: list[str] | None = None
+    scope: list[ScopeBody] | None = Field(default=None, max_length=100)
     chunks: bool = False
     min_score: float | None = Field(default=None, allow_inf_nan=False)
 
@@ -89,6 +99,23 @@ def sources_of(service_sources: list[str], caller: Caller, body: SearchRequest) 
     return body.sources
 
 
+def scopes_of(
+    service_sources: list[str], caller: Caller, body: SearchRequest
+) -> list[Scope] | None:
+    """The ``scope`` filter as scopes; an unknown source is refused as in ``sources``."""
+    if body.scope is None:
+        return None
+    scopes = [Scope.of(entry.source, entry.path) for entry in body.scope]
+    if not caller.has("admin"):
+        for scope in scopes:
+            if scope.source not in service_sources:
+                raise ConfigError(
+                    f"scope: source {scope.source[:200]!r} is not a source this key can "
+                    "search; check the id with the operator."
+                )
+    return scopes
+
+
 @router.post("/v1/search", tags=["search"], response_model=SearchBody)
 async def search(
     body: SearchRequest, request: Request, caller: Annotated[Caller, Depends(require("search"))]
@@ -96,7 +123,9 @@ async def search(
     """Search as a user; the same ``{"results": [...]}`` as ``headwater search --json``."""
     service = service_of(request)
     user, groups = principals_of(caller, body)
-    sources = sources_of([s.id for s in service.ws.config.source], caller, body)
+    configured = [s.id for s in service.ws.config.source]
+    sources = sources_of(configured, caller, body)
+    scopes = scopes_of(configured, caller, body)
     started = time.perf_counter()
     results = await run_in_threadpool(
         service.ws.search,
@@ -108,6 +137,7 @@ async def search(
         sources=sources,
         per_document=not body.chunks,
         min_score=body.min_score,
+        scopes=scopes,
     )
     request.app.state.metrics.search_latency.labels(body.mode).observe(
         time.perf_counter() - started

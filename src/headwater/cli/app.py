@@ -68,6 +68,7 @@ def register_commands() -> typer.Typer:
         rules,
         schedule,
         serve,
+        tree,
         workers,
     )
 

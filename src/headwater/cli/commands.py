@@ -23,6 +23,7 @@ from headwater.cli.progress import reporter
 from headwater.cli.runlog import log_sync, sync_exit
 from headwater.cli.tables import failures_summary, print_sync, schedule_state, sync_permissions
 from headwater.reports import failure_dict
+from headwater.scopes import Scope
 
 TEMPLATE = Path(__file__).with_name("init_template.toml")
 
@@ -237,6 +238,9 @@ def search(
     k: int = typer.Option(10, "--k", help="How many results."),
     mode: str = typer.Option("hybrid", "--mode", help="hybrid, vector or keyword."),
     sources: list[str] = typer.Option([], "--source", help="Limit to these sources."),
+    under: list[str] = typer.Option(
+        [], "--under", help="Only documents under SOURCE:PATH (a folder; repeatable)."
+    ),
     index_name: str = typer.Option(None, "--index", help="Which configured index to search."),
     chunks: bool = typer.Option(False, "--chunks", help="Top chunks, not one result per document."),
     min_score: float = typer.Option(
@@ -262,6 +266,7 @@ def search(
                 index=index_name,
                 per_document=not chunks,
                 min_score=min_score,
+                scopes=[Scope.parse(u) for u in under] or None,
             )
         if as_json:
             print_json(

@@ -28,6 +28,7 @@ from headwater.connectors.globs import KeyFilter
 from headwater.connectors.http import describe_network_error, parse_retry_after
 from headwater.errors import ItemError, TransientError
 from headwater.retry import RetryPolicy, call_with_retry
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Checkpoint,
     Failure,
@@ -192,7 +193,7 @@ class BucketConnector:
             media_type=media_type,
             updated_at=entry.modified,
             sequence=entry.sequence,
-            metadata=entry.metadata,
+            metadata={**entry.metadata, HIERARCHY_KEY: key},
         )
 
     def fetch(self, ref: str) -> bytes:

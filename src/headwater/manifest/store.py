@@ -177,6 +177,20 @@ class Manifest:
             )
             return [DocumentRecord.from_row(r) for r in rows]
 
+    def source_documents_after(
+        self, source_id: str, after: str, limit: int
+    ) -> list[DocumentRecord]:
+        """Active documents of ``source_id`` in id order after ``after`` (keyset pages)."""
+        d = t.documents
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(d)
+                .where(d.c.source_id == source_id, d.c.state == ACTIVE, d.c.document_id > after)
+                .order_by(d.c.document_id)
+                .limit(limit)
+            )
+            return [DocumentRecord.from_row(r) for r in rows]
+
     def known_version(self, source_id: str, object_id: str, pipeline_version: str) -> str | None:
         """The stored version hint, only while it still certifies (same pipeline, active)."""
         with self.engine.connect() as conn:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.errors import ConfigError
 from headwater.jsonview import JsonView
+from headwater.scopes import Scope, scope_keys
 from headwater.search.aliases import IdentityAliases
 from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
 from headwater.search.terms import answering
@@ -221,8 +222,10 @@ def run_search(
     admitted: Admitted | None = None,
     min_score: float | None = None,
     aliases: Sequence[str] = (),
+    scopes: Sequence[Scope] | None = None,
 ) -> list[SearchResult]:
-    """Search ``sinks`` (name, sink) for ``query`` as the caller, within ``sources``.
+    """Search ``sinks`` (name, sink) for ``query`` as the caller, within ``sources`` and,
+    when ``scopes`` are given, only under one of them (filtered inside each index).
 
     The caller is ``user`` (and their other names, ``aliases``) with ``groups``.
 
@@ -241,7 +244,7 @@ def run_search(
     if k < 1:
         raise ConfigError(f"--k {k} must be at least 1")
     check_min_score(min_score)
-    if not sources:
+    if not sources or (scopes is not None and not scopes):
         return []
     vector_sinks = [(n, s) for n, s in sinks if s.capabilities.vector]
     keyword_sinks = [(n, s) for n, s in sinks if s.capabilities.keyword]
@@ -276,6 +279,7 @@ def run_search(
                     k=depth,
                     mode=plan_mode,
                     sources=list(sources),
+                    scopes=None if scopes is None else scope_keys(scopes),
                 )
             )
             for name, sink, plan_mode in plans

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from headwater.identity import chunk_id, document_id
+from headwater.scopes import HIERARCHY_KEY
 from headwater.sinks.base import SearchRequest, Sink, SinkContext
 from headwater.types import (
     Access,
@@ -57,14 +58,18 @@ def _normalized(values: Sequence[float]) -> list[float]:
     return [v / norm for v in values]
 
 
-def make_document(name: str, access: Access, source: str = "docs") -> IndexDocument:
-    """A test document named ``name`` with ``access``, in source ``source``."""
+def make_document(
+    name: str, access: Access, source: str = "docs", hierarchy: str | None = None
+) -> IndexDocument:
+    """A test document named ``name`` with ``access``, in source ``source``, at the path
+    ``hierarchy`` of its source's folders when given (``headwater.scopes``)."""
     return IndexDocument(
         document_id=document_id("tenant", "test", source, name),
         source=source,
         title=f"Title of {name}",
         locator=f"test://{source}/{name}",
         access=access,
+        metadata={} if hierarchy is None else {HIERARCHY_KEY: hierarchy},
     )
 
 
@@ -97,10 +102,17 @@ def ask(
     principals: Sequence[str] = ("public",),
     k: int = 10,
     sources: Sequence[str] | None = None,
+    scopes: Sequence[str] | None = None,
 ) -> SearchRequest:
     """A search request in ``mode`` (public caller, top 10, by default)."""
     return SearchRequest(
-        text=text, vector=vector, principals=list(principals), k=k, mode=mode, sources=sources
+        text=text,
+        vector=vector,
+        principals=list(principals),
+        k=k,
+        mode=mode,
+        sources=sources,
+        scopes=scopes,
     )
 
 

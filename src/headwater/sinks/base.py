@@ -71,7 +71,9 @@ class SearchRequest:
     """One search. ``vector`` is the embedded query (None for keyword-only searches).
 
     ``principals`` is never empty (it holds at least ``public``); a chunk is returned only
-    when its ACL meets them. ``sources`` limits results to those source ids when given.
+    when its ACL meets them. ``sources`` limits results to those source ids when given;
+    ``scopes`` (tokens of ``headwater.scopes``) to chunks holding any of them, matched
+    exactly inside the index like the ACL (a sink stores ``scope_tokens`` per chunk).
     """
 
     text: str
@@ -80,6 +82,7 @@ class SearchRequest:
     k: int
     mode: SearchMode
     sources: Sequence[str] | None = None
+    scopes: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)

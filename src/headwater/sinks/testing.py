@@ -23,8 +23,12 @@ Checks: idempotent replace, exact swaps, deletes to zero, ACL updates without
 re-embedding, ABSENT for a document the sink does not hold, no invisible hit and no
 starvation by the ACL filter (per search mode), stale writes refused, no resurrection,
 a replace failing midway leaves the old revision whole and alone, forgotten tombstones,
-manifest binding, inventory in document_id order, the sources filter, persistence, and
-generations (separate storage per generation, chunk texts, drop).
+manifest binding, inventory in document_id order, the sources filter, persistence,
+generations (separate storage per generation, chunk texts, drop), folder scopes
+(``_suite_scopes``: boundary-safe, inside the index, kept by ACL updates) and the
+permission-change matrix (``_suite_permissions``: public → private, user removed, group
+removed, member removed from a group, group deleted, unreadable ACL; each by ACL-only
+update and by full replace, checked by a search as the affected user).
 Vectors are deterministic and unit-length. Requires pytest (a dev dependency).
 """
 
@@ -50,12 +54,16 @@ from headwater.sinks._suite_base import (
 )
 from headwater.sinks._suite_generations import GenerationChecks
 from headwater.sinks._suite_lifecycle import LifecycleChecks
+from headwater.sinks._suite_permissions import MATRIX, PermissionChange, PermissionMatrixChecks
+from headwater.sinks._suite_scopes import ScopeChecks
 from headwater.sinks.base import Sink, WriteOutcome
 from headwater.types import Access, IndexDocument, SearchMode, caller_principals
 
 __all__ = [
     "DIMENSION",
     "EVERYONE",
+    "MATRIX",
+    "PermissionChange",
     "SinkConformance",
     "SuiteBase",
     "ask",
@@ -67,7 +75,7 @@ __all__ = [
 ]
 
 
-class SinkConformance(LifecycleChecks, GenerationChecks):
+class SinkConformance(LifecycleChecks, GenerationChecks, ScopeChecks, PermissionMatrixChecks):
     """Subclass in a test module, name the sink class, provide ``sink`` and ``fail_midway``
     (and ``reopen`` if the sink persists).
 

@@ -30,6 +30,9 @@ def test_access_comes_from_space_permissions_and_restrictions(
     assert docs[ids["runbook"]].access == Access(users=("bob@example.com",))
     assert docs[ids["secret"]].access == Access(users=("ann@example.com",))
     assert docs[ids["news"]].metadata["content_type"] == "blogpost"
+    # The page tree as a hierarchy path: space, ancestors root first, the page (by id).
+    assert docs[ids["secret"]].metadata["hierarchy"] == f"ENG/{ids['guide']}/{ids['secret']}"
+    assert docs[ids["runbook"]].metadata["hierarchy"] == f"OPS/{ids['runbook']}"
 
 
 def test_restrictions_are_inherited_and_intersected(site: FakeConfluence, tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ def test_first_read_lists_the_tree_at_head(repo: GitRepo, tmp_path: Path) -> Non
     assert setup.version == repo.blob("guides/setup.md") == setup.fetch_ref
     assert setup.content is None and connector.fetch(setup.version) == b"Install it.\n"
     assert setup.metadata["author"] == "Ada Author <ada@example.com>"
+    assert setup.metadata["hierarchy"] == setup.object_id  # the path in the repository
     assert setup.metadata["commit"] == repo.git("rev-parse", "HEAD")
     assert setup.metadata["committed_at"] == "2024-01-03T12:00:00+00:00"
     assert setup.updated_at is not None and setup.title == ""

@@ -56,7 +56,8 @@ def test_first_read_lists_lazily_and_fetches_on_demand(
     assert docs["b.txt"].media_type == "text/plain"
     assert s3_server.count("HEAD") - heads == 0  # every key has a known extension
     assert docs["a.md"].updated_at is not None
-    assert set(docs["a.md"].metadata) == {"etag", "size", "last_modified"}
+    assert set(docs["a.md"].metadata) == {"etag", "size", "last_modified", "hierarchy"}
+    assert docs["dir/c.html"].metadata["hierarchy"] == "dir/c.html"  # the key: --under s3:dir
     assert docs["dir/d.md"].locator == f"s3://{filled}/dir/d.md"
     assert connector.fetch("dir/c.html") == b"<p>c</p>"
     cursors = [json.loads(i.cursor) for i in result.items if isinstance(i, Checkpoint)]

@@ -3,7 +3,10 @@
 Behaviour and its sources:
 - indexes: ``PUT /{index}`` with settings and mappings (lowercase names that do not
   start with ``_`` or ``-``: ``invalid_index_name_exception``; an existing one:
-  ``resource_already_exists_exception``), ``GET /{index}/_mapping``, ``DELETE /{index}``
+  ``resource_already_exists_exception``), ``GET /{index}/_mapping``, ``PUT
+  /{index}/_mapping`` (adds fields; a field mapped already must keep its type:
+  ``illegal_argument_exception``;
+  https://opensearch.org/docs/latest/api-reference/index-apis/put-mapping/), ``DELETE /{index}``
   (``index_not_found_exception`` when missing; its aliases go with it):
   https://opensearch.org/docs/latest/api-reference/index-apis/create-index/
 - ``POST /_bulk`` (NDJSON, ``index`` and ``delete`` actions): answers 200 with
@@ -133,6 +136,18 @@ class FakeOpensearch:
         index = self._index(name)
         if rest == ["_mapping"] and method == "GET":
             return {index.name: {"mappings": index.mappings}}
+        if rest == ["_mapping"] and method == "PUT":
+            held = index.mappings.setdefault("properties", {})
+            for field, wanted in (body or {}).get("properties", {}).items():
+                if field in held and held[field].get("type") != wanted.get("type"):
+                    raise OsFault(
+                        400,
+                        "illegal_argument_exception",
+                        f"mapper [{field}] cannot be changed from type "
+                        f"[{held[field].get('type')}] to [{wanted.get('type')}]",
+                    )
+                held[field] = wanted
+            return {"acknowledged": True}
         if rest[:1] == ["_doc"] and len(rest) == 2 and method == "GET":
             doc_id = unquote(rest[1])
             found = index.docs.get(doc_id)

@@ -40,6 +40,7 @@ from headwater.connectors.confluence._acl import (
 from headwater.connectors.http import MissingAtServer
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Access,
     Checkpoint,
@@ -231,6 +232,14 @@ class ConfluenceConnector:
             metadata={
                 "space": str(row.get("space", {}).get("key", "")),
                 "content_type": str(row.get("type", "")),
+                # the space, the page's ancestors (root first) and the page, by id
+                HIERARCHY_KEY: "/".join(
+                    [
+                        str(row.get("space", {}).get("key", "")),
+                        *(str(a["id"]) for a in row.get("ancestors", []) if "id" in a),
+                        str(row["id"]),
+                    ]
+                ),
             },
             access=narrowed(space, self._acl.levels(row)),
         )

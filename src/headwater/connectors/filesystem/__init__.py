@@ -39,6 +39,7 @@ from headwater.connectors.base import (
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import is_utf8, printable
 from headwater.errors import ConfigError, FatalError, ItemError
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Stage, Window
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -301,7 +302,7 @@ class FilesystemConnector:
             version=f"{st.st_mtime_ns}:{st.st_size}",
             fetch_ref=json.dumps({"path": rel, "file": [st.st_dev, st.st_ino]}),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
-            metadata={"path": rel},
+            metadata={"path": rel, HIERARCHY_KEY: rel},
             size=st.st_size,
         )
 

@@ -30,6 +30,7 @@ from headwater.connectors.base import (
 from headwater.connectors.git._repo import Entry, Mirror
 from headwater.connectors.globs import KeyFilter
 from headwater.errors import HeadwaterError, ItemError
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Checkpoint,
     Deleted,
@@ -219,7 +220,11 @@ class GitConnector:
                     permanent=True,
                 )  # fmt: skip
                 continue
-            metadata: dict[str, MetadataValue] = {"blob": entry.sha, "size": str(size)}
+            metadata: dict[str, MetadataValue] = {
+                "blob": entry.sha,
+                "size": str(size),
+                HIERARCHY_KEY: entry.path,
+            }
             info = commits.get(entry.path)
             if info is not None:
                 metadata |= {

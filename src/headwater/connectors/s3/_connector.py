@@ -32,6 +32,7 @@ from headwater.connectors.globs import KeyFilter
 from headwater.errors import ConfigError, CredentialError, ItemError
 from headwater.objectstore import call, make_client
 from headwater.retry import RetryPolicy
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Checkpoint,
     Failure,
@@ -166,7 +167,7 @@ class S3Connector:
         modified: datetime | None = (
             as_utc(entry["LastModified"]) if "LastModified" in entry else None
         )
-        metadata: dict[str, MetadataValue] = {"etag": etag, "size": str(size)}
+        metadata: dict[str, MetadataValue] = {"etag": etag, "size": str(size), HIERARCHY_KEY: key}
         if modified is not None:
             metadata["last_modified"] = iso(modified) or ""
         media_type = mimetypes.guess_type(key)[0]

@@ -40,6 +40,7 @@ from headwater.connectors.sharepoint._client import GraphClient, raise_for_statu
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.pipeline.parse import parser_for
 from headwater.retry import RetryPolicy
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Access,
     Checkpoint,
@@ -213,6 +214,7 @@ class SharepointConnector:
             metadata={
                 "drive_id": drive,
                 "path": str((item.get("parentReference") or {}).get("path", "")),
+                HIERARCHY_KEY: library_path(item),
             },
             access=access_from_permissions(self.source_id, permissions),
         )
@@ -291,3 +293,11 @@ class SharepointConnector:
                     if (name := group_name(m))
                 ),
             )
+
+
+def library_path(item: dict[str, Any]) -> str:
+    """The item's path inside its library: its folder after ``root:`` and its name
+    (``parentReference.path`` is ``/drives/{id}/root:/Folder/Sub``)."""
+    parent = str((item.get("parentReference") or {}).get("path", ""))
+    folder = parent.partition("root:")[2]
+    return f"{folder.strip('/')}/{item.get('name', '')}".strip("/")

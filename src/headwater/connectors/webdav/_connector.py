@@ -29,6 +29,7 @@ from headwater.connectors.globs import KeyFilter
 from headwater.connectors.webdav._client import Entry, WebdavClient
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Checkpoint,
     Failure,
@@ -154,7 +155,11 @@ class WebdavConnector:
                 " raise `max_object_bytes` or exclude the path", permanent=True,
             )  # fmt: skip
         version = entry.etag or f"{iso(entry.modified) or ''}:{entry.length}"
-        metadata: dict[str, MetadataValue] = {"etag": entry.etag, "size": str(entry.length)}
+        metadata: dict[str, MetadataValue] = {
+            "etag": entry.etag,
+            "size": str(entry.length),
+            HIERARCHY_KEY: relative,
+        }
         if entry.modified is not None:
             metadata["last_modified"] = iso(entry.modified) or ""
         return SourceDocument(

@@ -4,8 +4,8 @@ Keyword search sends ``q`` alone and lets Meilisearch rank (its ranking rules,
 ``matchingStrategy`` ``last``). Vector search sends the query ``vector`` with
 ``hybrid: {embedder: "default", semanticRatio: 1.0}``: a purely semantic search over
 the user-provided embeddings. Hybrid sends both with the configured ``semanticRatio``
-(https://www.meilisearch.com/docs/reference/api/search#hybrid-search). The ACL and
-source conditions go into ``filter``, which Meilisearch applies before ranking, so
+(https://www.meilisearch.com/docs/reference/api/search#hybrid-search). The ACL,
+source and scope conditions go into ``filter``, which Meilisearch applies before ranking, so
 filtering never starves the top ``k``.
 
 A semantic hit's ``_rankingScore`` is ``(1 + cosine) / 2`` (Meilisearch's own hybrid
@@ -46,7 +46,9 @@ def search(
     """The top ``k`` live, visible chunks for ``request``."""
     if request.k <= 0 or not request.principals:
         return []
-    if request.sources is not None and not request.sources:
+    if (request.sources is not None and not request.sources) or (
+        request.scopes is not None and not request.scopes
+    ):
         return []
     body = _body(request, semantic_ratio)
     if body is None:
@@ -54,6 +56,8 @@ def search(
     conditions = [any_of("acl", [token("p", p) for p in request.principals])]
     if request.sources is not None:
         conditions.append(any_of("source_key", [token("s", s) for s in request.sources]))
+    if request.scopes is not None:
+        conditions.append(any_of("scope_key", [token("h", s) for s in request.scopes]))
     body["filter"] = " AND ".join(conditions)
     limit = min(request.k * OVERFETCH, MAX_TOTAL_HITS)
     while True:

@@ -1,7 +1,7 @@
 """The two indexes of a generation, created with their settings and verified on open.
 
-The chunk index needs ``document_id``, ``acl``, ``source_key`` and ``write``
-filterable (ACL and source filters run inside the search), ``text`` and ``title``
+The chunk index needs ``document_id``, ``acl``, ``source_key``, ``scope_key`` and
+``write`` filterable (ACL, source and scope filters run inside the search), ``text`` and ``title``
 searchable, and a ``userProvided`` embedder named ``default`` of the model's dimension
 (https://www.meilisearch.com/docs/reference/api/settings). The revisions index needs
 ``document_id`` and ``deleted`` filterable and ``document_id`` sortable (the inventory
@@ -22,7 +22,7 @@ from headwater.errors import ConfigError
 from headwater.sinks.meilisearch._client import MeiliApi, MeilisearchError
 from headwater.sinks.meilisearch._options import EMBEDDER
 
-CHUNK_FILTERABLE = ("document_id", "acl", "source_key", "write")
+CHUNK_FILTERABLE = ("document_id", "acl", "source_key", "scope_key", "write")
 SEARCHABLE = ("text", "title")
 RECORD_FILTERABLE = ("document_id", "deleted")
 RECORD_SORTABLE = ("document_id",)

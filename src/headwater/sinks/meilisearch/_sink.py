@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from headwater.clock import iso, utcnow
 from headwater.errors import FatalError
+from headwater.scopes import scope_tokens
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -51,7 +52,8 @@ from headwater.sinks.meilisearch._search import search as search_chunks
 from headwater.sinks.meilisearch._settings import chunk_settings, ensure_index, record_settings
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit
 
-SCHEMA_VERSION = "1"
+# 2: each chunk holds ``scope_key``, its document's scope tokens (folder-scoped search).
+SCHEMA_VERSION = "2"
 ADD_BATCH = 500  # chunks per add-documents task
 PAGE = 100  # records per inventory page (Meilisearch's default maxValuesPerFacet)
 FETCH_PAGE = 1000
@@ -338,6 +340,7 @@ class MeilisearchSink:
             "locator": document.locator,
             "source": document.source,
             "source_key": token("s", document.source),
+            "scope_key": [token("h", t) for t in scope_tokens(document.source, document.metadata)],
             "principals": principals,
             "acl": [token("p", p) for p in principals],
             "revision": revision,

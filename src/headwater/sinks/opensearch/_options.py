@@ -96,6 +96,7 @@ def chunk_index_body(options: OpensearchOptions, dimension: int) -> dict[str, An
                 "locator": {"type": "keyword", "index": False},
                 "source": keyword,
                 "principals": keyword,
+                "scopes": keyword,
                 "revision": {"type": "long"},
                 "write": keyword,
                 "vector": {

@@ -46,11 +46,15 @@ def search(
     """The top ``k`` live, visible chunks for ``request``."""
     if request.k <= 0 or not request.principals:
         return []
-    if request.sources is not None and not request.sources:
+    if (request.sources is not None and not request.sources) or (
+        request.scopes is not None and not request.scopes
+    ):
         return []
     filters: list[dict[str, Any]] = [{"terms": {"principals": list(request.principals)}}]
     if request.sources is not None:
         filters.append({"terms": {"source": list(request.sources)}})
+    if request.scopes is not None:
+        filters.append({"terms": {"scopes": list(request.scopes)}})
     if request.mode is SearchMode.KEYWORD:
         if not re.search(r"\w", request.text):
             return []

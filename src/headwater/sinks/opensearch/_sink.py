@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
+from headwater.scopes import scope_tokens
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -45,7 +46,10 @@ from headwater.sinks.opensearch._search import doc_path, record_id, records_of
 from headwater.sinks.opensearch._search import search as search_chunks
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit
 
-SCHEMA_VERSION = "1"
+# 2: chunks hold ``scopes``, their document's scope tokens (folder-scoped search).
+SCHEMA_VERSION = "2"
+# Fields an index of an older schema lacks, added to its mapping when it is opened.
+ADDABLE = ("scopes",)
 BULK_BATCH = 500
 PAGE = 500
 CHUNK_PAGE = 1000  # a document's chunks read per search
@@ -93,6 +97,11 @@ class OpensearchSink:
                     raise
             held = self._api.call("GET", f"/{index}/_mapping")
         properties = held[index]["mappings"].get("properties", {})
+        added = {f: m for f, m in body["mappings"]["properties"].items() if f in ADDABLE}
+        added = {f: m for f, m in added.items() if f not in properties}
+        if added:  # an index made before the field existed (schema 1): add its mapping
+            self._api.call("PUT", f"/{index}/_mapping", {"properties": added})
+            properties = {**properties, **added}
         for field, wanted in body["mappings"]["properties"].items():
             have = properties.get(field, {})
             for key in ("type", "dimension"):
@@ -384,6 +393,7 @@ class OpensearchSink:
             "locator": document.locator,
             "source": document.source,
             "principals": principals,
+            "scopes": scope_tokens(document.source, document.metadata),
             "revision": revision,
             "write": write,
             "vector": [float(v) for v in item.vector],

@@ -23,7 +23,9 @@ from sqlalchemy.exc import DBAPIError
 from headwater.errors import ConfigError, CredentialError, FatalError, TransientError
 from headwater.sinks.pgvector._options import PgvectorOptions, Tables
 
-SCHEMA_VERSION = "1"
+# 2: chunks carry ``scopes text[]``, their document's scope tokens (folder-scoped search);
+# a table of schema 1 gets the column (empty) when it is opened.
+SCHEMA_VERSION = "2"
 _SEARCH_PATH = (
     "SELECT set_config('search_path', current_setting('search_path') || ', ' || "
     "coalesce((SELECT quote_ident(n.nspname) FROM pg_extension e "
@@ -176,6 +178,7 @@ def ensure_tables(
             " locator text NOT NULL,"
             " text text NOT NULL,"
             " principals text[] NOT NULL,"
+            " scopes text[] NOT NULL DEFAULT '{{}}',"
             " embedding vector({}) NOT NULL,"
             " tsv tsvector GENERATED ALWAYS AS ("
             "  setweight(to_tsvector({}::regconfig, text), 'A') ||"
@@ -186,6 +189,12 @@ def ensure_tables(
         ),
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (principals)").format(
             sql.Identifier(tables.index("acl")), chunks
+        ),
+        sql.SQL(
+            "ALTER TABLE {} ADD COLUMN IF NOT EXISTS scopes text[] NOT NULL DEFAULT '{{}}'"
+        ).format(chunks),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (scopes)").format(
+            sql.Identifier(tables.index("scopes")), chunks
         ),
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (tsv)").format(
             sql.Identifier(tables.index("tsv")), chunks

@@ -1,7 +1,8 @@
 """Vector and keyword search in one generation's chunks table, ACL-filtered in the query.
 
 The ACL is a ``text[]`` column with a GIN index; ``principals && caller`` sits in the
-same ``WHERE`` as the ranking, so only visible chunks are ever ranked.
+same ``WHERE`` as the ranking, so only visible chunks are ever ranked. Scope tokens
+(``scopes text[]``, GIN) are filtered the same way.
 
 *Vector*: ``ORDER BY embedding <=> q LIMIT k`` over the HNSW index (cosine). With
 pgvector 0.8 or newer the search sets ``hnsw.iterative_scan = strict_order``, so the
@@ -45,6 +46,9 @@ def _filters(request: SearchRequest) -> tuple[sql.Composable, dict[str, Any]]:
     if request.sources is not None:
         where = sql.SQL("{} AND source = ANY(%(sources)s::text[])").format(where)
         params["sources"] = list(request.sources)
+    if request.scopes is not None:  # exact tokens (GIN), never a prefix: boundary-safe
+        where = sql.SQL("{} AND scopes && %(scopes)s::text[]").format(where)
+        params["scopes"] = list(request.scopes)
     return where, params
 
 

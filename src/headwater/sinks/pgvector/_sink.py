@@ -18,6 +18,7 @@ import psycopg
 from psycopg import sql
 
 from headwater.errors import ConfigError, FatalError
+from headwater.scopes import scope_tokens
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -90,6 +91,7 @@ class PgvectorSink:
         check_unique_chunks(document.document_id, chunks)
         doc_id = document.document_id
         principals = document.access.principals()
+        scopes = scope_tokens(document.source, document.metadata)
         rows = [
             (
                 item.chunk.chunk_id,
@@ -101,6 +103,7 @@ class PgvectorSink:
                 document.locator,
                 item.chunk.text,
                 principals,
+                scopes,
                 self._vector(item, doc_id),
             )
             for item in chunks
@@ -121,8 +124,8 @@ class PgvectorSink:
         cur.executemany(
             sql.SQL(
                 "INSERT INTO {} (chunk_id, document_id, ordinal, revision, source, title, "
-                "locator, text, principals, embedding) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::text[], %s::vector)"
+                "locator, text, principals, scopes, embedding) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::text[], %s::text[], %s::vector)"
             ).format(self._chunks),
             rows,
         )
@@ -239,7 +242,9 @@ class PgvectorSink:
     def search(self, request: SearchRequest) -> list[SearchHit]:
         if request.k <= 0 or not request.principals:
             return []
-        if request.sources is not None and not request.sources:
+        if (request.sources is not None and not request.sources) or (
+            request.scopes is not None and not request.scopes
+        ):
             return []
         if request.mode is SearchMode.KEYWORD or (
             request.vector is None and request.mode is not SearchMode.VECTOR

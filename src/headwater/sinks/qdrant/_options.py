@@ -19,6 +19,7 @@ from qdrant_client import models as qm
 
 from headwater.clock import iso, utcnow
 from headwater.errors import FatalError
+from headwater.scopes import scope_tokens
 from headwater.sinks.base import SinkOptions
 from headwater.types import EmbeddedChunk, IndexDocument, SearchHit
 
@@ -141,6 +142,7 @@ def chunk_point(
         "locator": document.locator,
         "source": document.source,
         "principals": principals,
+        "scopes": scope_tokens(document.source, document.metadata),
         "revision": revision,
         "chunk_id": item.chunk.chunk_id,
         "write": write,

@@ -1,7 +1,8 @@
 """The Qdrant index: vectors in a Qdrant server, local folder or memory.
 
 Each chunk is a point whose id is its ``chunk_id`` and whose payload carries the
-document's ACL (``principals``) and ``source``; searches pass both as a payload filter,
+document's ACL (``principals``), ``source`` and scope tokens (``scopes``, the folders
+it lies under); searches pass them as a payload filter,
 which Qdrant applies inside the HNSW search, so filtering never starves the top ``k``.
 
 Qdrant has no multi-point transactions, so a per-document switch does the work. A second
@@ -49,7 +50,8 @@ from headwater.sinks.qdrant._options import (
 )
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
-SCHEMA_VERSION = "2"
+# 3: each point's payload holds ``scopes``, the document's scope tokens (--under).
+SCHEMA_VERSION = "3"
 UPSERT_BATCH = 256
 INVENTORY_PAGE = 1024  # records per inventory page; one facet counts their points
 OVERFETCH = 4
@@ -99,7 +101,7 @@ class QdrantSink:
                     ),
                 )
                 if self._indexed:  # payload indexes only matter on a server
-                    for key in ("document_id", "principals", "source", "write"):
+                    for key in ("document_id", "principals", "source", "scopes", "write"):
                         self._client.create_payload_index(
                             self.collection, key, qm.PayloadSchemaType.KEYWORD
                         )
@@ -273,7 +275,9 @@ class QdrantSink:
             raise ConfigError("a qdrant search needs the query's vector; none was given")
         if request.k <= 0 or not request.principals:
             return []
-        if request.sources is not None and not request.sources:
+        if (request.sources is not None and not request.sources) or (
+            request.scopes is not None and not request.scopes
+        ):
             return []
         must: list[qm.Condition] = [
             qm.FieldCondition(key="principals", match=qm.MatchAny(any=list(request.principals)))
@@ -281,6 +285,10 @@ class QdrantSink:
         if request.sources is not None:
             must.append(
                 qm.FieldCondition(key="source", match=qm.MatchAny(any=list(request.sources)))
+            )
+        if request.scopes is not None:
+            must.append(
+                qm.FieldCondition(key="scopes", match=qm.MatchAny(any=list(request.scopes)))
             )
         query_filter = qm.Filter(must=must)
         limit = request.k * OVERFETCH

@@ -9,8 +9,10 @@
 - ``ann_codes``: one row per document with its chunks' ids and 1-bit codes, the
   approximate-search prefilter (``_ann``), stamped with the ``ann_version`` it was written at.
 - The ACL lives in ``fts`` too: column ``acl`` holds one opaque token per principal and
-  ``src`` one token for the source, so "visible to these principals in these sources"
-  is an FTS5 posting-list intersection, usable by keyword and vector search alike.
+  ``src`` one token for the source followed by one per scope token of the document
+  (``headwater.scopes``: its source's root and every folder on its path), so "visible
+  to these principals in these sources, under this folder" is an FTS5 posting-list
+  intersection, usable by keyword and vector search alike.
   Their bm25 weight is 0, so they never change a keyword score.
 
 Two versions: ``SCHEMA_VERSION`` is what the rows *mean* (part of the index version, so a
@@ -30,7 +32,8 @@ from headwater.retry import retry_while_sqlite_busy
 from headwater.sinks.sqlite._driver import Database
 from headwater.sinks.sqlite._migrate import FILE_VERSION, MIGRATABLE, migrate, new_epoch
 
-SCHEMA_VERSION = "1"
+# 2: ``src`` also holds the document's scope tokens (folder-scoped search).
+SCHEMA_VERSION = "2"
 PAGE_SIZE = 8192
 
 
@@ -132,6 +135,16 @@ def principal_token(principal: str) -> str:
 def source_token(source: str) -> str:
     """The FTS5 token standing for ``source``."""
     return _token("s", source)
+
+
+def scope_token(key: str) -> str:
+    """The FTS5 token standing for the scope token ``key`` (``source:folder/path``)."""
+    return _token("h", key)
+
+
+def src_text(source: str, scopes: Sequence[str]) -> str:
+    """The ``src`` column of a chunk: the source's token, then one per scope token."""
+    return " ".join([source_token(source), *(scope_token(k) for k in scopes)])
 
 
 def acl_text(principals: Sequence[str]) -> str:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from headwater.sinks.base import SearchRequest
 from headwater.sinks.sqlite._driver import Database, Row
-from headwater.sinks.sqlite._schema import principal_token, source_token
+from headwater.sinks.sqlite._schema import principal_token, scope_token, source_token
 from headwater.types import SearchHit
 
 if TYPE_CHECKING:  # numpy and the codes load with the first vector search, not before
@@ -78,11 +78,16 @@ def fts_query(text: str) -> str | None:
     return " OR ".join(terms) if terms else None
 
 
-def acl_match(principals: Sequence[str], sources: Sequence[str] | None) -> str:
-    """The FTS5 expression matching chunks visible to ``principals`` in ``sources``."""
+def acl_match(
+    principals: Sequence[str], sources: Sequence[str] | None, scopes: Sequence[str] | None = None
+) -> str:
+    """The FTS5 expression matching chunks visible to ``principals`` in ``sources``, under
+    one of ``scopes`` (scope tokens, matched as whole tokens: never a prefix)."""
     expr = "acl : (" + " OR ".join(principal_token(p) for p in principals) + ")"
     if sources is not None:
         expr += " AND src : (" + " OR ".join(source_token(s) for s in sources) + ")"
+    if scopes is not None:
+        expr += " AND src : (" + " OR ".join(scope_token(s) for s in scopes) + ")"
     return expr
 
 
@@ -101,7 +106,11 @@ def _hit(row: Row) -> SearchHit:
 
 
 def _nothing_visible(request: SearchRequest) -> bool:
-    return not request.principals or (request.sources is not None and not request.sources)
+    return (
+        not request.principals
+        or (request.sources is not None and not request.sources)
+        or (request.scopes is not None and not request.scopes)
+    )
 
 
 def vector_search(
@@ -122,7 +131,7 @@ def vector_search(
         return []
     k = min(request.k, MAX_VECTOR_K)
     wanted = max(candidates, CANDIDATES_PER_HIT * k)
-    match = acl_match(request.principals, request.sources)
+    match = acl_match(request.principals, request.sources, request.scopes)
     with db.snapshot():
         floats = np.frombuffer(vector, np.float32)
         query = quantize(floats.reshape(1, -1), codes.dimension)
@@ -184,10 +193,13 @@ def _wide(
     )
     allowed = {principal_token(p) for p in request.principals}
     sources = None if request.sources is None else {source_token(s) for s in request.sources}
+    scopes = None if request.scopes is None else {scope_token(s) for s in request.scopes}
     seen = {
         int(chunk)
         for chunk, acl, src in rows
-        if not allowed.isdisjoint(str(acl).split()) and (sources is None or src in sources)
+        if not allowed.isdisjoint(str(acl).split())
+        and (sources is None or str(src).split()[0] in sources)
+        and (scopes is None or not scopes.isdisjoint(str(src).split()))
     }
     survivors = [int(i) for i in head.tolist() if i in seen]
     if len(survivors) < wanted:
@@ -215,7 +227,7 @@ def keyword_search(db: Database, request: SearchRequest, k: int) -> list[SearchH
     terms = fts_terms(request.text)
     if not terms or _nothing_visible(request):
         return []
-    visible = acl_match(request.principals, request.sources)
+    visible = acl_match(request.principals, request.sources, request.scopes)
     rare = _without_ubiquitous(db, terms)
     if rare != terms:
         hits = _ranked(db, rare, visible, k)

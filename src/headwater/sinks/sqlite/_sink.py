@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
+from headwater.scopes import scope_tokens
 from headwater.sinks.base import (
     InventoryRow,
     SearchRequest,
@@ -35,7 +36,7 @@ from headwater.sinks.sqlite._schema import (
     SCHEMA_VERSION,
     acl_text,
     ensure_schema,
-    source_token,
+    src_text,
 )
 from headwater.sinks.sqlite._search import keyword_search, vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
@@ -99,7 +100,8 @@ class SqliteSink:
         blobs = [self._vector_blob(item, document.document_id) for item in chunks]
         check_unique_chunks(document.document_id, chunks)
         principals = document.access.principals()
-        acl, src = acl_text(principals), source_token(document.source)
+        scopes = scope_tokens(document.source, document.metadata)
+        acl, src = acl_text(principals), src_text(document.source, scopes)
         with self._db.transaction() as db:
             held = self._held(document.document_id)
             if held is not None and (held[0] > revision or (held[1] and held[0] >= revision)):
