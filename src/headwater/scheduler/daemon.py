@@ -115,10 +115,11 @@ class Scheduler:
         name = signal.Signals(signum).name
         if self._stopping:  # the second signal: do not wait any more
             log.warning(
-                "%s again: aborting now; %s stay running in the manifest and are resumed "
-                "from their checkpoints by the next scheduler or sync",
+                "%s again: aborting now (it was waiting for %s); runs in flight stay "
+                "running in the manifest and the next scheduler or sync resumes them from "
+                "their checkpoints",
                 name,
-                self._awaited() or "no runs",
+                self._awaited() or "nothing",
             )
             for handler in logging.getLogger().handlers:
                 handler.flush()
