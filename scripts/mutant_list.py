@@ -63,12 +63,12 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "old-chunks-deleted-before-the-new-are-embedded",
         INDEXER,
-        "        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report)",
+        "        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report, at)",
         "        for d in to_prepare:\n"
         "            for t in self.targets:\n"
         "                if records[d].revision > 1:\n"
         "                    t.sink.delete(d, records[d].revision - 1)\n"
-        "        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report)",
+        "        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report, at)",
         (
             f"{EXTRA}::test_a_changed_document_that_fails_to_embed_stays_searchable_in_its_old_version[sqlite]",
         ),

@@ -229,15 +229,23 @@ class SourceStatus(JsonView):
 
 @dataclass(frozen=True, eq=False)
 class IndexStatus(JsonView):
-    """One index in ``status``: its type, the config's version and its pending work."""
+    """One index in ``status``: its type, the config's version, the version of the live
+    generation (what searches read now, which a rebuild switched in, perhaps from another
+    process) and its pending work."""
 
     type: str
     index_version: str
     pending: int
+    live_version: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON the command prints."""
-        return {"type": self.type, "index_version": self.index_version, "pending": self.pending}
+        return {
+            "type": self.type,
+            "index_version": self.index_version,
+            "live_version": self.live_version or self.index_version,
+            "pending": self.pending,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -354,6 +362,7 @@ def status_report(
                 manifest.index_state.pending_count(
                     i.live_key or i.name, i.live_version or i.index_version
                 ),
+                i.live_version or i.index_version,
             )
             for i in indexes
         },

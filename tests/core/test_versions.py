@@ -126,3 +126,22 @@ def test_status_shows_the_content_version_and_each_index_version(
                 next(s for s in ws.index_sections if s.name == name)
             )
         assert ws.content_version != status["indexes"]["main"]["index_version"]
+
+
+def test_a_running_workspace_reports_the_generation_another_process_switched_in(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    """A server opened before `headwater rebuild` (with the config of its start) answered
+    GET /v1/indexes with its config's version for ever: `live_version` is the version of
+    the generation searches read now, read from the manifest on every call."""
+    _first_sync(_config(tmp_path, manifest_url, corpus))
+    with Workspace.open(_config(tmp_path, manifest_url, corpus)) as server:
+        old = server.status()["indexes"]["main"]
+        assert old["live_version"] == old["index_version"]
+        with Workspace.open(_config(tmp_path, manifest_url, corpus, max_tokens=128)) as cli:
+            assert rebuild(cli.runtime)["indexes"][0]["result"] == "switched"
+            new_version = cli.status()["indexes"]["main"]["live_version"]
+        assert new_version != old["live_version"]
+        now = server.status()["indexes"]["main"]
+        assert now["live_version"] == new_version and now["pending"] == 0, now
+        assert now["index_version"] == old["index_version"]  # its config did not change

@@ -122,10 +122,12 @@ class ExecutorStatus(Body):
 
 
 class IndexStatus(Body):
-    """One configured index: its type, config version and pending documents."""
+    """One configured index: its type, config version, the live generation's version
+    (the one searches read, as a rebuild switched it) and pending documents."""
 
     type: str
     index_version: str
+    live_version: str
     pending: int
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from headwater import failpoints
 from headwater.errors import (
+    Cancelled,
     ItemError,
     TransientError,
     error_class_of,
@@ -124,7 +125,12 @@ class Indexer:
                     records[pw.document.document_id] = pw.document
             if work:
                 started = time.monotonic()
-                self._apply_batch(work, records, report)
+                at = (done, max(total, done + len(work)))
+                try:
+                    self._apply_batch(work, records, report, at)
+                except Cancelled as stopped:  # within one embedding slice of the request
+                    log.info("indexing stopped: %s", stopped)
+                    break
                 done += len(work)
                 log.info(
                     "index batch: %d documents, %d chunks so far, %.2f s",
@@ -174,7 +180,10 @@ class Indexer:
         work: dict[str, dict[str, PendingWork]],
         records: dict[str, DocumentRecord],
         report: IndexReport,
+        at: tuple[int, int] = (0, 0),
     ) -> None:
+        """Prepare and apply one batch; ``at`` (documents done, total) is where the
+        drain's progress stands, reported again as the batch's chunks are embedded."""
         by_name = {t.name: t for t in self.targets}
         need_vectors = any(
             by_name[name].sink.capabilities.vector
@@ -187,7 +196,7 @@ class Indexer:
             for d, per in work.items()
             if any(self._needs_content(records[d], pw, by_name[n]) for n, pw in per.items())
         ]
-        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report)
+        prepared, failed = self._prepare([records[d] for d in to_prepare], need_vectors, report, at)
         for target in self.targets:
             applied: list[Applied] = []
             for doc_id, per in work.items():
@@ -208,8 +217,18 @@ class Indexer:
         failpoints.failpoint(failpoints.AFTER_INDEX_BATCH)
 
     def _prepare(
-        self, docs: list[DocumentRecord], need_vectors: bool, report: IndexReport
+        self,
+        docs: list[DocumentRecord],
+        need_vectors: bool,
+        report: IndexReport,
+        at: tuple[int, int] = (0, 0),
     ) -> tuple[dict[str, Prepared], set[str]]:
+        progress, (done, total), before = self.progress, at, report.chunks
+
+        def embedded(chunks: int) -> None:
+            if progress is not None:
+                progress(IndexProgress(done, total, before + chunks))
+
         preparer = Preparer(
             self.content_store,
             lambda: self.embedder,
@@ -218,6 +237,8 @@ class Indexer:
             self.retry,
             fail=self._fail,
             superseded=self._superseded,
+            should_stop=self.should_stop,
+            embedded=embedded if progress is not None else None,
         )
         return preparer.prepare(docs, need_vectors, report)
 

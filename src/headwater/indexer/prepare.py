@@ -5,6 +5,12 @@ failure record for that document only; the rest of the batch is prepared. An emb
 batch that raises is embedded again document by document to find whose text it was; a
 transient embedder failure fails every document of the batch, for the next drain to retry.
 Content gone because a newer revision superseded the document is no failure.
+
+The texts of a batch are embedded in slices of ``EMBED_SLICE``: after each slice the
+progress callback hears how many chunks are embedded (a batch of long documents took
+minutes with its progress at zero), and before each one ``should_stop`` is asked, so a
+stop request (SIGTERM, Ctrl-C) abandons the batch within one slice: ``Cancelled`` is
+raised, nothing of the batch is written, and its documents stay pending.
 """
 
 from __future__ import annotations
@@ -13,7 +19,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from headwater.errors import ContentMissing, HeadwaterError, ItemError, TransientError
+from headwater.errors import (
+    Cancelled,
+    ContentMissing,
+    HeadwaterError,
+    ItemError,
+    TransientError,
+)
 from headwater.indexer.report import IndexReport
 from headwater.manifest.content import ContentStore
 from headwater.manifest.records import DocumentRecord
@@ -26,6 +38,7 @@ from headwater.types import Chunk, EmbeddedChunk
 log = logging.getLogger(__name__)
 
 Fail = Callable[[DocumentRecord, str, BaseException, IndexReport], None]
+EMBED_SLICE = 64  # texts per embedding call: a stop waits for one, progress moves per one
 
 
 @dataclass
@@ -48,6 +61,8 @@ class Preparer:
         *,
         fail: Fail,
         superseded: Callable[[DocumentRecord], bool],
+        should_stop: Callable[[], bool] = lambda: False,
+        embedded: Callable[[int], None] | None = None,
     ) -> None:
         self.content_store = content_store
         self._embedder = embedder
@@ -56,6 +71,8 @@ class Preparer:
         self.retry = retry
         self._fail = fail
         self._superseded = superseded
+        self._should_stop = should_stop
+        self._embedded = embedded  # told the chunks embedded so far in this batch
 
     @property
     def embedder(self) -> Embedder:
@@ -102,7 +119,7 @@ class Preparer:
         vectors: list[list[float] | ItemError | None] = [None] * len(texts)
         if need_vectors and texts:
             try:
-                vectors = list(self._embed(texts))
+                vectors = list(self._embed_in_slices(texts))
             except TransientError as exc:
                 for doc in docs:
                     if doc.document_id in chunked:
@@ -131,6 +148,22 @@ class Preparer:
             )
             report.chunks += len(chunks)
         return prepared, failed
+
+    def _embed_in_slices(self, texts: list[str]) -> list[list[float] | ItemError]:
+        """``texts`` embedded ``EMBED_SLICE`` at a time; ``Cancelled`` between slices
+        once a stop was asked for."""
+        vectors: list[list[float] | ItemError] = []
+        for at in range(0, len(texts), EMBED_SLICE):
+            if self._should_stop():
+                raise Cancelled(
+                    f"stopped while embedding a batch ({at} of {len(texts)} chunks embedded); "
+                    "nothing of it was written, and its documents stay pending for the "
+                    "next drain"
+                )
+            vectors.extend(self._embed(texts[at : at + EMBED_SLICE]))
+            if self._embedded is not None:
+                self._embedded(len(vectors))
+        return vectors
 
     def _embed(self, texts: list[str]) -> list[list[float] | ItemError]:
         return call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)

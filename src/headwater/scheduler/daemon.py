@@ -17,18 +17,24 @@ drained once at start in the background, and a failed drain is retried a minute 
 even when no run changes anything.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
-after their current batch and release their leases) and exits 0 (``--once`` interrupted
-by SIGINT exits 130). SIGHUP re-reads the config once the runs in flight are done: the
-runtime is reopened, so new sources start and removed ones are no longer planned.
+after their current batch and release their leases; a drain stops within one embedding
+slice, its batch left pending) and exits 0 (``--once`` interrupted by SIGINT exits 130).
+What the stop waits for is logged at once and every few seconds; a second signal aborts
+at once (exit 128 + the signal's number; the runs in flight stay ``running``, and the
+next scheduler or sync takes their leases over and resumes them from their checkpoints).
+SIGHUP re-reads the config once the runs in flight are done: the runtime is reopened, so
+new sources start and removed ones are no longer planned.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -56,6 +62,7 @@ LEASE_HELD_RETRY = timedelta(seconds=5)
 BROKER_RETRY = timedelta(seconds=30)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
+STOP_LOG_EVERY_S = 5.0  # while stopping: how often to say what is still awaited
 
 
 class Scheduler:
@@ -94,6 +101,8 @@ class Scheduler:
         self._drain_at: datetime | None = utcnow() if local and not once else None
         self._drainer: threading.Thread | None = None
         self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
+        self._inflight: Inflight = {}
+        self._indexing = False  # a drain is running (in its own thread or after a run)
 
     def install_signal_handlers(self) -> None:
         """Stop on SIGTERM and SIGINT, reload the config on SIGHUP."""
@@ -103,9 +112,34 @@ class Scheduler:
             signal.signal(signal.SIGHUP, self._on_reload)
 
     def _on_stop(self, signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        if self._stopping:  # the second signal: do not wait any more
+            log.warning(
+                "%s again: aborting now (it was waiting for %s); runs in flight stay "
+                "running in the manifest and the next scheduler or sync resumes them from "
+                "their checkpoints",
+                name,
+                self._awaited() or "nothing",
+            )
+            for handler in logging.getLogger().handlers:
+                handler.flush()
+            os._exit(128 + signum)
         if signum == signal.SIGINT:
             self._interrupted = True
         self.stop()
+        log.warning(
+            "%s: stopping; waiting for %s; send it again to abort at once",
+            name,
+            self._awaited() or "nothing in flight",
+        )
+
+    def _awaited(self) -> str:
+        """What a stop waits for, in words: the runs in flight and a drain."""
+        running = sorted(sid for sid, f in self._inflight.items() if not f.done())
+        parts = [f"runs of {', '.join(running)} (each stops after its current batch)"]
+        if self._indexing:
+            parts.append("indexing (stops within one embedding slice of 64 chunks)")
+        return " and ".join(parts[0 if running else 1 :])
 
     def _on_reload(self, _signum: int, _frame: object) -> None:
         self._reload = True
@@ -119,7 +153,7 @@ class Scheduler:
 
     def serve(self) -> int:
         """Run until stopped (``once``: until every due source ran); the exit code."""
-        inflight: Inflight = {}
+        inflight: Inflight = self._inflight
         pool = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="headwater-run")
         log.info(
             "scheduler %s started: %d sources, at most %d at once",
@@ -141,6 +175,7 @@ class Scheduler:
                     break
                 self._sleep_until(wake_at)
         finally:
+            self._wait_for_work(inflight)
             pool.shutdown(wait=True)
             if self._drainer is not None:
                 self._drainer.join()
@@ -150,6 +185,23 @@ class Scheduler:
             self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
+
+    def _wait_for_work(self, inflight: Inflight) -> None:
+        """Wait for the runs in flight and the drain, saying while stopping what is
+        still awaited every ``STOP_LOG_EVERY_S`` (a stop was silent for minutes)."""
+        said = time.monotonic()
+        while True:
+            running = [f for f in inflight.values() if not f.done()]
+            drainer = self._drainer if self._drainer and self._drainer.is_alive() else None
+            if not running and drainer is None:
+                return
+            if running:
+                wait(running, timeout=1.0)
+            elif drainer is not None:
+                drainer.join(timeout=1.0)
+            if self._stopping and time.monotonic() - said >= STOP_LOG_EVERY_S:
+                said = time.monotonic()
+                log.info("stopping: still waiting for %s", self._awaited() or "a thread")
 
     def _cycle(self, pool: ThreadPoolExecutor, inflight: Inflight) -> datetime | None:
         self._reap(inflight)
@@ -326,6 +378,7 @@ class Scheduler:
             return
         with self._index_lock:
             rt.controls.index_progress = self.progress.index if self.progress else None
+            self._indexing = True
             try:
                 report = executor_factory(rt.config.executor.type)(rt).index()
             except HeadwaterError as exc:
@@ -334,6 +387,7 @@ class Scheduler:
                 self._drain_ok = False
                 return
             finally:
+                self._indexing = False
                 if self.progress is not None:
                     self.progress.finish("indexing")
         self._drain_ok = True

@@ -12,6 +12,7 @@ from git_support import GitRepo, http_status_server, make_connector
 
 from headwater.connectors.base import Scoped
 from headwater.connectors.git import GitConnector
+from headwater.connectors.git._repo import resolve_url
 from headwater.connectors.testing import FAR_FUTURE, ReadResult, collect, no_known
 from headwater.errors import ConfigError, CredentialError, FatalError, TransientError
 from headwater.types import Checkpoint, Deleted, Failure, KnownVersions, SourceDocument, Window
@@ -220,3 +221,20 @@ def test_in_scope_follows_the_globs(repo: GitRepo, tmp_path: Path) -> None:
     assert isinstance(connector, Scoped)
     assert connector.in_scope("guides/setup.md")
     assert not connector.in_scope("guides/usage.txt") and not connector.in_scope("README.md")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("handbook", "/srv/config/handbook"),
+        ("../repos/handbook.git", "/srv/config/../repos/handbook.git"),
+        ("/abs/handbook", "/abs/handbook"),
+        ("file:///abs/handbook", "file:///abs/handbook"),
+        ("https://host/handbook.git", "https://host/handbook.git"),
+        ("git@github.com:acme/handbook.git", "git@github.com:acme/handbook.git"),
+        ("host:handbook", "host:handbook"),
+        ("./a:b", "/srv/config/a:b"),  # a '/' before the ':' is a path, as git reads it
+    ],
+)
+def test_only_relative_local_paths_resolve_against_the_config(url: str, expected: str) -> None:
+    assert resolve_url(url, Path("/srv/config")) == expected

@@ -27,7 +27,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.git._repo import Entry, Mirror
+from headwater.connectors.git._repo import Entry, Mirror, resolve_url
 from headwater.connectors.globs import KeyFilter
 from headwater.errors import HeadwaterError, ItemError
 from headwater.scopes import HIERARCHY_KEY
@@ -85,7 +85,7 @@ class GitConnector:
         selection = [options.include, options.exclude, options.max_file_bytes]
         self._scope = hashlib.sha256(json.dumps(selection).encode()).hexdigest()[:16]
         path = context.state_dir / "git" / context.source_id
-        self._mirror = Mirror(path, options.url, options.branch)
+        self._mirror = Mirror(path, resolve_url(options.url, context.config_root), options.branch)
 
     def validate(self) -> None:
         """Check that the remote repository and branch can be reached."""

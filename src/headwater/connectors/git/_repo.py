@@ -195,8 +195,17 @@ class Mirror:
             self._git("init", "--bare", "--quiet")
         branch = self.branch()
         ref = f"refs/headwater/{branch}"
+        # --update-shallow: a shallow clone as `url` (its history cut at a graft) is
+        # fetched as it is; without it git rejects the ref ("shallow roots are not allowed
+        # to be updated") and rev-parse fails with "Needed a single revision".
         self._git(
-            "fetch", "--quiet", "--no-tags", "--force", self.url, f"+refs/heads/{branch}:{ref}"
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--force",
+            "--update-shallow",
+            self.url,
+            f"+refs/heads/{branch}:{ref}",
         )
         return self._git("rev-parse", "--verify", f"{ref}^{{commit}}").decode().strip()
 
@@ -260,6 +269,9 @@ class Mirror:
         found: dict[str, CommitInfo] = {}
         if not wanted:
             return found
+        # A shallow root (a clone's history cut there) lists every file as added: who
+        # changed it last is unknown, so those files get no commit, not the cut's.
+        cut = self.shallow_roots()
         fmt = "%x1e%H%x1f%an <%ae>%x1f%cI"
         current: CommitInfo | None = None
         args = ["log", "-z", "--name-only", "--no-renames", f"--format={fmt}", head, "--", *paths]
@@ -269,14 +281,45 @@ class Mirror:
                 sha, author, when = text[1:].split("\x1f")
                 current = CommitInfo(sha, author, datetime.fromisoformat(when))
             elif text and current is not None and text in wanted and text not in found:
+                if current.sha in cut:
+                    wanted.discard(text)
+                    continue
                 found[text] = current
                 if len(found) == len(wanted):
                     break
         return found
 
+    def shallow_roots(self) -> set[str]:
+        """The commits where a shallow mirror's history is cut (none for a full one)."""
+        try:
+            return set((self.path / "shallow").read_text(encoding="ascii").split())
+        except FileNotFoundError:
+            return set()
+
     def blob(self, sha: str) -> bytes:
         """The content of the blob ``sha``."""
         return self._git("cat-file", "blob", sha)
+
+
+def local_path(url: str) -> bool:
+    """Whether git reads ``url`` as a local path, by git's own rule: not ``scheme://``,
+    and not scp-like ``[user@]host:path`` (a ``:`` before any ``/``)."""
+    if "://" in url:
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    return colon < 0 or 0 <= slash < colon
+
+
+def resolve_url(url: str, root: Path | None) -> str:
+    """``url`` with a relative local path resolved against ``root`` (the config's folder),
+    as every other path in headwater.toml (the working directory without one); ``~`` is
+    expanded. Left to git, it resolved against whichever directory git ran in: the
+    caller's for ``validate``, the mirror's for ``sync``, so one said ok and the other
+    failed."""
+    if not local_path(url):
+        return url
+    path = Path(url).expanduser()
+    return str(path if path.is_absolute() else (root or Path.cwd()) / path)
 
 
 def _text(raw: bytes) -> str:
