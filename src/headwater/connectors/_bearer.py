@@ -72,6 +72,10 @@ class BearerClient:
             follow_redirects=follow_redirects,
         )
 
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()
+
     def get(
         self,
         path: str,

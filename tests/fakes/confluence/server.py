@@ -112,9 +112,17 @@ class FakeApi:
             def do_GET(self) -> None:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 answer = fake._dispatch("GET", self.path, headers)
-                data = b"" if answer.body is None else json.dumps(answer.body).encode()
+                raw = isinstance(answer.body, bytes)  # a file's bytes, not JSON
+                data = (
+                    answer.body
+                    if raw
+                    else b""
+                    if answer.body is None
+                    else json.dumps(answer.body).encode()
+                )
                 self.send_response(answer.status)
-                self.send_header("Content-Type", "application/json")
+                kind = "application/octet-stream" if raw else "application/json"
+                self.send_header("Content-Type", kind)
                 for key, value in answer.headers.items():
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))
