@@ -61,13 +61,14 @@ class BearerClient:
         policy: RetryPolicy,
         busy: BusyTest = busy_when_429_or_5xx,
         follow_redirects: bool = False,
+        scheme: str = "Bearer",
     ) -> None:
         self.api = api
         self.base_url = base_url.rstrip("/")
         self.policy = policy
         self._busy = busy
         self._client = httpx.Client(
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+            headers={"Authorization": f"{scheme} {token}", "User-Agent": user_agent},
             timeout=timeout,
             follow_redirects=follow_redirects,
         )
