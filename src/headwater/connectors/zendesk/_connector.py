@@ -8,8 +8,9 @@ article at a page boundary (the next page starts at the time the last one ended)
 articles already given at that second are remembered and skipped. The export is
 time-based: there is no cursor to expire, and a saved page is a start time. A draft
 (unpublished) article is ``Deleted``; archived and deleted articles leave the listing of
-``enumerate()`` (every article, cursor paged). An article whose user segment cannot be read fails closed (a
-``Failure``, never indexed with a guessed ACL). See docs/connectors/zendesk.md.
+``enumerate()`` (every article, cursor paged). An article whose user segment cannot be
+read fails closed (a ``Failure``, never indexed with a guessed ACL).
+See docs/connectors/zendesk.md.
 """
 
 from __future__ import annotations
