@@ -6,6 +6,7 @@ or above) and groups, with parent groups nested for expansion. See docs/connecto
 """
 
 from headwater.connectors.gitlab._acl import principal_for_group
-from headwater.connectors.gitlab._connector import GitlabConnector, GitlabOptions
+from headwater.connectors.gitlab._connector import GitlabConnector
+from headwater.connectors.gitlab._options import GitlabOptions
 
 __all__ = ["GitlabConnector", "GitlabOptions", "principal_for_group"]
