@@ -61,16 +61,21 @@ class BearerClient:
         policy: RetryPolicy,
         busy: BusyTest = busy_when_429_or_5xx,
         follow_redirects: bool = False,
+        scheme: str = "Bearer",
     ) -> None:
         self.api = api
         self.base_url = base_url.rstrip("/")
         self.policy = policy
         self._busy = busy
         self._client = httpx.Client(
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+            headers={"Authorization": f"{scheme} {token}", "User-Agent": user_agent},
             timeout=timeout,
             follow_redirects=follow_redirects,
         )
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()
 
     def get(
         self,
@@ -81,11 +86,37 @@ class BearerClient:
         policy: RetryPolicy | None = None,
     ) -> httpx.Response:
         """The answer to GET ``path``; throttling and server faults are waited out."""
+        return self._send("GET", path, params, None, headers, policy)
+
+    def post(
+        self,
+        path: str,
+        body: object,
+        *,
+        headers: Mapping[str, str] | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> httpx.Response:
+        """The answer to POST ``path`` with the JSON ``body`` (a read-only query, such as
+        a search: safe to repeat); throttling and server faults are waited out."""
+        return self._send("POST", path, None, body, headers, policy)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: object,
+        headers: Mapping[str, str] | None,
+        policy: RetryPolicy | None,
+    ) -> httpx.Response:
         url = path if path.startswith(("http://", "https://")) else self.base_url + path
 
         def attempt() -> httpx.Response:
             try:
-                response = self._client.get(url, params=params, headers=headers)
+                if method == "GET":
+                    response = self._client.get(url, params=params, headers=headers)
+                else:
+                    response = self._client.request(method, url, json=body, headers=headers)
             except httpx.HTTPError as exc:
                 raise TransientError(describe_network_error(exc, url)) from exc
             reason = self._busy(response)

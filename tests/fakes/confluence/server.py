@@ -25,6 +25,7 @@ class Call:
     query: dict[str, str]
     headers: dict[str, str]
     status: int
+    body: bytes = b""  # a POST's request body
 
 
 @dataclass
@@ -76,10 +77,12 @@ class FakeApi:
         with self.lock:
             self.log.clear()
 
-    def _dispatch(self, method: str, raw: str, headers: dict[str, str]) -> Answer:
+    def _dispatch(
+        self, method: str, raw: str, headers: dict[str, str], body: bytes = b""
+    ) -> Answer:
         parts = urlsplit(raw)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        call = Call(method, parts.path, query, headers, 0)
+        call = Call(method, parts.path, query, headers, 0, body)
         with self.lock:
             answer = self._faults(call)
             if answer is None:
@@ -88,7 +91,7 @@ class FakeApi:
                     if self.authorized(headers)
                     else Answer(401, {"message": "Client must be authenticated"})
                 )
-            self.log.append(Call(method, parts.path, query, headers, answer.status))
+            self.log.append(Call(method, parts.path, query, headers, answer.status, body))
         return answer
 
     def _faults(self, call: Call) -> Answer | None:
@@ -110,11 +113,30 @@ class FakeApi:
             disable_nagle_algorithm = True
 
             def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def _serve(self, method: str) -> None:
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                answer = fake._dispatch("GET", self.path, headers)
-                data = b"" if answer.body is None else json.dumps(answer.body).encode()
+                length = int(headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if method == "GET":  # the fakes of GET-only APIs override _dispatch
+                    answer = fake._dispatch(method, self.path, headers)
+                else:
+                    answer = fake._dispatch(method, self.path, headers, body)
+                raw = isinstance(answer.body, bytes)  # a file's bytes, not JSON
+                data = (
+                    answer.body
+                    if raw
+                    else b""
+                    if answer.body is None
+                    else json.dumps(answer.body).encode()
+                )
                 self.send_response(answer.status)
-                self.send_header("Content-Type", "application/json")
+                kind = "application/octet-stream" if raw else "application/json"
+                self.send_header("Content-Type", kind)
                 for key, value in answer.headers.items():
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))

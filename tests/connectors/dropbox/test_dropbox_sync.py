@@ -1,0 +1,64 @@
+"""The dropbox connector under the real sync runner, against the fake API: an edit and a
+delete arrive by the cursor, a file under a deleted folder by enumeration; a listing
+failing half way deletes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from declared import use_declared_connectors
+from dropbox_support import populate
+
+from fakes.dropbox import FakeDropbox
+from headwater import Workspace
+
+
+@pytest.fixture(autouse=True)
+def _token(monkeypatch: pytest.MonkeyPatch, dbx: FakeDropbox) -> None:
+    monkeypatch.setenv("HW_TEST_DROPBOX_TOKEN", dbx.token)  # `${ENV}` in headwater.toml
+    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+
+
+def workspace(dbx: FakeDropbox, tmp_path: Path, extra: str = "") -> Workspace:
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 32\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[[source]]\nid = "dbx"\ntype = "dropbox"\napi_url = "{dbx.url}"\n'
+        f'content_url = "{dbx.url}"\ntoken = "${{HW_TEST_DROPBOX_TOKEN}}"\npath = "/Docs"\n'
+        "page_size = 2\nteam_groups = true\nretry_initial_wait = 0.0\nretry_max_wait = 0.0\n"
+        f"prune_max_fraction = 0.9\n{extra}"
+    )
+    return Workspace.open(config)
+
+
+def test_sync_edit_delete_and_group_readers(dbx: FakeDropbox, tmp_path: Path) -> None:
+    populate(dbx)
+    with workspace(dbx, tmp_path) as ws:
+        first = ws.sync(index=False).runs[0]
+        assert (first.status, first.counts.new) == ("succeeded", 4), first.counts
+        record = ws.manifest.document_by_object("dbx", "/docs/team/guide.md")
+        assert record is not None
+        assert "group:dbx:group:group:g:eng" in record.acl
+        cat = {g.group for g in ws.manifest.groups.groups_of("cat@example.com")}
+        assert "dbx:group:group:g:eng" in cat
+        quiet = ws.sync(index=False).runs[0]
+        assert quiet.fetched == 0 and quiet.counts.changed == 0, quiet.counts
+        dbx.put("/Docs/Plan.txt", b"Plan: ship twice")
+        dbx.delete("/Docs/Notes.md")
+        run = ws.sync(index=False).runs[0]
+        assert (run.counts.changed, run.counts.deleted, run.fetched) == (1, 1, 1), run.counts
+
+
+def test_a_listing_failing_half_way_deletes_nothing(dbx: FakeDropbox, tmp_path: Path) -> None:
+    populate(dbx)
+    with workspace(dbx, tmp_path, "retry_attempts = 2\n") as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 4
+        with dbx.lock:  # gone without a change record the cursor would show
+            del dbx.files["/docs/plan.txt"]
+        dbx.broken.add("/2/files/list_folder/continue")  # every page after the first
+        run = ws.sync(index=False).runs[0]
+        assert run.counts.deleted == 0 and run.status != "succeeded", run
+        assert ws.manifest.count_documents("dbx", "active") == 4
