@@ -115,7 +115,17 @@ def create_app(
 ) -> FastAPI:
     """The app over the workspace at ``workspace_path`` (opened and warmed at startup);
     ``host`` is the bind address (``/metrics`` is open only on loopback)."""
-    from headwater.api import admin, guard, hygiene, openapi, v1, v1_admin, v1_push, v1_rebuilds
+    from headwater.api import (
+        admin,
+        guard,
+        hygiene,
+        openapi,
+        v1,
+        v1_admin,
+        v1_hooks,
+        v1_push,
+        v1_rebuilds,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -146,6 +156,7 @@ def create_app(
     app.include_router(v1.router)
     app.include_router(v1_admin.router)
     app.include_router(v1_push.router)
+    app.include_router(v1_hooks.router)
     app.include_router(v1_rebuilds.router)
     app.include_router(admin.router)
     admin.mount_static(app)

@@ -32,6 +32,8 @@ COMMON_SOURCE_KEYS = {
     "prune_max_fraction",
     "batch_size",
     "parse",
+    "watch",
+    "webhook_secret",
 }
 
 

@@ -184,6 +184,9 @@ def _extension(value: str) -> str:
     return value.lower()
 
 
+WATCHABLE = frozenset({"filesystem"})  # source types with a watcher (`watch = true`)
+
+
 class SourceSection(BaseModel):
     """The keys every source has; the rest are the connector's own options."""
 
@@ -198,6 +201,22 @@ class SourceSection(BaseModel):
     prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)
     parse: ParseSection | None = None  # laid over the workspace's [parse]
+    # Hints in (docs/live.md): a file watcher on the filesystem root while `headwater run`
+    # or `serve --with-scheduler` runs, and the secret that authenticates the vendor's
+    # webhooks at POST /v1/hooks/{id} (a source without one refuses every webhook).
+    watch: bool = False
+    webhook_secret: SecretStr | None = None
+
+    @field_validator("watch")
+    @classmethod
+    def _watchable(cls, value: bool, info: ValidationInfo) -> bool:
+        kind = info.data.get("type")
+        if value and kind not in WATCHABLE:
+            raise ValueError(
+                f"`watch = true` is for sources of type {sorted(WATCHABLE)}, not {kind!r}; "
+                "remove `watch`, or use a webhook (`webhook_secret`) for this source"
+            )
+        return value
 
     @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod

@@ -268,3 +268,33 @@ generations = Table(
     Column("switched_at", TZ, nullable=True),
     Column("problems", Text, nullable=False),
 )
+
+# Hints (migration 0012): change notifications waiting for a targeted read, one row per
+# (source, object): ``object_key`` is the sha256 of ``object_id`` ("" for a scope hint).
+hints = Table(
+    "hints",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("object_key", String(64), primary_key=True),
+    Column("object_id", Text, nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("origin", String(30), nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("received_at", TZ, nullable=False),
+    Column("last_at", TZ, nullable=False),
+    Column("due_at", TZ, nullable=False),
+    Index("ix_hints_due_at", "due_at"),
+)
+
+hint_sources = Table(
+    "hint_sources",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("last_hint_at", TZ, nullable=True),
+    Column("last_origin", String(30), nullable=True),
+    Column("last_read_at", TZ, nullable=True),
+    Column("last_lag_s", Float, nullable=True),
+    Column("received", Integer, nullable=False),
+    Column("read", Integer, nullable=False),
+    Column("dropped", Integer, nullable=False),
+)
