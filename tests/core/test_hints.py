@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from workspace_helpers import filesystem_source, write_config
 
 from headwater import Workspace
 from headwater.connectors.filesystem import FilesystemConnector
 from headwater.hints.queue import queue, read_due
 from headwater.manifest.hints import DELETED
 from headwater.types import Deleted, Failure, SourceDocument
+from workspace_helpers import filesystem_source, write_config
 
 NOW = timedelta(0)
 
