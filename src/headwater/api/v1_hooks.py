@@ -73,7 +73,7 @@ async def webhook(source_id: str, request: Request) -> Response:
             f"{origin} signature made with the source's `webhook_secret`; check that the "
             "secret configured at the vendor matches it"
         )
-        return JSONResponse({"error": message, "reason": verdict.reason}, status_code=401)
+        return JSONResponse({"error": message}, status_code=401)
     if verdict.status == 200:
         if verdict.media_type == "text/plain":
             return PlainTextResponse(str(verdict.reply))
