@@ -9,8 +9,9 @@ missing here, or that answers other than its row says, fails them.
 Values: ``search``, ``ingest`` or ``admin`` (a bearer key with that role; ``admin``
 implies every role), ``none`` (anyone), ``metrics`` (anyone on a loopback bind, an
 admin key elsewhere), ``signature`` (no key: the vendor's webhook signature made with
-the source's ``webhook_secret``, checked by the route), ``session`` (the admin page: its sign-in session cookie, never a
-bearer key) and ``sign-in`` (the admin page's sign-in form).
+the source's ``webhook_secret``, checked by the route), ``session`` (the admin page: its
+sign-in session cookie, never a bearer key) and ``sign-in`` (the admin page's sign-in
+form).
 """
 
 from __future__ import annotations
