@@ -184,7 +184,7 @@ def _extension(value: str) -> str:
     return value.lower()
 
 
-WATCHABLE = frozenset({"filesystem"})  # source types with a watcher (`watch = true`)
+WATCHABLE = frozenset({"filesystem", "imap"})  # source types with a watcher (`watch = true`)
 
 
 class SourceSection(BaseModel):
@@ -201,9 +201,10 @@ class SourceSection(BaseModel):
     prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)
     parse: ParseSection | None = None  # laid over the workspace's [parse]
-    # Hints in (docs/live.md): a file watcher on the filesystem root while `headwater run`
-    # or `serve --with-scheduler` runs, and the secret that authenticates the vendor's
-    # webhooks at POST /v1/hooks/{id} (a source without one refuses every webhook).
+    # Hints in (docs/live.md): a file watcher on the filesystem root (IMAP IDLE on an imap
+    # source's mailboxes) while `headwater run` or `serve --with-scheduler` runs, and the
+    # secret that authenticates the vendor's webhooks at POST /v1/hooks/{id} (a source
+    # without one refuses every webhook).
     watch: bool = False
     webhook_secret: SecretStr | None = None
 

@@ -1,4 +1,5 @@
-"""``watch = true``: inotify (through ``watchdog``) on a filesystem source's root.
+"""``watch = true``: inotify (through ``watchdog``) on a filesystem source's root, and
+IMAP IDLE on an imap source's mailboxes (``hints.idle``: any change is a scope hint).
 
 While ``headwater run`` or ``serve --with-scheduler`` runs, one ``watchdog`` observer
 watches the root of every ``watch = true`` filesystem source, recursively. A file
@@ -35,6 +36,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from headwater.hints.idle import MailboxIdler
 from headwater.hints.queue import queue
 from headwater.manifest.hints import CHANGED, DELETED
 from headwater.runtime import Runtime
@@ -45,14 +47,16 @@ log = logging.getLogger("headwater.hints")
 FLUSH_S = 0.2
 LIMIT = 10_000  # paths waiting in memory before the watcher gives up on them: a scan
 ORIGIN = "watch"
+IDLE_ORIGIN = "idle"
 INOTIFY_LOGGER = "watchdog.observers.inotify_c"
 
 
 class _Pending:
     """One source's events not yet in the manifest: path -> kind, or "overflowed"."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, origin: str = ORIGIN) -> None:
         self.limit = limit
+        self.origin = origin
         self.lock = threading.Lock()
         self.paths: dict[str, str] = {}
         self.overflowed = False
@@ -68,6 +72,11 @@ class _Pending:
     def overflow(self) -> None:
         self.paths.clear()
         self.overflowed = True
+
+    def changed(self) -> None:
+        """Something changed, nobody said what: a scope hint at the next flush."""
+        with self.lock:
+            self.overflow()
 
     def take(self) -> tuple[dict[str, str], bool]:
         with self.lock:
@@ -143,6 +152,7 @@ class Watcher:
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._overflow: _KernelOverflow | None = None
+        self._idlers: list[MailboxIdler] = []
 
     def start(self) -> Watcher:
         """Start watching; a no-op when no source has ``watch = true``."""
@@ -154,6 +164,9 @@ class Watcher:
         for section in sections:
             connector = rt.sources.connector(section.id)
             try:
+                if section.type == "imap":
+                    self._idle(section.id, connector)
+                    continue
                 root: Path = connector.root  # type: ignore[attr-defined]
                 state: Path | None = getattr(connector, "state_path", None)
             finally:
@@ -169,9 +182,19 @@ class Watcher:
         self._flusher.start()
         return self
 
+    def _idle(self, source_id: str, connector: object) -> None:
+        """IDLE on each mailbox of an imap source (its connector's address and mailboxes)."""
+        pending = self.pending[source_id] = _Pending(self.limit, IDLE_ORIGIN)
+        address = getattr(connector, "address")  # noqa: B009  (the imap connector's)
+        for mailbox in getattr(connector, "options").mailboxes:  # noqa: B009
+            self._idlers.append(MailboxIdler(address, mailbox, pending.changed, self._stop).start())
+            log.info("IDLE on %s of %s for source %s", mailbox, address.where, source_id)
+
     def stop(self) -> None:
         """Stop watching, after a last flush."""
         self._stop.set()
+        for idler in self._idlers:
+            idler.join()
         if self.observer is not None:
             self.observer.stop()
             self.observer.join()
@@ -193,8 +216,8 @@ class Watcher:
             try:
                 rt = self.runtime()
                 if overflowed:
-                    log.warning("watcher of %s overflowed; a scan is scheduled", source_id)
-                    queued |= bool(queue(rt, source_id, origin=ORIGIN, scope=True))
+                    log.info("watcher of %s: a scan is scheduled", source_id)
+                    queued |= bool(queue(rt, source_id, origin=pending.origin, scope=True))
                 for kind in (DELETED, CHANGED):
                     ids = [p for p, k in paths.items() if k == kind]
                     if ids:
