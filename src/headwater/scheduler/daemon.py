@@ -16,8 +16,8 @@ left pending before the start (a killed or stopped scheduler, ``sync --no-index`
 drained once at start in the background, and a failed drain is retried a minute later,
 even when no run changes anything. Hints (docs/live.md): a ``watch = true`` source is
 watched while the scheduler runs, and each cycle reads the due hints of sources with no
-run in flight (``scheduler.runs.run_hints``), in the same pool and under the same lease;
-with a source that takes hints, the scheduler looks at least every ``HINT_POLL_S``.
+run in flight and not paused (``scheduler.runs.run_hints``), in the same pool and under
+the same lease; with a source that takes hints, it looks at least every ``HINT_POLL_S``.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
@@ -189,8 +189,8 @@ class Scheduler:
         sections = self._sections()
         if not any(s.watch or s.webhook_secret is not None for s in sections):
             return wake_at
-        known = {s.id for s in sections}
-        for source_id in self.rt.manifest.hints.due_sources():
+        known = {s.id for s in sections} - ScheduleStore(self.rt.manifest.engine).paused()
+        for source_id in self.rt.manifest.hints.due_sources():  # a paused source's wait
             if source_id in inflight or source_id not in known:
                 continue
             if len(inflight) >= self.max_concurrent:
