@@ -20,6 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from headwater.api.deps import service_of
+from headwater.api.models import HookBody
 from headwater.errors import ConfigError, NotFoundError
 from headwater.hints.queue import queue
 from headwater.hints.vendors import Verdict, read_webhook
@@ -60,7 +61,7 @@ def _queue(request: Request, source_id: str, verdict: Verdict, origin: str) -> i
     return 0
 
 
-@router.post("/v1/hooks/{source_id}", status_code=202, response_model=None)
+@router.post("/v1/hooks/{source_id}", status_code=202, response_model=HookBody)
 async def webhook(source_id: str, request: Request) -> Response:
     """Take one webhook delivery for ``source_id`` (see the module docstring)."""
     body = await request.body()
