@@ -60,7 +60,6 @@ def refused(reason: str) -> Verdict:
     return Verdict(401, reason)
 
 
-Request = tuple[Mapping[str, str], Mapping[str, str], bytes]  # headers (lower case), query, body
 Reader = Callable[[str, Mapping[str, str], Mapping[str, str], bytes, float], Verdict]
 
 

@@ -211,7 +211,7 @@ class HintQueue:
             rows = conn.execute(
                 select(h)
                 .where(h.c.source_id == source_id, h.c.due_at <= moment)
-                .order_by(h.c.received_at)
+                .order_by(h.c.received_at, h.c.object_id)
                 .limit(limit)
             ).all()
         return [_hint(r) for r in rows]
@@ -231,7 +231,7 @@ class HintQueue:
 
     def queued(self, source_id: str | None = None) -> list[Hint]:
         """Every queued hint (of one source), oldest first."""
-        query = select(h).order_by(h.c.source_id, h.c.received_at)
+        query = select(h).order_by(h.c.source_id, h.c.received_at, h.c.object_id)
         if source_id is not None:
             query = query.where(h.c.source_id == source_id)
         with self.engine.connect() as conn:
