@@ -14,6 +14,7 @@ from typing import Any
 from headwater.clock import as_utc, iso, utcnow
 from headwater.indexer.report import IndexReport
 from headwater.jsonview import JsonView
+from headwater.manifest.hints import HintSourceState
 from headwater.manifest.records import DocumentRecord, FailureRecord
 from headwater.manifest.store import Manifest
 from headwater.sync.report import RunReport, SkippedRun
@@ -210,6 +211,7 @@ class SourceStatus(JsonView):
     last_run: RunReport | None
     configured: bool = True
     schedule: SourceSchedule | None = None  # None: not planned (unconfigured)
+    hints: HintSourceState | None = None  # None: no hint ever came for it
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON the command prints."""
@@ -223,6 +225,7 @@ class SourceStatus(JsonView):
         }
         if self.schedule is not None:
             row.update(self.schedule.as_dict())
+        row["hints"] = self.hints.as_dict() if self.hints is not None else None
         row["configured"] = self.configured
         return row
 
@@ -296,6 +299,7 @@ def _source_row(
     *,
     configured: bool,
     schedule: SourceSchedule | None = None,
+    hints: HintSourceState | None = None,
 ) -> SourceStatus:
     record = manifest.runs.latest(source_id)
     return SourceStatus(
@@ -307,6 +311,7 @@ def _source_row(
         last_run=RunReport.from_record(record, source_type) if record else None,
         configured=configured,
         schedule=schedule,
+        hints=hints,
     )
 
 
@@ -339,9 +344,15 @@ def status_report(
 ) -> StatusReport:
     """``sources`` are the configured (id, type) pairs, ``schedule`` their schedule
     fields by id."""
+    hints = manifest.hints.states()
     rows = [
         _source_row(
-            manifest, source_id, source_type, configured=True, schedule=schedule.get(source_id)
+            manifest,
+            source_id,
+            source_type,
+            configured=True,
+            schedule=schedule.get(source_id),
+            hints=hints.get(source_id),
         )
         for source_id, source_type in sources
     ]

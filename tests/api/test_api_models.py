@@ -23,6 +23,7 @@ from headwater.api.app import create_app
 from headwater.api.guard import api_routes
 from headwater.api.models import Body
 from headwater.api.service import Job, RebuildJob, open_workspace
+from headwater.hints.queue import queue
 from headwater.manifest.schedule import ScheduleStore
 from headwater.reports import failure_dict
 from headwater.sync.push import PushOp
@@ -220,7 +221,10 @@ def session_samples(ws: Workspace) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def samples(ws: Workspace, tmp: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(operation, body) pairs: what each endpoint answers, from the workspace itself."""
+    assert queue(ws.runtime, "docs", ["guides/vacation.md"], origin="github") == 1
+    yield "POST /v1/hooks/{source_id}", {"queued": 1}
     status = ws.status().as_dict()
+    assert status["sources"][0]["hints"]["queued"] == 1
     yield "GET /v1/status", status
     yield "GET /v1/sources", {"sources": status["sources"]}
     yield "GET /v1/status", {**status, "executor": CELERY, "sources": variants(status["sources"])}

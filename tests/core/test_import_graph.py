@@ -69,7 +69,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sync", "indexer", "search"),
     ("config",),
     ("runtime", "reports"),
-    ("rebuilds", "executor", "scheduler", "reads"),
+    ("rebuilds", "executor", "scheduler", "reads", "hints"),
     ("workspace",),
     ("cli", "api", "__main__", ""),
 )

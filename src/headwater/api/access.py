@@ -8,8 +8,10 @@ missing here, or that answers other than its row says, fails them.
 
 Values: ``search``, ``ingest`` or ``admin`` (a bearer key with that role; ``admin``
 implies every role), ``none`` (anyone), ``metrics`` (anyone on a loopback bind, an
-admin key elsewhere), ``session`` (the admin page: its sign-in session cookie, never a
-bearer key) and ``sign-in`` (the admin page's sign-in form).
+admin key elsewhere), ``signature`` (no key: the vendor's webhook signature made with
+the source's ``webhook_secret``, checked by the route), ``session`` (the admin page: its
+sign-in session cookie, never a bearer key) and ``sign-in`` (the admin page's sign-in
+form).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ ACCESS: dict[str, str] = {
     "POST /v1/sources/{source_id}/sessions/{session_id}:abort": "ingest",
     "PUT /v1/groups/{source_id}/{group}": "ingest",
     "DELETE /v1/groups/{source_id}/{group}": "ingest",
+    "POST /v1/hooks/{source_id}": "signature",
     "GET /openapi.json": "none",
     "GET /admin/login": "sign-in",
     "POST /admin/login": "sign-in",

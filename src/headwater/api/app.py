@@ -122,6 +122,7 @@ def create_app(
         openapi,
         v1,
         v1_admin,
+        v1_hooks,
         v1_push,
         v1_rebuilds,
         v1_sessions,
@@ -157,6 +158,7 @@ def create_app(
     app.include_router(v1_admin.router)
     app.include_router(v1_push.router)
     app.include_router(v1_sessions.router)
+    app.include_router(v1_hooks.router)
     app.include_router(v1_rebuilds.router)
     app.include_router(admin.router)
     admin.mount_static(app)

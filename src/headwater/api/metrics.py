@@ -3,16 +3,18 @@
 Manifest-derived values (documents, pending work, DLQ, failed deletes, runs and their
 durations, lease takeovers) are read at scrape time by a custom collector, so every
 process and the scheduler report the same truth. Search latency and embedding counters
-are this process's own. A lease takeover is an acquisition of a lease its previous
-holder never released (it expired unrenewed, or the process died); a normal claim after
-a release is not one (``manifest/leases.py`` keeps the count per source).
+are this process's own, and so are refused webhooks
+(``headwater_hooks_rejected_total{source,reason}``). A lease takeover is an acquisition
+of a lease its previous holder never released (it expired unrenewed, or the process
+died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count
+per source).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -151,6 +153,12 @@ class Metrics:
             "Search latency through the API",
             ["mode"],
             buckets=SEARCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.hooks_rejected = Counter(
+            "headwater_hooks_rejected",
+            "Webhook deliveries refused by this process (a bad or missing signature)",
+            ["source", "reason"],
             registry=self.registry,
         )
 

@@ -92,6 +92,20 @@ class Lease(Body):
     expires_at: str | None
 
 
+class HintState(Body):
+    """A source's hints (``headwater hints``): queued, the last one, the last read's lag."""
+
+    source: str
+    queued: int
+    last_hint_at: str | None
+    last_origin: str | None
+    last_read_at: str | None
+    last_lag_s: float | None
+    received: int
+    read: int
+    dropped: int
+
+
 class SourceStatus(Body):
     """One source in ``headwater status --json`` (schedule fields: configured ones only)."""
 
@@ -105,6 +119,7 @@ class SourceStatus(Body):
     next_due_at: str | None = None
     backoff_until: str | None = None
     lease: Lease | None = None
+    hints: HintState | None = None
     configured: bool
 
 
@@ -148,6 +163,12 @@ class StatusBody(Body):
     content_version: str
     indexes: dict[str, IndexStatus]
     dlq: DlqStatus
+
+
+class HookBody(Body):
+    """``POST /v1/hooks/{source_id}``: how many hints the delivery queued (202)."""
+
+    queued: int
 
 
 class SourcesBody(Body):

@@ -62,6 +62,7 @@ def register_commands() -> typer.Typer:
         commands,
         dlq,
         examples,
+        hints,
         identity,
         ops,
         rebuild,

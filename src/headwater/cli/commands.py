@@ -189,6 +189,18 @@ def index(
     run_command(body)
 
 
+def hint_state(hints: dict[str, Any] | None) -> str:
+    """The status table's "last hint" cell: when the last hint came and the last lag."""
+    if not hints or not hints["last_hint_at"]:
+        return ""
+    lag = hints["last_lag_s"]
+    return (
+        f"{hints['last_hint_at'][:19]} (lag {lag:.1f}s)"
+        if lag is not None
+        else hints["last_hint_at"][:19]
+    )
+
+
 @app.command()
 def status(
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
@@ -203,7 +215,7 @@ def status(
             return
         table = Table(box=None)
         columns = ("source", "type", "documents", "deleted", "failures", "last run", "at")
-        for column in (*columns, "schedule"):
+        for column in (*columns, "schedule", "last hint"):
             table.add_column(column)
         for s in report["sources"]:
             last = s["last_run"]
@@ -216,6 +228,7 @@ def status(
                 last["status"] if last else "never",
                 (last["window"]["end"] or "") if last else "",
                 schedule_state(s),
+                hint_state(s.get("hints")),
             )
         out.print(table)
         for name, info in report["indexes"].items():

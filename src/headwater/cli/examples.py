@@ -14,6 +14,7 @@ EXAMPLES: dict[str, str] = {
     "sync": "headwater sync docs wiki --json > sync-report.json   # --full re-reads from scratch",
     "index": "headwater index -v",
     "status": "headwater status --json",
+    "hints": "headwater hints docs --json   # queued change notifications, last lag",
     "search": 'headwater search "vacation policy" --as ann@acme.com --group staff --k 5 --explain',
     "whois": "headwater whois ann@acme.com --json",
     "rules test": "headwater rules test wiki --limit 50",

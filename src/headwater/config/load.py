@@ -33,6 +33,8 @@ COMMON_SOURCE_KEYS = {
     "batch_size",
     "parse",
     "rules",
+    "watch",
+    "webhook_secret",
 }
 
 

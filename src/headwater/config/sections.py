@@ -185,6 +185,9 @@ def _extension(value: str) -> str:
     return value.lower()
 
 
+WATCHABLE = frozenset({"filesystem", "imap"})  # source types with a watcher (`watch = true`)
+
+
 class SourceSection(BaseModel):
     """The keys every source has; the rest are the connector's own options."""
 
@@ -214,6 +217,23 @@ class SourceSection(BaseModel):
     def rule_set(self) -> RuleSet:
         """The source's sync rules, compiled."""
         return RuleSet.from_tables(self.rules)
+    # Hints in (docs/live.md): a file watcher on the filesystem root (IMAP IDLE on an imap
+    # source's mailboxes) while `headwater run` or `serve --with-scheduler` runs, and the
+    # secret that authenticates the vendor's webhooks at POST /v1/hooks/{id} (a source
+    # without one refuses every webhook).
+    watch: bool = False
+    webhook_secret: SecretStr | None = None
+
+    @field_validator("watch")
+    @classmethod
+    def _watchable(cls, value: bool, info: ValidationInfo) -> bool:
+        kind = info.data.get("type")
+        if value and kind not in WATCHABLE:
+            raise ValueError(
+                f"`watch = true` is for sources of type {sorted(WATCHABLE)}, not {kind!r}; "
+                "remove `watch`, or use a webhook (`webhook_secret`) for this source"
+            )
+        return value
 
     @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod

@@ -11,13 +11,14 @@ Optional abilities are separate Protocols checked with ``isinstance``: ``Enumera
 fetched only when the version gate says it may have changed) and ``Scoped`` (whether the
 config still selects an object id, so a changed include/exclude is not mistaken for a
 broken listing by the prune safety fraction), ``GroupListing`` (the source's groups and
-their members, for expansion at search) and ``PermissionListing`` (every object's current
-ACL without its content, for ``headwater sync --permissions``).
+their members, for expansion at search), ``PermissionListing`` (every object's current
+ACL without its content, for ``headwater sync --permissions``) and ``Refetching`` (the
+current state of named objects, for the targeted read a hint asks for).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -27,8 +28,11 @@ from pydantic import BaseModel, ConfigDict
 from headwater.types import (
     Access,
     Checkpoint,
+    Deleted,
+    Failure,
     KnownVersions,
     ListedGroup,
+    SourceDocument,
     SourceItem,
     Window,
 )
@@ -141,3 +145,20 @@ class PermissionListing(Protocol):
 
     def permissions(self) -> Iterator[tuple[str, Access]]:
         """Each object id with its current ACL."""
+
+
+@runtime_checkable
+class Refetching(Protocol):
+    """A connector that can read named objects again: the targeted read of a hint.
+
+    ``refetch(object_ids)`` yields, for each id the config selects, exactly one item: a
+    ``SourceDocument`` with the object's current version, content (or ``fetch_ref``) and
+    ACL when it exists; ``Deleted`` only when the source *confirms* it is gone (a 404, a
+    missing file), never on an error; a ``Failure`` when it cannot tell (the object then
+    counts as present). An id the config does not select yields nothing (the hint is
+    dropped and counted). The runner puts the items through the same gates, batch commit
+    and lease fencing as a sync.
+    """
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted | Failure]:
+        """The current state of each selected object of ``object_ids``."""

@@ -269,7 +269,7 @@ generations = Table(
     Column("problems", Text, nullable=False),
 )
 
-# Full-replace push sessions (migration 0014): ``active_source`` is the source id while
+# Full-replace push sessions (migration 0011): ``active_source`` is the source id while
 # the session is open, NULL after; its unique index allows one open session per source.
 push_sessions = Table(
     "push_sessions",
@@ -287,7 +287,7 @@ push_sessions = Table(
     Index("ix_push_sessions_source", "source_id", "opened_at"),
 )
 
-# The object ids each push session sent (migration 0014).
+# The object ids each push session sent (migration 0011).
 push_session_objects = Table(
     "push_session_objects",
     metadata,
@@ -295,7 +295,7 @@ push_session_objects = Table(
     Column("object_id", Text, primary_key=True),
 )
 
-# Groups pushed through the API (migration 0014): their version and state (``active`` or
+# Groups pushed through the API (migration 0011): their version and state (``active`` or
 # ``deleted``, kept to refuse an older version arriving late); members in group_members.
 pushed_groups = Table(
     "pushed_groups",
@@ -305,4 +305,34 @@ pushed_groups = Table(
     Column("version", BigInteger, nullable=False),
     Column("state", String(10), nullable=False),
     Column("updated_at", TZ, nullable=False),
+)
+
+# Hints (migration 0012): change notifications waiting for a targeted read, one row per
+# (source, object): ``object_key`` is the sha256 of ``object_id`` ("" for a scope hint).
+hints = Table(
+    "hints",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("object_key", String(64), primary_key=True),
+    Column("object_id", Text, nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("origin", String(30), nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("received_at", TZ, nullable=False),
+    Column("last_at", TZ, nullable=False),
+    Column("due_at", TZ, nullable=False),
+    Index("ix_hints_due_at", "due_at"),
+)
+
+hint_sources = Table(
+    "hint_sources",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("last_hint_at", TZ, nullable=True),
+    Column("last_origin", String(30), nullable=True),
+    Column("last_read_at", TZ, nullable=True),
+    Column("last_lag_s", Float, nullable=True),
+    Column("received", Integer, nullable=False),
+    Column("read", Integer, nullable=False),
+    Column("dropped", Integer, nullable=False),
 )

@@ -23,6 +23,7 @@ from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.generations import PREVIOUS, Generations, generation_key
 from headwater.manifest.groups import GroupLedger
+from headwater.manifest.hints import HintQueue
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
 from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
@@ -54,6 +55,7 @@ class Manifest:
         self.prunes = PruneLedger(engine)
         self.sessions = SessionLedger(engine)  # full-replace push sessions
         self.pushed_groups = PushedGroups(engine)
+        self.hints = HintQueue(engine)
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:

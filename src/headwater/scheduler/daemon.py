@@ -14,7 +14,10 @@ keeps it. Housekeeping (tombstone and run-history retention, content-store garba
 embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes. Work
 left pending before the start (a killed or stopped scheduler, ``sync --no-index``) is
 drained once at start in the background, and a failed drain is retried a minute later,
-even when no run changes anything.
+even when no run changes anything. Hints (docs/live.md): a ``watch = true`` source is
+watched while the scheduler runs, and each cycle reads the due hints of sources with no
+run in flight and not paused (``scheduler.runs.run_hints``), in the same pool and under
+the same lease; with a source that takes hints, it looks at least every ``HINT_POLL_S``.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases; a drain stops within one embedding
@@ -43,15 +46,25 @@ from sqlalchemy.exc import SQLAlchemyError
 from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import BrokerUnavailable, HeadwaterError
+from headwater.hints.watch import Watcher
 from headwater.manifest.runs import FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
 from headwater.runtime import Runtime
 from headwater.runtime.executor import executor_factory
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.housekeeping import housekeep_logged
-from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Feed, Outcome, exit_code, ids, summary
+from headwater.scheduler.outcome import (
+    HINTS,
+    PERMISSIONS,
+    SKIPPED,
+    Feed,
+    Outcome,
+    exit_code,
+    ids,
+    summary,
+)
 from headwater.scheduler.plans import backoff_of, source_states
-from headwater.scheduler.runs import run_content, run_permissions
+from headwater.scheduler.runs import run_content, run_hints, run_permissions
 
 log = logging.getLogger("headwater.scheduler")
 Inflight = dict[str, Future[Outcome]]  # source id -> its run in the thread pool
@@ -63,6 +76,7 @@ BROKER_RETRY = timedelta(seconds=30)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
 STOP_LOG_EVERY_S = 5.0  # while stopping: how often to say what is still awaited
+HINT_POLL_S = 0.5  # how often the queue is looked at while a source takes hints
 
 
 class Scheduler:
@@ -161,7 +175,10 @@ class Scheduler:
             len(self._sections()),
             self.max_concurrent,
         )
+        watcher = None if self.once else Watcher(lambda: self.rt, on_queued=self._wake.set)
         try:
+            if watcher is not None:
+                watcher.start()
             while not self._stopping:
                 try:
                     wake_at = self._cycle(pool, inflight)
@@ -175,6 +192,8 @@ class Scheduler:
                     break
                 self._sleep_until(wake_at)
         finally:
+            if watcher is not None:
+                watcher.stop()
             self._wait_for_work(inflight)
             pool.shutdown(wait=True)
             if self._drainer is not None:
@@ -209,7 +228,30 @@ class Scheduler:
             self._reopen()
         self._housekeeping()
         self._catch_up()
-        return self._dispatch(pool, inflight)
+        wake_at = self._dispatch(pool, inflight)
+        if self.once or self._stopping or self._reload:
+            return wake_at
+        return self._read_hints(pool, inflight, wake_at)
+
+    def _read_hints(
+        self, pool: ThreadPoolExecutor, inflight: Inflight, wake_at: datetime | None
+    ) -> datetime | None:
+        """Start the hint reads of sources with due hints and no run in flight; return
+        when to look again (at the latest ``HINT_POLL_S`` from now while hints can come)."""
+        sections = self._sections()
+        if not any(s.watch or s.webhook_secret is not None for s in sections):
+            return wake_at
+        known = {s.id for s in sections} - ScheduleStore(self.rt.manifest.engine).paused()
+        for source_id in self.rt.manifest.hints.due_sources():  # a paused source's wait
+            if source_id in inflight or source_id not in known:
+                continue
+            if len(inflight) >= self.max_concurrent:
+                break
+            future = pool.submit(run_hints, self.rt, source_id, self._drain)
+            future.add_done_callback(lambda _f: self._wake.set())
+            inflight[source_id] = future
+        poll = utcnow() + timedelta(seconds=HINT_POLL_S)
+        return poll if wake_at is None else min(wake_at, poll)
 
     def exit_code(self) -> int:
         """The process's exit code from the outcomes so far."""
@@ -322,6 +364,8 @@ class Scheduler:
             except Exception as exc:  # a bug in a run thread: logged, the loop goes on
                 log.exception("run of %s crashed", source_id)
                 outcome = Outcome(source_id, FAILED, error=f"{type(exc).__name__}: {exc}")
+            if outcome.kind == HINTS:
+                continue  # a hint read: no run, no history, no hold
             self.outcomes.append(outcome)
             if outcome.status != SKIPPED and outcome.kind == PERMISSIONS:
                 self._permissions_ran(source_id)  # failed too: next interval

@@ -14,6 +14,7 @@ from headwater.scheduler.due import SYNC
 
 SKIPPED = "skipped"
 PERMISSIONS = "permissions"
+HINTS = "hints"
 
 
 @dataclass(frozen=True)

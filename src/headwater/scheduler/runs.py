@@ -1,4 +1,5 @@
-"""What one scheduled run does in its thread: a content sync, or a permission sync.
+"""What one scheduled run does in its thread: a content sync, a permission sync, or the
+read of a source's due hints.
 
 Each runs the source here (the local executor) under the source's lease, records who ran
 it, logs one line, and drains the indexer when the run changed something (one drain at
@@ -16,10 +17,11 @@ from sqlalchemy.exc import IntegrityError
 from headwater.config import SourceSection
 from headwater.errors import FatalError, HeadwaterError
 from headwater.executor.local import LocalExecutor
+from headwater.hints.queue import read_due
 from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
 from headwater.runtime import Runtime
-from headwater.scheduler.outcome import PERMISSIONS, SKIPPED, Feed, Outcome, ids
+from headwater.scheduler.outcome import HINTS, PERMISSIONS, SKIPPED, Feed, Outcome, ids
 
 log = logging.getLogger("headwater.scheduler")
 Drain = Callable[[Runtime], None]
@@ -107,3 +109,15 @@ def run_permissions(rt: Runtime, section: SourceSection, drain: Drain) -> Outcom
         drain(rt)
     status = FAILED if report.status == "failed" else report.status
     return Outcome(section.id, status, error=report.error, kind=PERMISSIONS)
+
+
+def run_hints(rt: Runtime, source_id: str, drain: Drain) -> Outcome:
+    """Read the due hints of ``source_id`` (see ``hints.queue``); drain what changed."""
+    read = read_due(rt, source_id)
+    if read is None:
+        return Outcome(source_id, SKIPPED, kind=HINTS)
+    log.info("hints of %s read (%s): %s", source_id, read.mode, read.as_dict(),
+             extra=ids(source_id))  # fmt: skip
+    if read.changed:
+        drain(rt)
+    return Outcome(source_id, read.mode, error=read.error, kind=HINTS)

@@ -157,7 +157,7 @@ def incomplete_deletes(manifest: Manifest, source_id: str) -> int:
 
 def forget_source(manifest: Manifest, source_id: str) -> None:
     """Drop the source's runs, checkpoints, lease, enumerations, failure records, group
-    memberships, nesting and labels."""
+    memberships, nesting and labels, and its queued hints."""
     with begin_write(manifest.engine) as conn:
         run_ids = select(t.runs.c.run_id).where(t.runs.c.source_id == source_id)
         conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id.in_(run_ids)))
@@ -169,6 +169,8 @@ def forget_source(manifest: Manifest, source_id: str) -> None:
         conn.execute(delete(t.group_members).where(t.group_members.c.source_id == source_id))
         conn.execute(delete(t.group_labels).where(t.group_labels.c.source_id == source_id))
         conn.execute(delete(t.group_nesting).where(t.group_nesting.c.source_id == source_id))
+        conn.execute(delete(t.hints).where(t.hints.c.source_id == source_id))
+        conn.execute(delete(t.hint_sources).where(t.hint_sources.c.source_id == source_id))
         conn.execute(delete(t.sources).where(t.sources.c.source_id == source_id))
 
 

@@ -23,7 +23,7 @@ import errno
 import json
 import os
 import stat as stat_mode
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
@@ -36,11 +36,20 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import is_utf8, printable
 from headwater.errors import ConfigError, FatalError, ItemError
 from headwater.scopes import HIERARCHY_KEY
-from headwater.types import Checkpoint, Failure, KnownVersions, SourceDocument, Stage, Window
+from headwater.types import (
+    Checkpoint,
+    Deleted,
+    Failure,
+    KnownVersions,
+    SourceDocument,
+    Stage,
+    Window,
+)
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
@@ -86,6 +95,9 @@ class FilesystemConnector:
                 self._state_dir = (st.st_dev, st.st_ino)
             except OSError:
                 pass
+            self.state_path: Path | None = context.state_dir.resolve()
+        else:
+            self.state_path = None
 
     def validate(self) -> None:
         """Check that the root exists and is a folder."""
@@ -317,6 +329,10 @@ class FilesystemConnector:
                 yield found.object_id
                 continue
             yield printable("/".join(found[0]))
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted | Failure]:
+        """Each selected path as a listing would see it now (see ``_refetch``)."""
+        return refetch(self, object_ids)
 
     def fetch(self, ref: str) -> bytes:
         """The bytes of the regular file the listing saw at ``ref``, never a link's target

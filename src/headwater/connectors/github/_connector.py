@@ -6,8 +6,9 @@ Each repo is listed with ``GET /repos/{repo}/issues?state=all&sort=updated&direc
 the checkpoint with the first page's ETag: when nothing changed the URL is the same and
 GitHub answers ``If-None-Match`` with 304, which downloads nothing and costs no rate
 limit. Text (body, comments, review comments) is fetched lazily when ``updated_at``
-moved. A repo whose readers changed (visibility, collaborators, teams: a fingerprint in
-the checkpoint) is listed in full. Deletes are found by ``enumerate()``. Discussions need
+moved; ``refetch`` reads named issues again (a webhook's targeted read). A repo whose
+readers changed (visibility, collaborators, teams: a fingerprint in the checkpoint) is
+listed in full. Deletes are found by ``enumerate()``. Discussions need
 the GraphQL API and are not read; a wiki is a git repository (use the ``git`` connector).
 See docs/connectors/github.md.
 """
@@ -15,7 +16,7 @@ See docs/connectors/github.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,6 +37,7 @@ from headwater.retry import RetryPolicy
 from headwater.types import (
     Access,
     Checkpoint,
+    Deleted,
     KnownVersions,
     ListedGroup,
     SourceDocument,
@@ -278,6 +280,34 @@ class GithubConnector:
                 parts.append(f"## {who}{where} ({comment.get('created_at', '')})")
                 parts.append(str(comment.get("body") or ""))
         return "\n\n".join(p for p in parts if p).encode()
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted]:
+        """Each selected issue or pull request as it is now, with its repo's readers.
+
+        ``Deleted`` only when GitHub answers 404 or 410 for the issue while the repo itself
+        is still visible (a repo the token no longer sees raises: nothing is confirmed).
+        """
+        readers: dict[str, Access] = {}
+        for object_id in object_ids:
+            parts = object_id.split("/")
+            if len(parts) != 4 or not parts[3].isdigit() or parts[2] not in ("issues", "pulls"):
+                continue
+            repo, kind, number = f"{parts[0]}/{parts[1]}", parts[2], parts[3]
+            if repo not in self.options.repos or (
+                kind == "pulls" and not self.options.include_pull_requests
+            ):
+                continue
+            try:
+                item = self._client.get(f"/repos/{repo}/issues/{number}", permission=PERM_ISSUES)
+            except MissingAtServer:
+                self._client.get(f"/repos/{repo}", permission=PERM_METADATA)  # raises if gone
+                yield Deleted(object_id=object_id)
+                continue
+            if "pull_request" in item and not self.options.include_pull_requests:
+                continue
+            if repo not in readers:
+                readers[repo] = self._acl.repo_access(repo)
+            yield self._document(repo, item, readers[repo])
 
     def enumerate(self) -> Iterator[str]:
         """Every issue and pull request id of every repo; raises if any page fails.

@@ -7,7 +7,7 @@ its unique index is what makes "one active session per source" hold across proce
 source's other documents). ``pushed_groups``: the version and state of each group pushed
 through ``PUT /v1/groups/{source}/{group}`` (its members live in ``group_members``).
 
-Revision ID: 0014
+Revision ID: 0011
 Revises: 0010
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
+revision = "0011"
 down_revision = "0010"
 
 TZ = sa.DateTime(timezone=True)
