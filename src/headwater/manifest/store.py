@@ -25,6 +25,7 @@ from headwater.manifest.generations import PREVIOUS, Generations, generation_key
 from headwater.manifest.groups import GroupLedger
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
+from headwater.manifest.liveness import Liveness
 from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
 from headwater.manifest.prunes import PruneLedger
 from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
@@ -50,6 +51,7 @@ class Manifest:
         self.groups = GroupLedger(engine)
         self.generations = Generations(engine)
         self.prunes = PruneLedger(engine)
+        self.liveness = Liveness(engine)
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:

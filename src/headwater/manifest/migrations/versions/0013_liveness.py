@@ -1,0 +1,38 @@
+"""Heartbeats of schedulers and workers, and persisted monotonic counters.
+
+``heartbeats``: one row per scheduler or worker process, stamped on a timer (the admin
+page's liveness line). ``counters``: counts that survive pruning of what they count
+(``runs_total`` per source and status, bumped when a run ends).
+
+Revision ID: 0013
+Revises: 0010
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0013"
+down_revision = "0010"
+
+
+def upgrade() -> None:
+    op.create_table(
+        "heartbeats",
+        sa.Column("owner", sa.String(200), primary_key=True),
+        sa.Column("role", sa.String(20), nullable=False),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    op.create_table(
+        "counters",
+        sa.Column("name", sa.String(100), primary_key=True),
+        sa.Column("key", sa.String(400), primary_key=True),
+        sa.Column("value", sa.BigInteger(), nullable=False),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("counters")
+    op.drop_table("heartbeats")
