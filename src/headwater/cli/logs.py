@@ -2,9 +2,11 @@
 
 ``-v`` turns on INFO (``-vv`` DEBUG), ``--log-format json`` writes one JSON object per
 line (``ts``, ``level``, ``logger``, ``msg`` plus any ``extra`` fields) for log shippers,
-``--log-file PATH`` appends the same lines to a file. Every value that the config pulls in
-through a ``${ENV_VAR}`` reference is a secret: a filter on every handler (and ``redact``
-for the error line) replaces it with ``***`` before anything is written.
+``--log-file PATH`` appends the same lines to a file; ``serve`` routes uvicorn's loggers
+through the same handlers (``uvicorn_log_config``), access lines with their fields.
+Every value that the config pulls in through a ``${ENV_VAR}`` reference is a secret: a
+filter on every handler (and ``redact`` for the error line) replaces it with ``***``
+before anything is written.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ MASK = "***"
 MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary words; keep secrets longer
 
 _secrets: set[str] = set()
-_STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+_format = ["text"]  # the format ``configure`` installed (``serve`` hands it to uvicorn)
+ACCESS_FIELDS = ("client", "method", "path", "http_version", "status_code")
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",  # uvicorn's ANSI-coloured copy of msg
+}
 
 
 def register_secrets(values: list[str]) -> None:
@@ -78,6 +86,9 @@ class JsonFormatter(logging.Formatter):
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):
                 data[key] = value
+        if record.name == "uvicorn.access" and isinstance(record.args, tuple):
+            if len(record.args) == len(ACCESS_FIELDS):  # uvicorn's access line, as fields
+                data.update(zip(ACCESS_FIELDS, record.args, strict=True))
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
         elif record.exc_text:
@@ -108,6 +119,8 @@ def configure(verbose: int, log_format: str, log_file: Path | None) -> None:
             raise ConfigError(
                 f"--log-file {log_file}: cannot open it ({exc.strerror}); give a writable path."
             ) from exc
+    _format[0] = log_format
+    logging.captureWarnings(True)  # a library's warning is a log line too, never raw text
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -118,3 +131,21 @@ def configure(verbose: int, log_format: str, log_file: Path | None) -> None:
     root.setLevel(level)
     # Progress lines are the operator's heartbeat: shown even without -v.
     logging.getLogger("headwater.progress").setLevel(logging.INFO)
+
+
+def uvicorn_log_config() -> dict[str, Any] | None:
+    """uvicorn's ``log_config``: with ``--log-format json`` its loggers send their records
+    through the root handlers (JSON, masked), so every line ``serve`` writes is JSON; with
+    text, None keeps uvicorn's own format."""
+    if _format[0] != "json":
+        return None
+    quiet_root = {"handlers": [], "propagate": True, "level": "INFO"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "loggers": {
+            "uvicorn": quiet_root,
+            "uvicorn.error": {"level": "INFO", "propagate": True},
+            "uvicorn.access": {"level": "INFO", "propagate": True},
+        },
+    }
