@@ -63,6 +63,10 @@ class RedactSecrets(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Mask the record's message and traceback text; always keep the record."""
+        args = record.args
+        if record.name == "uvicorn.access" and isinstance(args, tuple) and len(args) == 5:
+            for name, value in zip(ACCESS_FIELDS, args, strict=True):  # its line, as fields
+                setattr(record, name, redact(value) if isinstance(value, str) else value)
         if _secrets:
             record.msg = redact(record.getMessage())
             record.args = None
@@ -86,9 +90,6 @@ class JsonFormatter(logging.Formatter):
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):
                 data[key] = value
-        if record.name == "uvicorn.access" and isinstance(record.args, tuple):
-            if len(record.args) == len(ACCESS_FIELDS):  # uvicorn's access line, as fields
-                data.update(zip(ACCESS_FIELDS, record.args, strict=True))
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
         elif record.exc_text:
