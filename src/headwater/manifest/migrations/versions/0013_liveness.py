@@ -2,7 +2,8 @@
 
 ``heartbeats``: one row per scheduler or worker process, stamped on a timer (the admin
 page's liveness line). ``counters``: counts that survive pruning of what they count
-(``runs_total`` per source and status, bumped when a run ends).
+(``runs_total`` per source and status, bumped when a run ends; seeded here from the
+runs the history still holds).
 
 Revision ID: 0013
 Revises: 0010
@@ -30,6 +31,12 @@ def upgrade() -> None:
         sa.Column("name", sa.String(100), primary_key=True),
         sa.Column("key", sa.String(400), primary_key=True),
         sa.Column("value", sa.BigInteger(), nullable=False),
+    )
+    # Runs that ended before this migration count too (what history is still kept).
+    op.execute(
+        "INSERT INTO counters (name, key, value) "
+        "SELECT 'runs_total', source_id || '|' || status, COUNT(*) FROM runs "
+        "WHERE status <> 'running' GROUP BY source_id, status"
     )
 
 
