@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from api_support import Server, free_port, make_workspace, server_env, wait_for
+from api_support import KEYS, Server, free_port, make_workspace, server_env, wait_for
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SAMPLE = re.compile(r"^(\w+)(?:\{(.*)\})? (\S+)$")
@@ -172,3 +172,24 @@ def test_every_line_the_server_writes_is_json(json_server: Server) -> None:
     access = [r for r in records if r["logger"] == "uvicorn.access"]
     assert any(r["path"] == "/no/such/page" and r["status_code"] == 404 for r in access)
     assert all("\x1b" not in line for line in lines)  # no colour codes
+
+
+def test_every_line_of_serve_with_workers_is_json(tmp_path: Path) -> None:
+    # Worker processes are spawned without the parent's handlers: the log config that
+    # serve hands uvicorn builds JSON handlers (masking the config's secrets) in each.
+    config = make_workspace(tmp_path)
+    srv = Server(config, free_port(), tmp_path / "server.log", args=["--workers", "2"])
+    srv.args += ["--log-format", "json"]
+    srv.start()
+    try:
+        for _ in range(4):
+            with srv.client() as c:
+                assert c.get("/v1/status").status_code == 200
+    finally:
+        srv.stop()
+    text = srv.log.read_text()
+    records = [json.loads(line) for line in text.splitlines()]
+    pids = {r["msg"] for r in records if r["msg"].startswith("Started server process")}
+    assert len(pids) == 2  # both workers' lines, as JSON
+    assert any(r["logger"] == "uvicorn.access" and r["path"] == "/v1/status" for r in records)
+    assert KEYS["admin"] not in text

@@ -28,6 +28,7 @@ MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary words; keep secrets 
 
 _secrets: set[str] = set()
 _format = ["text"]  # the format ``configure`` installed (``serve`` hands it to uvicorn)
+_files: list[Path] = []  # the --log-file ``configure`` installed, if any
 ACCESS_FIELDS = ("client", "method", "path", "http_version", "status_code")
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message",
@@ -79,6 +80,10 @@ class RedactSecrets(logging.Filter):
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg, then the record's extras."""
 
+    def converter(self, seconds: float | None) -> time.struct_time:
+        """``ts`` is UTC, however the formatter was made."""
+        return time.gmtime(seconds)
+
     def format(self, record: logging.LogRecord) -> str:
         """The record as one JSON line."""
         data: dict[str, Any] = {
@@ -108,7 +113,6 @@ def configure(verbose: int, log_format: str, log_file: Path | None) -> None:
     formatter: logging.Formatter
     if log_format == "json":
         formatter = JsonFormatter()
-        formatter.converter = time.gmtime
     else:
         formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
@@ -121,6 +125,7 @@ def configure(verbose: int, log_format: str, log_file: Path | None) -> None:
                 f"--log-file {log_file}: cannot open it ({exc.strerror}); give a writable path."
             ) from exc
     _format[0] = log_format
+    _files[:] = [log_file] if log_file is not None else []
     logging.captureWarnings(True)  # a library's warning is a log line too, never raw text
     root = logging.getLogger()
     for old in list(root.handlers):
@@ -134,19 +139,49 @@ def configure(verbose: int, log_format: str, log_file: Path | None) -> None:
     logging.getLogger("headwater.progress").setLevel(logging.INFO)
 
 
-def uvicorn_log_config() -> dict[str, Any] | None:
-    """uvicorn's ``log_config``: with ``--log-format json`` its loggers send their records
-    through the root handlers (JSON, masked), so every line ``serve`` writes is JSON; with
-    text, None keeps uvicorn's own format."""
+def config_redactor(config: str) -> RedactSecrets:
+    """The redacting filter of a process that never ran ``configure`` (a ``serve
+    --workers N`` child): it registers the secrets of ``config`` first."""
+    register_config_secrets(Path(config))
+    return RedactSecrets()
+
+
+def uvicorn_log_config(config: Path, workers: int = 1) -> dict[str, Any] | None:
+    """uvicorn's ``log_config``. With ``--log-format json`` its loggers send their records
+    through JSON handlers, so every line ``serve`` writes is JSON: the root handlers of
+    this process, or, with ``workers`` > 1 (worker processes are spawned, with no
+    handlers of their own), handlers this config builds in each of them, masking the
+    config's secrets too. With text, None keeps uvicorn's own format."""
     if _format[0] != "json":
         return None
-    quiet_root = {"handlers": [], "propagate": True, "level": "INFO"}
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "loggers": {
-            "uvicorn": quiet_root,
-            "uvicorn.error": {"level": "INFO", "propagate": True},
-            "uvicorn.access": {"level": "INFO", "propagate": True},
-        },
+    loggers = {
+        "uvicorn": {"handlers": [], "propagate": True, "level": "INFO"},
+        "uvicorn.error": {"level": "INFO", "propagate": True},
+        "uvicorn.access": {"level": "INFO", "propagate": True},
+        "headwater": {"level": "INFO"},
     }
+    out: dict[str, Any] = {"version": 1, "disable_existing_loggers": False, "loggers": loggers}
+    if workers > 1:
+        handlers: dict[str, Any] = {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "json",
+                "filters": ["redact"],
+            }
+        }
+        for log_file in _files:
+            handlers["file"] = {
+                "class": "logging.FileHandler",
+                "filename": str(log_file),
+                "encoding": "utf-8",
+                "formatter": "json",
+                "filters": ["redact"],
+            }
+        out.update(
+            formatters={"json": {"()": f"{__name__}.JsonFormatter"}},
+            filters={"redact": {"()": f"{__name__}.config_redactor", "config": str(config)}},
+            handlers=handlers,
+            root={"handlers": list(handlers), "level": logging.getLogger().level},
+        )
+    return out

@@ -84,7 +84,8 @@ def serve(
                     port=port,
                     workers=workers,
                     log_level="info",
-                    log_config=uvicorn_log_config() or uvicorn.config.LOGGING_CONFIG,
+                    log_config=uvicorn_log_config(loaded.path, workers)
+                    or uvicorn.config.LOGGING_CONFIG,
                 )
             else:
                 uvicorn.run(
@@ -92,7 +93,7 @@ def serve(
                     host=host,
                     port=port,
                     log_level="info",
-                    log_config=uvicorn_log_config() or uvicorn.config.LOGGING_CONFIG,
+                    log_config=uvicorn_log_config(loaded.path) or uvicorn.config.LOGGING_CONFIG,
                 )
         except SystemExit as exc:
             if exc.code != STARTUP_FAILURE:
