@@ -63,6 +63,12 @@ def accessible(page: Page) -> None:
     assert page.evaluate(REACHED) >= total
 
 
+def run_short(page: Page, srv: Server) -> str:
+    """The first 8 characters of the docs source's newest run id."""
+    with srv.client() as c:
+        return str(c.get("/v1/runs", params={"source": "docs"}).json()["runs"][0]["run_id"][:8])
+
+
 def shot(page: Page, tmp: Path, name: str) -> None:
     page.screenshot(path=str(tmp / name), full_page=True)
     if os.environ.get("HEADWATER_UPDATE_DOCS_IMAGES") == "1":
@@ -72,7 +78,7 @@ def shot(page: Page, tmp: Path, name: str) -> None:
 def test_console_pages_and_actions(console: Server, tmp_path: Path) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1366, "height": 900})
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.on("dialog", lambda dialog: dialog.accept())  # the confirmations
         page.goto(console.url + "/admin/login")
         accessible(page)
@@ -119,6 +125,12 @@ def test_console_pages_and_actions(console: Server, tmp_path: Path) -> None:
         page.locator("#run-documents").get_by_role("link", name="Vacation policy").click()
         expect(page.get_by_role("heading", name="Document Vacation policy")).to_be_visible()
         accessible(page)
+
+        # The dead-letter queue links each entry's run.
+        page.goto(console.url + "/admin/dlq")
+        entry = page.locator("#dlq tr", has_text="broken.pdf")
+        entry.get_by_role("link", name=run_short(page, console)).click()
+        expect(page.locator("#run-failures")).to_contain_text("broken.pdf")
 
         # The overview: last run linked, last success, the failed run's error in one line.
         page.goto(console.url + "/admin")

@@ -156,7 +156,7 @@ async def dlq(
     rows = ws.manifest.failures.list(
         source_id=source or None, stage=stage or None, statuses=(DEAD,)
     )
-    entries = [failure_dict(f) for f in rows]
+    entries = [{**failure_dict(f), "run_id": f.run_id} for f in rows]
     shown = next((e for e in entries if e["id"] == show), None)
     return page(
         request,
