@@ -129,17 +129,20 @@ class Heartbeat:
         self._thread.daemon = True
 
     def start(self) -> Heartbeat:
-        """Beat once now (a failure here is the caller's), then on the timer."""
-        Liveness(self.engine_of()).beat(self.owner, self.role, self.started_at)
+        """Beat once now, then on the timer (a manifest that is down only delays it)."""
+        self._beat()
         self._thread.start()
         return self
 
+    def _beat(self) -> None:
+        try:
+            Liveness(self.engine_of()).beat(self.owner, self.role, self.started_at)
+        except SQLAlchemyError as exc:  # the manifest restarts: beat again next time
+            log.warning("heartbeat of %s not recorded: %s", self.owner, exc)
+
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
-            try:
-                Liveness(self.engine_of()).beat(self.owner, self.role, self.started_at)
-            except SQLAlchemyError as exc:  # the manifest restarts: beat again next time
-                log.warning("heartbeat of %s not recorded: %s", self.owner, exc)
+            self._beat()
 
     def stop(self) -> None:
         """Stop beating and remove the row (best effort: a dead row ages out anyway)."""
