@@ -1,21 +1,17 @@
 """The admin page in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright).
 
 Sign in, see the overview, trigger a sync and see its run, redrive a dead letter, use the
-search tester; screenshots go under tmp. With HEADWATER_UPDATE_DOCS_IMAGES=1 the overview
-one is also copied to docs/images/ (a test run otherwise leaves the tree as it found it).
+search tester; screenshots go under tmp (the ones in docs/admin.md come from
+test_api_admin_console.py).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import httpx
 from api_support import KEYS, Server
 from playwright.sync_api import expect, sync_playwright
-
-DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "admin-overview.png"
 
 
 def test_admin_page_end_to_end(server: Server, tmp_path: Path) -> None:
@@ -45,8 +41,6 @@ def test_admin_page_end_to_end(server: Server, tmp_path: Path) -> None:
         page.goto(server.url + "/admin")
         expect(page.get_by_role("cell", name="docs", exact=True)).to_be_visible()
         page.screenshot(path=str(tmp_path / "admin-overview.png"), full_page=True)
-        if os.environ.get("HEADWATER_UPDATE_DOCS_IMAGES") == "1":
-            shutil.copy(tmp_path / "admin-overview.png", DOCS_IMAGE)
 
         page.get_by_role("link", name="Dead letters").click()
         expect(page.locator("#dlq")).to_contain_text("broken.pdf")

@@ -47,6 +47,10 @@ NOT_JSON = {
     "GET /admin/dlq",
     "POST /admin/dlq/{entry_id}/{action}",
     "GET /admin/indexes",
+    "POST /admin/indexes/{name}/{action}",
+    "GET /admin/runs/{run_id}",
+    "GET /admin/documents/{document_id}",
+    "GET /admin/charts",
     "GET /admin/search",
 }
 

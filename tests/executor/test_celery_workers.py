@@ -60,6 +60,9 @@ def test_three_workers_sync_three_sources_like_a_local_sync(deployment: Deployme
         assert sorted(r.source for r in result.runs) == ["files", "repo", "site"], deployment.logs()
         assert {r.status for r in result.runs} == {"succeeded"}
         assert result.index.replaced == 12 + 4 + 9
+        # The workers that ran tasks beat (the admin page's liveness line).
+        workers = [b for b in ws.manifest.liveness.alive() if b.role == "worker"]
+        assert 1 <= len(workers) <= 3, workers
     assert_equal_to_local(deployment)
 
 

@@ -71,5 +71,9 @@ ACCESS: dict[str, str] = {
     "GET /admin/dlq": "session",
     "POST /admin/dlq/{entry_id}/{action}": "session",
     "GET /admin/indexes": "session",
+    "POST /admin/indexes/{name}/{action}": "session",
+    "GET /admin/runs/{run_id}": "session",
+    "GET /admin/documents/{document_id}": "session",
+    "GET /admin/charts": "session",
     "GET /admin/search": "session",
 }

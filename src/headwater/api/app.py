@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from headwater.api.auth import KeyRing, is_loopback
-from headwater.api.metrics import Metrics
+from headwater.api.metrics import Metrics, install_http_metrics
 from headwater.api.push import PushConflict
 from headwater.api.service import Service
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
@@ -164,6 +164,7 @@ def create_app(
     admin.mount_static(app)
     admin.install(app)
     guard.install(app)
+    install_http_metrics(app)
     return app
 
 

@@ -1,19 +1,22 @@
 """``GET /metrics``: Prometheus text from the manifest and this process's counters.
 
 Manifest-derived values (documents, pending work, DLQ, failed deletes, runs and their
-durations, lease takeovers) are read at scrape time by a custom collector, so every
-process and the scheduler report the same truth. Search latency and embedding counters
-are this process's own, and so are refused webhooks
+durations, each source's last success and last status, lease takeovers) are read at
+scrape time by a custom collector, so every process and the scheduler report the same
+truth. ``headwater_runs_total`` is the manifest's persisted counter (bumped when a run
+ends), never a count of the retained history. Search and HTTP latency and embedding
+counters are this process's own, and so are refused webhooks
 (``headwater_hooks_rejected_total{source,reason}``). A lease takeover is an acquisition
 of a lease its previous holder never released (it expired unrenewed, or the process
-died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count
-per source).
+died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count per source).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 
+from fastapi import FastAPI, Request, Response
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -28,8 +31,12 @@ from headwater.api.service import Service
 from headwater.clock import as_utc, utcnow
 from headwater.manifest import schema as t
 from headwater.manifest.failures import DEAD
+from headwater.manifest.liveness import RUNS_TOTAL, key_labels
+from headwater.manifest.runs import CANCELLED, COMPLETED_WITH_ERRORS, FAILED, RUNNING, SUCCEEDED
 
 RUN_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, float("inf"))
+RUN_STATUSES = (RUNNING, SUCCEEDED, COMPLETED_WITH_ERRORS, FAILED, CANCELLED)
+HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SEARCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -114,20 +121,24 @@ class ManifestCollector(Collector):
         yield failed
 
     def _runs(self) -> Iterator[Metric]:
-        engine = self.service.ws.manifest.engine
+        ws = self.service.ws
+        engine = ws.manifest.engine
         r = t.runs.c
         runs = CounterMetricFamily(
-            "headwater_runs", "Runs recorded, by source and status", labels=["source", "status"]
+            "headwater_runs",
+            "Runs ended, by source and status (persisted: pruning run history never lowers it)",
+            labels=["source", "status"],
         )
+        for key, value in sorted(ws.manifest.liveness.counter(RUNS_TOTAL).items()):
+            source, status = key_labels(key)
+            runs.add_metric([source, status], float(value))
         durations = HistogramMetricFamily(
-            "headwater_run_duration_seconds", "Duration of finished runs", labels=["source"]
+            "headwater_run_duration_seconds",
+            "Duration of finished runs in the retained history",
+            labels=["source"],
         )
         by_source: dict[str, list[float]] = {}
         with engine.connect() as conn:
-            for source, status, count in conn.execute(
-                select(r.source_id, r.status, func.count()).group_by(r.source_id, r.status)
-            ):
-                runs.add_metric([source, status], int(count))
             for source, duration in conn.execute(
                 select(r.source_id, r.duration_s).where(r.finished_at.is_not(None))
             ):
@@ -140,10 +151,34 @@ class ManifestCollector(Collector):
             durations.add_metric([source], buckets, sum(values))
         yield runs
         yield durations
+        yield from self._last_runs()
+
+    def _last_runs(self) -> Iterator[Metric]:
+        ws = self.service.ws
+        success = GaugeMetricFamily(
+            "headwater_source_last_success_timestamp_seconds",
+            "When the source's last successful run ended (Unix time)",
+            labels=["source"],
+        )
+        status = GaugeMetricFamily(
+            "headwater_source_last_run_status",
+            "1 for the status of the source's latest run, 0 for the others",
+            labels=["source", "status"],
+        )
+        for section in ws.config.source:
+            ok = ws.manifest.runs.last_successful(section.id)
+            if ok is not None and ok.finished_at is not None:
+                success.add_metric([section.id], as_utc(ok.finished_at).timestamp())
+            latest = ws.manifest.runs.latest(section.id)
+            if latest is not None:
+                for name in RUN_STATUSES:
+                    status.add_metric([section.id, name], 1.0 if latest.status == name else 0.0)
+        yield success
+        yield status
 
 
 class Metrics:
-    """The registry of one process: the manifest collector plus search latency."""
+    """The registry of one process: the manifest collector, search and HTTP latency."""
 
     def __init__(self, service: Service) -> None:
         self.registry = CollectorRegistry()
@@ -161,7 +196,46 @@ class Metrics:
             ["source", "reason"],
             registry=self.registry,
         )
+        self.http_requests = Counter(
+            "headwater_http_requests",
+            "HTTP requests answered by this process, by route template, method and status",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.http_latency = Histogram(
+            "headwater_http_request_duration_seconds",
+            "HTTP request latency in this process, by route template",
+            ["route", "method"],
+            buckets=HTTP_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        """Count one answered request and its latency."""
+        self.http_requests.labels(route, method, str(status)).inc()
+        self.http_latency.labels(route, method).observe(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
         return generate_latest(self.registry)
+
+
+def install_http_metrics(app: FastAPI) -> None:
+    """Time every request; the route label is the matched path template (``/v1/search``,
+    ``/admin/runs/{run_id}``), so ids never become label values; else ``unmatched``."""
+
+    @app.middleware("http")
+    async def timed(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        start = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            metrics: Metrics | None = getattr(request.app.state, "metrics", None)
+            if metrics is not None:
+                route = getattr(request.scope.get("route"), "path", None) or "unmatched"
+                metrics.observe_request(route, request.method, status, time.perf_counter() - start)

@@ -32,7 +32,13 @@ def log_sync(result: SyncResult) -> None:
             c.unchanged,
             c.deleted,
             c.failed,
-            extra={"run_id": run.run_id, "source": run.source, "status": run.status},
+            extra={
+                "run_id": run.run_id,
+                "source": run.source,
+                "status": run.status,
+                "duration_s": round(run.duration_s, 3),
+                **c.as_dict(),
+            },
         )
         if run.prune_blocked:
             log.warning(

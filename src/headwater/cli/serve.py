@@ -2,7 +2,8 @@
 
 One Workspace (one embedding model) per worker process. ``--with-scheduler`` also runs
 the scheduler of ``headwater run`` in a background thread of this process. Binding to a
-non-loopback address without any ``[[api.keys]]`` refuses to start.
+non-loopback address without any ``[[api.keys]]`` refuses to start. With the global
+``--log-format json`` every line it writes is JSON, uvicorn's own included.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import typer
 
 from headwater.cli.common import app, run_command, state
+from headwater.cli.logs import uvicorn_log_config
 from headwater.errors import ConfigError
 
 STARTUP_FAILURE = 3  # uvicorn's exit code when it could not start (bind, lifespan)
@@ -82,6 +84,8 @@ def serve(
                     port=port,
                     workers=workers,
                     log_level="info",
+                    log_config=uvicorn_log_config(loaded.path, workers)
+                    or uvicorn.config.LOGGING_CONFIG,
                 )
             else:
                 uvicorn.run(
@@ -89,6 +93,7 @@ def serve(
                     host=host,
                     port=port,
                     log_level="info",
+                    log_config=uvicorn_log_config(loaded.path) or uvicorn.config.LOGGING_CONFIG,
                 )
         except SystemExit as exc:
             if exc.code != STARTUP_FAILURE:

@@ -21,6 +21,8 @@ from celery import Celery, Task
 
 from headwater.errors import FatalError, LeaseLost, error_class_of
 from headwater.executor.work import index_claimed, sync_one
+from headwater.manifest.liveness import WORKER, Heartbeat
+from headwater.manifest.owners import lease_owner
 from headwater.manifest.queued import QueueMarkers
 from headwater.manifest.records import FailureWrite
 from headwater.runtime import Runtime
@@ -39,6 +41,8 @@ def worker_runtime(config_path: str) -> Runtime:
     if rt is None:
         _open.clear()  # a forked child must not reuse its parent's connections
         rt = _open[pid] = Runtime.open(config_path)
+        # The admin page's liveness line: this worker beats while its process lives.
+        Heartbeat(lambda: rt.manifest.engine, lease_owner(), WORKER).start()
     return rt
 
 

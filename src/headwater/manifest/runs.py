@@ -21,6 +21,7 @@ from headwater.clock import as_utc, utcnow
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.leases import LEASE_SECONDS, Lease, LeaseLedger, fence, lease_owner
+from headwater.manifest.liveness import RUNS_TOTAL, bump, counter_key
 from headwater.manifest.records import RunCounts, RunRecord
 
 RUNNING = "running"
@@ -112,10 +113,16 @@ class RunLedger:
         prune: dict[str, Any] | None = None,
         lease: Lease | None = None,
     ) -> None:
-        """Record the run's end: status, counts, duration, error and prune (fenced by ``lease``)."""
+        """Record the run's end: status, counts, duration, error and prune (fenced by
+        ``lease``); the first end of a run also bumps ``runs_total`` (source, status)."""
         with begin_write(self.engine) as conn:
             if lease is not None:
                 fence(conn, lease)
+            row = conn.execute(
+                select(t.runs.c.source_id, t.runs.c.status).where(t.runs.c.run_id == run_id)
+            ).first()
+            if row is not None and row.status == RUNNING:
+                bump(conn, RUNS_TOTAL, counter_key(row.source_id, status))
             conn.execute(
                 update(t.runs)
                 .where(t.runs.c.run_id == run_id)

@@ -336,3 +336,25 @@ hint_sources = Table(
     Column("read", Integer, nullable=False),
     Column("dropped", Integer, nullable=False),
 )
+
+# Liveness and counters (migration 0013). ``heartbeats``: one row per scheduler or worker
+# process (its lease owner string), stamped on a timer; a row not stamped within a few
+# intervals is a process that is gone. ``counters``: monotonic counts that outlive the
+# rows they count (``runs_total`` is bumped when a run ends, in the same transaction, so
+# pruning the run history never lowers it); ``key`` is the label set, e.g. "docs|failed".
+heartbeats = Table(
+    "heartbeats",
+    metadata,
+    Column("owner", String(200), primary_key=True),
+    Column("role", String(20), nullable=False),
+    Column("started_at", TZ, nullable=False),
+    Column("seen_at", TZ, nullable=False),
+)
+
+counters = Table(
+    "counters",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("key", String(400), primary_key=True),
+    Column("value", BigInteger, nullable=False),
+)

@@ -26,6 +26,7 @@ from headwater.manifest.groups import GroupLedger
 from headwater.manifest.hints import HintQueue
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
+from headwater.manifest.liveness import Liveness
 from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
 from headwater.manifest.prunes import PruneLedger
 from headwater.manifest.push_sessions import SessionLedger
@@ -56,6 +57,7 @@ class Manifest:
         self.sessions = SessionLedger(engine)  # full-replace push sessions
         self.pushed_groups = PushedGroups(engine)
         self.hints = HintQueue(engine)
+        self.liveness = Liveness(engine)
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:

@@ -47,6 +47,7 @@ from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import BrokerUnavailable, HeadwaterError
 from headwater.hints.watch import Watcher
+from headwater.manifest.liveness import SCHEDULER, Heartbeat
 from headwater.manifest.runs import FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
 from headwater.runtime import Runtime
@@ -169,6 +170,7 @@ class Scheduler:
         """Run until stopped (``once``: until every due source ran); the exit code."""
         inflight: Inflight = self._inflight
         pool = ThreadPoolExecutor(self.max_concurrent, thread_name_prefix="headwater-run")
+        heartbeat = Heartbeat(lambda: self.rt.manifest.engine, lease_owner(), SCHEDULER).start()
         log.info(
             "scheduler %s started: %d sources, at most %d at once",
             lease_owner(),
@@ -201,6 +203,7 @@ class Scheduler:
             self._reap(inflight)
             if not self._stopping and self.once:
                 self._drain()
+            heartbeat.stop()
             self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()

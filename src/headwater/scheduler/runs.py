@@ -64,15 +64,26 @@ def run_content(
         return Outcome(section.id, CANCELLED)
     report = result.runs[0]
     store.annotate(report.run_id, lease_owner(), kind, report.fetched)
+    c = report.counts
     log.info(
-        "run %s of %s %s in %.1fs: %s%s",
+        "run %s of %s %s in %.1f s: %d seen, %d new, %d changed, %d unchanged, %d deleted, "
+        "%d failed%s",
         report.run_id,
         section.id,
         report.status,
         report.duration_s,
-        report.counts.as_dict(),
-        f" error: {report.error}" if report.error else "",
-        extra=ids(section.id, report.run_id, report.status),
+        c.seen,
+        c.new,
+        c.changed,
+        c.unchanged,
+        c.deleted,
+        c.failed,
+        f"; error: {report.error}" if report.error else "",
+        extra={
+            **ids(section.id, report.run_id, report.status),
+            "duration_s": round(report.duration_s, 3),
+            **c.as_dict(),
+        },
     )
     if report.counts.new + report.counts.changed + report.counts.deleted:
         drain(rt)

@@ -2,9 +2,11 @@
 
 Sign in with an admin key; the server keeps a random session id in memory and sets it
 as an HttpOnly, SameSite=Strict cookie. Every form carries the session's CSRF token.
-Pages: overview, one source, failures by cause (each group with its fix, redrive and
-drop), dead letters, indexes and a search tester that shows, for each hit, which of the
-caller's principals made it visible (the manifest ACL ∩ caller).
+Pages: overview and run details (``console``), one source, failures by cause (each
+group with its fix, redrive and drop), dead letters, indexes and their generations with
+the rebuild actions (``generations``), charts drawn as SVG on the server (``charts``)
+and a search tester that shows, for each hit, which of the caller's principals made it
+visible (the manifest ACL ∩ caller). Plumbing (sessions, CSRF) is ``session``.
 """
 
 from __future__ import annotations
@@ -12,17 +14,29 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
-from dataclasses import dataclass
-from pathlib import Path as FilePath
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Path, Request
+from fastapi import Form, HTTPException, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.staticfiles import StaticFiles
-from fastapi.templating import Jinja2Templates
 
+from headwater.api.admin import charts, console, generations
+from headwater.api.admin.session import (
+    COOKIE,
+    LOGIN_COOKIE,
+    SESSION_SECONDS,
+    SESSIONS,
+    Posted,
+    Session,
+    Signed,
+    install,
+    mount_static,
+    page,
+    router,
+    signed_in,
+    templates,
+)
 from headwater.api.auth import LOCAL_ADMIN, KeyRing
 from headwater.api.deps import service_of
 from headwater.errors import HeadwaterError
@@ -33,74 +47,16 @@ from headwater.manifest.schedule import ScheduleStore
 from headwater.reports import failure_dict
 from headwater.types import caller_principals
 
-HERE = FilePath(__file__).parent
-COOKIE = "hw_session"
-LOGIN_COOKIE = "hw_login"
-SESSION_SECONDS = 8 * 3600
-
-router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=str(HERE / "templates"))
-
-
-@dataclass
-class Session:
-    key_name: str
-    csrf: str
-    expires: float
-
-
-SESSIONS: dict[str, Session] = {}
-
-
-def mount_static(app: FastAPI) -> None:
-    app.mount("/admin/static", StaticFiles(directory=str(HERE / "static")), name="admin-static")
-
-
-def _session(request: Request) -> Session | None:
-    sid = request.cookies.get(COOKIE)
-    found = SESSIONS.get(sid) if sid else None
-    if found is None or found.expires < time.time():
-        return None
-    return found
-
-
-def signed_in(request: Request) -> bool:
-    """Whether the request carries a live session (the guard asks before reading a form)."""
-    return _session(request) is not None
-
-
-class SignIn(Exception):
-    """No session: send the browser to the sign-in form."""
-
-
-def session(request: Request) -> Session:
-    found = _session(request)
-    if found is None:
-        raise SignIn()
-    return found
-
-
-def csrf_checked(request: Request, csrf: Annotated[str, Form()] = "") -> Session:
-    found = session(request)
-    if not hmac.compare_digest(csrf.encode(), found.csrf.encode()):
-        raise HTTPException(403, "the form's CSRF token is missing or stale; reload the page.")
-    return found
-
-
-Signed = Annotated[Session, Depends(session)]
-Posted = Annotated[Session, Depends(csrf_checked)]
-
-
-def page(request: Request, name: str, sess: Session | None, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(
-        request, name, {"session": sess, "csrf": sess.csrf if sess else "", **context}
-    )
-
-
-def install(app: FastAPI) -> None:
-    @app.exception_handler(SignIn)
-    async def to_login(_request: Request, _exc: SignIn) -> Response:
-        return RedirectResponse("/admin/login", status_code=303)
+__all__ = [
+    "charts",
+    "console",
+    "generations",
+    "install",
+    "mount_static",
+    "router",
+    "signed_in",
+    "templates",
+]
 
 
 @router.get("/admin/login", response_class=HTMLResponse)
@@ -140,15 +96,13 @@ async def logout(request: Request, sess: Posted) -> Response:
     return response
 
 
-@router.get("/admin", response_class=HTMLResponse)
-async def overview(request: Request, sess: Signed) -> Response:
-    report = await run_in_threadpool(service_of(request).ws.status)
-    return page(request, "overview.html", sess, report=report)
-
-
 @router.get("/admin/sources/{source_id}", response_class=HTMLResponse)
 async def source(
-    request: Request, source_id: str, sess: Signed, flash: str | None = None
+    request: Request,
+    source_id: str,
+    sess: Signed,
+    flash: str | None = None,
+    run: str | None = None,
 ) -> Response:
     ws = service_of(request).ws
     section = ws.source_section(source_id)
@@ -164,17 +118,19 @@ async def source(
         runs=runs,
         failures=fails,
         paused=paused,
-        flash=flash,
+        flash=None if run else flash,  # the page says it with a link to the run
+        run=run,
     )
 
 
 @router.post("/admin/sources/{source_id}/sync")
 async def source_sync(request: Request, source_id: str, sess: Posted) -> Response:
     job = await run_in_threadpool(service_of(request).start_sync, source_id)
-    flash = f"sync started (run {job.run_id})" if job else "a sync is already running"
-    return RedirectResponse(
-        f"/admin/sources/{source_id}?{urlencode({'flash': flash})}", status_code=303
-    )
+    if job is None:
+        query = {"flash": "a sync is already running"}
+    else:
+        query = {"flash": f"sync started (run {job.run_id})", "run": job.run_id or ""}
+    return RedirectResponse(f"/admin/sources/{source_id}?{urlencode(query)}", status_code=303)
 
 
 @router.post("/admin/sources/{source_id}/{action}")
@@ -200,7 +156,7 @@ async def dlq(
     rows = ws.manifest.failures.list(
         source_id=source or None, stage=stage or None, statuses=(DEAD,)
     )
-    entries = [failure_dict(f) for f in rows]
+    entries = [{**failure_dict(f), "run_id": f.run_id} for f in rows]
     shown = next((e for e in entries if e["id"] == show), None)
     return page(
         request,
@@ -309,12 +265,6 @@ async def failures_action(
                 flash = str(exc)
     query = {"flash": flash, **({"source": back} if back else {})}
     return RedirectResponse(f"/admin/failures?{urlencode(query)}", status_code=303)
-
-
-@router.get("/admin/indexes", response_class=HTMLResponse)
-async def indexes(request: Request, sess: Signed) -> Response:
-    report = await run_in_threadpool(service_of(request).ws.status)
-    return page(request, "indexes.html", sess, indexes=report["indexes"])
 
 
 def visible_by(ws: Any, results: list[dict[str, Any]], user: str | None, groups: list[str]) -> None:
