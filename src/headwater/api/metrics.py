@@ -8,7 +8,8 @@ ends), never a count of the retained history. Search and HTTP latency and embedd
 counters are this process's own, and so are refused webhooks
 (``headwater_hooks_rejected_total{source,reason}``). A lease takeover is an acquisition
 of a lease its previous holder never released (it expired unrenewed, or the process
-died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count per source).
+died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count
+per source).
 """
 
 from __future__ import annotations
