@@ -146,6 +146,15 @@ class ParseSection(Strict):
 
     text_extensions: list[str] = []
     media_types: dict[str, str] = {}
+    time_budget: str | None = None  # default 60s; a source's wins
+    metadata_only_on_failure: bool | None = None  # default true; a source's wins
+
+    @field_validator("time_budget")
+    @classmethod
+    def _budget(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_duration(value, MIN_INTERVAL)  # raises naming the value and the range
+        return value
 
     @field_validator("text_extensions")
     @classmethod
@@ -173,7 +182,17 @@ class ParseSection(Strict):
         if override is not None:
             extensions |= set(override.text_extensions)
             media_types |= override.media_types
-        return ParseOptions(text_extensions=frozenset(extensions), media_types=media_types)
+        budget = (override.time_budget if override else None) or self.time_budget
+        on_failure = override.metadata_only_on_failure if override else None
+        if on_failure is None:
+            on_failure = self.metadata_only_on_failure
+        seconds = check_duration(budget, MIN_INTERVAL) if budget else None
+        return ParseOptions(
+            text_extensions=frozenset(extensions),
+            media_types=media_types,
+            time_budget_s=seconds.total_seconds() if seconds else ParseOptions.time_budget_s,
+            metadata_only_on_failure=True if on_failure is None else on_failure,
+        )
 
 
 def _extension(value: str) -> str:

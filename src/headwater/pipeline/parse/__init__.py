@@ -62,6 +62,14 @@ from headwater.pipeline.parse._markup import (
     parse_org,
     parse_rst,
 )
+from headwater.pipeline.parse._members import (
+    SEPARATOR,
+    ContainerLimits,
+    Member,
+    MemberFailure,
+    container_kind,
+    members,
+)
 from headwater.pipeline.parse._msg import MSG_VERSION, parse_msg
 from headwater.pipeline.parse._odf import (
     ODP_VERSION,
@@ -99,10 +107,16 @@ __all__ = [
     "CODE_EXTENSIONS",
     "PARSED_METADATA_KEYS",
     "PARSER_VERSIONS",
+    "SEPARATOR",
     "SUPPORTED_EXTENSIONS",
     "SUPPORTED_MEDIA_TYPES",
+    "ContainerLimits",
+    "Member",
+    "MemberFailure",
     "ParseOptions",
     "ParsedDocument",
+    "container_kind",
+    "members",
     "normalize_text",
     "parse",
     "parser_for",

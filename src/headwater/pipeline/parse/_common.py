@@ -48,6 +48,9 @@ class ParseOptions:
     media_types: Mapping[str, str] = field(default_factory=dict)
     time_budget_s: float = 60.0
     """Seconds one document's parse may take (checked as parsers go); not in the version."""
+    metadata_only_on_failure: bool = True
+    """A file too large, encrypted or unparseable is indexed by its metadata (not in the
+    version: it applies to files as they are read next)."""
     clock: Callable[[], float] | None = field(default=None, compare=False, repr=False)
     """The clock the budget is measured on (``time.monotonic`` when None): tests inject one."""
 
