@@ -298,18 +298,6 @@ class FilesystemConnector:
                 ),
                 permanent=True,
             )
-        if st.st_size > self.options.max_file_bytes:
-            return Failure(
-                object_id=rel,
-                locator=locator,
-                stage=Stage.FETCH.value,
-                error_class="too_large",
-                message=(
-                    f"{printable(rel)} is {st.st_size} bytes; max_file_bytes is "
-                    f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file."
-                ),
-                permanent=True,
-            )
         return SourceDocument(
             object_id=rel,
             locator=locator,
@@ -317,7 +305,11 @@ class FilesystemConnector:
             version=f"{st.st_mtime_ns}:{st.st_size}",
             fetch_ref=json.dumps({"path": rel, "file": [st.st_dev, st.st_ino]}),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
-            metadata={"path": rel},
+            # a file over max_file_bytes is listed (so it can be a metadata-only
+            # document) but never read: its fetch is a permanent too_large failure
+            metadata={"path": rel}
+            if st.st_size <= self.options.max_file_bytes
+            else {"path": rel, "size": str(st.st_size)},
         )
 
     def _is_container(self, object_id: str) -> bool:
@@ -385,6 +377,12 @@ class FilesystemConnector:
                 raise self._replaced(path, "it is no longer a regular file")
             if listed is not None and (st.st_dev, st.st_ino) != listed:
                 raise self._replaced(path, "another file now stands at its path")
+            if st.st_size > self.options.max_file_bytes:
+                raise ItemError(
+                    "too_large",
+                    f"{printable(path)} is {st.st_size} bytes; max_file_bytes is "
+                    f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file.",
+                )
             self.files_read += 1
             return handle.read(self.options.max_file_bytes + 1)
 
