@@ -203,6 +203,19 @@ def _extension(value: str) -> str:
     return value.lower()
 
 
+class HookSection(BaseModel):
+    """One ``[[hooks]]`` entry: the hook's name (an entry point of ``headwater.hooks``)
+    and its options (every other key), run in the order given (docs/hooks.md)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(min_length=1)
+
+    def options(self) -> dict[str, Any]:
+        """The hook's own options: the keys this model does not declare."""
+        return dict(self.model_extra or {})
+
+
 class SourceSection(BaseModel):
     """The keys every source has; the rest are the connector's own options."""
 
@@ -401,6 +414,7 @@ class HeadwaterConfig(Strict):
     executor: ExecutorSection = ExecutorSection()
     index: list[IndexSection] = []
     source: list[SourceSection] = []
+    hooks: list[HookSection] = []
 
     def source_by_id(self, source_id: str) -> SourceSection:
         """The source section with id ``source_id``, or ConfigError naming the configured ones."""
