@@ -9,7 +9,7 @@ whole file.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -148,6 +148,8 @@ class ParseSection(Strict):
     media_types: dict[str, str] = {}
     time_budget: str | None = None  # default 60s; a source's wins
     metadata_only_on_failure: bool | None = None  # default true; a source's wins
+    ocr: bool | None = None  # default false; a source's wins
+    ocr_language: str | None = Field(default=None, pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
 
     @field_validator("time_budget")
     @classmethod
@@ -192,7 +194,18 @@ class ParseSection(Strict):
             media_types=media_types,
             time_budget_s=seconds.total_seconds() if seconds else ParseOptions.time_budget_s,
             metadata_only_on_failure=True if on_failure is None else on_failure,
+            ocr=bool(_laid(self.ocr, override.ocr if override else None)),
+            ocr_language=_laid(self.ocr_language, override.ocr_language if override else None)
+            or "eng",
         )
+
+
+_T = TypeVar("_T")
+
+
+def _laid(workspace: _T, source: _T | None) -> _T:
+    """A source's setting when it sets one, else the workspace's."""
+    return workspace if source is None else source
 
 
 def _extension(value: str) -> str:
