@@ -74,6 +74,7 @@ class DocumentReport(JsonView):
     def as_dict(self) -> dict[str, Any]:
         """The JSON ``headwater doc --json`` prints."""
         record = self.record
+        unavailable = record.metadata.get("content") == "unavailable"
         return {
             "document_id": record.document_id,
             "source": record.source_id,
@@ -87,6 +88,9 @@ class DocumentReport(JsonView):
             "pipeline_version": record.pipeline_version,
             "access": access_dict(record),
             "metadata": dict(record.metadata),
+            # "unavailable" for a metadata-only document (sync.unavailable), with why
+            "content": "unavailable" if unavailable else "available",
+            "content_reason": record.metadata.get("content_reason") if unavailable else None,
             "indexes": {name: state.as_dict() for name, state in self.indexes.items()},
         }
 

@@ -20,7 +20,7 @@ from headwater.connectors.testing import (
     collect,
     no_known,
 )
-from headwater.errors import FatalError
+from headwater.errors import FatalError, ItemError
 from headwater.types import Failure, SourceDocument, Window
 from workspace_helpers import filesystem_source, write_config
 
@@ -86,14 +86,16 @@ def test_symlinks_are_skipped_by_default_and_never_leave_the_root(
         assert "outside the root" in failure.message and "not read" in failure.message
 
 
-def test_too_large_files_are_permanent_failures(corpus: Path) -> None:
+def test_too_large_files_are_listed_but_their_read_is_a_permanent_failure(corpus: Path) -> None:
     (corpus / "big.txt").write_text("x" * 5000)
-    items = read_all(make(corpus, max_file_bytes=1000))
-    failures = [i for i in items if isinstance(i, Failure)]
-    assert [(f.object_id, f.error_class, f.permanent) for f in failures] == [
-        ("big.txt", "too_large", True)
-    ]
-    assert "max_file_bytes" in failures[0].message
+    connector = make(corpus, max_file_bytes=1000)
+    (big,) = [i for i in read_all(connector) if i.object_id == "big.txt"]
+    assert isinstance(big, SourceDocument) and big.metadata["size"] == "5000"
+    assert big.fetch_ref is not None
+    with pytest.raises(ItemError) as refused:
+        connector.fetch(big.fetch_ref)
+    assert (refused.value.error_class, refused.value.permanent) == ("too_large", True)
+    assert "max_file_bytes" in str(refused.value) and connector.files_read == 0
 
 
 def test_version_hint_is_mtime_and_size_and_read_is_lazy(corpus: Path) -> None:
@@ -198,11 +200,15 @@ def test_printable_escapes_control_characters_and_undecodable_bytes() -> None:
 
 def test_failure_messages_escape_control_characters_in_names(corpus: Path) -> None:
     (corpus / "big\x1b[2J\n.txt").write_text("x" * 5000)
-    failures = [i for i in read_all(make(corpus, max_file_bytes=1000)) if isinstance(i, Failure)]
-    [failure] = failures
-    assert failure.object_id == "big\x1b[2J\n.txt"  # the id stays the real name
-    assert "big\\x1b[2J\\n.txt" in failure.message
-    assert not any(ord(c) < 0x20 for c in failure.message)
+    connector = make(corpus, max_file_bytes=1000)
+    [big] = [i for i in read_all(connector) if i.object_id.startswith("big")]
+    assert big.object_id == "big\x1b[2J\n.txt"  # the id stays the real name
+    assert isinstance(big, SourceDocument) and big.fetch_ref is not None
+    with pytest.raises(ItemError) as refused:
+        connector.fetch(big.fetch_ref)
+    message = str(refused.value)
+    assert "big\\x1b[2J\\n.txt" in message
+    assert not any(ord(c) < 0x20 for c in message)
     folder = UnlistableFolder(corpus, "guides")
     os.rename(corpus / "guides", corpus / "gui\rdes")
     folder.folder = folder.root / "gui\rdes"

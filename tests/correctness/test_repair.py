@@ -147,10 +147,11 @@ def test_prune_and_dlq_commands(tmp_path: Path, corpus: Path) -> None:
     dry = json.loads(cli(tmp_path, "prune", "--dry-run", "--json").stdout)["prunes"][0]
     assert dry["status"] == "dry_run" and dry["candidates"] == 1
     assert dry["would_delete"] == ["guides/expenses.md"]
-    assert json.loads(cli(tmp_path, "status", "--json").stdout)["sources"][0]["documents"] == 5
+    # 5 files and bad.pdf's metadata-only document (docs/pipeline.md, "Findable when unreadable")
+    assert json.loads(cli(tmp_path, "status", "--json").stdout)["sources"][0]["documents"] == 6
     done = json.loads(cli(tmp_path, "prune", "--json").stdout)["prunes"][0]
     assert done["deleted"] == 1
-    assert json.loads(cli(tmp_path, "status", "--json").stdout)["sources"][0]["documents"] == 4
+    assert json.loads(cli(tmp_path, "status", "--json").stdout)["sources"][0]["documents"] == 5
     unknown = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]), "99999")
     assert unknown.returncode == 2 and "no DLQ entry #99999" in unknown.stderr
     dropped = cli(tmp_path, "dlq", "drop", str(entries[0]["id"]))  # the unknown id dropped none

@@ -9,7 +9,7 @@ whole file.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -147,6 +147,17 @@ class ParseSection(Strict):
 
     text_extensions: list[str] = []
     media_types: dict[str, str] = {}
+    time_budget: str | None = None  # default 60s; a source's wins
+    metadata_only_on_failure: bool | None = None  # default true; a source's wins
+    ocr: bool | None = None  # default false; a source's wins
+    ocr_language: str | None = Field(default=None, pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+
+    @field_validator("time_budget")
+    @classmethod
+    def _budget(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_duration(value, MIN_INTERVAL)  # raises naming the value and the range
+        return value
 
     @field_validator("text_extensions")
     @classmethod
@@ -174,7 +185,28 @@ class ParseSection(Strict):
         if override is not None:
             extensions |= set(override.text_extensions)
             media_types |= override.media_types
-        return ParseOptions(text_extensions=frozenset(extensions), media_types=media_types)
+        budget = (override.time_budget if override else None) or self.time_budget
+        on_failure = override.metadata_only_on_failure if override else None
+        if on_failure is None:
+            on_failure = self.metadata_only_on_failure
+        seconds = check_duration(budget, MIN_INTERVAL) if budget else None
+        return ParseOptions(
+            text_extensions=frozenset(extensions),
+            media_types=media_types,
+            time_budget_s=seconds.total_seconds() if seconds else ParseOptions.time_budget_s,
+            metadata_only_on_failure=True if on_failure is None else on_failure,
+            ocr=bool(_laid(self.ocr, override.ocr if override else None)),
+            ocr_language=_laid(self.ocr_language, override.ocr_language if override else None)
+            or "eng",
+        )
+
+
+_T = TypeVar("_T")
+
+
+def _laid(workspace: _T, source: _T | None) -> _T:
+    """A source's setting when it sets one, else the workspace's."""
+    return workspace if source is None else source
 
 
 def _extension(value: str) -> str:
@@ -186,6 +218,19 @@ def _extension(value: str) -> str:
 
 
 WATCHABLE = frozenset({"filesystem", "imap"})  # source types with a watcher (`watch = true`)
+
+
+class HookSection(BaseModel):
+    """One ``[[hooks]]`` entry: the hook's name (an entry point of ``headwater.hooks``)
+    and its options (every other key), run in the order given (docs/hooks.md)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(min_length=1)
+
+    def options(self) -> dict[str, Any]:
+        """The hook's own options: the keys this model does not declare."""
+        return dict(self.model_extra or {})
 
 
 class SourceSection(BaseModel):
@@ -217,6 +262,7 @@ class SourceSection(BaseModel):
     def rule_set(self) -> RuleSet:
         """The source's sync rules, compiled."""
         return RuleSet.from_tables(self.rules)
+
     # Hints in (docs/live.md): a file watcher on the filesystem root (IMAP IDLE on an imap
     # source's mailboxes) while `headwater run` or `serve --with-scheduler` runs, and the
     # secret that authenticates the vendor's webhooks at POST /v1/hooks/{id} (a source
@@ -425,6 +471,7 @@ class HeadwaterConfig(Strict):
     executor: ExecutorSection = ExecutorSection()
     index: list[IndexSection] = []
     source: list[SourceSection] = []
+    hooks: list[HookSection] = []
 
     def source_by_id(self, source_id: str) -> SourceSection:
         """The source section with id ``source_id``, or ConfigError naming the configured ones."""

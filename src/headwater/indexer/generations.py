@@ -30,6 +30,7 @@ from headwater.manifest.generations import Generation
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
+from headwater.pipeline.hooks import HookChain
 from headwater.pipeline.version import chunking_version, index_version
 from headwater.sinks.base import Sink, SinkContext
 
@@ -127,7 +128,8 @@ class CurrentModel:
     described: Mapping[str, Any]  # {"type", "model", "dimension", "max_tokens"}
     embedder: Callable[[], Embedder]
     chunker: ChunkerSettings
-    content_version: str
+    content_version: str  # with the hooks (``pipeline.version.hooked_version``)
+    hooks: HookChain = field(default_factory=HookChain)
 
 
 class Pipelines:
@@ -239,6 +241,7 @@ class Pipelines:
                     batch_size=batch_size,
                     should_stop=should_stop,
                     progress=progress,
+                    hooks=self.current.hooks,
                 )
             )
         return GenerationIndexer(indexers, tombstone_keys)

@@ -31,6 +31,7 @@ from headwater.manifest.records import ACTIVE, DocumentRecord, FailureWrite
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
+from headwater.pipeline.hooks import HookChain
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.sinks.base import Sink, WriteOutcome
 from headwater.types import EmbeddedChunk, IndexDocument
@@ -66,7 +67,10 @@ class Indexer:
         retry: RetryPolicy | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         progress: Callable[[IndexProgress], None] | None = None,
+        hooks: HookChain | None = None,
     ) -> None:
+        self.hooks = hooks or HookChain()
+        self.excluded: set[str] = set()  # dropped by a hook in the last prepared batch
         self.manifest = manifest
         self.content_store = content_store
         self.targets = list(targets)
@@ -214,6 +218,8 @@ class Indexer:
                 failpoints.failpoint(failpoints.BETWEEN_SINKS)
         done = [d for d in to_prepare if d not in failed]
         self.manifest.failures.resolve(done, INDEX_STAGES)
+        # a hook's exclusion stays recorded while the hook drops the document
+        self.manifest.failures.resolve([d for d in done if d not in self.excluded], ("hook",))
         failpoints.failpoint(failpoints.AFTER_INDEX_BATCH)
 
     def _prepare(
@@ -239,8 +245,11 @@ class Indexer:
             superseded=self._superseded,
             should_stop=self.should_stop,
             embedded=embedded if progress is not None else None,
+            hooks=self.hooks,
         )
-        return preparer.prepare(docs, need_vectors, report)
+        prepared, failed = preparer.prepare(docs, need_vectors, report)
+        self.excluded = preparer.excluded
+        return prepared, failed
 
     def _apply_one(
         self,
@@ -271,10 +280,12 @@ class Indexer:
             document = IndexDocument(
                 document_id=record.document_id,
                 source=record.source_id,
-                title=record.title,
+                title=prepared.title if prepared and prepared.title is not None else record.title,
                 locator=record.locator,
                 access=record.access,
-                metadata=record.metadata,
+                metadata=prepared.metadata
+                if prepared and prepared.metadata is not None
+                else record.metadata,
             )
             if prepared is None:  # ACL-only change: no chunking, no embedding
                 outcome = call_with_retry(

@@ -16,7 +16,7 @@ raised, nothing of the batch is written, and its documents stay pending.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from headwater.errors import (
@@ -32,8 +32,9 @@ from headwater.manifest.records import DocumentRecord
 from headwater.pipeline.chunk import ChunkerSettings, chunk_document
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.each import embed_each
+from headwater.pipeline.hooks import Drop, HookChain, HookDocument, split_sections
 from headwater.retry import RetryPolicy, call_with_retry
-from headwater.types import Chunk, EmbeddedChunk
+from headwater.types import Chunk, EmbeddedChunk, MetadataValue
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,12 @@ EMBED_SLICE = 64  # texts per embedding call: a stop waits for one, progress mov
 
 @dataclass
 class Prepared:
-    """One document ready for the sinks: its chunks with their vectors."""
+    """One document ready for the sinks: its chunks with their vectors, and the title and
+    metadata its hooks gave it (None: the manifest's). No chunks: a hook dropped it."""
 
     chunks: list[EmbeddedChunk] = field(default_factory=list)
+    title: str | None = None
+    metadata: Mapping[str, MetadataValue] | None = None
 
 
 class Preparer:
@@ -63,7 +67,10 @@ class Preparer:
         superseded: Callable[[DocumentRecord], bool],
         should_stop: Callable[[], bool] = lambda: False,
         embedded: Callable[[int], None] | None = None,
+        hooks: HookChain | None = None,
     ) -> None:
+        self.hooks = hooks or HookChain()
+        self.excluded: set[str] = set()  # documents a hook dropped
         self.content_store = content_store
         self._embedder = embedder
         self.pipeline_version = pipeline_version
@@ -87,6 +94,7 @@ class Preparer:
         prepared: dict[str, Prepared] = {}
         failed: set[str] = set()
         chunked: dict[str, list[Chunk]] = {}
+        framing: dict[str, HookDocument] = {}
         for doc in docs:
             try:
                 assert doc.checksum is not None
@@ -97,17 +105,22 @@ class Preparer:
                         raise
                     failed.add(doc.document_id)  # no failure: its new revision is pending
                     continue
+                hooked = self._hooked(doc, text, report)
+                if hooked is None:  # dropped: it leaves every index (no chunks)
+                    prepared[doc.document_id] = Prepared()
+                    continue
+                text, framing[doc.document_id] = hooked.text, hooked
                 chunked[doc.document_id] = chunk_document(
                     document_id=doc.document_id,
                     pipeline_version=self.pipeline_version,
                     text=text,
-                    title=doc.title,
-                    metadata=doc.metadata,
+                    title=hooked.title,
+                    metadata=hooked.metadata,
                     counter=self.embedder,
                     settings=self.chunker,
                 )
             except ItemError as exc:
-                self._fail(doc, "chunk", exc, report)
+                self._fail(doc, "hook" if exc.error_class == "hook_error" else "chunk", exc, report)
                 failed.add(doc.document_id)
             except HeadwaterError:  # fatal or a config error: not this document's
                 raise
@@ -143,8 +156,11 @@ class Preparer:
                 self._fail(doc, "embed", error, report)
                 failed.add(doc.document_id)
                 continue
+            hooked = framing[doc.document_id] if self.hooks else None
             prepared[doc.document_id] = Prepared(
-                [EmbeddedChunk(chunk=c, vector=v) for c, v in zip(chunks, mine, strict=True)]  # type: ignore[arg-type]
+                [EmbeddedChunk(chunk=c, vector=v) for c, v in zip(chunks, mine, strict=True)],  # type: ignore[arg-type]
+                title=hooked.title if hooked else None,
+                metadata=hooked.metadata if hooked else None,
             )
             report.chunks += len(chunks)
         return prepared, failed
@@ -164,6 +180,31 @@ class Preparer:
             if self._embedded is not None:
                 self._embedded(len(vectors))
         return vectors
+
+    def _hooked(self, doc: DocumentRecord, text: str, report: IndexReport) -> HookDocument | None:
+        """The document after the hooks (itself without any); None when one dropped it,
+        which is recorded as a permanent ``excluded`` failure at stage ``hook``."""
+        document = HookDocument(
+            document_id=doc.document_id,
+            source=doc.source_id,
+            object_id=doc.object_id,
+            title=doc.title,
+            sections=split_sections(text) if self.hooks else (text,),
+            metadata=doc.metadata,
+        )
+        if not self.hooks:
+            return document
+        outcome = self.hooks.run(document)
+        if isinstance(outcome, Drop):
+            self.excluded.add(doc.document_id)
+            excluded = ItemError("excluded", f"excluded by {outcome.reason}")
+            self._fail(doc, "hook", excluded, report)
+            return None
+        if not outcome.text.strip():
+            self.excluded.add(doc.document_id)
+            self._fail(doc, "hook", ItemError("excluded", "the hooks left no text"), report)
+            return None
+        return outcome
 
     def _embed(self, texts: list[str]) -> list[list[float] | ItemError]:
         return call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 
 def _short_hash(payload: object) -> str:
@@ -38,6 +38,14 @@ def content_version(
     if parse_settings:
         payload["parse"] = dict(parse_settings)
     return _short_hash(payload)
+
+
+def hooked_version(content: str, hooks: Sequence[object]) -> str:
+    """The content version with the ingestion hooks (``HookChain.describe()``) that run on
+    stored content before chunking: it enters ``chunking_version`` in its place, so a
+    changed hook re-chunks from the content store and never re-reads a source. Without
+    hooks it is ``content`` itself (no version changes for a workspace without any)."""
+    return _short_hash([content, list(hooks)]) if hooks else content
 
 
 def chunking_version(

@@ -36,8 +36,9 @@ from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.registry import EmbedderSpec, cached_embedder, describe_embedder
+from headwater.pipeline.hooks import load_hooks
 from headwater.pipeline.parse import PARSER_VERSIONS
-from headwater.pipeline.version import chunking_version, content_version
+from headwater.pipeline.version import chunking_version, content_version, hooked_version
 from headwater.runtime.controls import Controls
 from headwater.runtime.indexes import Indexes
 from headwater.runtime.sources import Sources
@@ -136,13 +137,15 @@ class Runtime:
             "dimension": self.dimension,
             "max_tokens": self.max_tokens,
         }
-        # Chunker and embedder: re-chunk and re-embed stored content, never re-read.
+        # Hooks, chunker and embedder: re-chunk and re-embed stored content, never re-read.
+        hooks = load_hooks([(h.name, h.options()) for h in self.config.hooks])
+        hooked = hooked_version(self.content_version, hooks.describe())
         self.chunking_version = chunking_version(
-            self.content_version, CHUNKER_VERSION, {"max_tokens": self.chunker.max_tokens}, model
+            hooked, CHUNKER_VERSION, {"max_tokens": self.chunker.max_tokens}, model
         )
         self.pipelines = Pipelines(
             self.manifest,
-            CurrentModel(model, lambda: self.embedder, self.chunker, self.content_version),
+            CurrentModel(model, lambda: self.embedder, self.chunker, hooked, hooks),
             recorded_embedder=self.recorded_embedder,
             sink_class=self.sink_class,
             configured_sink=self._configured_sink,

@@ -43,6 +43,7 @@ from headwater.sync.decisions import (
     decide,
     signature_of,
 )
+from headwater.sync.unavailable import UNAVAILABLE_CLASSES, stands_in, unavailable_document
 from headwater.types import Deleted, Failure, MetadataValue, SourceDocument
 
 __all__ = [
@@ -259,15 +260,7 @@ class BatchBuilder:
                 self.fetched += 1
                 raw = self.fetch(doc.fetch_ref)
             except ItemError as exc:
-                return self._fail(
-                    doc,
-                    "fetch",
-                    exc.error_class,
-                    str(exc),
-                    exc.permanent,
-                    doc.version,
-                    doc.fetch_ref,
-                )
+                return self._unreadable(doc, record, acl, "fetch", exc, None)
             except TransientError as exc:
                 return self._fail(
                     doc, "fetch", "transient", str(exc), False, doc.version, doc.fetch_ref
@@ -281,9 +274,7 @@ class BatchBuilder:
                 # No text left (a file truncated to retract what it said) is the source's
                 # true state: the old revision leaves every index, like a delete.
                 self._empty(record, doc)
-            return self._fail(
-                doc, "parse", exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
-            )
+            return self._unreadable(doc, record, acl, "parse", exc, len(raw))
         checksum = content_checksum(parsed.text)
         self.content_store.put(checksum, parsed.text)
         if parsed.metadata:  # what the format says (an e-mail's headers); the connector wins
@@ -308,6 +299,37 @@ class BatchBuilder:
             self.counts.unchanged += 1
             return Outcome.UNCHANGED
         return self._write(doc, record, checksum, signature, acl, metadata, title)
+
+    def _unreadable(
+        self,
+        doc: SourceDocument,
+        record: DocumentRecord | None,
+        acl: tuple[str, ...],
+        stage: str,
+        exc: ItemError,
+        size: int | None,
+    ) -> Outcome:
+        """A failure record, and a metadata-only document standing for the file when its
+        content is unavailable (``sync.unavailable``) and the source wants one."""
+        if (
+            exc.error_class in UNAVAILABLE_CLASSES
+            and self.source.parse_options.metadata_only_on_failure
+            and stands_in(record)
+        ):
+            found = unavailable_document(doc, exc.error_class, str(exc), size)
+            checksum = content_checksum(found.text)
+            signature = signature_of(checksum, found.title, doc.locator, found.metadata)
+            held = record is not None and record.state == ACTIVE
+            if not (held and record and (record.signature, record.acl) == (signature, acl)):
+                self.content_store.put(checksum, found.text)
+                row = (checksum, signature, acl, found.metadata, found.title)
+                revision = 1 if record is None else record.revision + 1
+                self.commit.writes.append(self._row(doc, record, *row, revision, record is None))
+                if record is not None and record.state == DELETED:
+                    self.commit.cleared_tombstones.append(record.document_id)
+        return self._fail(
+            doc, stage, exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
+        )
 
     def _refuse_access(
         self, doc: SourceDocument, record: DocumentRecord | None, exc: ConfigError
@@ -337,7 +359,8 @@ class BatchBuilder:
         metadata: dict[str, MetadataValue],
         title: str | None = None,
     ) -> Outcome:
-        is_new = record is None or record.state != ACTIVE
+        # content for the first time: a metadata-only document (sync.unavailable) is new
+        is_new = record is None or record.state != ACTIVE or stands_in(record)
         revision = 1 if record is None else record.revision + 1
         row = self._row(
             doc,

@@ -15,6 +15,9 @@ and ``fetch`` opens the path one component at a time with ``O_NOFOLLOW`` (so no 
 followed at read time), then compares the open file's ``fstat`` with the listing. A file
 swapped for a link, a folder swapped for a link, or any other file put in its place
 between listing and read is not read (``replaced``, retried by the next sync).
+
+With ``containers`` (the default) an mbox, zip or tar file is read while listed and its
+members become documents (``docs.zip!/a.md``, ``connectors._archives``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from headwater.connectors._archives import (
+    container_id,
+    container_items,
+    container_kind,
+    member_ids,
+    whole_failure,
+)
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -62,6 +72,7 @@ class FilesystemOptions(ConnectorOptions):
     exclude: list[str] = Field(default_factory=list)
     follow_symlinks: bool = False
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
+    containers: bool = True  # mbox, zip and tar files: each member a document
 
 
 def matches_any(path: str, patterns: list[str]) -> bool:
@@ -125,8 +136,9 @@ class FilesystemConnector:
             )
 
     def in_scope(self, object_id: str) -> bool:
-        """Whether the config (include/exclude) still selects this path."""
-        return self._selects(object_id)
+        """Whether the config (include/exclude) still selects this path (for a member of
+        a container, the container's)."""
+        return self._selects(container_id(object_id))
 
     def _scandir(self, directory: Path) -> list[os.DirEntry[str]]:
         """The entries of one directory in name order (raises OSError if unlistable)."""
@@ -275,7 +287,11 @@ class FilesystemConnector:
                 yield found
                 continue
             parts, st = found
-            yield self._item(parts, st)
+            item = self._item(parts, st)
+            if isinstance(item, SourceDocument) and self._is_container(item.object_id):
+                yield from self._members(item)
+            else:
+                yield item
             yield Checkpoint(json.dumps({"after": list(parts)}))
         return None
 
@@ -295,18 +311,6 @@ class FilesystemConnector:
                 ),
                 permanent=True,
             )
-        if st.st_size > self.options.max_file_bytes:
-            return Failure(
-                object_id=rel,
-                locator=locator,
-                stage=Stage.FETCH.value,
-                error_class="too_large",
-                message=(
-                    f"{printable(rel)} is {st.st_size} bytes; max_file_bytes is "
-                    f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file."
-                ),
-                permanent=True,
-            )
         return SourceDocument(
             object_id=rel,
             locator=locator,
@@ -314,8 +318,31 @@ class FilesystemConnector:
             version=f"{st.st_mtime_ns}:{st.st_size}",
             fetch_ref=json.dumps({"path": rel, "file": [st.st_dev, st.st_ino]}),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
-            metadata={"path": rel, HIERARCHY_KEY: rel},
+            # a file over max_file_bytes is listed (so it can be a metadata-only
+            # document) but never read: its fetch is a permanent too_large failure
+            metadata={"path": rel, HIERARCHY_KEY: rel}
+            if st.st_size <= self.options.max_file_bytes
+            else {"path": rel, HIERARCHY_KEY: rel, "size": str(st.st_size)},
             size=st.st_size,
+        )
+
+    def _is_container(self, object_id: str) -> bool:
+        return self.options.containers and container_kind(object_id) is not None
+
+    def _members(self, item: SourceDocument) -> Iterator[SourceDocument | Failure]:
+        """The members of the container file ``item`` (read now), or its failure."""
+        assert item.fetch_ref is not None
+        try:
+            content = self.fetch(item.fetch_ref)
+        except ItemError as exc:
+            yield whole_failure(item.object_id, item.locator, exc)
+            return
+        yield from container_items(
+            content,
+            object_id=item.object_id,
+            locator=item.locator,
+            updated_at=item.updated_at,
+            metadata=item.metadata,
         )
 
     def enumerate(self) -> Iterator[str]:
@@ -328,7 +355,14 @@ class FilesystemConnector:
                     raise FatalError(found.message)
                 yield found.object_id
                 continue
-            yield printable("/".join(found[0]))
+            rel = printable("/".join(found[0]))
+            if not self._is_container(rel) or found[1].st_size > self.options.max_file_bytes:
+                yield rel
+                continue
+            try:  # a container that cannot be listed now must delete none of its members
+                yield from member_ids(self.fetch(rel), rel)
+            except ItemError as exc:
+                raise FatalError(f"{rel!r} could not be listed to prune: {exc}") from exc
 
     def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted | Failure]:
         """Each selected path as a listing would see it now (see ``_refetch``)."""
@@ -361,6 +395,12 @@ class FilesystemConnector:
                 raise self._replaced(path, "it is no longer a regular file")
             if listed is not None and (st.st_dev, st.st_ino) != listed:
                 raise self._replaced(path, "another file now stands at its path")
+            if st.st_size > self.options.max_file_bytes:
+                raise ItemError(
+                    "too_large",
+                    f"{printable(path)} is {st.st_size} bytes; max_file_bytes is "
+                    f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file.",
+                )
             self.files_read += 1
             return handle.read(self.options.max_file_bytes + 1)
 

@@ -62,7 +62,21 @@ from headwater.pipeline.parse._markup import (
     parse_org,
     parse_rst,
 )
+from headwater.pipeline.parse._members import (
+    SEPARATOR,
+    ContainerLimits,
+    Member,
+    MemberFailure,
+    container_kind,
+    members,
+)
 from headwater.pipeline.parse._msg import MSG_VERSION, parse_msg
+from headwater.pipeline.parse._ocr import (
+    IMAGE_EXTENSIONS,
+    IMAGE_MEDIA_TYPES,
+    parse_image,
+    recognize,
+)
 from headwater.pipeline.parse._odf import (
     ODP_VERSION,
     ODS_VERSION,
@@ -99,10 +113,16 @@ __all__ = [
     "CODE_EXTENSIONS",
     "PARSED_METADATA_KEYS",
     "PARSER_VERSIONS",
+    "SEPARATOR",
     "SUPPORTED_EXTENSIONS",
     "SUPPORTED_MEDIA_TYPES",
+    "ContainerLimits",
+    "Member",
+    "MemberFailure",
     "ParseOptions",
     "ParsedDocument",
+    "container_kind",
+    "members",
     "normalize_text",
     "parse",
     "parser_for",
@@ -285,6 +305,9 @@ def parser_for(
     by_extension = SUPPORTED_EXTENSIONS.get(suffix)
     if by_media == "text" and by_extension in _TEXT_PARSERS:
         return by_extension
+    image = mime in IMAGE_MEDIA_TYPES or (suffix in IMAGE_EXTENSIONS and not by_media)
+    if options.ocr and not (by_media or by_extension) and image:  # images only with OCR
+        return "image"
     return by_media or by_extension
 
 
@@ -356,6 +379,10 @@ def _parse(
         if parser in _MAIL_PARSERS:  # attachments: one level, as their own formats
             read = None if attached else partial(_attached, options=options)
             result = _MAIL_PARSERS[parser](content, charset, read)
+        elif parser == "image":  # only chosen with [parse] ocr on
+            result = parse_image(content, options.ocr_language)
+        elif parser == "pdf" and options.ocr:
+            result = parse_pdf(content, charset, partial(recognize, language=options.ocr_language))
         else:
             result = _PARSERS[parser](content, charset)
         if isinstance(result, Extracted):
@@ -368,7 +395,11 @@ def _parse(
         raise ItemError(
             "empty_document",
             f"{name!r} has no text after parsing with the {parser} parser ("
-            + ("a scanned PDF without a text layer?" if parser == "pdf" else "an empty file?")
+            + (
+                "a scanned PDF without a text layer? [parse] ocr = true reads it"
+                if parser == "pdf" and not options.ocr
+                else "an empty file?"
+            )
             + "); it is read again when it changes, or exclude it.",
         )
     return ParsedDocument(text=text, title=title, parser=parser, metadata=metadata)

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 
 from headwater.errors import ItemError
 
+OCR_VERSION = "ocr-1+tesseract"
+"""The OCR's version: in the content version of a source with ``ocr`` on."""
+
 _TRAILING_SPACE = re.compile(r"[ \t\u00a0]+$", re.MULTILINE)
 _MANY_BLANK_LINES = re.compile(r"\n{3,}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -48,6 +51,13 @@ class ParseOptions:
     media_types: Mapping[str, str] = field(default_factory=dict)
     time_budget_s: float = 60.0
     """Seconds one document's parse may take (checked as parsers go); not in the version."""
+    metadata_only_on_failure: bool = True
+    ocr: bool = False
+    """Read images, and PDF pages without a text layer, with Tesseract (``_ocr``)."""
+    ocr_language: str = "eng"
+    """Tesseract's ``-l``: ``"eng"``, ``"deu"``, ``"eng+deu"``."""
+    """A file too large, encrypted or unparseable is indexed by its metadata (not in the
+    version: it applies to files as they are read next)."""
     clock: Callable[[], float] | None = field(default=None, compare=False, repr=False)
     """The clock the budget is measured on (``time.monotonic`` when None): tests inject one."""
 
@@ -58,6 +68,8 @@ class ParseOptions:
             described["text_extensions"] = sorted(self.text_extensions)
         if self.media_types:
             described["media_types"] = dict(sorted(self.media_types.items()))
+        if self.ocr:  # new output for images and scanned PDFs: read them again
+            described["ocr"] = [OCR_VERSION, self.ocr_language]
         return described
 
 
@@ -224,6 +236,14 @@ def tick() -> None:
             "and stopped. It is not read; exclude it in the source's configuration, or "
             "split the document.",
         )
+
+
+def remaining_budget() -> float:
+    """Seconds left of the running parse's time budget (60 when none runs)."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return 60.0
+    return deadline.seconds - (deadline.clock() - deadline.start)
 
 
 ParserFunc = Callable[[bytes, str | None], tuple[str, str | None] | Extracted]

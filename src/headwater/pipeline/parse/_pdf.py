@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 
 from headwater.errors import ItemError
 from headwater.pipeline.parse._common import tick
 
-PDF_VERSION = "pdf-1+pypdf"
+PDF_VERSION = "pdf-1+pypdf"  # with OCR on, the source's version adds OCR_VERSION
 
 
-def parse_pdf(content: bytes, charset: str | None) -> tuple[str, str | None]:
-    """A PDF's text and title."""
+def parse_pdf(
+    content: bytes, charset: str | None, ocr: Callable[[bytes], str] | None = None
+) -> tuple[str, str | None]:
+    """A PDF's text and title; with ``ocr``, a page without a text layer is read from its
+    images (a section ``# Page N (OCR)``), a page with text never is."""
     from pypdf import PdfReader
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -37,9 +41,14 @@ def parse_pdf(content: bytes, charset: str | None) -> tuple[str, str | None]:
                 "it, or exclude it in the source's configuration.",
             )
     pages: list[str] = []
-    for page in reader.pages:
+    for number, page in enumerate(reader.pages, start=1):
         tick()
-        pages.append(page.extract_text() or "")
+        text = page.extract_text() or ""
+        if not text.strip() and ocr is not None:
+            read = [ocr(image.data) for image in page.images]
+            recognized = "\n\n".join(r for r in read if r.strip())
+            text = f"# Page {number} (OCR)\n\n{recognized}" if recognized else ""
+        pages.append(text)
     title: str | None = None
     info = reader.metadata
     if info is not None and info.title:

@@ -45,20 +45,20 @@ def checked_archive(content: bytes, *, kind: str, limits: ZipLimits | None = Non
     limits = limits or ZipLimits()
     with zipfile.ZipFile(io.BytesIO(content)) as archive:
         entries = archive.infolist()
-        _check_declared(entries, kind, limits)
+        check_declared(entries, kind, limits)
     rebuilt = io.BytesIO()
     with zipfile.ZipFile(rebuilt, "w", zipfile.ZIP_STORED) as copy:
         left = limits.max_unpacked_bytes
         for info in entries:
             if info.is_dir():
                 continue
-            data = _inflate(content, info, left, kind)
+            data = inflate(content, info, left, kind)
             left -= len(data)
             copy.writestr(info.filename, data)
     return rebuilt.getvalue()
 
 
-def _check_declared(entries: list[zipfile.ZipInfo], kind: str, limits: ZipLimits) -> None:
+def check_declared(entries: list[zipfile.ZipInfo], kind: str, limits: ZipLimits) -> None:
     if len(entries) > limits.max_entries:
         raise too_large(kind, f"holds {len(entries):,} entries; the limit is "
                         f"{limits.max_entries:,}")  # fmt: skip
@@ -88,7 +88,7 @@ def _check_declared(entries: list[zipfile.ZipInfo], kind: str, limits: ZipLimits
             )
 
 
-def _inflate(content: bytes, info: zipfile.ZipInfo, cap: int, kind: str) -> bytes:
+def inflate(content: bytes, info: zipfile.ZipInfo, cap: int, kind: str) -> bytes:
     """The entry's bytes, inflated in steps from the archive's own bytes.
 
     The packed bytes are located through the local header (``zipfile`` itself would
