@@ -65,7 +65,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "objectstore",
     ),
     ("manifest", "pipeline", "sinks", "connectors"),
-    ("sync", "indexer", "search"),
+    ("sync", "indexer", "search", "events"),
     ("config",),
     ("runtime", "reports"),
     ("rebuilds", "executor", "scheduler", "reads"),
