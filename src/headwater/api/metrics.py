@@ -1,11 +1,11 @@
 """``GET /metrics``: Prometheus text from the manifest and this process's counters.
 
 Manifest-derived values (documents, pending work, DLQ, failed deletes, runs and their
-durations, lease takeovers) are read at scrape time by a custom collector, so every
-process and the scheduler report the same truth. Search latency and embedding counters
-are this process's own. A lease takeover is an acquisition of a lease its previous
-holder never released (it expired unrenewed, or the process died); a normal claim after
-a release is not one (``manifest/leases.py`` keeps the count per source).
+durations, lease takeovers, the change-event outbox) are read at scrape time by a custom
+collector, so every process and the scheduler report the same truth. Search latency and
+embedding counters are this process's own. A lease takeover is an acquisition of a lease
+its previous holder never released (it expired unrenewed, or the process died); a normal
+claim after a release is not one (``manifest/leases.py`` keeps the count per source).
 """
 
 from __future__ import annotations
@@ -82,6 +82,12 @@ class ManifestCollector(Collector):
         )
         hits.add_metric([], float(getattr(ws_embedder, "hits", 0) or 0))
         yield hits
+        outbox = GaugeMetricFamily(
+            "headwater_events_outbox_depth",
+            "Change events waiting in the outbox to be sent ([events]; 0 without it)",
+        )
+        outbox.add_metric([], float(ws.manifest.outbox.depth()))
+        yield outbox
 
     def _dlq(self) -> Iterator[Metric]:
         engine = self.service.ws.manifest.engine

@@ -36,13 +36,18 @@ async def _quiet(exc: Exception) -> None:
 
 
 async def connect(url: str, timeout: float) -> Any:
-    """A NATS connection to ``url`` that does not reconnect (a drain just ends)."""
-    return await nats.connect(
-        url,
-        connect_timeout=timeout,
-        allow_reconnect=False,
-        max_reconnect_attempts=0,
-        error_cb=_quiet,
+    """A NATS connection to ``url`` that gives up quickly (a drain just ends, the events
+    wait). nats-py waits forever with ``max_reconnect_attempts=0`` or
+    ``allow_reconnect=False`` when the server refuses: one quick retry, and a deadline."""
+    return await asyncio.wait_for(
+        nats.connect(
+            url,
+            connect_timeout=timeout,
+            max_reconnect_attempts=1,
+            reconnect_time_wait=0.1,
+            error_cb=_quiet,
+        ),
+        timeout * 2 + 1,
     )
 
 

@@ -14,7 +14,9 @@ keeps it. Housekeeping (tombstone and run-history retention, content-store garba
 embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes. Work
 left pending before the start (a killed or stopped scheduler, ``sync --no-index``) is
 drained once at start in the background, and a failed drain is retried a minute later,
-even when no run changes anything.
+even when no run changes anything. With ``[events]``, a pump thread sends the change
+events of the outbox while the scheduler runs (``headwater.events``), and drains once more
+before it exits.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases) and exits 0 (``--once`` interrupted
@@ -37,6 +39,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import BrokerUnavailable, HeadwaterError
+from headwater.events import EventPump
 from headwater.manifest.runs import FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
 from headwater.runtime import Runtime
@@ -94,6 +97,7 @@ class Scheduler:
         self._drain_at: datetime | None = utcnow() if local and not once else None
         self._drainer: threading.Thread | None = None
         self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
+        self._pump: EventPump | None = None  # sends change events ([events]) meanwhile
 
     def install_signal_handlers(self) -> None:
         """Stop on SIGTERM and SIGINT, reload the config on SIGHUP."""
@@ -127,6 +131,7 @@ class Scheduler:
             len(self._sections()),
             self.max_concurrent,
         )
+        self._start_pump()
         try:
             while not self._stopping:
                 try:
@@ -147,6 +152,7 @@ class Scheduler:
             self._reap(inflight)
             if not self._stopping and self.once:
                 self._drain()
+            self._stop_pump()
             self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
@@ -295,12 +301,27 @@ class Scheduler:
         except HeadwaterError as exc:
             log.error("config not reloaded (keeping the old one): %s", exc)
             return
+        self._stop_pump()
         self.rt.close()
         self.rt = fresh
+        self._start_pump()
         gone = [s for s in self.only if s not in {x.id for x in fresh.config.source}]
         if gone:
             log.warning("sources no longer configured, no longer scheduled: %s", ", ".join(gone))
         log.info("config reloaded: %d sources", len(self._sections()))
+
+    def _start_pump(self) -> None:
+        """Send change events in the background while the scheduler runs (``[events]``)."""
+        events = self.rt.events
+        self._pump = EventPump(events).start() if events is not None else None
+
+    def _stop_pump(self) -> None:
+        """Stop the events pump after one last drain (events of the last runs go out)."""
+        if self._pump is not None:
+            self._pump.stop()
+            self._pump = None
+        if self.rt.events is not None:
+            self.rt.events.drain()
 
     def _run_one(self, rt: Runtime, section: SourceSection, kind: str) -> Outcome:
         return run_content(rt, section, kind, self.progress, self._drain)
