@@ -26,6 +26,8 @@ from nats_support import (
 )
 
 from headwater import Workspace
+from headwater.api.metrics import ManifestCollector
+from headwater.api.service import Service
 from headwater.errors import WriteConflict
 from headwater.events import EventPump
 from headwater.manifest.records import BatchCommit, RowVersion, TombstoneWrite
@@ -201,6 +203,8 @@ def test_nats_down_stops_nothing_and_the_outbox_drains_when_it_is_back(
         assert ws.search("vacation days", groups=["staff"])  # indexed all the same
         status = ws.status()["events"]
         assert status["outbox_depth"] == 10 and "did not take the events" in status["last_error"]
+        gauges = {m.name: m for m in ManifestCollector(Service(ws)).collect()}
+        assert gauges["headwater_events_outbox_depth"].samples[0].value == 10
         listed = headwater(tmp_path, "status", "--json")
         assert json.loads(listed.stdout)["events"]["outbox_depth"] == 10
         with private_nats(port, tmp_path / "js"):
@@ -236,3 +240,16 @@ def test_events_tail_prints_events_as_they_arrive(
     assert len(lines) == 5 and tail.returncode == 0
     assert {line["kind"] for line in lines} == {"upserted"}
     assert all(line["subject"] == f"{name.prefix}.acme.docs.document.upserted" for line in lines)
+
+
+def test_the_scheduler_sends_the_events_of_its_runs(
+    tmp_path: Path, corpus: Path, name: StreamName
+) -> None:
+    """``headwater run --once``: the pump sends while it runs and drains before it exits."""
+    config(tmp_path, corpus, name.table())
+    done = headwater(tmp_path, "run", "--once")
+    assert done.returncode == 0, done.stderr
+    with Workspace.open(tmp_path) as ws:
+        assert ws.manifest.outbox.depth() == 0
+    seen = consume(name)
+    assert sorted(s.payload["kind"] for s in seen) == ["applied"] * 5 + ["upserted"] * 5
