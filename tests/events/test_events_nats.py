@@ -253,3 +253,23 @@ def test_the_scheduler_sends_the_events_of_its_runs(
         assert ws.manifest.outbox.depth() == 0
     seen = consume(name)
     assert sorted(s.payload["kind"] for s in seen) == ["applied"] * 5 + ["upserted"] * 5
+
+
+def test_serve_sends_events_committed_by_anyone_meanwhile(
+    tmp_path: Path, corpus: Path, name: StreamName
+) -> None:
+    """``headwater serve``'s service pumps the outbox: a change committed outside any sync
+    (here a batch straight into the manifest) goes out without a drain being asked for."""
+    ws = Workspace.open(config(tmp_path, corpus, name.table()))
+    ws.sync(index=False)
+    service = Service(ws).start()
+    try:
+        doc = ws.manifest.document_by_object("docs", "readme.md")
+        assert doc is not None
+        gone = TombstoneWrite(doc.document_id, "docs", "readme.md", 2, None, "manual")
+        ws.manifest.commit_batch("run", BatchCommit(tombstones=[gone]))
+        wait_for(lambda: ws.manifest.outbox.depth() == 0, what="the serve pump to drain")
+    finally:
+        service.close()
+    seen = document_events(consume(name))
+    assert seen["readme.md"] == [(1, "upserted"), (2, "deleted")]
