@@ -33,8 +33,10 @@ ALL = (
     AFTER_CHECKPOINT_SAVE,
     AFTER_INDEX_BATCH,
     INSIDE_BATCH_COMMIT,
-    AFTER_EVENTS_PUBLISHED,
 )
+# Reached only with an [events] table, so not among the points every sync passes (ALL,
+# the crash matrix); tests/events kill a sync there.
+EVENTS = (AFTER_EVENTS_PUBLISHED,)
 
 STOP = "stop"
 

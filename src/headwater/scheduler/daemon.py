@@ -321,7 +321,10 @@ class Scheduler:
             self._pump.stop()
             self._pump = None
         if self.rt.events is not None:
-            self.rt.events.drain()
+            try:
+                self.rt.events.drain()
+            except SQLAlchemyError as exc:  # the manifest is gone: the events wait in it
+                log.error("change events not drained at exit: %s", exc)
 
     def _run_one(self, rt: Runtime, section: SourceSection, kind: str) -> Outcome:
         return run_content(rt, section, kind, self.progress, self._drain)
