@@ -22,6 +22,7 @@ MID_DELETE = "mid_delete"
 AFTER_CHECKPOINT_SAVE = "after_checkpoint_save"
 AFTER_INDEX_BATCH = "after_index_batch"  # every sink of one indexer batch recorded
 INSIDE_BATCH_COMMIT = "inside_batch_commit"  # the batch's transaction fenced, not committed
+AFTER_EVENTS_PUBLISHED = "after_events_published"  # events confirmed, not removed from the outbox
 
 ALL = (
     AFTER_FETCH_BEFORE_COMMIT,
@@ -33,6 +34,9 @@ ALL = (
     AFTER_INDEX_BATCH,
     INSIDE_BATCH_COMMIT,
 )
+# Reached only with an [events] table, so not among the points every sync passes (ALL,
+# the crash matrix); tests/events kill a sync there.
+EVENTS = (AFTER_EVENTS_PUBLISHED,)
 
 STOP = "stop"
 

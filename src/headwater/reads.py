@@ -19,6 +19,7 @@ from headwater.manifest.generations import RETIRED, WRITE_STATES, Generation
 from headwater.manifest.records import DocumentRecord
 from headwater.reports import (
     DocumentReport,
+    EventsState,
     ExecutorState,
     IndexInfo,
     StatusReport,
@@ -190,6 +191,9 @@ def status(rt: Runtime, executor: ExecutorState) -> StatusReport:
         pipeline_version=rt.pipeline_version,
         content_version=rt.content_version,
         executor=executor,
+        events=None
+        if rt.events is None
+        else EventsState(rt.events.kind, rt.events.depth(), rt.events.last_error),
     )
 
 

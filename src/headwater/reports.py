@@ -174,6 +174,19 @@ class SourceSchedule(JsonView):
 
 
 @dataclass(frozen=True, eq=False)
+class EventsState(JsonView):
+    """``[events]``: where change events go and how many wait in the outbox."""
+
+    type: str
+    outbox_depth: int
+    last_error: str | None = None  # why this process's last drain stopped early
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"type", "outbox_depth", "last_error"}``."""
+        return {"type": self.type, "outbox_depth": self.outbox_depth, "last_error": self.last_error}
+
+
+@dataclass(frozen=True, eq=False)
 class ExecutorState(JsonView):
     """Where write work runs; for Celery, what runs, waits and is claimed now."""
 
@@ -283,6 +296,7 @@ class StatusReport(JsonView):
     indexes: Mapping[str, IndexStatus]
     dlq: DlqStatus
     executor: ExecutorState = field(default_factory=ExecutorState)
+    events: EventsState | None = None  # None: no [events] table
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON the command prints."""
@@ -293,6 +307,7 @@ class StatusReport(JsonView):
             "content_version": self.content_version,
             "indexes": {name: info.as_dict() for name, info in self.indexes.items()},
             "dlq": self.dlq.as_dict(),
+            "events": None if self.events is None else self.events.as_dict(),
         }
 
 
@@ -345,6 +360,7 @@ def status_report(
     pipeline_version: str,
     content_version: str,
     executor: ExecutorState | None = None,
+    events: EventsState | None = None,
 ) -> StatusReport:
     """``sources`` are the configured (id, type) pairs, ``schedule`` their schedule
     fields by id."""
@@ -383,4 +399,5 @@ def status_report(
         },
         dlq=DlqStatus(_count(totals["dlq"]), age, _count(totals["deletes"])),
         executor=executor or ExecutorState(),
+        events=events,
     )

@@ -20,6 +20,7 @@ from typing import Any
 from headwater import reads
 from headwater.config import IndexSection, SourceSection
 from headwater.errors import ConfigError, NotFoundError, PushConflict
+from headwater.events import DrainReport
 from headwater.indexer.reconcile import ReconcileReport
 from headwater.indexer.report import IndexProgress, IndexReport
 from headwater.manifest.failures import DEAD
@@ -197,7 +198,7 @@ class Workspace:
         With ``[executor] type = "celery"`` the runs are enqueued and awaited instead;
         ``executor="local"`` runs here regardless (what a Celery worker does).
         """
-        return self._executor(executor).sync(
+        result = self._executor(executor).sync(
             sources,
             index=index,
             force=force,
@@ -206,12 +207,22 @@ class Workspace:
             max_concurrent=max_concurrent,
             skip_busy=skip_busy,
         )
+        self.publish_events()
+        return result
+
+    def publish_events(self) -> DrainReport | None:
+        """Send the change events waiting in the outbox (``[events]``; None without it).
+        Never raises for a target that is down: the events wait for the next drain."""
+        events = self.runtime.events
+        return None if events is None else events.drain()
 
     def sync_permissions(
         self, sources: Sequence[str] | None = None, *, index: bool = True
     ) -> PermissionResult:
         """Refresh ACLs and group memberships only: no content read, nothing re-embedded."""
-        return self.executor.sync_permissions(sources, index=index)
+        result = self.executor.sync_permissions(sources, index=index)
+        self.publish_events()
+        return result
 
     def _push_source(self, source_id: str) -> SourceSection:
         try:
@@ -257,7 +268,9 @@ class Workspace:
         self, only: Sequence[str] | None = None, *, executor: str | None = None
     ) -> IndexReport:
         """Drain pending work into every sink (on Celery workers with that executor)."""
-        return self._executor(executor).index(only)
+        report = self._executor(executor).index(only)
+        self.publish_events()
+        return report
 
     def prune(
         self, sources: Sequence[str] | None = None, *, dry_run: bool = False, force: bool = False

@@ -2,7 +2,7 @@
 
 Layers, each importing only its own layer and those below it (``LAYERS``, lowest
 first): core modules (types, errors, clock, identity, retry, units…) ← manifest,
-pipeline, sinks, connectors ← sync, indexer, search ← config ← runtime (the composition
+pipeline, sinks, connectors ← sync, indexer, search, events ← config ← runtime (the composition
 root) and reports ← rebuilds, executor, scheduler, reads ← the workspace facade ← cli,
 api. Every import counts: module level, inside a function, under ``TYPE_CHECKING``.
 Every package and top-level module of ``src/headwater`` must appear in ``LAYERS``: a
@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "scopes",
     ),
     ("manifest", "pipeline", "sinks", "connectors"),
-    ("sync", "indexer", "search"),
+    ("sync", "indexer", "search", "events"),
     ("config",),
     ("runtime", "reports"),
     ("rebuilds", "executor", "scheduler", "reads", "hints"),

@@ -9,7 +9,7 @@ counters are this process's own, and so are refused webhooks
 (``headwater_hooks_rejected_total{source,reason}``). A lease takeover is an acquisition
 of a lease its previous holder never released (it expired unrenewed, or the process
 died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count
-per source).
+per source). The change-event outbox depth is read from the manifest too.
 """
 
 from __future__ import annotations
@@ -92,6 +92,12 @@ class ManifestCollector(Collector):
         )
         hits.add_metric([], float(getattr(ws_embedder, "hits", 0) or 0))
         yield hits
+        outbox = GaugeMetricFamily(
+            "headwater_events_outbox_depth",
+            "Change events waiting in the outbox to be sent ([events]; 0 without it)",
+        )
+        outbox.add_metric([], float(ws.manifest.outbox.depth()))
+        yield outbox
 
     def _dlq(self) -> Iterator[Metric]:
         engine = self.service.ws.manifest.engine

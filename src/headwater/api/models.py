@@ -154,6 +154,14 @@ class DlqStatus(Body):
     failed_deletes: int
 
 
+class EventsStatus(Body):
+    """``[events]``: the target type, events waiting in the outbox, the last drain's error."""
+
+    type: str
+    outbox_depth: int
+    last_error: str | None
+
+
 class StatusBody(Body):
     """``headwater status --json``."""
 
@@ -163,6 +171,7 @@ class StatusBody(Body):
     content_version: str
     indexes: dict[str, IndexStatus]
     dlq: DlqStatus
+    events: EventsStatus | None = None  # null without an [events] table
 
 
 class HookBody(Body):

@@ -5,7 +5,8 @@ drains run one at a time in a debounced background thread (woken after every pus
 and after each sync job); sync jobs run in their own threads, one per source at a time,
 and only write the manifest (``index=False``) so a long sync never blocks a search. A
 rebuild runs as one job at a time in its own thread, holding the index lock (the drains
-wait for it, as they wait for a redrive).
+wait for it, as they wait for a redrive). With ``[events]``, a pump thread sends the
+change events of the outbox every second (``headwater.events``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from headwater.connectors import ConnectorClass
 from headwater.connectors.push import PushConnector
+from headwater.events import EventPump
 from headwater.indexer.report import IndexReport
 from headwater.rebuilds.results import RebuildReport
 from headwater.workspace import Workspace
@@ -109,6 +111,7 @@ class Service:
         self._drainer = threading.Thread(
             target=self._drain_loop, name="headwater-drain", daemon=True
         )
+        self._events: EventPump | None = None  # sends change events ([events]) meanwhile
 
     @classmethod
     def open(cls, path: str | Path) -> Service:
@@ -125,6 +128,9 @@ class Service:
         _ = self.ws.embedder
         self._drainer.start()
         self._wake.set()  # pending work left by an earlier process
+        events = self.ws.runtime.events
+        if events is not None:
+            self._events = EventPump(events).start()
         return self
 
     def close(self) -> None:
@@ -136,6 +142,8 @@ class Service:
         self.ws.cancel.set()
         if self._drainer.is_alive():
             self._drainer.join(timeout=30)
+        if self._events is not None:
+            self._events.stop()
         self.ws.close()
 
     # -- indexing --------------------------------------------------------------------

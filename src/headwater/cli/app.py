@@ -61,6 +61,7 @@ def register_commands() -> typer.Typer:
     from headwater.cli import (  # noqa: F401
         commands,
         dlq,
+        events,
         examples,
         hints,
         identity,

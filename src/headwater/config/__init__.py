@@ -13,6 +13,7 @@ Everything is imported from ``headwater.config``.
 
 from __future__ import annotations
 
+from headwater.config.events import EventsSection
 from headwater.config.load import (
     COMMON_SOURCE_KEYS,
     ENV_REFERENCE,
@@ -62,6 +63,7 @@ __all__ = [
     "ChunkerSection",
     "ContentSection",
     "EmbedderSection",
+    "EventsSection",
     "ExecutorQueues",
     "ExecutorSection",
     "HeadwaterConfig",

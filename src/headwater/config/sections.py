@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from headwater.config.events import EventsSection
 from headwater.errors import ConfigError
 from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
@@ -469,6 +470,7 @@ class HeadwaterConfig(Strict):
     scheduler: SchedulerSection = SchedulerSection()
     api: ApiSection = ApiSection()
     executor: ExecutorSection = ExecutorSection()
+    events: EventsSection | None = None
     index: list[IndexSection] = []
     source: list[SourceSection] = []
     hooks: list[HookSection] = []

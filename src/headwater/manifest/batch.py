@@ -6,11 +6,13 @@ together or not at all. A checked write (the version gates set them, see
 moved on matches nothing, an insert whose row exists (or is inserted concurrently: the
 unique key) fails, and either is a ``WriteConflict`` that rolls the whole batch back.
 So two processes deciding from the same read can never both win: the loser reads again
-and decides again (invariant 5 across processes, not only within one).
+and decides again (invariant 5 across processes, not only within one). Each change that
+moves a revision adds its event to the outbox in the same transaction (``outbox``).
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +22,8 @@ from headwater.clock import utcnow
 from headwater.errors import WriteConflict
 from headwater.manifest import schema as t
 from headwater.manifest.failures import FailureLedger
+from headwater.manifest.outbox import ACCESS_CHANGED, UPSERTED, ChangeEvent, Outbox
+from headwater.manifest.outbox import DELETED as DELETED_EVENT
 from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentWrite, RowVersion
 
 CHUNK = 500
@@ -50,12 +54,20 @@ def _checked(result: Any, checked: bool, document_id: str) -> None:
         raise _conflict(document_id)
 
 
-def write_batch(conn: Connection, run_id: str, batch: BatchCommit, failures: FailureLedger) -> None:
-    """Every change of ``batch`` on ``conn`` (the caller commits or rolls back)."""
+def write_batch(
+    conn: Connection,
+    run_id: str,
+    batch: BatchCommit,
+    failures: FailureLedger,
+    outbox: Outbox | None = None,
+) -> None:
+    """Every change of ``batch`` on ``conn`` (the caller commits or rolls back), and its
+    events in ``outbox`` (when that is enabled)."""
     now = utcnow()
+    events: list[ChangeEvent] | None = [] if outbox is not None and outbox.enabled else None
     floors: dict[str, int] = {}  # rows inserted here: the floor their revision starts above
     for write in batch.writes:
-        floor = _write_document(conn, write, now)
+        floor = _write_document(conn, write, now, events)
         if floor is not None:
             floors[write.document_id] = floor
     for start in range(0, len(batch.seen), CHUNK):
@@ -97,6 +109,11 @@ def write_batch(conn: Connection, run_id: str, batch: BatchCommit, failures: Fai
             tomb.document_id,
         )
         conn.execute(delete(t.tombstones).where(t.tombstones.c.document_id == tomb.document_id))
+        if events is not None:
+            gone = ChangeEvent(
+                DELETED_EVENT, tomb.source_id, tomb.object_id, tomb.document_id, revision
+            )
+            events.append(gone)
         conn.execute(
             insert(t.tombstones).values(
                 document_id=tomb.document_id,
@@ -112,13 +129,19 @@ def write_batch(conn: Connection, run_id: str, batch: BatchCommit, failures: Fai
     failures.write(conn, batch.failures, run_id, now)
     failures.resolve_in(conn, batch.resolved, now)
     failures.touch_in(conn, batch.still_failing, run_id)
+    if outbox is not None and events:
+        outbox.add(conn, events)
 
 
-def _write_document(conn: Connection, write: DocumentWrite, now: datetime) -> int | None:
+def _write_document(
+    conn: Connection, write: DocumentWrite, now: datetime, events: list[ChangeEvent] | None
+) -> int | None:
     """Insert or update one row; a checked write only onto the row it was decided from.
-    Returns the revision floor an inserted row started above (``None``: an update)."""
+    Returns the revision floor an inserted row started above (``None``: an update).
+    Appends the write's event to ``events`` (None: no outbox)."""
     values = write.values()
-    exists = _exists(conn, write.document_id)
+    before = _before(conn, write.document_id)
+    exists = before is not None
     if write.is_new and write.checked and exists:
         raise _conflict(write.document_id)
     if write.is_new and not exists:
@@ -126,6 +149,8 @@ def _write_document(conn: Connection, write: DocumentWrite, now: datetime) -> in
         floor = _take_floor(conn, write.document_id)
         values["revision"] += floor
         conn.execute(insert(t.documents).values(created_at=now, updated_at=now, **values))
+        if events is not None:
+            events.append(_event_of(write, None, values["revision"]))
         return floor
     expect = write.expect if write.checked else None
     _checked(
@@ -137,7 +162,27 @@ def _write_document(conn: Connection, write: DocumentWrite, now: datetime) -> in
         write.checked,
         write.document_id,
     )
+    if events is not None and (before is None or before.revision != write.revision):
+        events.append(_event_of(write, before, write.revision))
     return None
+
+
+def _event_of(write: DocumentWrite, before: Any, revision: int) -> ChangeEvent:
+    """The event of a document write that moved the revision: ``deleted`` (a row written
+    as deleted), ``access_changed`` (an active row whose ACL alone changed: same
+    signature) or ``upserted``."""
+    kind = UPSERTED
+    if write.state == DELETED:
+        kind = DELETED_EVENT
+    elif (
+        before is not None
+        and before.state == ACTIVE
+        and before.signature == write.signature
+        and tuple(json.loads(before.acl)) != tuple(write.acl)
+    ):
+        kind = ACCESS_CHANGED
+    acl = tuple(write.acl) if kind == ACCESS_CHANGED else None
+    return ChangeEvent(kind, write.source_id, write.object_id, write.document_id, revision, acl)
 
 
 def _take_floor(conn: Connection, document_id: str) -> int:
@@ -152,8 +197,11 @@ def _take_floor(conn: Connection, document_id: str) -> int:
     return int(floor)
 
 
-def _exists(conn: Connection, document_id: str) -> bool:
-    found = conn.execute(
-        select(t.documents.c.document_id).where(t.documents.c.document_id == document_id)
+def _before(conn: Connection, document_id: str) -> Any:
+    """The row's revision, state, signature and ACL as it is now (None: no row)."""
+    docs = t.documents.c
+    return conn.execute(
+        select(docs.revision, docs.state, docs.signature, docs.acl).where(
+            docs.document_id == document_id
+        )
     ).first()
-    return found is not None

@@ -2,7 +2,8 @@
 
 Work pending for an index is exactly the documents whose manifest revision is ahead of
 the revision that index confirmed (or whose index pipeline version is outdated). An
-applied revision is recorded only after the sink confirmed the write (invariant 4).
+applied revision is recorded only after the sink confirmed the write (invariant 4), and
+in the same transaction its ``applied`` event enters the change-event outbox.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, delete, func, insert, or_, select, update
 
 from headwater.clock import utcnow
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
+from headwater.manifest.outbox import APPLIED, ChangeEvent, Outbox
 from headwater.manifest.records import ACTIVE, DELETED, DocumentRecord
 
 d = t.documents
@@ -42,11 +44,42 @@ class Applied:
     chunks: int
 
 
+def _applied_events(
+    conn: Connection, index_name: str, applied: Sequence[Applied]
+) -> list[ChangeEvent]:
+    """The ``applied`` events of what one index (a generation key) confirmed."""
+    name, _, number = index_name.partition("@")
+    generation = int(number) if number.isdigit() else 1
+    where: dict[str, tuple[str, str]] = {}
+    ids = [a.document_id for a in applied]
+    for start in range(0, len(ids), 500):
+        rows = conn.execute(
+            select(d.c.document_id, d.c.source_id, d.c.object_id).where(
+                d.c.document_id.in_(ids[start : start + 500])
+            )
+        )
+        where.update({r[0]: (r[1], r[2]) for r in rows})
+    return [
+        ChangeEvent(
+            APPLIED,
+            where[a.document_id][0],
+            where[a.document_id][1],
+            a.document_id,
+            a.revision,
+            index_name=name,
+            generation=generation,
+        )
+        for a in applied
+        if a.document_id in where
+    ]
+
+
 class IndexState:
     """Which revision of each document each index applied (``document_index``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, outbox: Outbox | None = None) -> None:
         self.engine = engine
+        self.outbox = outbox
 
     def _pending_condition(self, index_version: str):  # type: ignore[no-untyped-def]
         return or_(
@@ -137,6 +170,8 @@ class IndexState:
                     for a in applied
                 ],
             )
+            if self.outbox is not None and self.outbox.enabled:
+                self.outbox.add(conn, _applied_events(conn, index_name, applied))
 
     def for_document(self, document_id: str) -> dict[str, tuple[int, int]]:
         """Each index's applied revision and chunk count for ``document_id``."""

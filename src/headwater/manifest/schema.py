@@ -358,3 +358,20 @@ counters = Table(
     Column("key", String(400), primary_key=True),
     Column("value", BigInteger, nullable=False),
 )
+
+# Change events (migration 0014): written in the transaction of the change they describe,
+# sent in ``seq`` order by ``headwater.events`` and deleted once the broker confirmed them.
+events_outbox = Table(
+    "events_outbox",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),
+    Column("source_id", String(200), nullable=False),
+    Column("object_id", Text, nullable=False),
+    Column("document_id", String(64), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("acl", Text, nullable=True),
+    Column("index_name", String(100), nullable=True),
+    Column("generation", Integer, nullable=True),
+    Column("created_at", TZ, nullable=False),
+)

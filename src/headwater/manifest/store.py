@@ -1,6 +1,7 @@
 """The manifest facade: documents, and the one-transaction batch commit.
 
-``Manifest`` owns the engine and groups the ledgers (runs, failures, index state). The
+``Manifest`` owns the engine and groups the ledgers (runs, failures, index state, the
+change-event outbox). The
 sync runner hands it a ``BatchCommit`` per batch; everything in it (document rows,
 tombstones, failures, resolutions, last-seen marks) lands in one transaction or not at all.
 """
@@ -27,6 +28,7 @@ from headwater.manifest.hints import HintQueue
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
 from headwater.manifest.liveness import Liveness
+from headwater.manifest.outbox import Outbox
 from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
 from headwater.manifest.prunes import PruneLedger
 from headwater.manifest.push_sessions import SessionLedger
@@ -50,7 +52,8 @@ class Manifest:
         self.engine = engine
         self.runs = RunLedger(engine)
         self.failures = FailureLedger(engine, max_attempts=max_attempts)
-        self.index_state = IndexState(engine)
+        self.outbox = Outbox(engine)
+        self.index_state = IndexState(engine, self.outbox)
         self.groups = GroupLedger(engine)
         self.generations = Generations(engine)
         self.prunes = PruneLedger(engine)
@@ -297,7 +300,7 @@ class Manifest:
                 if lease is not None:
                     fence(conn, lease)
                 failpoints.failpoint(failpoints.INSIDE_BATCH_COMMIT)
-                write_batch(conn, run_id, batch, self.failures)
+                write_batch(conn, run_id, batch, self.failures, self.outbox)
         except IntegrityError as exc:
             raise WriteConflict(
                 f"a concurrent batch wrote the same document first ({exc.orig}); "

@@ -1,7 +1,8 @@
 """The composition root: every part of a workspace, built once from its loaded config.
 
 ``Runtime`` opens the manifest (migrating it), the content store, the connector factory
-(``Sources``), the generation wiring (``Pipelines``) and the indexes (``Indexes``), and
+(``Sources``), the generation wiring (``Pipelines``), the indexes (``Indexes``) and the
+change-event publisher (``events``, when ``[events]`` is configured), and
 computes the versions: the content version (parsers; decides whether a source object is
 re-read) and the chunking version (chunker and embedder; decides whether stored content
 is re-chunked and re-embedded). It has no operations of its own: executors, rebuilds,
@@ -24,6 +25,7 @@ from headwater.config import (
     load_config,
 )
 from headwater.errors import ConfigError
+from headwater.events import EventPublisher, publisher_for
 from headwater.indexer.generations import (
     SECRET_KEYS,
     CurrentModel,
@@ -104,6 +106,7 @@ class Runtime:
             max_attempts=self.config.sync.attempts,
             lease_seconds=self.config.sync.lease_seconds,
         )
+        self.events = self._events()
         self.content_store = open_content_store(self.config.content, self.state_dir)
         self.aliases = IdentityAliases.from_table(self.config.identity.aliases)
         self.controls = Controls()
@@ -163,6 +166,23 @@ class Runtime:
             loaded_embedders=lambda: [] if self._embedder is None else [self._embedder],
         )
         self.indexes.ensure_live()
+
+    def _events(self) -> EventPublisher | None:
+        """The ``[events]`` publisher (None: no events, and the outbox stays off)."""
+        section = self.config.events
+        if section is None:
+            return None
+        self.manifest.outbox.enabled = True
+        secret = section.secret.get_secret_value() if section.secret is not None else None
+        return publisher_for(
+            self.manifest.outbox,
+            self.config.workspace.tenant,
+            kind=section.type,
+            url=section.address,
+            stream=section.stream,
+            prefix=section.subject_prefix,
+            secret=secret,
+        )
 
     @classmethod
     def open(

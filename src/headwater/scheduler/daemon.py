@@ -18,6 +18,9 @@ even when no run changes anything. Hints (docs/live.md): a ``watch = true`` sour
 watched while the scheduler runs, and each cycle reads the due hints of sources with no
 run in flight and not paused (``scheduler.runs.run_hints``), in the same pool and under
 the same lease; with a source that takes hints, it looks at least every ``HINT_POLL_S``.
+even when no run changes anything. With ``[events]``, a pump thread sends the change
+events of the outbox while the scheduler runs (``headwater.events``), and drains once more
+before it exits.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases; a drain stops within one embedding
@@ -46,6 +49,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import BrokerUnavailable, HeadwaterError
+from headwater.events import EventPump
 from headwater.hints.watch import Watcher
 from headwater.manifest.liveness import SCHEDULER, Heartbeat
 from headwater.manifest.runs import FAILED, lease_owner
@@ -118,6 +122,7 @@ class Scheduler:
         self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
         self._inflight: Inflight = {}
         self._indexing = False  # a drain is running (in its own thread or after a run)
+        self._pump: EventPump | None = None  # sends change events ([events]) meanwhile
 
     def install_signal_handlers(self) -> None:
         """Stop on SIGTERM and SIGINT, reload the config on SIGHUP."""
@@ -178,6 +183,7 @@ class Scheduler:
             self.max_concurrent,
         )
         watcher = None if self.once else Watcher(lambda: self.rt, on_queued=self._wake.set)
+        self._start_pump()
         try:
             if watcher is not None:
                 watcher.start()
@@ -204,6 +210,7 @@ class Scheduler:
             if not self._stopping and self.once:
                 self._drain()
             heartbeat.stop()
+            self._stop_pump()
             self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
@@ -394,12 +401,30 @@ class Scheduler:
         except HeadwaterError as exc:
             log.error("config not reloaded (keeping the old one): %s", exc)
             return
+        self._stop_pump()
         self.rt.close()
         self.rt = fresh
+        self._start_pump()
         gone = [s for s in self.only if s not in {x.id for x in fresh.config.source}]
         if gone:
             log.warning("sources no longer configured, no longer scheduled: %s", ", ".join(gone))
         log.info("config reloaded: %d sources", len(self._sections()))
+
+    def _start_pump(self) -> None:
+        """Send change events in the background while the scheduler runs (``[events]``)."""
+        events = self.rt.events
+        self._pump = EventPump(events).start() if events is not None else None
+
+    def _stop_pump(self) -> None:
+        """Stop the events pump after one last drain (events of the last runs go out)."""
+        if self._pump is not None:
+            self._pump.stop()
+            self._pump = None
+        if self.rt.events is not None:
+            try:
+                self.rt.events.drain()
+            except SQLAlchemyError as exc:  # the manifest is gone: the events wait in it
+                log.error("change events not drained at exit: %s", exc)
 
     def _run_one(self, rt: Runtime, section: SourceSection, kind: str) -> Outcome:
         return run_content(rt, section, kind, self.progress, self._drain)
