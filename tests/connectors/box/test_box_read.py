@@ -71,6 +71,26 @@ def test_changes_follow_the_event_stream(box: FakeBox, tmp_path: Path) -> None:
     assert quiet.items == [] and quiet.final == again.final
 
 
+def test_folder_events_re_read_the_files_under_the_folder(box: FakeBox, tmp_path: Path) -> None:
+    ids = populate(box)
+    first = collect(make(box, tmp_path).read(EVERYTHING, None, no_known))
+    versions = {d.object_id: d.version for d in first.documents}
+    box.collaborate(ids["team"], "zoe@example.com")  # a collaborator on a folder
+    moved = box.folder("Company/Other")
+    box.move(moved.id, ids["docs"])  # a folder moved into the folder read
+    again = collect(make(box, tmp_path).read(EVERYTHING, first.final, no_known))
+    docs = {d.object_id: d for d in again.documents}
+    assert sorted(docs) == sorted([ids["guide"], ids["faq"], ids["other"]])
+    guide = docs[ids["guide"]]
+    assert guide.version == versions[ids["guide"]]  # same content: an ACL-only change
+    assert guide.access is not None and "zoe@example.com" in guide.access.users
+    assert docs[ids["other"]].metadata["path"] == "Other/x.md"
+    box.collaborate(next(n.id for n in box.nodes.values() if n.name == "Company"), "yan@x.org")
+    above = collect(make(box, tmp_path).read(EVERYTHING, again.final, no_known))
+    assert len(above.documents) == 5  # a folder above the one read: every file
+    assert all(d.access is not None and "yan@x.org" in d.access.users for d in above.documents)
+
+
 def test_an_expired_stream_position_walks_again(box: FakeBox, tmp_path: Path) -> None:
     ids = populate(box)
     first = collect(make(box, tmp_path).read(EVERYTHING, None, no_known))

@@ -130,6 +130,11 @@ class FakeBox(FakeApi):
                     doomed.append(child.id)
             self._event("ITEM_TRASH", node)
 
+    def move(self, node_id: str, parent_id: str) -> None:
+        with self.lock:
+            self.nodes[node_id].parent = parent_id
+            self._event("ITEM_MOVE", self.nodes[node_id])
+
     def collaborate(
         self, node_id: str, who: str, *, group: bool = False, pending: bool = False
     ) -> None:

@@ -7,8 +7,9 @@ holding the position and the walk's queue (each pending folder with its marker a
 ids of the folders above it), so a run resumes mid-listing. Later runs read
 ``/2.0/events?stream_type=changes`` from the saved position, chunk by chunk, and re-read
 each file an event names: a file Box no longer answers (trashed, deleted) or that left
-the folder is ``Deleted``. A position Box refuses (expired: 400) walks again. Readers:
-the owner plus the accepted collaborators on the file and on every folder above it
+the folder is ``Deleted``; a folder an event names (moved in, collaborators changed) is
+walked again, its files re-read with their ACLs. A position Box refuses (expired: 400)
+walks again. Readers: the owner plus the accepted collaborators on the file and on every folder above it
 (collaborations are inherited downwards); a collaboration list that cannot be read fails
 the file closed. ``enumerate()`` walks afresh, for what events cannot show one by one
 (files under a trashed folder). See docs/connectors/box.md.
@@ -80,6 +81,7 @@ class BoxConnector:
             policy=options.retry_policy(),
         )
         self._folders: dict[str, tuple[set[str], set[str]]] = {}
+        self._root_above: list[str] | None = None
 
     def validate(self) -> None:
         """Who the token is, that the folder exists, and (with groups) the groups scope."""
@@ -163,20 +165,56 @@ class BoxConnector:
     def _changes(self, page: dict[str, Any]) -> Listing:
         while True:
             entries = page.get("entries") or []
-            changed = dict.fromkeys(
-                str(e["source"]["id"])
-                for e in entries
-                if (e.get("source") or {}).get("type") == "file"
-            )
-            for file_id in changed:
+            sources = [e.get("source") or {} for e in entries]
+            files = dict.fromkeys(str(s["id"]) for s in sources if s.get("type") == "file")
+            folders = dict.fromkeys(str(s["id"]) for s in sources if s.get("type") == "folder")
+            seen: set[str] = set()
+            for file_id in files:
                 item = self._changed(file_id)
                 if item is not None:
+                    seen.add(file_id)
                     yield item
+            if folders:
+                self._folders.clear()  # a folder's collaborators may have changed
+            for folder_id in folders:
+                for item in self._refolder(folder_id):
+                    if item.object_id not in seen:
+                        seen.add(item.object_id)
+                        yield item
             position = str(page["next_stream_position"])
             if not entries:
                 return Checkpoint(json.dumps({"stream": position}))
             yield Checkpoint(json.dumps({"stream": position}))
             page = self._events(position)
+
+    def _refolder(self, folder_id: str) -> Iterator[SourceDocument | Failure]:
+        """The files under a folder an event names (moved in, renamed, collaborators
+        changed, restored), walked afresh; nothing for a folder gone or outside."""
+        try:
+            folder = self._client.json(f"/folders/{folder_id}", {"fields": FIELDS})
+        except BoxError as exc:
+            if exc.status == 404:
+                return  # trashed or deleted: enumeration prunes its files
+            raise
+        chain = [(str(e["id"]), str(e.get("name", ""))) for e in _path(folder)]
+        chain.append((str(folder["id"]), str(folder.get("name", ""))))
+        ids = [i for i, _ in chain]
+        if self.options.folder_id not in ids:
+            if folder_id in self._above():  # a folder above the one read: all of it
+                yield from self._refolder(self.options.folder_id)
+            return  # else outside the folder read (files moved out have their own events)
+        path = "/".join(name for _, name in chain[ids.index(self.options.folder_id) + 1 :])
+        head = {"id": folder_id, "path": path, "up": [i for i in ids if i != "0"], "marker": None}
+        for item in self._walk({"stream": "", "queue": [head]}):
+            if isinstance(item, SourceDocument | Failure):
+                yield item
+
+    def _above(self) -> list[str]:
+        """The ids of the folders above the folder read (their collaborators inherit)."""
+        if self._root_above is None:
+            root = self._client.json(f"/folders/{self.options.folder_id}", {"fields": FIELDS})
+            self._root_above = [str(e["id"]) for e in _path(root)]
+        return self._root_above
 
     def _changed(self, file_id: str) -> SourceItem | None:
         """The file's current state, ``Deleted`` when gone or out of the folder."""
@@ -186,10 +224,7 @@ class BoxConnector:
             if exc.status == 404:
                 return Deleted(file_id)
             raise
-        chain = [
-            (str(e["id"]), str(e.get("name", "")))
-            for e in (entry.get("path_collection") or {}).get("entries") or []
-        ]
+        chain = [(str(e["id"]), str(e.get("name", ""))) for e in _path(entry)]
         ids = [i for i, _ in chain]
         if self.options.folder_id not in ids:
             return Deleted(file_id)  # moved out of the folder (or never in it)
@@ -277,3 +312,8 @@ class BoxConnector:
                 logins,
                 display_name=str(group.get("name") or gid),
             )
+
+
+def _path(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """The folders above an item, from All Files down (``path_collection.entries``)."""
+    return list((item.get("path_collection") or {}).get("entries") or [])
