@@ -9,9 +9,9 @@ ids of the folders above it), so a run resumes mid-listing. Later runs read
 each file an event names: a file Box no longer answers (trashed, deleted) or that left
 the folder is ``Deleted``; a folder an event names (moved in, collaborators changed) is
 walked again, its files re-read with their ACLs. A position Box refuses (expired: 400)
-walks again. Readers: the owner plus the accepted collaborators on the file and on every folder above it
-(collaborations are inherited downwards); a collaboration list that cannot be read fails
-the file closed. ``enumerate()`` walks afresh, for what events cannot show one by one
+walks again. Readers: the owner plus the accepted collaborators on the file and on every
+folder above it (collaborations are inherited downwards); a collaboration list that cannot
+be read fails the file closed. ``enumerate()`` walks afresh, for what events cannot show one by one
 (files under a trashed folder). See docs/connectors/box.md.
 """
 
