@@ -77,6 +77,25 @@ def test_changes_follow_delta_with_removed_deletes(graph: FakeTeams, tmp_path: P
     assert [i for i in quiet.items if not isinstance(i, Checkpoint)] == []
 
 
+def test_recent_threads_are_re_read_for_new_replies(graph: FakeTeams, tmp_path: Path) -> None:
+    ids = populate(graph)  # the fake's messages are from 2024: a window reaching back
+    first = collect(make(graph, tmp_path, reply_days=36500).read(EVERYTHING, None, no_known))
+    assert first.final is not None and len(json.loads(first.final.cursor)["recent"]) == 5
+    graph.reply("t1", "c-gen", ids["hello"], "bob", "<p>Hi ann</p>")  # delta stays silent
+    graph.delete("t1", "c-priv", ids["secret"])
+    again = collect(make(graph, tmp_path, reply_days=36500).read(EVERYTHING, first.final, no_known))
+    hello = next(d for d in again.documents if d.object_id == f"t1/c-gen/{ids['hello']}")
+    assert "Hi ann" in (hello.content or b"").decode() and hello.metadata["replies"] == "1"
+    before = next(d for d in first.documents if d.object_id == hello.object_id)
+    assert hello.version != before.version
+    assert [i.object_id for i in again.items if isinstance(i, Deleted)] == [
+        f"t1/c-priv/{ids['secret']}"
+    ]  # once: from delta, not again from the recent threads
+    assert again.final is not None and len(json.loads(again.final.cursor)["recent"]) == 4
+    old = collect(make(graph, tmp_path).read(EVERYTHING, None, no_known))  # 14 days
+    assert old.final is not None and json.loads(old.final.cursor)["recent"] == {}
+
+
 def test_an_expired_delta_link_starts_the_channel_over(graph: FakeTeams, tmp_path: Path) -> None:
     ids = populate(graph)
     first = collect(make(graph, tmp_path).read(EVERYTHING, None, no_known))

@@ -17,7 +17,10 @@ replies, written from the Graph reference.
   answers 410 Gone (``resyncRequired``), an unknown one 400:
   https://learn.microsoft.com/en-us/graph/api/chatmessage-delta and
   https://learn.microsoft.com/en-us/graph/delta-query-overview
-- ``GET /teams/{id}/channels/{id}/messages/{id}/replies``:
+- ``GET /teams/{id}/channels/{id}/messages/{id}`` (a deleted one keeps its id with
+  ``deletedDateTime`` set): https://learn.microsoft.com/en-us/graph/api/chatmessage-get
+- ``GET /teams/{id}/channels/{id}/messages/{id}/replies``; a reply does not make its root
+  message appear in delta (delta lists root messages only):
   https://learn.microsoft.com/en-us/graph/api/chatmessage-list-replies
 - errors ``{"error": {"code", "message"}}``: 401 ``InvalidAuthenticationToken``; 403
   ``Forbidden`` "Missing role permissions … API requires one of '…'" naming the
@@ -182,6 +185,11 @@ class FakeTeams(FakeApi):
             return Answer(200, {"value": [_member(e) for e in channel.members]})
         if tail == ["messages", "delta"]:
             return self._delta(parts[1], channel, call.query, call.path)
+        if len(tail) == 2 and tail[0] == "messages":  # one root message (deleted: marked)
+            found = channel.messages.get(tail[1])
+            if found is None:
+                return graph_error(404, "NotFound", f"Message {tail[1]} not found")
+            return Answer(200, found.resource(parts[1], channel.id))
         if len(tail) == 3 and tail[0] == "messages" and tail[2] == "replies":
             root = channel.messages.get(tail[1])
             if root is None:

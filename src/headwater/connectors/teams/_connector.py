@@ -9,8 +9,11 @@ replies (``…/messages/{id}/replies``, which delta does not carry), rendered as
 the parser; a row with ``@removed`` (or a ``deletedDateTime``) is ``Deleted``. A link
 Graph no longer keeps (410 Gone, or 400 for a token it does not know) starts that channel
 over, and ``enumerate()`` (a fresh delta) lets the runner prune what it no longer lists.
-The checkpoint holds ``{"links": {team/channel: deltaLink}}`` plus, mid-run, the
-channels done and the nextLink in progress, so a run resumes mid-listing.
+Delta lists root messages only: the threads active within `reply_days` are kept in the
+checkpoint and re-read after the deltas, so a reply to an unchanged root is seen. The
+checkpoint holds ``{"links": {team/channel: deltaLink}, "recent": {thread: latest}}``
+plus, mid-run, the channels done, the nextLink in progress and the threads already read,
+so a run resumes mid-listing.
 https://learn.microsoft.com/en-us/graph/api/chatmessage-delta
 """
 
@@ -19,11 +22,13 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Generator, Iterator
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from pydantic import Field
 
+from headwater.clock import as_utc, utcnow
 from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors.base import ConnectorCapabilities, ReadStream, SourceContext
 from headwater.connectors.teams._acl import (
@@ -52,12 +57,39 @@ from headwater.types import (
 Channel = tuple[str, dict[str, Any]]  # (team id, channel resource)
 
 
+@dataclass
+class _Run:
+    """A read's state, as its checkpoints hold it: each channel's deltaLink, the channels
+    done and the nextLink in progress (mid-run), the recent threads (object id → latest
+    activity) and the threads already read in this run (mid-run)."""
+
+    links: dict[str, str]
+    done: list[str]
+    pending: dict[str, str] | None
+    recent: dict[str, str]
+    fresh: list[str]
+
+    @classmethod
+    def load(cls, state: dict[str, Any]) -> _Run:
+        return cls(
+            dict(state.get("links", {})), list(state.get("done", [])),
+            state.get("pending"), dict(state.get("recent", {})), list(state.get("fresh", [])),
+        )  # fmt: skip
+
+    def dump(self) -> str:
+        state: dict[str, Any] = {"links": self.links, "done": self.done}
+        if self.pending:
+            state["pending"] = self.pending
+        return json.dumps(state | {"recent": self.recent, "fresh": self.fresh})
+
+
 class TeamsOptions(BearerApiOptions):
     """The keys of a ``teams`` source."""
 
     teams: list[str] = Field(default_factory=list)  # team (group) ids; empty: every team
     base_url: str = Field(default="https://graph.microsoft.com/v1.0", pattern=r"^https?://")
     page_size: int = Field(default=50, ge=1, le=50)  # delta's $top
+    reply_days: int = Field(default=14, ge=0)  # threads re-read for replies this long
 
 
 class TeamsConnector:
@@ -138,30 +170,30 @@ class TeamsConnector:
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
-        """Yield each channel's changes since its saved deltaLink (every thread at first)."""
-        state = json.loads(checkpoint.cursor) if checkpoint else {}
-        links: dict[str, str] = dict(state.get("links", {}))
-        done: list[str] = list(state.get("done", []))
-        pending: dict[str, str] = state.get("pending") or {}
+        """Yield each channel's changes since its saved deltaLink (every thread at first),
+        then the recent threads delta did not report, for their new replies."""
+        run = _Run.load(json.loads(checkpoint.cursor) if checkpoint else {})
+        pending, run.pending = run.pending, None
         channels = self._channels()
         keys = [f"{team}/{channel['id']}" for team, channel in channels]
         for index, (key, (team, channel)) in enumerate(zip(keys, channels, strict=True)):
-            if key in done:
+            if key in run.done:
                 continue
-            start = pending.get("next") if pending.get("key") == key else None
-            links[key] = yield from self._delta(team, channel, start or links.get(key), links, done)
-            done.append(key)
+            start = pending.get("next") if pending and pending.get("key") == key else None
+            run.links[key] = yield from self._delta(team, channel, start or run.links.get(key), run)
+            run.done.append(key)
             if index + 1 < len(channels):
-                yield Checkpoint(json.dumps({"links": links, "done": done}))
-        return Checkpoint(json.dumps({"links": {k: links[k] for k in keys}}))
+                yield Checkpoint(run.dump())
+        yield from self._refresh(dict(zip(keys, channels, strict=True)), run)
+        final = {"links": {k: run.links[k] for k in keys}, "recent": run.recent}
+        return Checkpoint(json.dumps(final))
 
     def _first(self, team: str, channel: str) -> str:
         return f"/teams/{team}/channels/{channel}/messages/delta?$top={self.options.page_size}"
 
     def _delta(
-        self, team: str, channel: dict[str, Any], url: str | None, links: dict[str, str],
-        done: list[str],
-    ) -> Generator[SourceItem, None, str]:  # fmt: skip
+        self, team: str, channel: dict[str, Any], url: str | None, run: _Run
+    ) -> Generator[SourceItem, None, str]:
         """Threads from ``url`` (a delta or next link) or from the start; returns the deltaLink."""
         key = f"{team}/{channel['id']}"
         url, restarted = url or self._first(team, channel["id"]), url is None
@@ -175,16 +207,58 @@ class TeamsConnector:
                 continue
             for row in body.get("value") or []:
                 if "@removed" in row or row.get("deletedDateTime"):
+                    run.recent.pop(f"{key}/{row['id']}", None)
                     yield Deleted(f"{key}/{row['id']}")
                 elif row.get("messageType", "message") == "message" and not row.get("replyToId"):
-                    yield self._thread(team, channel, row)
+                    yield self._tracked(team, channel, row, run)
             if body.get("@odata.deltaLink"):
                 return str(body["@odata.deltaLink"])
             url = str(body["@odata.nextLink"])
-            pending = {"key": key, "next": url}
-            yield Checkpoint(json.dumps({"links": links, "done": done, "pending": pending}))
+            run.pending = {"key": key, "next": url}
+            yield Checkpoint(run.dump())
+            run.pending = None
 
-    def _thread(self, team: str, channel: dict[str, Any], root: dict[str, Any]) -> SourceItem:
+    def _tracked(
+        self, team: str, channel: dict[str, Any], root: dict[str, Any], run: _Run
+    ) -> SourceDocument | Failure:
+        """The thread, remembered as read in this run, and as recent while its latest
+        activity lies within `reply_days` (a failed one stays as it was: tried again)."""
+        item = self._thread(team, channel, root)
+        run.fresh.append(item.object_id)
+        if isinstance(item, Failure):
+            return item
+        latest = item.updated_at
+        if latest and latest >= utcnow() - timedelta(days=self.options.reply_days):
+            run.recent[item.object_id] = latest.isoformat()
+        else:
+            run.recent.pop(item.object_id, None)
+        return item
+
+    def _refresh(self, channels: dict[str, Channel], run: _Run) -> Iterator[SourceItem]:
+        """Re-read the recent threads not read in this run: delta reports root messages
+        only, so a reply to an unchanged root shows up here (unchanged ones are skipped
+        by the version gate)."""
+        for object_id in sorted(set(run.recent) - set(run.fresh)):
+            key, _, message = object_id.rpartition("/")
+            if key not in channels:
+                run.recent.pop(object_id)  # the channel is gone: enumeration prunes
+                continue
+            team, channel = channels[key]
+            try:
+                root = self._json(f"/teams/{team}/channels/{channel['id']}/messages/{message}")
+            except GraphError as exc:
+                if exc.status != 404:
+                    raise
+                root = {"id": message, "deletedDateTime": "gone"}
+            if root.get("deletedDateTime"):
+                run.recent.pop(object_id)
+                yield Deleted(object_id)
+            else:
+                yield self._tracked(team, channel, root, run)
+
+    def _thread(
+        self, team: str, channel: dict[str, Any], root: dict[str, Any]
+    ) -> SourceDocument | Failure:
         object_id = f"{team}/{channel['id']}/{root['id']}"
         locator = str(root.get("webUrl") or object_id)
         principal = audience(self.source_id, team, channel)
@@ -214,7 +288,7 @@ class TeamsConnector:
             version=f"{root.get('etag', '')}:{len(replies)}:{latest}",
             content=render(title, messages).encode(),
             media_type="text/html",
-            updated_at=datetime.fromisoformat(latest) if latest else None,
+            updated_at=_moment(latest),
             metadata={
                 "team": self._team_names().get(team, team),
                 "channel": str(channel.get("displayName", "")),
@@ -268,3 +342,11 @@ def render(title: str, messages: list[dict[str, Any]]) -> str:
         when = html.escape(str(message.get("createdDateTime") or ""))
         parts.append(f"<section><p><b>{html.escape(str(author))}</b> {when}</p>{content}</section>")
     return "".join(parts) + "</body></html>"
+
+
+def _moment(text: str) -> datetime | None:
+    """A Graph timestamp (``2024-06-01T10:00:01.123Z``) as an aware datetime, else None."""
+    try:
+        return as_utc(datetime.fromisoformat(text))
+    except ValueError:
+        return None
