@@ -171,6 +171,9 @@ def test_validate_names_token_permission_and_team(graph: FakeTeams, tmp_path: Pa
     with pytest.raises(CredentialError, match=r"permission Channel.ReadBasic.All"):
         make(graph, tmp_path).validate()
     graph.permissions.add("Channel.ReadBasic.All")
-    graph.permissions.discard("ChannelMessage.Read.All")
-    with pytest.raises(CredentialError, match=r"permission ChannelMessage.Read.All"):
-        list(make(graph, tmp_path).read(EVERYTHING, None, no_known))
+    for permission in ("TeamMember.Read.All", "ChannelMessage.Read.All", "ChannelMember.Read.All"):
+        graph.permissions.discard(permission)
+        with pytest.raises(CredentialError, match=rf"the application permission {permission};"):
+            make(graph, tmp_path).validate()
+        graph.permissions.add(permission)
+    make(graph, tmp_path).validate()

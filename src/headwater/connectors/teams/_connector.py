@@ -125,11 +125,23 @@ class TeamsConnector:
     # -- validate, teams, channels -------------------------------------------------------
 
     def validate(self) -> None:
-        """The teams and their channels once, without retries."""
+        """The teams and their channels once, without retries; then one request of each
+        other kind (members, messages, a private channel's members), so a missing
+        permission is named before a sync needs it."""
         once = RetryPolicy(attempts=1)
         try:
-            for team in self._team_names(once):
-                self._list(f"/teams/{team}/channels", once)
+            channels = [
+                (team, channel)
+                for team in self._team_names(once)
+                for channel in self._list(f"/teams/{team}/channels", once)
+            ]
+            for team in list(self._team_names(once))[:1]:
+                self._json(f"/teams/{team}/members", once)
+            for team, channel in channels[:1]:
+                self._json(f"/teams/{team}/channels/{channel['id']}/messages/delta?$top=1", once)
+            own = [(t, c) for t, c in channels if c.get("membershipType") in OWN_MEMBERS]
+            for team, channel in own[:1]:
+                self._json(f"/teams/{team}/channels/{channel['id']}/members", once)
         except TransientError as exc:
             raise TransientError(
                 f"teams `base_url` {self.options.base_url}: {exc}; check the address and try "
