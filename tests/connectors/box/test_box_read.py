@@ -104,6 +104,8 @@ def test_an_expired_stream_position_walks_again(box: FakeBox, tmp_path: Path) ->
         [ids["notes"], ids["guide"], ids["faq"]]
     )
     assert again.final is not None and json.loads(again.final.cursor)["stream"]
+    bad = Checkpoint(json.dumps({"stream": "not-a-position"}))  # refused like an expired one
+    assert len(collect(make(box, tmp_path).read(EVERYTHING, bad, no_known)).documents) == 3
 
 
 def test_a_walk_resumes_mid_listing(box: FakeBox, tmp_path: Path) -> None:

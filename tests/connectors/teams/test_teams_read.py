@@ -110,6 +110,14 @@ def test_an_expired_delta_link_starts_the_channel_over(graph: FakeTeams, tmp_pat
         + [f"t1/c-priv/{ids['secret']}", f"t1/c-shared/{ids['partner']}"]
     )
     assert not any(isinstance(i, Deleted) for i in again.items)  # enumeration prunes
+    assert again.final is not None
+    graph.floor = 0  # the other links are good again
+    links = json.loads(again.final.cursor)["links"]
+    links["t1/c-gen"] = links["t1/c-gen"].split("$deltatoken=")[0] + "$deltatoken=bogus"
+    bad = collect(
+        make(graph, tmp_path).read(EVERYTHING, Checkpoint(json.dumps({"links": links})), no_known)
+    )
+    assert len(bad.documents) == 2  # the unknown token (400) started c-gen over
 
 
 def test_a_run_resumes_mid_channel(graph: FakeTeams, tmp_path: Path) -> None:
