@@ -1,0 +1,63 @@
+"""The box connector under the real sync runner, against the fake API: an edit and a
+delete arrive by the event stream, group readers resolve through groups(); a listing
+failing half way deletes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from box_support import populate
+from declared import use_declared_connectors
+
+from fakes.box import FakeBox
+from headwater import Workspace
+
+
+@pytest.fixture(autouse=True)
+def _token(monkeypatch: pytest.MonkeyPatch, box: FakeBox) -> None:
+    monkeypatch.setenv("HW_TEST_BOX_TOKEN", box.token)  # `${ENV}` in headwater.toml
+    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+
+
+def workspace(box: FakeBox, tmp_path: Path, folder: str, extra: str = "") -> Workspace:
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 32\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[[source]]\nid = "box"\ntype = "box"\napi_url = "{box.url}"\n'
+        f'token = "${{HW_TEST_BOX_TOKEN}}"\nfolder_id = "{folder}"\n'
+        "page_size = 2\nlist_groups = true\nretry_initial_wait = 0.0\nretry_max_wait = 0.0\n"
+        f"prune_max_fraction = 0.9\n{extra}"
+    )
+    return Workspace.open(config)
+
+
+def test_sync_edit_delete_and_group_readers(box: FakeBox, tmp_path: Path) -> None:
+    ids = populate(box)
+    with workspace(box, tmp_path, ids["docs"]) as ws:
+        first = ws.sync(index=False).runs[0]
+        assert (first.status, first.counts.new) == ("succeeded", 4), first.counts
+        record = ws.manifest.document_by_object("box", ids["guide"])
+        assert record is not None and "group:box:group:g-eng" in record.acl
+        cat = {g.group for g in ws.manifest.groups.groups_of("cat@example.com")}
+        assert "box:group:g-eng" in cat
+        quiet = ws.sync(index=False).runs[0]
+        assert quiet.fetched == 0 and quiet.counts.changed == 0, quiet.counts
+        box.put("Company/Docs/Plan.txt", b"Plan: ship twice")
+        box.trash(ids["notes"])
+        run = ws.sync(index=False).runs[0]
+        assert (run.counts.changed, run.counts.deleted, run.fetched) == (1, 1, 1), run.counts
+
+
+def test_a_listing_failing_half_way_deletes_nothing(box: FakeBox, tmp_path: Path) -> None:
+    ids = populate(box)
+    with workspace(box, tmp_path, ids["docs"], "retry_attempts = 2\n") as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 4
+        with box.lock:  # gone without an event the stream would show
+            del box.nodes[ids["plan"]]
+        box.broken.add(f"/2.0/folders/{ids['team']}/items")  # the walk breaks half way
+        run = ws.sync(index=False).runs[0]
+        assert run.counts.deleted == 0 and run.status != "succeeded", run
+        assert ws.manifest.count_documents("box", "active") == 4
