@@ -172,3 +172,13 @@ def test_enumerate_reuses_unchanged_pages_by_etag(gh: FakeGithub, tmp_path: Path
     assert set(make(gh, tmp_path).enumerate()) == (ids - {f"{PUBLIC}/issues/1"}) | {
         f"{SECRET}/issues/{added}"
     }
+
+
+def test_identity_kind_names_another_instances_logins(gh: FakeGithub, tmp_path: Path) -> None:
+    """A GitHub Enterprise Server's logins are not github.com's: its own prefix."""
+    populate(gh)
+    docs = collect(make(gh, tmp_path, identity_kind="ghe").read(ALL, None, no_known)).documents
+    secret = next(d for d in docs if d.object_id == f"{SECRET}/issues/1")
+    assert secret.access is not None and secret.access.users == ("ghe:ann", "ghe:bob")
+    with pytest.raises(ValueError, match="identity_kind"):
+        make(gh, tmp_path, identity_kind="GH:E")
