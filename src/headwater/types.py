@@ -75,6 +75,18 @@ def fold_identity(value: str, kind: Literal["user", "group"]) -> str:
         return value
 
 
+def login_identity(kind: str, login: str) -> str:
+    """The user name of a source account known by a login or id, never by email.
+
+    ``{kind}:{login}`` (``github:ann``, ``gitlab:ann``, ``slack:U123``): a name of its own
+    kind, never a guessed email. It is a user like any other and goes through the same
+    ``normalize_identity`` (validated, then lowercased: ``github:Ann`` is ``github:ann``),
+    so an ``[identity] aliases`` entry ``"github:ann" = "ann@corp.com"`` lets the person
+    search as it. A login holds no ``@``, so the name never equals an email.
+    """
+    return f"{kind}:{login}"
+
+
 def user_principal(email: str) -> str:
     """The principal string of one user (emails compare case-insensitively)."""
     return f"user:{normalize_identity(email, 'user')}"

@@ -30,6 +30,8 @@ def whois(
             print_json(caller.as_dict())
             return
         lines = [f"user: {caller.user}"]
+        if caller.alias_error:
+            lines.append(f"aliases incomplete: {caller.alias_error}")
         if caller.aliases:
             lines.append(f"aliases ([identity]): {', '.join(caller.aliases)}")
         lines += [f"group given: {g}" for g in caller.given_groups]

@@ -135,6 +135,13 @@ class GroupListing(Protocol):
         """Each group of the source with its members' emails (and labels, subgroups)."""
 
 
+def lists_groups(connector: object) -> bool:
+    """Whether ``connector`` lists groups: a ``GroupListing`` whose optional
+    ``lists_groups`` attribute is not False (a connector whose listing depends on its
+    options, as gdrive's on ``groups_domain``, says so there)."""
+    return isinstance(connector, GroupListing) and bool(getattr(connector, "lists_groups", True))
+
+
 @runtime_checkable
 class PermissionListing(Protocol):
     """A connector that can list every object's current ACL without reading content.

@@ -44,9 +44,10 @@ from headwater.pipeline.version import chunking_version, content_version, hooked
 from headwater.runtime.controls import Controls
 from headwater.runtime.indexes import Indexes
 from headwater.runtime.sources import Sources
+from headwater.search.alias_source import AliasSource
 from headwater.search.aliases import IdentityAliases
 from headwater.sinks import SinkClass, load_sink_class
-from headwater.units import parse_duration
+from headwater.units import check_duration, parse_duration
 
 
 def embedder_spec(section: EmbedderSection) -> EmbedderSpec:
@@ -108,7 +109,13 @@ class Runtime:
         )
         self.events = self._events()
         self.content_store = open_content_store(self.config.content, self.state_dir)
-        self.aliases = IdentityAliases.from_table(self.config.identity.aliases)
+        identity = self.config.identity
+        self.alias_source = AliasSource(
+            identity.aliases,
+            query=identity.query,
+            url=identity.url.get_secret_value() if identity.url else None,
+            ttl=check_duration(identity.cache_ttl).total_seconds(),
+        )
         self.controls = Controls()
         self.sources = Sources(loaded, connector_types or {})
         self._sink_types = dict(sink_types or {})
@@ -198,6 +205,11 @@ class Runtime:
         return cls(
             loaded, embedder=embedder, connector_types=connector_types, sink_types=sink_types
         )
+
+    @property
+    def aliases(self) -> IdentityAliases:
+        """The ``[identity]`` aliases in force now (the query's rows cached for its TTL)."""
+        return self.alias_source.current()
 
     @property
     def embedder(self) -> Embedder:

@@ -19,9 +19,13 @@ from headwater.types import normalize_identity
 
 @dataclass(frozen=True)
 class IdentityAliases:
-    """Alias → canonical user, normalized; a canonical user is never itself an alias."""
+    """Alias → canonical user, normalized; a canonical user is never itself an alias.
+
+    ``error`` says why aliases that should be here are not (a failed ``[identity] query``:
+    these are the table's only, see ``alias_source``)."""
 
     canonical_of: Mapping[str, str] = field(default_factory=dict)
+    error: str | None = None
 
     @classmethod
     def from_table(cls, table: Mapping[str, str]) -> IdentityAliases:

@@ -151,6 +151,7 @@ class CallerPrincipals:
     given_groups: tuple[str, ...]
     synced_groups: tuple[SyncedGroup, ...]
     aliases: tuple[str, ...] = ()
+    alias_error: str | None = None
 
     @property
     def groups(self) -> list[str]:
@@ -168,6 +169,8 @@ class CallerPrincipals:
         shown: dict[str, Any] = {"user": self.user}
         if self.aliases:
             shown["aliases"] = list(self.aliases)
+        if self.alias_error:
+            shown["alias_error"] = self.alias_error
         return shown | {
             "groups": list(self.given_groups),
             "synced_groups": [_synced(g) for g in self.synced_groups],
@@ -203,9 +206,10 @@ def expand_principals(
     """
     if user is None:
         return CallerPrincipals(None, tuple(groups), ())
-    member, others = (aliases or IdentityAliases()).identities_of(normalize_identity(user, "user"))
+    table = aliases or IdentityAliases()
+    member, others = table.identities_of(normalize_identity(user, "user"))
     synced = tuple(groups_ledger.groups_of(member, *others))
-    return CallerPrincipals(member, tuple(groups), synced, others)
+    return CallerPrincipals(member, tuple(groups), synced, others, table.error)
 
 
 def run_search(

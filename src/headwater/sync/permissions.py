@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater.connectors.base import Connector, GroupListing, PermissionListing
+from headwater.connectors.base import Connector, GroupListing, PermissionListing, lists_groups
 from headwater.errors import ConfigError, LeaseLost
 from headwater.indexer.report import IndexReport
 from headwater.manifest.groups import GroupSyncReport
@@ -88,7 +88,7 @@ def sync_groups(
     A listing that raises changes nothing and is reported (``error``), never a crash of
     the content run it follows: the previous memberships stay until a listing succeeds.
     """
-    if not isinstance(connector, GroupListing):
+    if not lists_groups(connector) or not isinstance(connector, GroupListing):
         return None
     try:
         return manifest.groups.replace(source_id, connector.groups(), lease=lease)
@@ -119,7 +119,7 @@ class PermissionSync:
         sid = self.source.source_id
         report = PermissionReport(sid)
         listing = isinstance(self.connector, PermissionListing)
-        if not listing and not isinstance(self.connector, GroupListing):
+        if not listing and not lists_groups(self.connector):
             report.status = "unsupported"
             report.error = (
                 f"source {sid!r} ({self.source.source_type}) lists no permissions or groups; "

@@ -51,7 +51,7 @@ def test_a_hint_reads_only_its_issue_and_a_delete_waits_for_github(
         assert items_read(gh) == {f"{SECRET}#1"}
         assert not any(c.path.endswith("/issues") for c in gh.log), "no listing was asked"
         record = ws.manifest.document_by_object("gh", f"{SECRET}/issues/1")
-        assert record is not None and "user:ann@example.com" in record.acl
+        assert record is not None and "user:github:ann" in record.acl
         # "deleted" said by a hint, while GitHub still has the issue: nothing is deleted
         queue(ws.runtime, "gh", [f"{PUBLIC}/issues/1"], kind=DELETED, origin="github",
               debounce=NOW)  # fmt: skip

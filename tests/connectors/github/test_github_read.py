@@ -24,10 +24,12 @@ def test_access_from_visibility_collaborators_and_teams(gh: FakeGithub, tmp_path
     assert set(docs) == {f"{PUBLIC}/issues/1", f"{PUBLIC}/pulls/2", f"{SECRET}/issues/1",
                          f"{SECRET}/issues/2"}  # fmt: skip
     assert docs[f"{PUBLIC}/pulls/2"].access == Access(public=True)
-    # bob keeps his email private: he matches nobody; the team is a group principal,
-    # named by its stable id; emails are passed on as written (the gate normalizes them)
+    # users by login, never by their public email (bob keeps none, ann shows one): a
+    # principal of its own kind, mapped to a person by [identity] aliases at search time;
+    # the team is a group principal, named by its stable id
     assert docs[f"{SECRET}/issues/1"].access == Access(
-        users=("Ann@Example.com",), groups=(f"gh:group:team:{gh.team_id('octo/core')}",)
+        users=("github:ann", "github:bob"),
+        groups=(f"gh:group:team:{gh.team_id('octo/core')}",),
     )
     assert docs[f"{PUBLIC}/pulls/2"].metadata["kind"] == "pull_request"
 
@@ -41,7 +43,7 @@ def test_a_private_repo_of_a_user_is_read_by_its_collaborators(
     gh.add("ann/notes", "Todo", "Buy milk")
     connector = make(gh, tmp_path, repos=["ann/notes"])
     (doc,) = collect(connector.read(ALL, None, no_known)).documents
-    assert doc.access == Access(users=("Ann@Example.com",))  # as GitHub writes it
+    assert doc.access == Access(users=("github:ann",))
     assert list(connector.groups()) == []
 
 
@@ -124,9 +126,7 @@ def test_an_issue_deleted_before_its_fetch_is_an_item_error(gh: FakeGithub, tmp_
 def test_groups_lists_team_members(gh: FakeGithub, tmp_path: Path) -> None:
     populate(gh)
     listed = list(make(gh, tmp_path).groups())
-    assert listed == [
-        (f"gh:group:team:{gh.team_id('octo/core')}", ["Ann@Example.com", "cat@example.com"])
-    ]
+    assert listed == [(f"gh:group:team:{gh.team_id('octo/core')}", ["github:ann", "github:cat"])]
     assert [g.display_name for g in listed] == ["octo/core"]  # org/team name: a label
 
 
@@ -143,7 +143,7 @@ def test_a_renamed_team_keeps_its_principal_and_a_new_team_with_its_old_slug_get
     docs = collect(connector.read(ALL, None, no_known)).documents
     secret = next(d for d in docs if d.object_id == f"{SECRET}/issues/1")
     assert secret.access is not None and secret.access.groups == (core,)
-    assert list(connector.groups()) == [(core, ["Ann@Example.com", "cat@example.com"])]
+    assert list(connector.groups()) == [(core, ["github:ann", "github:cat"])]
 
 
 def test_validate_names_token_permission_and_repo(gh: FakeGithub, tmp_path: Path) -> None:
@@ -172,3 +172,13 @@ def test_enumerate_reuses_unchanged_pages_by_etag(gh: FakeGithub, tmp_path: Path
     assert set(make(gh, tmp_path).enumerate()) == (ids - {f"{PUBLIC}/issues/1"}) | {
         f"{SECRET}/issues/{added}"
     }
+
+
+def test_identity_kind_names_another_instances_logins(gh: FakeGithub, tmp_path: Path) -> None:
+    """A GitHub Enterprise Server's logins are not github.com's: its own prefix."""
+    populate(gh)
+    docs = collect(make(gh, tmp_path, identity_kind="ghe").read(ALL, None, no_known)).documents
+    secret = next(d for d in docs if d.object_id == f"{SECRET}/issues/1")
+    assert secret.access is not None and secret.access.users == ("ghe:ann", "ghe:bob")
+    with pytest.raises(ValueError, match="identity_kind"):
+        make(gh, tmp_path, identity_kind="GH:E")

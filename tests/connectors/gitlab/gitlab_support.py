@@ -23,7 +23,7 @@ def populate(gl: FakeGitlab) -> None:
     """A public project in group acme (two files, two issues, a merge request) and a
     private one in its subgroup acme/eng (two files, an issue), shared with ops as Guest."""
     gl.add_user(1, "ann", "ann@example.com")
-    gl.add_user(2, "bob", None)  # keeps the email private: matches nobody
+    gl.add_user(2, "bob", None)  # no public email: named by username like the others
     gl.add_user(3, "cat", "cat@example.com")
     gl.add_user(4, "dan", "dan@example.com")
     gl.add_user(5, "eve", "eve@example.com")

@@ -46,7 +46,7 @@ def test_acl_maps_visibility_members_and_groups(gl: FakeGitlab, tmp_path: Path) 
     assert secret is not None and not secret.public
     # ann is a Developer; dan a Guest (Guests cannot read code): left out. The project's
     # namespace group eng reads it; ops is invited as Guest only: left out.
-    assert secret.users == ("ann@example.com",)
+    assert secret.users == ("gitlab:ann",)  # by username, never the public email
     assert secret.groups == (group(ENG),)
     closed = docs[f"{SITE}/-/issues/2"]
     assert closed.metadata["state"] == "closed"  # closed is not deleted
@@ -74,13 +74,13 @@ def test_groups_list_members_and_nest_parents(gl: FakeGitlab, tmp_path: Path) ->
     listed = {g.principal: g for g in make(gl, tmp_path).groups()}
     assert set(listed) == {group(ACME), group(ENG), group(OPS)}
     eng = listed[group(ENG)]
-    # cat is a Reporter; bob a Maintainer without a public email: matches nobody
-    assert list(eng.members) == ["cat@example.com"]
+    # cat is a Reporter, bob a Maintainer (with no public email: named all the same)
+    assert list(eng.members) == ["gitlab:bob", "gitlab:cat"]
     assert eng.subgroups == (group(ACME),), "acme's members inherit into eng"
     assert eng.display_name == "acme/eng"
     acme = listed[group(ACME)]
-    assert list(acme.members) == ["eve@example.com"] and acme.subgroups == ()  # dan: Guest
-    assert list(listed[group(OPS)].members) == ["ann@example.com"]
+    assert list(acme.members) == ["gitlab:eve"] and acme.subgroups == ()  # dan: Guest
+    assert list(listed[group(OPS)].members) == ["gitlab:ann"]
 
 
 def test_members_email_in_an_administrators_view(gl: FakeGitlab, tmp_path: Path) -> None:
@@ -88,7 +88,9 @@ def test_members_email_in_an_administrators_view(gl: FakeGitlab, tmp_path: Path)
     gl.admin_view = True
     gl.users[2]["email"] = "bob@corp.example"
     listed = {g.principal: g for g in make(gl, tmp_path).groups()}
-    assert sorted(listed[group(ENG)].members) == ["bob@corp.example", "cat@example.com"]
+    # the account's email, as the instance records it, names the member too
+    members = sorted(listed[group(ENG)].members)
+    assert members == ["bob@corp.example", "gitlab:bob", "gitlab:cat"]
 
 
 def test_validate_names_token_scope_project_and_branch(gl: FakeGitlab, tmp_path: Path) -> None:

@@ -83,8 +83,8 @@ def test_nested_groups_expand_to_the_parent_groups_members(gl: FakeGitlab, tmp_p
         ws.sync(index=False)
         record = ws.manifest.document_by_object("gl", f"{SECRET}/-/blob/notes.md")
         eng = f"gl:group:group:{ENG}"
-        assert record is not None and record.acl == (f"group:{eng}", "user:ann@example.com")
+        assert record is not None and record.acl == (f"group:{eng}", "user:gitlab:ann")
         # eve is a Developer of acme, the parent of eng: she reads eng's project
-        assert eng in {g.group for g in ws.manifest.groups.groups_of("eve@example.com")}
-        assert eng in {g.group for g in ws.manifest.groups.groups_of("cat@example.com")}
-        assert eng not in {g.group for g in ws.manifest.groups.groups_of("dan@example.com")}
+        assert eng in {g.group for g in ws.manifest.groups.groups_of("gitlab:eve")}
+        assert eng in {g.group for g in ws.manifest.groups.groups_of("gitlab:cat")}
+        assert eng not in {g.group for g in ws.manifest.groups.groups_of("gitlab:dan")}

@@ -56,7 +56,9 @@ def test_first_sync_and_a_no_op_resync(slack: FakeSlack, tmp_path: Path) -> None
         assert (first.status, first.counts.new) == ("succeeded", 5), first
         assert _acl(ws, f"C1/thread/{root}") == ("group:sl:workspace",)
         assert _acl(ws, f"C1/{_day(root)}") == ("group:sl:workspace",)
-        assert _acl(ws, f"C2/{_day(root)}") == ("user:ann@acme.com", "user:bob@acme.com")
+        assert _acl(ws, f"C2/{_day(root)}") == (
+            "user:ann@acme.com", "user:bob@acme.com", "user:slack:u1", "user:slack:u2",
+        )  # fmt: skip
         newest = {cid: max(c.messages, key=float) for cid, c in slack.channels.items()}
         mark = len(slack.log)
         again = ws.sync(index=False).runs[0]
@@ -106,13 +108,16 @@ def test_a_private_channel_membership_change_changes_the_acl(
         reads = slack.count("/api/conversations.replies")
         run = ws.sync(index=False).runs[0]
         assert (run.status, run.counts.changed, run.counts.new) == ("succeeded", 2, 0), run
-        both = ("user:ann@acme.com", "user:bob@acme.com", "user:cy@acme.com")
+        both = ("user:ann@acme.com", "user:bob@acme.com", "user:cy@acme.com",
+                "user:slack:u1", "user:slack:u2", "user:slack:u3")  # fmt: skip
         assert _acl(ws, f"C2/thread/{secret}") == both
         assert _acl(ws, f"C2/{_day(secret)}") == both
         assert slack.count("/api/conversations.replies") - reads == 2, "no thread re-read"
         slack.channels["C2"].members.remove("U1")
         ws.sync(index=False)
-        assert _acl(ws, f"C2/{_day(secret)}") == ("user:bob@acme.com", "user:cy@acme.com")
+        assert _acl(ws, f"C2/{_day(secret)}") == (
+            "user:bob@acme.com", "user:cy@acme.com", "user:slack:u2", "user:slack:u3",
+        )  # fmt: skip
 
 
 def test_every_channel_means_those_the_app_is_in(slack: FakeSlack, tmp_path: Path) -> None:
@@ -131,7 +136,8 @@ def test_every_channel_means_those_the_app_is_in(slack: FakeSlack, tmp_path: Pat
 
 def test_a_user_users_info_does_not_know_is_named_by_id(slack: FakeSlack, tmp_path: Path) -> None:
     """users.info answers ``user_not_found`` for a user gone from the workspace (or of
-    another one, in a shared channel): the message is kept, the member grants nothing."""
+    another one, in a shared channel): the message is kept, the member is named by id
+    (``slack:UGONE``, which an ``[identity]`` alias can give to a person), never an email."""
     ts = slack.post("C1", "UGONE", "A note from someone who has left.", day=2)
     slack.channels["C2"].members.append("UGONE")
     with _workspace(slack.url, tmp_path) as ws:
@@ -142,6 +148,7 @@ def test_a_user_users_info_does_not_know_is_named_by_id(slack: FakeSlack, tmp_pa
         assert "UGONE: A note from someone who has left." in ws.content_store.get(record.checksum)
         assert _acl(ws, f"C2/{_day(_root(slack, 'C2'))}") == (
             "user:ann@acme.com", "user:bob@acme.com",
+            "user:slack:u1", "user:slack:u2", "user:slack:ugone",
         )  # fmt: skip
 
 

@@ -64,6 +64,9 @@ def test_groups_lists_human_members_under_the_workspace_principal(
 ) -> None:
     slack.user("U4", "Gone@acme.com", deleted=True)
     assert list(make(slack.url, tmp_path).groups()) == [
-        ("sl:workspace", ["ann@acme.com", "bob@acme.com", "cy@acme.com"]),
+        (
+            "sl:workspace",
+            ["ann@acme.com", "bob@acme.com", "cy@acme.com", "slack:U1", "slack:U2", "slack:U3"],
+        ),
     ]
     assert principal_for_group("sl", "workspace") == "sl:workspace"  # kept as written

@@ -21,6 +21,19 @@
   https://developers.google.com/drive/api/guides/handle-errors (401 authError, 403
   insufficientPermissions, 403 userRateLimitExceeded, 404 notFound, 429 + Retry-After).
 
+- the Admin SDK Directory API, served on the same port (a source's ``directory_url``):
+  groups.list ``/admin/directory/v1/groups?domain=`` (``groups``: ``id``, ``email``,
+  ``name``; ``maxResults`` up to 200, ``pageToken``/``nextPageToken``):
+  https://developers.google.com/admin-sdk/directory/reference/rest/v1/groups/list;
+  members.list ``/admin/directory/v1/groups/{groupKey}/members`` (groupKey: the email or
+  id; ``members``: ``email``, ``type`` USER/GROUP/CUSTOMER, ``role``, ``status``; no
+  ``members`` key for an empty group; 404 ``notFound`` for an unknown key):
+  https://developers.google.com/admin-sdk/directory/reference/rest/v1/members/list;
+  a token without ``admin.directory.group.readonly`` answers 403
+  ``insufficientPermissions`` (with ``ACCESS_TOKEN_SCOPE_INSUFFICIENT`` in ``details``),
+  a non-administrator 403 ``forbidden`` "Not Authorized to access this resource/api";
+  a group of another domain answers 403 ``forbidden`` too.
+
 The state is in memory; tests mutate it with ``put``, ``trash``, ``remove`` and
 ``share``; every mutation appends a change, as Drive does.
 """
@@ -84,6 +97,12 @@ class FakeDrive(FakeService):
         self.broken = False  # True: every files.list page after the first answers 500
         self.token_refusal = 410  # the status an expired changes token answers (or 400)
         self.tick = 0
+        # the Directory API: group email -> {"id", "name", "members": [(type, email, status)]}
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.directory_domain = "example.com"  # the domain the token's admin may read
+        self.directory_scope_ok = True
+        self.directory_admin = True
+        self.directory_page = 200  # the most rows a page holds (tests lower it)
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -142,6 +161,8 @@ class FakeDrive(FakeService):
             return 500, google_error(500, "backendError", "Backend Error"), {}
         if headers.get("authorization") != f"Bearer {TOKEN}":
             return 401, google_error(401, "authError", "Invalid Credentials"), {}
+        if path.startswith("/admin/directory/v1/groups"):
+            return self._directory(path, query)
         if not self.scope_ok:
             return 403, google_error(
                 403, "insufficientPermissions", "Request had insufficient authentication scopes."
@@ -176,6 +197,61 @@ class FakeDrive(FakeService):
                 return 200, file.content, {"Content-Type": file.mime}
             return 200, file.resource(True), {}
         return 404, google_error(404, "notFound", f"no route {path}"), {}
+
+    def add_group(
+        self, email: str, name: str, members: list[tuple[str, str] | tuple[str, str, str]]
+    ) -> None:
+        """A group with members ``(type, email[, status])``, type USER, GROUP or CUSTOMER."""
+        rows = [(m[0], m[1], m[2] if len(m) == 3 else "ACTIVE") for m in members]
+        with self.lock:
+            self.groups[email] = {"id": f"0{len(self.groups) + 1:08d}", "name": name,
+                                  "members": rows}  # fmt: skip
+
+    def _directory(self, path: str, query: dict[str, str]) -> Answer:
+        if not self.directory_scope_ok:
+            body = google_error(403, "insufficientPermissions", "Request had insufficient "
+                                "authentication scopes.")  # fmt: skip
+            body["error"]["status"] = "PERMISSION_DENIED"
+            body["error"]["details"] = [{
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+            }]  # fmt: skip
+            return 403, body, {}
+        forbidden = (
+            403,
+            google_error(403, "forbidden", "Not Authorized to access this resource/api"),
+            {},
+        )
+        if not self.directory_admin:
+            return forbidden
+        size = min(int(query.get("maxResults", "200")), 200, self.directory_page)
+        start = int(query.get("pageToken") or 0)
+        parts = path.split("/")  # ['', 'admin', 'directory', 'v1', 'groups', key, 'members']
+        if len(parts) == 5:
+            if query.get("domain") != self.directory_domain:
+                return forbidden
+            rows = [{"kind": "admin#directory#group", "id": g["id"], "email": e,
+                     "name": g["name"]} for e, g in sorted(self.groups.items())
+                    if e.endswith("@" + self.directory_domain)]  # fmt: skip
+            key = "groups"
+        elif len(parts) == 7 and parts[6] == "members":
+            found = next((e for e, g in self.groups.items() if parts[5] in (e, g["id"])), None)
+            if found is None:
+                return 404, google_error(404, "notFound", "Resource Not Found: groupKey"), {}
+            if not found.endswith("@" + self.directory_domain):
+                return forbidden
+            rows = [{"kind": "admin#directory#member", "email": m, "type": t, "role": "MEMBER",
+                     "status": s, "id": f"id-{m}"}
+                    for t, m, s in self.groups[found]["members"]]  # fmt: skip
+            key = "members"
+        else:
+            return 404, google_error(404, "notFound", f"no route {path}"), {}
+        out: dict[str, Any] = {"kind": f"admin#directory#{key}", "etag": '"e"'}
+        if rows[start : start + size]:
+            out[key] = rows[start : start + size]
+        if start + size < len(rows):
+            out["nextPageToken"] = str(start + size)
+        return 200, out, {}
 
     def _token(self, number: int) -> str:
         return f"{self.epoch}.{number}"

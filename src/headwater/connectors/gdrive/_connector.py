@@ -10,7 +10,9 @@ full enumeration of that scope, never a silent gap; ``enumerate()`` lists every 
 so the runner prunes what the full listing no longer holds. The cursor lives only in the
 checkpoint: ``{"tokens": {scope: token}}`` plus, mid-run, the scope and page in progress. A
 scope is ``""`` (everything the token sees, ``corpora=allDrives``) or one shared drive id
-from ``shared_drives``.
+from ``shared_drives``. With ``groups_domain`` set, ``groups()`` lists that Workspace
+domain's groups and members, nested groups included, through the Directory API
+(``_directory``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from headwater.connectors.base import (
 )
 from headwater.connectors.gdrive._acl import access_from_permissions
 from headwater.connectors.gdrive._client import DriveClient, raise_for_status, token_refused
+from headwater.connectors.gdrive._directory import DirectoryGroups
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.pipeline.parse import parser_for
 from headwater.retry import RetryPolicy
@@ -39,6 +42,7 @@ from headwater.types import (
     Deleted,
     Failure,
     KnownVersions,
+    ListedGroup,
     SourceDocument,
     SourceItem,
     Stage,
@@ -65,6 +69,8 @@ class GdriveOptions(BearerApiOptions):
     base_url: str = Field(default="https://www.googleapis.com", pattern=r"^https?://")
     page_size: int = Field(default=100, ge=1, le=1000)
     max_object_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    groups_domain: str | None = Field(default=None, pattern=r"^[A-Za-z0-9.-]+\.[A-Za-z]+$")
+    directory_url: str = Field(default="https://admin.googleapis.com", pattern=r"^https?://")
 
 
 class GdriveConnector:
@@ -88,6 +94,22 @@ class GdriveConnector:
             policy=policy,
         )
         self._scopes: list[str] = list(options.shared_drives) or [""]
+        self._directory = (
+            DirectoryGroups(
+                DriveClient(
+                    options.directory_url,
+                    options.token.get_secret_value(),
+                    timeout=options.timeout,
+                    user_agent=context.user_agent,
+                    policy=policy,
+                ),
+                context.source_id,
+                options.groups_domain,
+            )
+            if options.groups_domain
+            else None
+        )
+        self.lists_groups = self._directory is not None  # read by ``lists_groups``
 
     # -- validate -------------------------------------------------------------------------
 
@@ -108,6 +130,9 @@ class GdriveConnector:
                         "account as a member of that shared drive"
                     )
                 raise_for_status(response, path)
+            if self._directory is not None:
+                path = "/admin/directory/v1/groups"
+                self._directory.check()
         except TransientError as exc:
             raise TransientError(
                 f"gdrive `base_url` {self.options.base_url}: {exc}; check the address and "
@@ -278,6 +303,12 @@ class GdriveConnector:
                 page = body.get("nextPageToken")
                 if not page:
                     break
+
+    def groups(self) -> Iterator[ListedGroup]:
+        """The groups of ``groups_domain`` with members and nested groups (Directory API);
+        none without it (Drive itself lists no groups)."""
+        if self._directory is not None:
+            yield from self._directory.groups()
 
     def permissions(self) -> Iterator[tuple[str, Access]]:
         """Every listed file's current ACL, from the file listing; no content is read.

@@ -1,13 +1,15 @@
 """Who may read a repository's issues and pull requests: its visibility, or its members.
 
 A public repository's items are public. A private (or internal) one is readable by its
-collaborators (``/repos/{repo}/collaborators``, users by their public email) and teams
-(``/repos/{repo}/teams``, as ``principal_for_group(source_id, "team:{id}")``: the team's
-stable numeric id, never its slug or name, which a rename changes and another team may
-then take). GitHub shows no email for a user who keeps theirs private: such a user matches
-nobody here, so grant access through teams (``groups()`` lists team members by email,
-with the same limit). Emails are passed on as GitHub answers them; the gate normalizes
-them, and refuses only the items of a repository whose readers hold a malformed one.
+collaborators (``/repos/{repo}/collaborators``) and teams (``/repos/{repo}/teams``, as
+``principal_for_group(source_id, "team:{id}")``: the team's stable numeric id, never its
+slug or name, which a rename changes and another team may then take). A user is named by
+login, ``github:{login}`` (``login_identity``; the kind is the ``identity_kind`` option),
+never by the public email a profile may show: that is the user's choice, not the
+company's identity, and most users have none. ``[identity] aliases`` map a login to the
+person's email at search time (docs/permissions.md), so no source is re-read when they
+change; a login without an alias is a principal of its own that only ``--as github:ann``
+searches as. ``groups()`` lists team members by login the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from headwater.connectors.github._client import GithubClient, MissingAtServer
-from headwater.types import Access, ListedGroup
+from headwater.types import Access, ListedGroup, login_identity
 
 PERM_METADATA = "Metadata: read"
 PERM_ADMIN = "Administration: read"
@@ -43,15 +45,15 @@ def fingerprint(access: Access) -> str:
 class GithubAcl:
     """Repository visibility, collaborators, teams and team members, through the API."""
 
-    def __init__(self, client: GithubClient, source_id: str) -> None:
+    def __init__(self, client: GithubClient, source_id: str, kind: str = "github") -> None:
         self._client = client
         self._source_id = source_id
-        self._emails: dict[str, str | None] = {}
+        self._kind = kind
         self._teams: dict[str, str] = {}  # team:{id} -> "org/slug", for listing its members
         self._team_labels: dict[str, str] = {}  # team:{id} -> "org/Team Name", for people
 
     def repo_access(self, repo: str) -> Access:
-        """Who may read ``repo``: public, or its collaborators' emails and its teams."""
+        """Who may read ``repo``: public, or its collaborators' logins and its teams."""
         info = self._client.get(f"/repos/{repo}", permission=PERM_METADATA)
         if not info.get("private", False) and info.get("visibility", "public") == "public":
             return Access(public=True)
@@ -60,7 +62,7 @@ class GithubAcl:
             {"affiliation": "all", "per_page": 100},
             permission=PERM_METADATA,
         )
-        users = {e for row in rows if (e := self.email_of(str(row["login"])))}
+        users = {self.user(str(row["login"])) for row in rows}
         names = self._remember(repo, self._repo_teams(repo))
         groups = {principal_for_group(self._source_id, name) for name in names}
         return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
@@ -84,18 +86,12 @@ class GithubAcl:
         except MissingAtServer:
             return []
 
-    def email_of(self, login: str) -> str | None:
-        """The public email of the user ``login`` (remembered), or None."""
-        if login not in self._emails:
-            try:
-                email = self._client.get(f"/users/{login}", permission=PERM_METADATA).get("email")
-            except MissingAtServer:
-                email = None
-            self._emails[login] = str(email) if email else None
-        return self._emails[login]
+    def user(self, login: str) -> str:
+        """The user name of ``login``: ``github:{login}`` (the one place naming users)."""
+        return login_identity(self._kind, login)
 
     def groups(self, repos: list[str]) -> Iterator[ListedGroup]:
-        """Every team with access to the repos, with its member emails; named by team id,
+        """Every team with access to the repos, with its members' logins; named by team id,
         labelled ``org/Team Name``."""
         for repo in repos:
             self._remember(repo, self._repo_teams(repo))
@@ -104,9 +100,9 @@ class GithubAcl:
             members = self._client.every(
                 f"/orgs/{org}/teams/{slug}/members", {"per_page": 100}, permission=PERM_MEMBERS
             )
-            emails = sorted({e for m in members if (e := self.email_of(str(m["login"])))})
+            logins = sorted({self.user(str(m["login"])) for m in members})
             yield ListedGroup(
                 principal_for_group(self._source_id, name),
-                emails,
+                logins,
                 display_name=self._team_labels.get(name),
             )

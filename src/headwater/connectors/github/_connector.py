@@ -55,6 +55,7 @@ class GithubOptions(ConnectorOptions):
     token: SecretStr
     repos: list[str] = Field(min_length=1)
     base_url: str = Field(default="https://api.github.com", pattern=r"^https?://")
+    identity_kind: str = Field(default="github", pattern=r"^[a-z][a-z0-9-]*$")
     include_pull_requests: bool = True
     include_comments: bool = True
     window_overlap: str = "1m"
@@ -130,7 +131,7 @@ class GithubConnector:
                 attempts=options.max_attempts, initial_wait=options.retry_initial_wait
             ),
         )
-        self._acl = GithubAcl(self._client, context.source_id)
+        self._acl = GithubAcl(self._client, context.source_id, options.identity_kind)
         self._enum_cache = JsonCache(context.state_dir / "github-enumerate-etags.json")
 
     def validate(self) -> None:
@@ -342,5 +343,5 @@ class GithubConnector:
         return f"{repo}/issues/{item['number']}"
 
     def groups(self) -> Iterator[ListedGroup]:
-        """Every team with access to the repos, with its member emails and label."""
+        """Every team with access to the repos, with its members' logins and label."""
         return self._acl.groups(self.options.repos)

@@ -11,9 +11,12 @@ which a rename or transfer changes.
 GitLab's inheritance runs down the tree: a parent group's members are members of each of
 its subgroups and their projects. In ``groups()`` a group therefore names its *parent*
 among its nested groups (``ListedGroup.subgroups``: groups whose members are this
-group's members too), so expansion at search walks up to every ancestor. Members are
-mapped by email: the member's ``email`` (shown to administrators) or the user's
-``public_email``; a user with neither matches nobody (documented).
+group's members too), so expansion at search walks up to every ancestor. A member is
+named by username, ``gitlab:{username}`` (``login_identity``; the kind is the
+``identity_kind`` option), and also by the account's ``email`` where the members API
+shows it (to administrators only: the instance's own record, not a guess). The profile's
+``public_email`` is never used: the user picks it. ``[identity] aliases`` map a username
+to the person's email at search time (docs/permissions.md).
 See https://docs.gitlab.com/api/members/ and https://docs.gitlab.com/user/project/members/.
 """
 
@@ -24,8 +27,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from headwater.connectors.gitlab._client import GitlabClient, MissingAtServer, project_path
-from headwater.types import Access, ListedGroup
+from headwater.connectors.gitlab._client import GitlabClient, project_path
+from headwater.types import Access, ListedGroup, login_identity
 
 REPORTER = 20
 
@@ -41,13 +44,20 @@ def fingerprint(access: Access) -> str:
 
 
 class GitlabAcl:
-    """Project readers and group listings, through the members API (emails remembered)."""
+    """Project readers and group listings, through the members API."""
 
-    def __init__(self, client: GitlabClient, source_id: str, *, internal_as_public: bool) -> None:
+    def __init__(
+        self,
+        client: GitlabClient,
+        source_id: str,
+        *,
+        internal_as_public: bool,
+        kind: str = "gitlab",
+    ) -> None:
         self._client = client
         self._source_id = source_id
         self._internal_as_public = internal_as_public
-        self._emails: dict[int, str | None] = {}
+        self._kind = kind
         self.seen_groups: set[int] = set()
 
     def group(self, group_id: int) -> str:
@@ -61,7 +71,7 @@ class GitlabAcl:
         if visibility == "public" or (visibility == "internal" and self._internal_as_public):
             return Access(public=True)
         members = self._client.every(project_path(project) + "/members", {"per_page": 100})
-        users = {e for m in members if _reads(m) and (e := self.email_of(m))}
+        users = {name for m in members if _reads(m) for name in self.names_of(m)}
         ids: set[int] = set()
         namespace = info.get("namespace") or {}
         if namespace.get("kind") == "group":
@@ -73,22 +83,16 @@ class GitlabAcl:
         groups = {self.group(i) for i in ids}
         return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)))
 
-    def email_of(self, member: dict[str, Any]) -> str | None:
-        """The member's email (admin view) or public email (``/users/:id``), or None."""
+    def names_of(self, member: dict[str, Any]) -> list[str]:
+        """``gitlab:{username}``, and the account's email where an administrator sees it."""
+        names = [login_identity(self._kind, str(member["username"]))]
         if member.get("email"):
-            return str(member["email"])
-        uid = int(member["id"])
-        if uid not in self._emails:
-            try:
-                found = self._client.get(f"/users/{uid}").get("public_email")
-            except MissingAtServer:
-                found = None
-            self._emails[uid] = str(found) if found else None
-        return self._emails[uid]
+            names.append(str(member["email"]))
+        return names
 
     def groups(self, projects: list[str]) -> Iterator[ListedGroup]:
         """Each group granting read on the projects, and every ancestor of one, with its
-        direct members (Reporter or above, by email) and its parent as a nested group."""
+        direct members (Reporter or above, by username) and its parent as a nested group."""
         for project in projects:
             self.project_access(project)
         pending, done = sorted(self.seen_groups), set[int]()
@@ -99,13 +103,13 @@ class GitlabAcl:
             done.add(gid)
             info = self._client.get(f"/groups/{gid}")
             members = self._client.every(f"/groups/{gid}/members", {"per_page": 100})
-            emails = sorted({e for m in members if _reads(m) and (e := self.email_of(m))})
+            names = sorted({n for m in members if _reads(m) for n in self.names_of(m)})
             parent = info.get("parent_id")
             if parent is not None:
                 pending.append(int(parent))
             yield ListedGroup(
                 self.group(gid),
-                emails,
+                names,
                 display_name=str(info.get("full_path") or info.get("name") or gid),
                 subgroups=[self.group(int(parent))] if parent is not None else [],
             )

@@ -83,7 +83,10 @@ class GitlabConnector:
             policy=options.retry_policy(),
         )
         self._acl = GitlabAcl(
-            self._client, context.source_id, internal_as_public=options.internal_as_public
+            self._client,
+            context.source_id,
+            internal_as_public=options.internal_as_public,
+            kind=options.identity_kind,
         )
         self._branches: dict[str, str] = {}
         self._cache = JsonCache(context.state_dir / "gitlab-enumerate.json")

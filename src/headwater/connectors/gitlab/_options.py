@@ -14,6 +14,7 @@ class GitlabOptions(BearerApiOptions):
 
     projects: list[str] = Field(min_length=1)
     base_url: str = Field(default="https://gitlab.com", pattern=r"^https?://")
+    identity_kind: str = Field(default="gitlab", pattern=r"^[a-z][a-z0-9-]*$")
     branch: str | None = None  # None: each project's default branch
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)

@@ -33,7 +33,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.slack._acl import workspace_principal
+from headwater.connectors.slack._acl import user_names, workspace_principal
 from headwater.connectors.slack._client import SlackApiError, SlackClient
 from headwater.connectors.slack._messages import Message, day_of, in_thread, plain, thread_sig
 from headwater.errors import ConfigError, CredentialError, TransientError
@@ -119,7 +119,8 @@ class SlackConnector:
                 raise CredentialError(
                     f"slack `token` lacks the scope users:read.email: users.info shows no "
                     f"email for {member!r}, so private channel #{channel.get('name')} would "
-                    "be visible to no one; expected it; add users:read.email and reinstall"
+                    f"be visible only as slack:{member} ([identity] aliases); expected it; "
+                    "add users:read.email and reinstall"
                 )
 
     def _list_channels(self, policy: RetryPolicy | None = None) -> list[Message]:
@@ -270,12 +271,12 @@ class SlackConnector:
         params = {"channel": channel["id"], "limit": str(self.options.page_size)}
         members = [m for page, _ in self._client.pages("conversations.members", "members", params)
                    for m in page]  # fmt: skip
-        emails = {self._user(str(m)).get("profile", {}).get("email") for m in members}
-        return Access(users=tuple(sorted(str(e) for e in emails if e)))
+        names = {n for m in members for n in user_names(str(m), self._user(str(m)))}
+        return Access(users=tuple(sorted(names)))
 
     def _user(self, user_id: str) -> Message:
         """The user's record; empty for one users.info does not know or show (a user of
-        another workspace in a shared channel, one removed since): named by id, no email."""
+        another workspace in a shared channel, one removed since): named by id only."""
         if user_id not in self._users:
             try:
                 body = self._client.call("users.info", {"user": user_id})
@@ -369,17 +370,16 @@ class SlackConnector:
         yield from self._aged()
 
     def groups(self) -> Iterator[ListedGroup]:
-        """``{source_id}:workspace`` with every active human member's email, via
-        ``users.list``."""
+        """``{source_id}:workspace`` with every active human member (``slack:{id}`` and
+        the email where shown), via ``users.list``."""
         params = {"limit": str(self.options.page_size)}
-        emails = sorted(
-            str(u["profile"]["email"])
+        names = sorted(
+            name
             for page, _ in self._client.pages("users.list", "members", params)
             for u in page
-            if not u.get("deleted")
-            and not u.get("is_bot")
-            and (u.get("profile") or {}).get("email")
+            if not u.get("deleted") and not u.get("is_bot")
+            for name in user_names(str(u["id"]), u)
         )
         yield ListedGroup(
-            workspace_principal(self.source_id), emails, display_name="everyone in the workspace"
+            workspace_principal(self.source_id), names, display_name="everyone in the workspace"
         )
