@@ -19,6 +19,7 @@ from headwater.cli.common import (
     safe,
     state,
 )
+from headwater.cli.lines import indexed_line, print_fields
 from headwater.cli.progress import reporter
 from headwater.cli.runlog import log_sync, sync_exit
 from headwater.cli.tables import failures_summary, print_sync, schedule_state, sync_permissions
@@ -181,10 +182,7 @@ def index(
         if as_json:
             print_json(report.as_dict())
         else:
-            d = report.as_dict()
-            out.print(
-                f"documents: {d['documents']}  chunks: {d['chunks']}  took {d['duration_s']:.1f} s"
-            )
+            out.print(f"{indexed_line(report)}; took {report.duration_s:.1f} s", markup=False)
 
     run_command(body)
 
@@ -324,8 +322,7 @@ def doc_show(
         if as_json:
             print_json(report)
         else:
-            for key, value in report.items():
-                out.print(f"[bold]{key}[/]: {safe(value)}")
+            print_fields(report)
 
     run_command(body)
 

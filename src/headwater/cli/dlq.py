@@ -13,6 +13,7 @@ from headwater.cli.common import (
     safe,
     usage_error,
 )
+from headwater.cli.lines import print_fields
 from headwater.errors import NotFoundError
 from headwater.reports import failure_dict
 from headwater.sync.redrive import UNREADABLE, Skipped
@@ -72,8 +73,7 @@ def dlq_show(
         if as_json:
             print_json(data)
         else:
-            for key, value in data.items():
-                out.print(f"[bold]{key}[/]: {safe(value)}")
+            print_fields(data)
 
     run_command(body)
 

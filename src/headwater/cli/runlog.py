@@ -41,8 +41,16 @@ def log_sync(result: SyncResult) -> None:
             },
         )
         if run.prune_blocked:
+            b = run.prune_blocked
             log.warning(
-                "prune of %s blocked by the safety fraction: %s", run.source, run.prune_blocked
+                "prune of %s blocked by the safety fraction: %s of %s documents would be "
+                "deleted (> %.0f%%), %s deleted",
+                run.source,
+                b["candidates"],
+                b["active"],
+                100 * float(b["max_fraction"]),
+                b["deleted"],
+                extra={"source": run.source, "prune_blocked": b},
             )
     for skipped in result.skipped:
         log.info(

@@ -25,6 +25,7 @@ from headwater.cli.common import (
     state,
     usage_error,
 )
+from headwater.cli.lines import print_fields
 from headwater.cli.ops import source_app  # one `source` group: remove, pause, resume
 from headwater.cli.progress import log_reporter
 from headwater.errors import NotFoundError
@@ -141,8 +142,7 @@ def _show(run_id: str, as_json: bool) -> None:
         if as_json:
             print_json(row)
             return
-        for key, value in row.items():
-            out.print(f"{key}: {value}", markup=False)
+        print_fields(row)
 
     run_command(body)
 

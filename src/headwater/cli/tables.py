@@ -12,6 +12,8 @@ from typing import Any
 from rich.table import Table
 
 from headwater.cli.common import err, open_workspace, out, print_json, safe
+from headwater.cli.lines import indexed_line
+from headwater.indexer.report import IndexReport
 
 
 def print_sync(result: Any) -> None:
@@ -58,12 +60,20 @@ def print_sync(result: Any) -> None:
             )
     idx = result.index
     if idx.replaced or idx.deleted or idx.acl_updates or idx.failed:
-        out.print(
-            f"indexed: {idx.replaced} replaced, {idx.deleted} deleted, {idx.acl_updates} ACL updates, "
-            f"{idx.failed} failed; {idx.chunks} chunks written, {idx.embedded} embedded, "
-            f"{idx.cache_hits} from cache"
-        )
+        out.print(indexed_line(idx), markup=False)
+    print_left_to_rebuild(idx)
     out.print(f"took {result.duration_s:.1f} s (indexing {idx.duration_s:.1f} s)")
+
+
+def print_left_to_rebuild(idx: IndexReport) -> None:
+    """One line per building generation a sync left to its rebuild, with its backlog."""
+    for left in idx.left_to_rebuild or ():
+        out.print(
+            f"left {left.pending} documents to the building generation "
+            f"{left.index}@{left.generation} of {left.index} (`headwater rebuild status`; "
+            f"`headwater rebuild {left.index}` or `headwater run` indexes them)",
+            markup=False,
+        )
 
 
 def sync_permissions(ws: Any, sources: list[str] | None, as_json: bool, index: bool) -> int:
@@ -81,6 +91,8 @@ def sync_permissions(ws: Any, sources: list[str] | None, as_json: bool, index: b
             )
         if report.error:
             err.print(f"[red]{safe(report.source)}:[/] {safe(report.error)}")
+    if not as_json:
+        print_left_to_rebuild(result.index)
     return 1 if result.failed else 0
 
 

@@ -3,8 +3,10 @@
 ``LocalExecutor.sync`` runs each selected source through a ``SyncRunner`` under its own
 fenced lease (up to ``max_concurrent`` at once, ``sync.parallel``), while an
 ``IndexWorker`` drains what each committed batch left pending into every generation
-that receives writes; then it drains once more, purges old tombstones and retires
-generations whose rollback window has passed. A Celery worker's sync task is this same
+that receives writes but one a rebuild is building (that backlog is left to the rebuild,
+the scheduler's catch-up or ``index``, and reported as ``left_to_rebuild``); then it
+drains once more, purges old tombstones and retires generations whose rollback window
+has passed. A Celery worker's sync task is this same
 body for one source with ``index=False``.
 """
 
@@ -75,7 +77,8 @@ class LocalExecutor:
                 )
             return result
         problems: list[str] = []
-        drain = partial(rt.indexes.drain_writable, problems)
+        # Live generations first: a generation a rebuild is building is left to it.
+        drain = partial(rt.indexes.drain_writable, problems, building=False)
         worker = IndexWorker(drain).start() if indexer else None
 
         def one(section: SourceSection) -> RunReport | SkippedRun:
@@ -101,6 +104,8 @@ class LocalExecutor:
                 result.index.add(worker.stop())
         if indexer is not None and not cancel.is_set():
             result.index.add(drain())
+        if indexer is not None:
+            result.index.left_to_rebuild = rt.indexes.left_to_rebuild()
         result.warnings.extend(problems)
         rt.indexes.purge_tombstones(rt.config.sync.tombstone_retention_days)
         retire_expired(rt)
@@ -162,7 +167,8 @@ class LocalExecutor:
             finally:
                 close_connector(connector)
         if indexer is not None:
-            result.index.add(rt.indexes.drain_writable([]))
+            result.index.add(rt.indexes.drain_writable([], building=False))
+            result.index.left_to_rebuild = rt.indexes.left_to_rebuild()
         return result
 
     def index(self, only: Sequence[str] | None = None) -> IndexReport:

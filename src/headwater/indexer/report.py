@@ -15,6 +15,20 @@ class IndexProgress:
     chunks: int
 
 
+@dataclass(frozen=True)
+class LeftToRebuild:
+    """A generation a sync did not drain: it is being built by a rebuild, which (or the
+    scheduler's catch-up, or ``headwater index``) indexes its ``pending`` documents."""
+
+    index: str
+    generation: int
+    pending: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"index", "generation", "pending"}``."""
+        return {"index": self.index, "generation": self.generation, "pending": self.pending}
+
+
 @dataclass
 class IndexReport:
     """What one indexing pass did: documents replaced, deleted, ACL-updated and failed."""
@@ -27,6 +41,8 @@ class IndexReport:
     embedded: int = 0
     cache_hits: int = 0
     duration_s: float = 0.0
+    # generations left to their rebuild (a sync's report only; None elsewhere)
+    left_to_rebuild: list[LeftToRebuild] | None = None
 
     def add(self, other: IndexReport) -> None:
         """Add ``other``'s counts to this report's."""
@@ -41,10 +57,12 @@ class IndexReport:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.duration_s += other.duration_s
+        if other.left_to_rebuild is not None:
+            self.left_to_rebuild = [*(self.left_to_rebuild or []), *other.left_to_rebuild]
 
     def as_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
-        return {
+        out: dict[str, Any] = {
             "documents": {
                 "replaced": self.replaced,
                 "deleted": self.deleted,
@@ -58,3 +76,6 @@ class IndexReport:
             },
             "duration_s": round(self.duration_s, 3),
         }
+        if self.left_to_rebuild is not None:
+            out["left_to_rebuild"] = [left.as_dict() for left in self.left_to_rebuild]
+        return out

@@ -9,7 +9,9 @@ caught up the generation is verified (document count, every document's revision 
 chunk count, a sample of chunk texts against a fresh chunking of the stored content, no
 tombstoned document present) and switched: one manifest transaction moves the read
 pointer. A failed verification never switches. While a generation is in progress every
-sync writes to it too, and ``switch`` catches it up first, so nothing is lost.
+change is pending for it too: a sync leaves a ``building`` one to this build (it reports
+``left_to_rebuild``), indexes a ``verifying`` or ``ready`` one, and ``switch`` catches it
+up first, so nothing is lost.
 
 Another process may ``cancel`` the generation while it is built or verified here. Every
 state change is conditional (see ``manifest.generations``): the cancel wins, the build

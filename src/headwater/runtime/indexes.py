@@ -26,9 +26,9 @@ from headwater.indexer.generations import (
     without_secrets,
 )
 from headwater.indexer.indexer import IndexTarget
-from headwater.indexer.report import IndexReport
+from headwater.indexer.report import IndexReport, LeftToRebuild
 from headwater.manifest.content import ContentStore
-from headwater.manifest.generations import Generation
+from headwater.manifest.generations import BUILDING, Generation
 from headwater.manifest.store import Manifest
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.version import index_version
@@ -253,15 +253,36 @@ class Indexes:
         hits = sum(int(getattr(e, "hits", 0)) for e in embedders)
         return hits, sum(int(getattr(e, "embedded", 0)) for e in embedders)
 
-    def drain_writable(self, problems: list[str]) -> IndexReport:
+    def drain_writable(self, problems: list[str], *, building: bool = True) -> IndexReport:
         """One pass over every generation that receives writes *now*, read again each call:
         a generation a rebuild created (or switched in) while a sync runs gets that sync's
-        writes too, deletes and ACL changes included. New problems are added to
-        ``problems``."""
-        current = self.indexer()
+        writes too, deletes and ACL changes included. ``building=False`` (a sync) leaves
+        out the generations a rebuild is filling (``left_to_rebuild``). New problems are
+        added to ``problems``."""
+        generations = self.writable() if building else self.followed()
+        current = self.generation_indexer(generations)
         report = self.drain(current)
         problems.extend(p for p in current.problems if p not in problems)
         return report
+
+    def followed(self) -> list[Generation]:
+        """The generations a sync drains: every write-state one but those in ``building``
+        (a rebuild fills them from the content store: its backlog is the whole corpus, and
+        one edit must not wait for it). Live, verifying and ready ones are followed."""
+        return [g for g in self.writable() if g.state != BUILDING]
+
+    def left_to_rebuild(self) -> list[LeftToRebuild]:
+        """The building generations and what is pending for each: the work a sync left to
+        ``headwater rebuild`` (or the scheduler's catch-up, or ``headwater index``)."""
+        return [
+            LeftToRebuild(
+                g.index_name,
+                g.generation,
+                self.manifest.index_state.pending_count(g.key, self.pipelines.version(g)),
+            )
+            for g in self.writable()
+            if g.state == BUILDING
+        ]
 
     def purge_tombstones(self, retention_days: int) -> None:
         """Purge old tombstones, then tell every index it may forget them too."""
