@@ -107,7 +107,7 @@ class Runtime:
         self.content_store = open_content_store(self.config.content, self.state_dir)
         self.aliases = IdentityAliases.from_table(self.config.identity.aliases)
         self.controls = Controls()
-        self.sources = Sources(loaded, connector_types or {})
+        self.sources = Sources(loaded, connector_types or {}, self.manifest.rates)
         self._sink_types = dict(sink_types or {})
         self._embedder = embedder
         self.injected_embedder = embedder is not None
