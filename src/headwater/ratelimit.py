@@ -12,7 +12,9 @@ functions of the stored state and the clock; the I/O lives in the manifest ledge
 the HTTP transport (``connectors._governed``).
 
 A rate is ``"N/s"``, ``"N/min"``, ``"N/h"`` or ``"N/day"``; a source's ``rate_limit``
-is one rate or a list of them (a per-second rate and a daily quota, say).
+is one rate or a list of them (a per-second rate and a daily quota, say). A rate per
+second or per minute spaces requests evenly; an hourly or daily quota is a bucket that
+starts full, so a sync may spend it at the speed of the shorter rate.
 ``VENDOR_RATES`` holds each SaaS vendor's documented default, with the page it is from.
 """
 
@@ -26,6 +28,8 @@ from typing import Protocol
 
 PERIODS: Mapping[str, int] = {"s": 1, "min": 60, "h": 3600, "day": 86400}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|min|h|day)\s*$")
+BURST_FROM_S = 60
+"""Rates over a longer period than this may burst (see ``Rate.tolerance``)."""
 DEFAULT_BLOCK_S = 1.0
 """How long a 429 without ``Retry-After`` blocks the credential."""
 
@@ -44,8 +48,13 @@ class Rate:
 
     @property
     def tolerance(self) -> float:
-        """How far ahead of ``tat`` a request may start: a full bucket's burst."""
-        return (self.count - 1) * self.interval if self.count > 1 else 0.0
+        """How far ahead of ``tat`` a request may start: none for a rate per second or
+        per minute (vendors count those over a sliding window, so requests are spaced
+        evenly), a full bucket's burst for an hourly or daily quota (spent at the speed
+        of the shorter rates beside it)."""
+        if self.period_s <= BURST_FROM_S or self.count <= 1:
+            return 0.0
+        return (self.count - 1) * self.interval
 
     def __str__(self) -> str:
         unit = next(name for name, seconds in PERIODS.items() if seconds == self.period_s)
@@ -83,37 +92,55 @@ def parse_rates(value: str | Sequence[str]) -> tuple[Rate, ...]:
     return rates
 
 
-# Each vendor's documented rate for one credential, the page that documents it; a vendor
+@dataclass(frozen=True)
+class VendorRate:
+    """A vendor's documented rates, for requests to its hosted service (``hosts``: host
+    names, or ``.suffix`` for any host under a domain). A self-hosted server (GitLab,
+    GitHub Enterprise) or a proxy sets its own limits: only its 429s, and the source's
+    ``rate_limit``, apply there."""
+
+    rates: tuple[Rate, ...]
+    hosts: tuple[str, ...]
+
+    def serves(self, host: str) -> bool:
+        """Whether ``host`` is the vendor's hosted service."""
+        host = host.lower()
+        return any(host.endswith(h) if h.startswith(".") else host == h for h in self.hosts)
+
+
+# Each vendor's documented rate for one credential, with the page it is from. A vendor
 # absent here documents no fixed request rate, and only its 429 / Retry-After answers are
-# honoured (Atlassian's cost-based limits, Dropbox, Microsoft Graph, ServiceNow's
-# instance-configured rules).
-VENDOR_RATES: Mapping[str, tuple[Rate, ...]] = {
-    # "Tier 3: 50+ per minute" (conversations.history, conversations.replies, users.list)
+# honoured (Atlassian's cost-based limits, Dropbox, Microsoft Graph, Gmail's per-method
+# quota units, ServiceNow's instance-configured rules).
+VENDOR_RATES: Mapping[str, VendorRate] = {
+    # "Tier 3: 50+ per minute" (conversations.history, conversations.replies)
     # https://api.slack.com/apis/rate-limits
-    "slack": (parse_rate("50/min"),),
+    "slack": VendorRate((parse_rate("50/min"),), ("slack.com",)),
     # "5,000 requests per hour" for an authenticated user or app (primary limit)
     # https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
-    "github": (parse_rate("5000/h"),),
+    "github": VendorRate((parse_rate("5000/h"),), ("api.github.com",)),
     # GitLab.com: "Authenticated API traffic (for a given user): 2,000 requests each minute"
     # https://docs.gitlab.com/user/gitlab_com/#rate-limits-on-gitlabcom
-    "gitlab": (parse_rate("2000/min"),),
+    "gitlab": VendorRate((parse_rate("2000/min"),), ("gitlab.com",)),
     # "an average of three requests per second" per integration
     # https://developers.notion.com/reference/request-limits
-    "notion": (parse_rate("3/s"),),
+    "notion": VendorRate((parse_rate("3/s"),), ("api.notion.com",)),
     # Support API: 200 requests per minute on the smallest plan (Team)
     # https://developer.zendesk.com/api-reference/introduction/rate-limits/
-    "zendesk": (parse_rate("200/min"),),
+    "zendesk": VendorRate((parse_rate("200/min"),), (".zendesk.com",)),
     # "Queries per 60 seconds per user: 12,000"
     # https://developers.google.com/workspace/drive/api/guides/limits
-    "gdrive": (parse_rate("12000/min"),),
+    "gdrive": VendorRate((parse_rate("12000/min"),), ("www.googleapis.com",)),
 }
 
 
-def rates_for(vendor: str, override: Sequence[Rate] | None) -> tuple[Rate, ...]:
-    """The rates one source's requests keep to: its ``rate_limit``, else the vendor's."""
+def rates_for(vendor: str, host: str, override: Sequence[Rate] | None) -> tuple[Rate, ...]:
+    """The rates a source's requests to ``host`` keep to: its ``rate_limit``, else the
+    vendor's documented rates when ``host`` is the vendor's hosted service, else none."""
     if override:
         return tuple(override)
-    return VENDOR_RATES.get(vendor, ())
+    known = VENDOR_RATES.get(vendor)
+    return known.rates if known is not None and known.serves(host) else ()
 
 
 def credential_key(secret: str) -> str:
@@ -160,8 +187,9 @@ def block(tats: Mapping[int, float], until: float, rates: Sequence[Rate]) -> dic
 class Throttle(Protocol):
     """One source's hold on its credential's budget (what the HTTP transport calls)."""
 
-    def acquire(self) -> None:
-        """Wait until the credential's budget allows one more request, and take it."""
+    def acquire(self, host: str) -> None:
+        """Wait until the credential's budget allows one more request to ``host``, and
+        take it."""
 
     def blocked(self, seconds: float, reason: str) -> None:
         """The vendor said to wait ``seconds`` (a 429): block everyone sharing it."""

@@ -48,7 +48,7 @@ class GovernedTransport(httpx.BaseTransport):
         self.inner = inner or httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.throttle.acquire()
+        self.throttle.acquire(request.url.host)
         response = self.inner.handle_request(request)
         wait = throttle_wait(response)
         if wait is not None:

@@ -125,14 +125,16 @@ class _ManifestThrottle:
         ledger: RateLedger,
         key: str,
         vendor: str,
-        rates: Sequence[Rate],
+        override: Sequence[Rate] | None,
         sleep: Callable[[float], None],
     ) -> None:
         self._ledger, self._key, self._vendor = ledger, key, vendor
-        self._rates = tuple(rates)
+        self._override = override
+        self._rates: tuple[Rate, ...] = ()  # those of the last host asked for
         self._sleep = sleep
 
-    def acquire(self) -> None:
+    def acquire(self, host: str) -> None:
+        self._rates = rates_for(self._vendor, host, self._override)
         wait = self._ledger.reserve(self._key, self._vendor, self._rates)
         if wait > 0:
             self._sleep(wait)
@@ -161,6 +163,4 @@ class ManifestGovernor:
         """The source's throttle for ``secret`` at ``vendor``."""
         key = credential_key(secret)
         self.ledger.register(self.source_id, key)
-        return _ManifestThrottle(
-            self.ledger, key, vendor, rates_for(vendor, self.override), self._sleep
-        )
+        return _ManifestThrottle(self.ledger, key, vendor, self.override, self._sleep)
