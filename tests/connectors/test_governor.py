@@ -19,8 +19,10 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from declared import use_declared_connectors
 
 from fakes.ratelimited import RateLimitedApi
+from headwater import Workspace
 from headwater.manifest.store import Manifest
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -112,8 +114,10 @@ def test_a_429_seen_by_one_process_pauses_the_other(
 
 
 def test_status_shows_the_sources_of_a_throttled_credential(
-    manifest_url: str, tmp_path: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+    manifest_url = f"sqlite:///{tmp_path / 'manifest.db'}"  # PostgreSQL: the tests above
     with RateLimitedApi(per_second=1000) as fake:
         sources = "".join(
             f'[[source]]\nid = "{sid}"\ntype = "notion"\nbase_url = "{fake.url}"\n'
@@ -135,8 +139,9 @@ def test_status_shows_the_sources_of_a_throttled_credential(
                 timeout=120,
             )  # fmt: skip
 
-        first = headwater("sync", "wiki", "--no-index")  # reads with the token
-        assert fake.arrivals and {a.status for a in fake.arrivals} == {200}, first.stderr
+        with Workspace.open(tmp_path / "headwater.toml") as ws:
+            ws.sync(["wiki"], index=False)  # reads with the token (whatever it finds)
+        assert fake.arrivals and {a.status for a in fake.arrivals} == {200}
         fake.block_next(120)  # the next request answers 429 with Retry-After: 120
         waiting = subprocess.Popen(
             [*cli, "sync", "handbook", "--no-index"], cwd=tmp_path, env=_env(),
