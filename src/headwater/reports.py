@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from headwater.clock import as_utc, iso, utcnow
@@ -229,6 +230,8 @@ class SourceStatus(JsonView):
     configured: bool = True
     schedule: SourceSchedule | None = None  # None: not planned (unconfigured)
     hints: HintSourceState | None = None  # None: no hint ever came for it
+    # the end of the block a 429 put on the source's credential (None: not throttled)
+    throttled_until: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON the command prints."""
@@ -244,6 +247,8 @@ class SourceStatus(JsonView):
             row.update(self.schedule.as_dict())
         row["hints"] = self.hints.as_dict() if self.hints is not None else None
         row["configured"] = self.configured
+        until = self.throttled_until
+        row["throttled_until"] = until.isoformat() if until is not None else None
         return row
 
 
@@ -319,6 +324,7 @@ def _source_row(
     configured: bool,
     schedule: SourceSchedule | None = None,
     hints: HintSourceState | None = None,
+    throttled_until: datetime | None = None,
 ) -> SourceStatus:
     record = manifest.runs.latest(source_id)
     return SourceStatus(
@@ -331,6 +337,7 @@ def _source_row(
         configured=configured,
         schedule=schedule,
         hints=hints,
+        throttled_until=throttled_until,
     )
 
 
@@ -365,6 +372,7 @@ def status_report(
     """``sources`` are the configured (id, type) pairs, ``schedule`` their schedule
     fields by id."""
     hints = manifest.hints.states()
+    throttled = manifest.rates.throttled()
     rows = [
         _source_row(
             manifest,
@@ -373,6 +381,7 @@ def status_report(
             configured=True,
             schedule=schedule.get(source_id),
             hints=hints.get(source_id),
+            throttled_until=throttled[source_id].until if source_id in throttled else None,
         )
         for source_id, source_type in sources
     ]

@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "clock",
         "identity",
         "retry",
+        "ratelimit",
         "units",
         "jsonview",
         "failpoints",

@@ -121,6 +121,10 @@ class SourceStatus(Body):
     lease: Lease | None = None
     hints: HintState | None = None
     configured: bool
+    throttled_until: str | None = Field(
+        default=None,
+        description="While the vendor throttles the source's credential (a 429): until when.",
+    )
 
 
 class ExecutorStatus(Body):

@@ -229,6 +229,12 @@ def status(
                 hint_state(s.get("hints")),
             )
         out.print(table)
+        for s in report["sources"]:
+            if s.get("throttled_until"):
+                out.print(
+                    f"source {safe(s['id'])} throttled until {s['throttled_until']} "
+                    "(the vendor answered 429; its credential waits, see docs/operations.md)"
+                )
         for name, info in report["indexes"].items():
             out.print(f"index {name} ({info['type']}): {info['pending']} pending")
         dlq = report["dlq"]

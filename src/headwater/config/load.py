@@ -35,6 +35,7 @@ COMMON_SOURCE_KEYS = {
     "rules",
     "watch",
     "webhook_secret",
+    "rate_limit",
 }
 
 

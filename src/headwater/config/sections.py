@@ -26,6 +26,7 @@ from headwater.errors import ConfigError
 from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
+from headwater.ratelimit import Rate, parse_rates
 from headwater.search.alias_source import check_url
 from headwater.search.aliases import IdentityAliases
 from headwater.sync.rules import RuleSet
@@ -299,6 +300,20 @@ class SourceSection(BaseModel):
     # without one refuses every webhook).
     watch: bool = False
     webhook_secret: SecretStr | None = None
+    # The rate-limit governor (docs/configuration.md): one rate ("10/s") or a list of
+    # them (["10/s", "10000/day"]) in place of the vendor's documented default.
+    rate_limit: str | list[str] | None = None
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if value is not None:
+            parse_rates(value)  # its ValueError names the value and the form expected
+        return value
+
+    def rates(self) -> tuple[Rate, ...] | None:
+        """The source's ``rate_limit`` as rates; None: the vendor's default."""
+        return None if self.rate_limit is None else parse_rates(self.rate_limit)
 
     @field_validator("watch")
     @classmethod

@@ -39,11 +39,13 @@ class AtlassianClient:
         timeout: float,
         user_agent: str,
         policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.product = product
         self.policy = policy
         self._client = httpx.Client(
+            transport=transport,
             auth=(email, token),
             timeout=timeout,
             headers={"User-Agent": user_agent, "Accept": "application/json"},

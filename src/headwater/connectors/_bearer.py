@@ -62,12 +62,14 @@ class BearerClient:
         busy: BusyTest = busy_when_429_or_5xx,
         follow_redirects: bool = False,
         scheme: str = "Bearer",
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.api = api
         self.base_url = base_url.rstrip("/")
         self.policy = policy
         self._busy = busy
         self._client = httpx.Client(
+            transport=transport,
             headers={"Authorization": f"{scheme} {token}", "User-Agent": user_agent},
             timeout=timeout,
             follow_redirects=follow_redirects,

@@ -25,6 +25,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from headwater.ratelimit import Governor
 from headwater.types import (
     Access,
     Checkpoint,
@@ -67,6 +68,8 @@ class SourceContext:
     state_dir: Path
     user_agent: str = "Headwater/0.1 (+https://github.com/headwater)"
     config_root: Path | None = None  # relative paths in options resolve against this
+    # the rate-limit governor: SaaS clients send through it (connectors._governed)
+    governor: Governor | None = None
 
 
 @runtime_checkable

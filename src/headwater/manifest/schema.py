@@ -375,3 +375,26 @@ events_outbox = Table(
     Column("generation", Integer, nullable=True),
     Column("created_at", TZ, nullable=False),
 )
+
+# The rate-limit governor (migration 0015, ``manifest.throttles``). ``rate_limits``: one
+# row per credential (``credential_key`` is the SHA-256 of the secret, never the secret):
+# ``tats`` the GCRA state of each of its rates as JSON {period_s: tat} (epoch seconds),
+# ``blocked_until`` the end of the last 429's Retry-After (epoch seconds, 0 when never).
+# ``rate_sources``: which credential each source used last, so `status` can name the
+# throttled sources.
+rate_limits = Table(
+    "rate_limits",
+    metadata,
+    Column("credential_key", String(64), primary_key=True),
+    Column("vendor", String(100), nullable=False),
+    Column("tats", Text, nullable=False),
+    Column("blocked_until", Float, nullable=False),
+    Column("reason", Text, nullable=False),
+)
+
+rate_sources = Table(
+    "rate_sources",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("credential_key", String(64), nullable=False),
+)

@@ -117,7 +117,7 @@ class Runtime:
             ttl=check_duration(identity.cache_ttl).total_seconds(),
         )
         self.controls = Controls()
-        self.sources = Sources(loaded, connector_types or {})
+        self.sources = Sources(loaded, connector_types or {}, self.manifest.rates)
         self._sink_types = dict(sink_types or {})
         self._embedder = embedder
         self.injected_embedder = embedder is not None

@@ -14,6 +14,7 @@ from typing import Any
 
 from headwater.config import LoadedConfig, SourceSection
 from headwater.connectors import Connector, SourceContext, load_connector_class
+from headwater.manifest.throttles import ManifestGovernor, RateLedger
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import content_version
 from headwater.sync.gates import SourceIdentity
@@ -24,8 +25,14 @@ from headwater.types import Access
 class Sources:
     """The connector factory: configured sources, their connectors and sync settings."""
 
-    def __init__(self, loaded: LoadedConfig, connector_types: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        connector_types: Mapping[str, Any],
+        rates: RateLedger | None = None,
+    ) -> None:
         self.loaded = loaded
+        self.rates = rates  # the governor's shared budgets (None: requests go ungoverned)
         self.config = loaded.config
         self.connector_types = dict(connector_types)
 
@@ -55,8 +62,14 @@ class Sources:
         """A new connector for the source (its caller closes it)."""
         section = self.section(source_id)
         cls = self.connector_class(section.type)
+        governor = None
+        if self.rates is not None:
+            governor = ManifestGovernor(self.rates, section.id, section.rates())
         context = SourceContext(
-            source_id=section.id, state_dir=self.loaded.state_dir, config_root=self.loaded.root
+            source_id=section.id,
+            state_dir=self.loaded.state_dir,
+            config_root=self.loaded.root,
+            governor=governor,
         )
         connector: Connector = cls(self.loaded.source_options[section.id], context)
         return connector

@@ -45,12 +45,25 @@ class DropboxClient:
         timeout: float,
         user_agent: str,
         policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._api = BearerClient(
-            "Dropbox", api_url, token, timeout=timeout, user_agent=user_agent, policy=policy
+            "Dropbox",
+            api_url,
+            token,
+            timeout=timeout,
+            user_agent=user_agent,
+            policy=policy,
+            transport=transport,
         )
         self._content = BearerClient(
-            "Dropbox", content_url, token, timeout=timeout, user_agent=user_agent, policy=policy
+            "Dropbox",
+            content_url,
+            token,
+            timeout=timeout,
+            user_agent=user_agent,
+            policy=policy,
+            transport=transport,
         )
         self._select = {"Dropbox-API-Select-User": select_user} if select_user else {}
 

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from headwater.clock import as_utc
 from headwater.connectors._bearer import BearerApiOptions
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import ConnectorCapabilities, ReadStream, SourceContext
 from headwater.connectors.dropbox._client import DropboxClient, EndpointError
 from headwater.connectors.globs import KeyFilter
@@ -79,6 +80,7 @@ class DropboxConnector:
             select_user=options.member_id,
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "dropbox", options.token.get_secret_value()),
             policy=options.retry_policy(),
         )
         self._owner: str | None = None

@@ -41,7 +41,14 @@ class DriveClient(BearerClient):
     """GETs against ``base_url`` with one access token, retried on transient faults."""
 
     def __init__(
-        self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float,
+        user_agent: str,
+        policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(
             "Drive API",
@@ -50,6 +57,7 @@ class DriveClient(BearerClient):
             timeout=timeout,
             user_agent=user_agent,
             policy=policy,
+            transport=transport,
             busy=_drive_busy,
         )
 

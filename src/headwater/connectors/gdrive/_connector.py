@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from headwater.connectors._bearer import BearerApiOptions
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ReadStream,
@@ -91,6 +92,7 @@ class GdriveConnector:
             options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "gdrive", options.token.get_secret_value()),
             policy=policy,
         )
         self._scopes: list[str] = list(options.shared_drives) or [""]

@@ -46,11 +46,19 @@ class GithubClient:
     """GET JSON from the GitHub REST API, retried, with errors a user can act on."""
 
     def __init__(
-        self, base_url: str, *, token: str, timeout: float, user_agent: str, policy: RetryPolicy
+        self,
+        base_url: str,
+        *,
+        token: str,
+        timeout: float,
+        user_agent: str,
+        policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.policy = policy
         self._client = httpx.Client(
+            transport=transport,
             timeout=timeout,
             follow_redirects=True,
             headers={

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from pydantic import Field, SecretStr, field_validator
 
 from headwater.clock import as_utc, iso
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -127,6 +128,7 @@ class GithubConnector:
             token=options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "github", options.token.get_secret_value()),
             policy=RetryPolicy(
                 attempts=options.max_attempts, initial_wait=options.retry_initial_wait
             ),

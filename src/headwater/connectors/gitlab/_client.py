@@ -52,11 +52,24 @@ class GitlabClient:
     """GET JSON (or raw bytes) from ``{base_url}/api/v4``, retried."""
 
     def __init__(
-        self, base_url: str, *, token: str, timeout: float, user_agent: str, policy: RetryPolicy
+        self,
+        base_url: str,
+        *,
+        token: str,
+        timeout: float,
+        user_agent: str,
+        policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.api = base_url.rstrip("/") + "/api/v4"
         self._http = BearerClient(
-            "GitLab", self.api, token, timeout=timeout, user_agent=user_agent, policy=policy
+            "GitLab",
+            self.api,
+            token,
+            timeout=timeout,
+            user_agent=user_agent,
+            policy=policy,
+            transport=transport,
         )
 
     def page(

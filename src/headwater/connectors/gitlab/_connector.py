@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import ConnectorCapabilities, ReadStream, SourceContext
 from headwater.connectors.gitlab._acl import GitlabAcl, fingerprint
 from headwater.connectors.gitlab._client import (
@@ -80,6 +81,7 @@ class GitlabConnector:
             token=options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "gitlab", options.token.get_secret_value()),
             policy=options.retry_policy(),
         )
         self._acl = GitlabAcl(

@@ -49,11 +49,14 @@ class GmailClient:
         timeout: float,
         user_agent: str,
         policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.api = api_url.rstrip("/") + "/gmail/v1/users/"
         self.key = key
         self.policy = policy
-        self._http = httpx.Client(timeout=timeout, headers={"User-Agent": user_agent})
+        self._http = httpx.Client(
+            transport=transport, timeout=timeout, headers={"User-Agent": user_agent}
+        )
 
     def get(
         self,

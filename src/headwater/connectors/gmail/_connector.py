@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SecretStr
 
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -94,11 +95,14 @@ class GmailConnector:
 
     def __init__(self, options: GmailOptions, context: SourceContext) -> None:
         self.options = options
+        key = _key(options, context.config_root)
         self._client = GmailClient(
             options.api_url,
-            _key(options, context.config_root),
+            key,
             timeout=options.timeout,
             user_agent=context.user_agent,
+            # the service account is the credential Google's quotas count against
+            transport=governed_transport(context, "gmail", key.email),
             policy=RetryPolicy(
                 attempts=options.retry_attempts,
                 initial_wait=options.retry_initial_wait,

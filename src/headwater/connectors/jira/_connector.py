@@ -23,6 +23,7 @@ from pydantic import Field, SecretStr, field_validator
 from headwater.clock import as_utc
 from headwater.connectors._atlassian import AtlassianClient
 from headwater.connectors._containers import container_state, needs_full_listing
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -116,6 +117,9 @@ class JiraConnector:
             product="Jira",
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(
+                context, "atlassian", options.api_token.get_secret_value()
+            ),
             policy=RetryPolicy(
                 attempts=options.max_attempts, initial_wait=options.retry_initial_wait
             ),

@@ -49,9 +49,16 @@ class NotionClient:
         timeout: float,
         user_agent: str,
         policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._http = BearerClient(
-            "Notion", base_url, token, timeout=timeout, user_agent=user_agent, policy=policy
+            "Notion",
+            base_url,
+            token,
+            timeout=timeout,
+            user_agent=user_agent,
+            policy=policy,
+            transport=transport,
         )
         self._headers = {"Notion-Version": version}
 

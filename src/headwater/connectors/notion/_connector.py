@@ -25,6 +25,7 @@ from pydantic import Field, field_validator
 
 from headwater.clock import as_utc
 from headwater.connectors._bearer import BearerApiOptions
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import ConnectorCapabilities, ReadStream, SourceContext
 from headwater.connectors.notion._client import (
     READ_USERS,
@@ -92,6 +93,7 @@ class NotionConnector:
             version=options.notion_version,
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "notion", options.token.get_secret_value()),
             policy=options.retry_policy(),
         )
 

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from headwater.connectors._bearer import BearerClient
 from headwater.errors import ConfigError, CredentialError
 from headwater.retry import RetryPolicy
@@ -42,6 +44,7 @@ class ServicenowClient:
         timeout: float,
         user_agent: str,
         policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         basic = base64.b64encode(f"{user}:{password}".encode()).decode()
         self._http = BearerClient(
@@ -51,6 +54,7 @@ class ServicenowClient:
             timeout=timeout,
             user_agent=user_agent,
             policy=policy,
+            transport=transport,
             scheme="Basic",
         )
 

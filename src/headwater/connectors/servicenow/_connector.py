@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, SecretStr, field_validator
 
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ConnectorOptions,
@@ -90,6 +91,9 @@ class ServicenowConnector:
             password=options.password.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(
+                context, "servicenow", options.user + ":" + options.password.get_secret_value()
+            ),
             policy=RetryPolicy(
                 attempts=options.retry_attempts,
                 initial_wait=options.retry_initial_wait,

@@ -34,7 +34,14 @@ class GraphClient(BearerClient):
     """GETs of Graph URLs (relative to ``base_url`` or absolute nextLinks)."""
 
     def __init__(
-        self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float,
+        user_agent: str,
+        policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(
             "Graph",
@@ -43,6 +50,7 @@ class GraphClient(BearerClient):
             timeout=timeout,
             user_agent=user_agent,
             policy=policy,
+            transport=transport,
             busy=_graph_busy,
             follow_redirects=True,  # /content answers 302 to a pre-authenticated URL
         )

@@ -26,6 +26,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from headwater.connectors._bearer import BearerApiOptions
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ReadStream,
@@ -87,6 +88,7 @@ class SharepointConnector:
             options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "sharepoint", options.token.get_secret_value()),
             policy=options.retry_policy(),
         )
         self._drives: list[tuple[str, str]] | None = None

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
+
 from headwater.connectors._bearer import BearerClient
 from headwater.connectors.http import parse_retry_after
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
@@ -40,10 +42,23 @@ class SlackClient(BearerClient):
     """Calls of Web API methods, relative to ``base_url`` (``https://slack.com/api``)."""
 
     def __init__(
-        self, base_url: str, token: str, *, timeout: float, user_agent: str, policy: RetryPolicy
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float,
+        user_agent: str,
+        policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(
-            "Slack", base_url, token, timeout=timeout, user_agent=user_agent, policy=policy
+            "Slack",
+            base_url,
+            token,
+            timeout=timeout,
+            user_agent=user_agent,
+            policy=policy,
+            transport=transport,
         )
 
     def call(

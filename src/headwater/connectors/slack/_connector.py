@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from headwater.connectors._bearer import BearerApiOptions
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ReadStream,
@@ -82,6 +83,7 @@ class SlackConnector:
             options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "slack", options.token.get_secret_value()),
             policy=options.retry_policy(),
         )
         self._users: dict[str, Message] = {}

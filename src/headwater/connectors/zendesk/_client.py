@@ -16,6 +16,8 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
+
 from headwater.connectors._bearer import BearerClient
 from headwater.connectors.http import MissingAtServer
 from headwater.errors import ConfigError, CredentialError, ItemError
@@ -43,6 +45,7 @@ class ZendeskClient:
         timeout: float,
         user_agent: str,
         policy: RetryPolicy,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         basic = base64.b64encode(f"{email}/token:{token}".encode()).decode()
         self.email = email
@@ -53,6 +56,7 @@ class ZendeskClient:
             timeout=timeout,
             user_agent=user_agent,
             policy=policy,
+            transport=transport,
             scheme="Basic",
         )
 

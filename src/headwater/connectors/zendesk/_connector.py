@@ -25,6 +25,7 @@ from pydantic import Field
 
 from headwater.clock import as_utc
 from headwater.connectors._bearer import BearerApiOptions
+from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import ConnectorCapabilities, ReadStream, SourceContext
 from headwater.connectors.zendesk._acl import ZendeskAcl, segment_ids
 from headwater.connectors.zendesk._client import MissingAtServer, ZendeskClient
@@ -78,6 +79,7 @@ class ZendeskConnector:
             token=options.token.get_secret_value(),
             timeout=options.timeout,
             user_agent=context.user_agent,
+            transport=governed_transport(context, "zendesk", options.token.get_secret_value()),
             policy=options.retry_policy(),
         )
         self._acl = ZendeskAcl(self._client, context.source_id)
