@@ -16,6 +16,7 @@ import logging
 import sys
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from headwater import Workspace
+from headwater.sync.push import PushOp, PushResult
+from headwater.types import Access, SourceDocument
 
 _CONNECTORS = Path(__file__).resolve().parents[1] / "connectors"
 for _name in ("s3", "sql", "git"):
@@ -201,6 +204,53 @@ class GitCase:
         self.repo.commit("delete 5 %, edit 5 %")
 
 
+@dataclass
+class PushCase:
+    """The push source: the operations ``POST /sources/{id}/push`` commits
+    (``Workspace.push``), then ``index``; each document carries its own ACL."""
+
+    per_object_acl: bool = True
+    ws: Workspace | None = None
+    results: list[PushResult] = field(default_factory=list)
+
+    def source(self) -> str:
+        return f'[[source]]\nid = "src"\ntype = "push"\naccess = {{ groups = ["{STAFF}"] }}\n'
+
+    def object_id(self, i: int) -> str:
+        return f"ticket-{i:04d}"
+
+    def upsert(self, i: int, version: int, *, edited: bool = False, user: bool = False) -> PushOp:
+        access = Access(users=(NEW_READER,)) if user else Access(groups=(STAFF,))
+        doc = SourceDocument(
+            object_id=self.object_id(i),
+            locator=f"push://src/{self.object_id(i)}",
+            title=f"Item {i}",
+            version=str(version),
+            content=text_of(i, edited).encode(),
+            media_type="text/markdown",
+            sequence=version,
+            access=access,
+        )
+        return PushOp("upsert", self.object_id(i), version, doc)
+
+    def load(self) -> None:
+        assert self.ws is not None
+        self.results = self.ws.push("src", [self.upsert(i, 1) for i in range(N)])
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        assert self.ws is not None
+        ops = [PushOp("delete", self.object_id(i), 2) for i in deleted]
+        ops += [self.upsert(i, 2, edited=True) for i in edited]
+        ops += [self.upsert(i, 2, user=True) for i in regranted]
+        self.results = self.ws.push("src", ops)
+
+    def sync(self, ws: Workspace) -> dict[str, int]:
+        report = ws.index()
+        assert report.failed == 0, report
+        statuses = Counter(r.status for r in self.results)
+        return {k: statuses[k] for k in ("new", "changed", "deleted", "failed")}
+
+
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[S3Server]:
     """moto's S3 API over real HTTP on 127.0.0.1, in a thread (as tests/connectors/s3)."""
@@ -230,6 +280,8 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
             yield sql
         finally:
             sql.close()
+    elif kind == "push":
+        yield PushCase()
     elif kind == "s3":
         yield S3Case(request.getfixturevalue("s3_server"))
     else:
@@ -248,7 +300,7 @@ OBJECT_IDS: dict[int, str] = {}
 
 
 @pytest.mark.parametrize(
-    "case", ["filesystem", "postgresql", "mariadb", "s3", "git"], indirect=True
+    "case", ["filesystem", "postgresql", "mariadb", "s3", "git", "push"], indirect=True
 )
 def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
     config = tmp_path / "headwater.toml"
@@ -258,7 +310,6 @@ def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
         '[[index]]\nname = "main"\ntype = "sqlite"\n' + case.source(),
         encoding="utf-8",
     )
-    case.load()
     OBJECT_IDS.clear()
     OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
     # Deterministic, disjoint 5 % slices spread over the whole key range.
@@ -267,16 +318,16 @@ def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
     regranted = list(range(2, N, 20)) if case.per_object_acl else []
     assert len(deleted) == len(edited) == FIVE_PERCENT
     with Workspace.open(config) as ws:
-        first = ws.sync().runs[0]
-        assert (first.status, first.counts.new, first.counts.failed) == ("succeeded", N, 0)
+        case.ws = ws
+        case.load()
+        first = sync(ws, case)
+        assert (first["new"], first["failed"]) == (N, 0), first
         assert_exact(ws, active=N, deleted=[], revision_2=[])
 
         case.mutate(deleted, edited, regranted)
-        second = ws.sync().runs[0]
+        second = sync(ws, case)
         changed = len(edited) + len(regranted)
-        counts = second.counts
-        assert (second.status, counts.new, counts.failed) == ("succeeded", 0, 0), second
-        assert (counts.deleted, counts.changed) == (FIVE_PERCENT, changed), second
+        assert second == {"new": 0, "changed": changed, "deleted": FIVE_PERCENT, "failed": 0}
         assert_exact(ws, active=N - FIVE_PERCENT, deleted=deleted, revision_2=edited + regranted)
 
         for i in edited[:3]:
@@ -288,6 +339,16 @@ def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
             assert not finds(ws, i, groups=[STAFF]), f"{i}: revoked reader still finds it"
             assert finds(ws, i, user=NEW_READER)
         assert finds(ws, 3, groups=[STAFF]) and not finds(ws, 3, user=NEW_READER)
+
+
+def sync(ws: Workspace, case: Any) -> dict[str, int]:
+    """The run's counts: a content sync and index, or the push case's own results."""
+    if isinstance(case, PushCase):
+        return case.sync(ws)
+    run = ws.sync().runs[0]
+    assert run.status == "succeeded", run
+    c = run.counts
+    return {"new": c.new, "changed": c.changed, "deleted": c.deleted, "failed": c.failed}
 
 
 def assert_exact(ws: Workspace, *, active: int, deleted: list[int], revision_2: list[int]) -> None:
