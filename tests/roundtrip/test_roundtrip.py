@@ -12,6 +12,7 @@ ACL to change; their ACL step is the sql case's ``access_column``.
 
 from __future__ import annotations
 
+import html
 import logging
 import sys
 import threading
@@ -31,12 +32,14 @@ from headwater.sync.push import PushOp, PushResult
 from headwater.types import Access, SourceDocument
 
 _CONNECTORS = Path(__file__).resolve().parents[1] / "connectors"
-for _name in ("s3", "sql", "git"):
-    sys.path.insert(0, str(_CONNECTORS / _name))
+for _name in ("", "s3", "sql", "git", "web"):
+    sys.path.insert(0, str(_CONNECTORS / _name) if _name else str(_CONNECTORS))
 
 from git_support import GitRepo  # noqa: E402
+from httpserver import LocalHttpServer, Reply  # noqa: E402
 from s3_support import S3Server, free_port  # noqa: E402
 from sql_support import ENGINE_URLS, URLS  # noqa: E402
+from web_site import urlset  # noqa: E402
 
 N = 500
 FIVE_PERCENT = N // 20
@@ -205,6 +208,53 @@ class GitCase:
 
 
 @dataclass
+class WebCase:
+    """A site on the local HTTP server: a sitemap of 500 pages, each with an ETag."""
+
+    server: LocalHttpServer
+    per_object_acl: bool = False
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "web"\nsitemaps = ["{self.server.url("/sitemap.xml")}"]\n'
+            'user_agent = "HeadwaterTest/1.0"\nrequests_per_second = 1000.0\nmax_attempts = 1\n'
+            f'access = {{ groups = ["{STAFF}"] }}\n'
+        )
+
+    def object_id(self, i: int) -> str:
+        return self.server.url(f"/p/{i:04d}")
+
+    def page(self, i: int, edited: bool = False) -> None:
+        body = html.escape(text_of(i, edited).split("\n\n", 1)[1])
+        self.server.html(
+            f"/p/{i:04d}",
+            f"<html><head><title>Item {i}</title></head><body><main><h1>Item {i}</h1>"
+            f"<p>{body}</p></main></body></html>",
+            etag=f'"{i}-{int(edited)}"',
+        )
+
+    def sitemap(self, pages: list[int]) -> None:
+        self.server.route(
+            "/sitemap.xml",
+            Reply(
+                urlset(self.server, *(f"/p/{i:04d}" for i in pages)), content_type="application/xml"
+            ),
+        )
+
+    def load(self) -> None:
+        for i in range(N):
+            self.page(i)
+        self.sitemap(list(range(N)))
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            self.server.remove(f"/p/{i:04d}")
+        for i in edited:
+            self.page(i, edited=True)
+        self.sitemap([i for i in range(N) if i not in set(deleted)])
+
+
+@dataclass
 class PushCase:
     """The push source: the operations ``POST /sources/{id}/push`` commits
     (``Workspace.push``), then ``index``; each document carries its own ACL."""
@@ -280,6 +330,9 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
             yield sql
         finally:
             sql.close()
+    elif kind == "web":
+        with LocalHttpServer() as server:
+            yield WebCase(server)
     elif kind == "push":
         yield PushCase()
     elif kind == "s3":
@@ -300,7 +353,7 @@ OBJECT_IDS: dict[int, str] = {}
 
 
 @pytest.mark.parametrize(
-    "case", ["filesystem", "postgresql", "mariadb", "s3", "git", "push"], indirect=True
+    "case", ["filesystem", "postgresql", "mariadb", "s3", "git", "web", "push"], indirect=True
 )
 def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
     config = tmp_path / "headwater.toml"
