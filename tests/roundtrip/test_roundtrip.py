@@ -13,6 +13,7 @@ ACL to change; their ACL step is the sql case's ``access_column``.
 from __future__ import annotations
 
 import html
+import importlib.util
 import logging
 import sys
 import threading
@@ -28,11 +29,12 @@ import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from headwater import Workspace
+from headwater.connectors.webdav import WebdavConnector
 from headwater.sync.push import PushOp, PushResult
 from headwater.types import Access, SourceDocument
 
 _CONNECTORS = Path(__file__).resolve().parents[1] / "connectors"
-for _name in ("", "s3", "sql", "git", "web"):
+for _name in ("", "s3", "sql", "git", "web", "webdav"):
     sys.path.insert(0, str(_CONNECTORS / _name) if _name else str(_CONNECTORS))
 
 from git_support import GitRepo  # noqa: E402
@@ -40,6 +42,19 @@ from httpserver import LocalHttpServer, Reply  # noqa: E402
 from s3_support import S3Server, free_port  # noqa: E402
 from sql_support import ENGINE_URLS, URLS  # noqa: E402
 from web_site import urlset  # noqa: E402
+from webdav_support import PASSWORD as DAV_PASSWORD  # noqa: E402
+from webdav_support import USER as DAV_USER  # noqa: E402
+from webdav_support import DavServer  # noqa: E402
+
+# The webdav tests' session fixture (a WsgiDAV process), taken from their conftest under
+# another module name so pytest serves it here too.
+_spec = importlib.util.spec_from_file_location(
+    "webdav_conftest", _CONNECTORS / "webdav" / "conftest.py"
+)
+assert _spec is not None and _spec.loader is not None
+_webdav_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_webdav_conftest)
+dav_server = _webdav_conftest.dav_server
 
 N = 500
 FIVE_PERCENT = N // 20
@@ -255,6 +270,40 @@ class WebCase:
 
 
 @dataclass
+class WebdavCase:
+    """A folder on the real WsgiDAV server (tests/connectors/webdav), written on disk."""
+
+    server: DavServer
+    folder: Path = field(init=False)
+    per_object_acl: bool = False
+
+    def __post_init__(self) -> None:
+        self.folder = self.server.root / f"rt{uuid.uuid4().hex[:10]}"
+        self.folder.mkdir()
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "webdav"\n'
+            f'url = "{self.server.url}/{self.folder.name}/"\n'
+            f'username = "{DAV_USER}"\npassword = "{DAV_PASSWORD}"\n'
+            f'access = {{ groups = ["{STAFF}"] }}\n'
+        )
+
+    def object_id(self, i: int) -> str:
+        return f"item-{i:04d}.md"
+
+    def load(self) -> None:
+        for i in range(N):
+            (self.folder / self.object_id(i)).write_text(text_of(i), encoding="utf-8")
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            (self.folder / self.object_id(i)).unlink()
+        for i in edited:
+            (self.folder / self.object_id(i)).write_text(text_of(i, True), encoding="utf-8")
+
+
+@dataclass
 class PushCase:
     """The push source: the operations ``POST /sources/{id}/push`` commits
     (``Workspace.push``), then ``index``; each document carries its own ACL."""
@@ -333,6 +382,8 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif kind == "web":
         with LocalHttpServer() as server:
             yield WebCase(server)
+    elif kind == "webdav":
+        yield WebdavCase(request.getfixturevalue("dav_server"))
     elif kind == "push":
         yield PushCase()
     elif kind == "s3":
@@ -353,7 +404,9 @@ OBJECT_IDS: dict[int, str] = {}
 
 
 @pytest.mark.parametrize(
-    "case", ["filesystem", "postgresql", "mariadb", "s3", "git", "web", "push"], indirect=True
+    "case",
+    ["filesystem", "postgresql", "mariadb", "s3", "git", "web", "webdav", "push"],
+    indirect=True,
 )
 def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
     config = tmp_path / "headwater.toml"
@@ -370,7 +423,7 @@ def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
     edited = list(range(1, N, 20))
     regranted = list(range(2, N, 20)) if case.per_object_acl else []
     assert len(deleted) == len(edited) == FIVE_PERCENT
-    with Workspace.open(config) as ws:
+    with Workspace.open(config, connector_types={"webdav": WebdavConnector}) as ws:
         case.ws = ws
         case.load()
         first = sync(ws, case)
