@@ -4,10 +4,17 @@ an ACL per object) 5 % re-permissioned, a re-sync, and EXACT counts in the run, 
 manifest and the sqlite index. A delete that never happens, an edit left stale or a
 revocation still served fails the test.
 
-Each case reuses its connector's test helpers (``tests/connectors/<name>/``): the real
-PostgreSQL and MariaDB for ``sql``, moto over HTTP for ``s3``, the git CLI for ``git``.
-Connectors whose ACL is the source's ``access`` (filesystem, s3, git) have no per-object
-ACL to change; their ACL step is the sql case's ``access_column``.
+Each case reuses its connector's test helpers (``tests/connectors/<name>/``,
+``tests/fakes/``): the real PostgreSQL and MariaDB for ``sql``, moto over HTTP for
+``s3``, the git CLI for ``git``, the local HTTP server for ``web``, WsgiDAV for
+``webdav``, ``Workspace.push`` (what the push API commits) for ``push``, and the fake
+Drive API for ``gdrive``.
+Connectors whose ACL is the source's ``access`` (filesystem, s3, git, web, webdav) have no
+per-object ACL to change; the ACL step runs where ACLs are per object: sql (``access_column``),
+push (each document's ``access``) and gdrive (each file's permissions).
+
+The webdav case starts WsgiDAV in its own process (``subprocess.Popen`` in its conftest),
+so this module is marked ``process`` and runs outside the ``--fast`` tier.
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
+from fakes.gdrive import TOKEN as DRIVE_TOKEN
+from fakes.gdrive import FakeDrive
 from headwater import Workspace
+from headwater.connectors.gdrive import GdriveConnector
 from headwater.connectors.webdav import WebdavConnector
 from headwater.sync.push import PushOp, PushResult
 from headwater.types import Access, SourceDocument
@@ -60,6 +70,7 @@ N = 500
 FIVE_PERCENT = N // 20
 STAFF = "staff"
 NEW_READER = "ann@example.com"
+OLD_READER = "kim@example.com"  # the reader of the connectors whose ACLs name users
 # A delete found by the complete listing is "pruned"; one the source reports (a git diff)
 # is "deleted_in_source".
 TOMBSTONE_REASONS = ("pruned", "deleted_in_source")
@@ -304,6 +315,39 @@ class WebdavCase:
 
 
 @dataclass
+class GdriveCase:
+    """The fake Drive API (tests/fakes/gdrive): each file carries its own permissions,
+    so the ACL step re-shares 5 % of the files from one user to another."""
+
+    drive: FakeDrive
+    per_object_acl: bool = True
+    reader: dict[str, Any] = field(default_factory=lambda: {"user": OLD_READER})
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "gdrive"\nbase_url = "{self.drive.url}"\n'
+            f'token = "{DRIVE_TOKEN}"\npage_size = 100\n'
+        )
+
+    def object_id(self, i: int) -> str:
+        return f"file{i:04d}"
+
+    def load(self) -> None:
+        for i in range(N):
+            name = f"item-{i:04d}.md"
+            self.drive.put(self.object_id(i), name, text_of(i), readers=(OLD_READER,))
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            self.drive.remove(self.object_id(i))
+        for i in edited:
+            self.drive.put(self.object_id(i), f"item-{i:04d}.md", text_of(i, True))
+        for i in regranted:
+            grant = {"type": "user", "role": "reader", "emailAddress": NEW_READER}
+            self.drive.share(self.object_id(i), [grant])
+
+
+@dataclass
 class PushCase:
     """The push source: the operations ``POST /sources/{id}/push`` commits
     (``Workspace.push``), then ``index``; each document carries its own ACL."""
@@ -384,6 +428,9 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
             yield WebCase(server)
     elif kind == "webdav":
         yield WebdavCase(request.getfixturevalue("dav_server"))
+    elif kind == "gdrive":
+        with FakeDrive() as drive:
+            yield GdriveCase(drive)
     elif kind == "push":
         yield PushCase()
     elif kind == "s3":
@@ -405,7 +452,7 @@ OBJECT_IDS: dict[int, str] = {}
 
 @pytest.mark.parametrize(
     "case",
-    ["filesystem", "postgresql", "mariadb", "s3", "git", "web", "webdav", "push"],
+    ["filesystem", "postgresql", "mariadb", "s3", "git", "web", "webdav", "push", "gdrive"],
     indirect=True,
 )
 def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
@@ -423,7 +470,9 @@ def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
     edited = list(range(1, N, 20))
     regranted = list(range(2, N, 20)) if case.per_object_acl else []
     assert len(deleted) == len(edited) == FIVE_PERCENT
-    with Workspace.open(config, connector_types={"webdav": WebdavConnector}) as ws:
+    with Workspace.open(
+        config, connector_types={"webdav": WebdavConnector, "gdrive": GdriveConnector}
+    ) as ws:
         case.ws = ws
         case.load()
         first = sync(ws, case)
@@ -436,15 +485,16 @@ def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
         assert second == {"new": 0, "changed": changed, "deleted": FIVE_PERCENT, "failed": 0}
         assert_exact(ws, active=N - FIVE_PERCENT, deleted=deleted, revision_2=edited + regranted)
 
+        reader = getattr(case, "reader", {"groups": [STAFF]})
         for i in edited[:3]:
-            hits = ws.search(f"mk{i:04d}x", mode="keyword", k=1, groups=[STAFF])
+            hits = ws.search(f"mk{i:04d}x", mode="keyword", k=1, **reader)
             assert "edited today" in hits[0]["chunk"]
         for i in deleted[:3]:
-            assert not finds(ws, i, groups=[STAFF])
+            assert not finds(ws, i, **reader)
         for i in regranted:
-            assert not finds(ws, i, groups=[STAFF]), f"{i}: revoked reader still finds it"
+            assert not finds(ws, i, **reader), f"{i}: revoked reader still finds it"
             assert finds(ws, i, user=NEW_READER)
-        assert finds(ws, 3, groups=[STAFF]) and not finds(ws, 3, user=NEW_READER)
+        assert finds(ws, 3, **reader) and not finds(ws, 3, user=NEW_READER)
 
 
 def sync(ws: Workspace, case: Any) -> dict[str, int]:
