@@ -8,10 +8,10 @@ Each case reuses its connector's test helpers (``tests/connectors/<name>/``,
 ``tests/fakes/``): the real PostgreSQL and MariaDB for ``sql``, moto over HTTP for
 ``s3``, the git CLI for ``git``, the local HTTP server for ``web``, WsgiDAV for
 ``webdav``, ``Workspace.push`` (what the push API commits) for ``push``, and the fake
-Drive API for ``gdrive``.
+Drive API for ``gdrive`` and the fake site for ``confluence``.
 Connectors whose ACL is the source's ``access`` (filesystem, s3, git, web, webdav) have no
 per-object ACL to change; the ACL step runs where ACLs are per object: sql (``access_column``),
-push (each document's ``access``) and gdrive (each file's permissions).
+push (each document's ``access``), gdrive (each file's permissions) and confluence (page restrictions).
 
 The webdav case starts WsgiDAV in its own process (``subprocess.Popen`` in its conftest),
 so this module is marked ``process`` and runs outside the ``--fast`` tier.
@@ -35,9 +35,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
+from fakes.confluence import FakeConfluence
 from fakes.gdrive import TOKEN as DRIVE_TOKEN
 from fakes.gdrive import FakeDrive
 from headwater import Workspace
+from headwater.connectors.confluence import ConfluenceConnector
 from headwater.connectors.gdrive import GdriveConnector
 from headwater.connectors.webdav import WebdavConnector
 from headwater.sync.push import PushOp, PushResult
@@ -348,6 +350,45 @@ class GdriveCase:
 
 
 @dataclass
+class ConfluenceCase:
+    """The fake Confluence site (tests/fakes/confluence): one space both users may read,
+    every page restricted to one of them, so a page's ACL is its restriction; the ACL
+    step moves 5 % of the restrictions from one user to the other, which arrives with the
+    ACL refresh (``acl_refresh_every = "0s"``: a restriction does not move lastmodified)."""
+
+    site: FakeConfluence
+    per_object_acl: bool = True
+    reader: dict[str, Any] = field(default_factory=lambda: {"user": OLD_READER})
+    ids: dict[int, str] = field(default_factory=dict)
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "confluence"\nbase_url = "{self.site.url}"\n'
+            f'email = "{self.site.user}"\napi_token = "{self.site.token}"\nspaces = ["ENG"]\n'
+            'page_size = 100\nretry_initial_wait = 0.0\nacl_refresh_every = "0s"\n'
+        )
+
+    def object_id(self, i: int) -> str:
+        return self.ids[i]
+
+    def load(self) -> None:
+        self.site.users.update({"acc-kim": OLD_READER, "acc-ann": NEW_READER})
+        self.site.add_space("ENG", [("user", "acc-kim"), ("user", "acc-ann")])
+        for i in range(N):
+            body = f"<p>{html.escape(text_of(i).split(chr(10) * 2, 1)[1])}</p>"
+            self.ids[i] = self.site.add("ENG", f"Item {i}", body, read_users=["acc-kim"])
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            self.site.delete(self.ids[i])
+        for i in edited:
+            body = html.escape(text_of(i, True).split(chr(10) * 2, 1)[1])
+            self.site.edit(self.ids[i], f"<p>{body}</p>")
+        for i in regranted:
+            self.site.content[self.ids[i]].read_users = ["acc-ann"]
+
+
+@dataclass
 class PushCase:
     """The push source: the operations ``POST /sources/{id}/push`` commits
     (``Workspace.push``), then ``index``; each document carries its own ACL."""
@@ -431,6 +472,9 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif kind == "gdrive":
         with FakeDrive() as drive:
             yield GdriveCase(drive)
+    elif kind == "confluence":
+        with FakeConfluence() as site:
+            yield ConfluenceCase(site)
     elif kind == "push":
         yield PushCase()
     elif kind == "s3":
@@ -452,7 +496,18 @@ OBJECT_IDS: dict[int, str] = {}
 
 @pytest.mark.parametrize(
     "case",
-    ["filesystem", "postgresql", "mariadb", "s3", "git", "web", "webdav", "push", "gdrive"],
+    [
+        "filesystem",
+        "postgresql",
+        "mariadb",
+        "s3",
+        "git",
+        "web",
+        "webdav",
+        "push",
+        "gdrive",
+        "confluence",
+    ],
     indirect=True,
 )
 def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
@@ -463,18 +518,23 @@ def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
         '[[index]]\nname = "main"\ntype = "sqlite"\n' + case.source(),
         encoding="utf-8",
     )
-    OBJECT_IDS.clear()
-    OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
     # Deterministic, disjoint 5 % slices spread over the whole key range.
     deleted = list(range(0, N, 20))
     edited = list(range(1, N, 20))
     regranted = list(range(2, N, 20)) if case.per_object_acl else []
     assert len(deleted) == len(edited) == FIVE_PERCENT
     with Workspace.open(
-        config, connector_types={"webdav": WebdavConnector, "gdrive": GdriveConnector}
+        config,
+        connector_types={
+            "webdav": WebdavConnector,
+            "gdrive": GdriveConnector,
+            "confluence": ConfluenceConnector,
+        },
     ) as ws:
         case.ws = ws
         case.load()
+        OBJECT_IDS.clear()
+        OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
         first = sync(ws, case)
         assert (first["new"], first["failed"]) == (N, 0), first
         assert_exact(ws, active=N, deleted=[], revision_2=[])
