@@ -9,9 +9,11 @@ Each case reuses its connector's test helpers (``tests/connectors/<name>/``,
 ``s3``, the git CLI for ``git``, the local HTTP server for ``web``, WsgiDAV for
 ``webdav``, ``Workspace.push`` (what the push API commits) for ``push``, and the fake
 Drive API for ``gdrive`` and the fake site for ``confluence``.
-Connectors whose ACL is the source's ``access`` (filesystem, s3, git, web, webdav) have no
-per-object ACL to change; the ACL step runs where ACLs are per object: sql (``access_column``),
-push (each document's ``access``), gdrive (each file's permissions) and confluence (page restrictions).
+
+Connectors whose ACL is the source's ``access`` (filesystem, s3, git, web, webdav) have
+no per-object ACL to change; the ACL step runs where ACLs are per object: sql
+(``access_column``), push (each document's ``access``), gdrive (each file's permissions)
+and confluence (page restrictions).
 
 The webdav case starts WsgiDAV in its own process (``subprocess.Popen`` in its conftest),
 so this module is marked ``process`` and runs outside the ``--fast`` tier.
