@@ -7,8 +7,9 @@ revocation still served fails the test.
 Each case reuses its connector's test helpers (``tests/connectors/<name>/``,
 ``tests/fakes/``): the real PostgreSQL and MariaDB for ``sql``, moto over HTTP for
 ``s3``, the git CLI for ``git``, the local HTTP server for ``web``, WsgiDAV for
-``webdav``, ``Workspace.push`` (what the push API commits) for ``push``, and the fake
-Drive API for ``gdrive`` and the fake site for ``confluence``.
+``webdav``, ``Workspace.push`` (what ``POST /v1/sources/{id}/documents:batch`` commits)
+for ``push``, and the fake Drive API for ``gdrive`` and the fake site for
+``confluence``.
 
 Connectors whose ACL is the source's ``access`` (filesystem, s3, git, web, webdav) have
 no per-object ACL to change; the ACL step runs where ACLs are per object: sql
@@ -392,7 +393,7 @@ class ConfluenceCase:
 
 @dataclass
 class PushCase:
-    """The push source: the operations ``POST /sources/{id}/push`` commits
+    """The push source: the operations ``POST /v1/sources/{id}/documents:batch`` commits
     (``Workspace.push``), then ``index``; each document carries its own ACL."""
 
     per_object_acl: bool = True
