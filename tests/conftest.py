@@ -134,6 +134,7 @@ LONG_POLES = (  # longest first, as measured (`--durations`, summed per file)
     "executor/test_celery_workers.py",
     "rebuild/test_generation_states.py",
     "correctness/test_index_identity.py",
+    "roundtrip/test_roundtrip.py",  # 9 connectors x 500 items
     "correctness/test_crash_matrix.py",
     "api/test_api_push_workers.py",
     "executor/test_celery_no_wait_and_dlq.py",

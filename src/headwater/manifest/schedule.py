@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, delete, desc, func, insert, select, update
+from sqlalchemy import Engine, delete, desc, insert, select, update
 
 from headwater.clock import as_utc, iso, utcnow
 from headwater.errors import ConfigError
@@ -25,7 +25,9 @@ from headwater.manifest.records import RunRecord
 from headwater.manifest.runs import CANCELLED, FAILED, RUNNING
 
 BACKOFF_LOOKBACK = 30  # consecutive failures counted at most (the wait is capped anyway)
-SHORT_ID = 8  # characters of a run id that tables show, more only where two runs share them
+SHORT_ID = (
+    t.SHORT_RUN_ID
+)  # characters of a run id that tables show, more only where two runs share them
 MIN_PREFIX = 4  # the shortest prefix `runs show` takes for a run id
 CANDIDATES_SHOWN = 5  # run ids an ambiguous prefix's error lists
 
@@ -256,7 +258,7 @@ def _short_ids(conn: Any, run_ids: list[str]) -> dict[str, str]:
         others += [
             r[0]
             for r in conn.execute(
-                select(t.runs.c.run_id).where(func.substr(t.runs.c.run_id, 1, SHORT_ID).in_(part))
+                select(t.runs.c.run_id).where(t.short_run_id(t.runs.c.run_id).in_(part))
             )
         ]
     short: dict[str, str] = {}
