@@ -68,7 +68,7 @@ runs = Table(
     Column("kind", String(10), nullable=True),
     Column("fetched", Integer, nullable=True),
     Index("ix_runs_source_started", "source_id", "started_at"),
-    Index("ix_runs_started", "started_at"),  # migration 0017: every source's runs listed
+    Index("ix_runs_started", "started_at"),  # migration 0016: every source's runs listed
 )
 
 SHORT_RUN_ID = 8  # characters of a run id that tables show (``headwater runs``)
@@ -80,7 +80,7 @@ def short_run_id(column: ColumnElement[str]) -> ColumnElement[str]:
     return func.substr(column, literal_column("1"), literal_column(str(SHORT_RUN_ID)))
 
 
-# Migration 0017: which runs share a shown short id, answered without reading every run.
+# Migration 0016: which runs share a shown short id, answered without reading every run.
 Index("ix_runs_short_id", short_run_id(runs.c.run_id))
 
 # The scheduler's per-source switches (migration 0002); no row means "not paused".

@@ -9,8 +9,8 @@ the listing then asks which runs share each shown 8-character prefix
 (``substr(run_id, 1, 8) IN (...)``), which read every run without an index on that
 expression.
 
-Revision ID: 0017
-Revises: 0013
+Revision ID: 0016
+Revises: 0015
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0017"
-down_revision = "0013"
+revision = "0016"
+down_revision = "0015"
 
 
 def upgrade() -> None:
