@@ -19,9 +19,7 @@ from dataclasses import dataclass
 
 from headwater import failpoints
 from headwater.errors import TransientError
-from headwater.events.jetstream import JetStreamTarget
 from headwater.events.targets import Target
-from headwater.events.webhook import WebhookTarget
 from headwater.manifest.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -150,10 +148,16 @@ def publisher_for(
     secret: str | None,
 ) -> EventPublisher:
     """The publisher of an ``[events]`` table (its values, already validated)."""
+    # Imported here: a workspace without [events] (and `headwater search`) loads neither
+    # the HTTP client nor the NATS client.
     target: Target
     if kind == "webhook":
+        from headwater.events.webhook import WebhookTarget
+
         assert secret is not None  # the config requires it
         target = WebhookTarget(url, secret, tenant, prefix=prefix)
     else:
+        from headwater.events.jetstream import JetStreamTarget
+
         target = JetStreamTarget(url, stream, prefix, tenant)
     return EventPublisher(outbox, target)
