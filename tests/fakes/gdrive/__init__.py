@@ -4,6 +4,12 @@
   (``pageToken``/``nextPageToken``, ``q=trashed = false``, ``corpora``/``driveId``,
   ``permissions`` in the file resource, not populated for shared drive items:
   https://developers.google.com/drive/api/reference/rest/v3/files#File.FIELDS.permissions)
+- ``parents`` in the file resource (the one folder a file sits in; a file at the top of
+  My Drive has the root folder's id, one at the top of a shared drive the drive's id) and
+  files.get of a folder by id, or of the alias ``root`` for My Drive's root folder
+  (which has no ``parents``): https://developers.google.com/drive/api/reference/rest/v3/files#File.FIELDS.parents,
+  https://developers.google.com/drive/api/guides/folder (folders are files of mimeType
+  ``application/vnd.google-apps.folder``)
 - permissions.list: https://developers.google.com/drive/api/reference/rest/v3/permissions/list
 - files.get ``alt=media`` and files.export (``mimeType=text/plain|text/csv``):
   https://developers.google.com/drive/api/guides/manage-downloads
@@ -47,6 +53,8 @@ from typing import Any
 from fakes._server import Answer, FakeService
 
 TOKEN = "good-token"
+ROOT_ID = "0AROOTfolder"  # My Drive's root folder (files.get alias ``root``)
+FOLDER = "application/vnd.google-apps.folder"
 BASE_TIME = datetime(2024, 3, 1, tzinfo=UTC)
 
 
@@ -64,6 +72,7 @@ class DriveFile:
     drive_id: str | None = None
     trashed: bool = False
     permissions: list[dict[str, Any]] = field(default_factory=list)
+    parents: list[str] = field(default_factory=list)
 
     def resource(self, inline_permissions: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -77,6 +86,8 @@ class DriveFile:
         if not self.mime.startswith("application/vnd.google-apps."):
             body["md5Checksum"] = f"md5-{hash(self.content) & 0xFFFFFFFF:08x}"
             body["size"] = str(len(self.content))
+        if self.parents:
+            body["parents"] = list(self.parents)
         if self.drive_id:
             body["driveId"] = self.drive_id
         elif inline_permissions:
@@ -115,7 +126,10 @@ class FakeDrive(FakeService):
         mime: str = "text/plain",
         drive_id: str | None = None,
         readers: tuple[str, ...] = ("ann@example.com",),
+        parent: str | None = None,
     ) -> None:
+        """A file (or a folder, ``mime=FOLDER``) in ``parent``: by default the top of My
+        Drive, or of its shared drive."""
         with self.lock:
             self.tick += 1
             data = content.encode() if isinstance(content, str) else content
@@ -126,6 +140,7 @@ class FakeDrive(FakeService):
             self.files[file_id] = DriveFile(
                 file_id, name, mime, data, BASE_TIME + timedelta(minutes=self.tick),
                 drive_id, False, perms,
+                [parent] if parent else old.parents if old else [drive_id or ROOT_ID],
             )  # fmt: skip
             self.changes.append(file_id)
 
@@ -181,6 +196,8 @@ class FakeDrive(FakeService):
         if path == "/drive/v3/changes":
             return self._changes(query)
         parts = path.split("/")  # /drive/v3/files/{id}[/export|/permissions]
+        if len(parts) == 5 and parts[3] == "files" and parts[4] in ("root", ROOT_ID):
+            return 200, {"id": ROOT_ID, "name": "My Drive", "mimeType": FOLDER}, {}
         if len(parts) >= 5 and parts[3] == "files":
             file = self.files.get(parts[4])
             if file is None:

@@ -13,6 +13,12 @@ scope is ``""`` (everything the token sees, ``corpora=allDrives``) or one shared
 from ``shared_drives``. With ``groups_domain`` set, ``groups()`` lists that Workspace
 domain's groups and members, nested groups included, through the Directory API
 (``_directory``).
+
+A file's ``hierarchy`` is the names of the folders above it, from the top of My Drive or
+of its shared drive (neither root is named), then its own name: ``parents`` read up
+through ``files.get`` of each folder, once per folder and run. A chain that reaches a
+folder the token cannot see starts at the highest one it can. Moving or renaming a folder
+reaches the paths of the files inside when they next change or are listed in full.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from headwater.connectors.gdrive._directory import DirectoryGroups
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.pipeline.parse import parser_for
 from headwater.retry import RetryPolicy
+from headwater.scopes import HIERARCHY_KEY, MAX_DEPTH
 from headwater.types import (
     Access,
     Checkpoint,
@@ -57,7 +64,7 @@ EXPORTS: dict[str, str] = {  # files.export target per Google Workspace type
     "application/vnd.google-apps.spreadsheet": "text/csv",
 }
 FILE_FIELDS = (
-    "id,name,mimeType,modifiedTime,md5Checksum,size,trashed,driveId,webViewLink,"
+    "id,name,mimeType,modifiedTime,md5Checksum,size,trashed,driveId,webViewLink,parents,"
     "permissions(type,role,emailAddress,domain,deleted)"
 )
 COMMON = {"supportsAllDrives": "true", "includeItemsFromAllDrives": "true"}
@@ -112,6 +119,8 @@ class GdriveConnector:
             else None
         )
         self.lists_groups = self._directory is not None  # read by ``lists_groups``
+        self._root: str | None = None  # My Drive's root folder id, asked once
+        self._folders: dict[str, tuple[str, str | None]] = {}  # id -> (name, parent)
 
     # -- validate -------------------------------------------------------------------------
 
@@ -150,6 +159,7 @@ class GdriveConnector:
     ) -> ReadStream:
         """Yield the files changed since the saved change tokens (all files on a first run)."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
+        self._folders.clear()  # a folder renamed since the last run is read again
         tokens: dict[str, str] = dict(state.get("tokens", {}))
         done: list[str] = list(state.get("done", []))
         pending: dict[str, str] = state.get("pending") or {}
@@ -268,9 +278,50 @@ class GdriveConnector:
             fetch_ref=json.dumps([file_id, export or ""]),
             media_type="text/plain" if export else mime,
             updated_at=datetime.fromisoformat(modified) if modified else None,
-            metadata={"mime_type": mime, "drive_id": str(file.get("driveId") or "")},
+            metadata={
+                "mime_type": mime,
+                "drive_id": str(file.get("driveId") or ""),
+                HIERARCHY_KEY: self._path(file),
+            },
             access=self._access(file),
         )
+
+    def _path(self, file: dict[str, Any]) -> str:
+        """The folders' names from the top of the file's drive down, then its own name."""
+        names = [str(file.get("name", ""))]
+        tops = {str(file.get("driveId") or ""), self._root_id()}
+        parents = file.get("parents") or []
+        parent = str(parents[0]) if parents else None
+        while parent and parent not in tops and len(names) < MAX_DEPTH:
+            folder = self._folder(parent)
+            if folder is None:
+                break  # the token cannot see it: the path starts below
+            names.append(folder[0])
+            parent = folder[1]
+        return "/".join(reversed(names))
+
+    def _root_id(self) -> str:
+        if self._root is None:
+            path = "/drive/v3/files/root"
+            self._root = str(self._client.json(path, {"fields": "id"})["id"])
+        return self._root
+
+    def _folder(self, folder_id: str) -> tuple[str, str | None] | None:
+        """(name, parent id) of a folder; None when the token cannot see it."""
+        if folder_id not in self._folders:
+            path = f"/drive/v3/files/{folder_id}"
+            params = {"supportsAllDrives": "true", "fields": "id,name,parents"}
+            response = self._client.get(path, params)
+            if response.status_code in (403, 404):
+                return None
+            raise_for_status(response, path)
+            body = response.json()
+            parents = body.get("parents") or []
+            self._folders[folder_id] = (
+                str(body.get("name", "")),
+                str(parents[0]) if parents else None,
+            )
+        return self._folders[folder_id]
 
     def _access(self, file: dict[str, Any]) -> Access | None:
         """From the file's permissions; items in shared drives need permissions.list."""
