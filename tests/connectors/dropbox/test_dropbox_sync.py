@@ -12,6 +12,7 @@ from dropbox_support import populate
 
 from fakes.dropbox import FakeDropbox
 from headwater import Workspace
+from headwater.scopes import HIERARCHY_KEY, Scope
 
 
 @pytest.fixture(autouse=True)
@@ -62,3 +63,20 @@ def test_a_listing_failing_half_way_deletes_nothing(dbx: FakeDropbox, tmp_path: 
         run = ws.sync(index=False).runs[0]
         assert run.counts.deleted == 0 and run.status != "succeeded", run
         assert ws.manifest.count_documents("dbx", "active") == 4
+
+
+def test_hierarchy_is_the_display_path_and_scopes_a_search(
+    dbx: FakeDropbox, tmp_path: Path
+) -> None:
+    dbx.put("/Docs/Team/Guide.md", b"# Guide\ngranite inside")
+    dbx.put("/Docs/Team-old/Old.md", b"# Old\ngranite beside")
+    dbx.put("/Docs/Top.md", b"# Top\ngranite above")
+    with workspace(dbx, tmp_path) as ws:
+        assert ws.sync().runs[0].status == "succeeded"
+        record = ws.manifest.document_by_object("dbx", "/docs/team/guide.md")
+        assert record is not None and record.metadata[HIERARCHY_KEY] == "Docs/Team/Guide.md"
+        owner = "owner@example.com"
+        found = ws.search("granite", k=10, user=owner, scopes=[Scope("dbx", "Docs/Team")])
+        assert [r.locator.rsplit("/", 1)[-1] for r in found] == ["Guide.md"]
+        wide = ws.search("granite", k=10, user=owner, scopes=[Scope("dbx", "Docs")])
+        assert len(wide) == 3

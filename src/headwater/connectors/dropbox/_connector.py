@@ -9,7 +9,9 @@ resets (409 ``reset``) lists the folder again from scratch. A file's version is 
 the shared folder holding the file (users by email, team groups as groups; pending
 invitees left out), else the account's owner. A file whose shared folder's members
 cannot be read fails closed. ``enumerate()`` lists the folder afresh for deletes the
-cursor cannot show (files under a deleted folder). See docs/connectors/dropbox.md.
+cursor cannot show (files under a deleted folder). A file's ``hierarchy`` is its
+``path_display`` from the account's root (``Docs/Team/Guide.md``), the case Dropbox shows.
+See docs/connectors/dropbox.md.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from headwater.connectors.dropbox._client import DropboxClient, EndpointError
 from headwater.connectors.globs import KeyFilter
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
+from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Access,
     Checkpoint,
@@ -167,7 +170,11 @@ class DropboxConnector:
             updated_at=as_utc(datetime.fromisoformat(str(modified).replace("Z", "+00:00")))
             if modified
             else None,
-            metadata={"size": str(entry.get("size", 0)), "id": str(entry.get("id", ""))},
+            metadata={
+                "size": str(entry.get("size", 0)),
+                "id": str(entry.get("id", "")),
+                HIERARCHY_KEY: str(entry.get("path_display") or path).strip("/"),
+            },
             access=access,
         )
 
