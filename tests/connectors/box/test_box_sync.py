@@ -12,6 +12,7 @@ from declared import use_declared_connectors
 
 from fakes.box import FakeBox
 from headwater import Workspace
+from headwater.scopes import HIERARCHY_KEY, Scope
 
 
 @pytest.fixture(autouse=True)
@@ -61,3 +62,28 @@ def test_a_listing_failing_half_way_deletes_nothing(box: FakeBox, tmp_path: Path
         run = ws.sync(index=False).runs[0]
         assert run.counts.deleted == 0 and run.status != "succeeded", run
         assert ws.manifest.count_documents("box", "active") == 4
+
+
+def test_hierarchy_below_the_folder_scopes_a_search(box: FakeBox, tmp_path: Path) -> None:
+    """The walk's path and, for a file an event names, its path_collection below the
+    configured folder give the same kind of path; a scope finds only what lies under it."""
+    ids = populate(box)
+    box.put("Company/Docs/Team/Guide.md", b"# Guide\ngranite inside")
+    with workspace(box, tmp_path, ids["docs"]) as ws:
+        assert ws.sync().runs[0].status == "succeeded"
+        record = ws.manifest.document_by_object("box", ids["guide"])
+        assert record is not None and record.metadata[HIERARCHY_KEY] == "Team/Guide.md"
+        beside = box.put("Company/Docs/Team-old/Old.md", b"# Old\ngranite beside")
+        inside = box.put("Company/Docs/Team/Deep/New.md", b"# New\ngranite deeper")
+        assert ws.sync().runs[0].status == "succeeded"  # both arrive by the event stream
+        record = ws.manifest.document_by_object("box", inside.id)
+        assert record is not None and record.metadata[HIERARCHY_KEY] == "Team/Deep/New.md"
+        record = ws.manifest.document_by_object("box", beside.id)
+        assert record is not None and record.metadata[HIERARCHY_KEY] == "Team-old/Old.md"
+        bob = "bob@example.com"  # a collaborator on Company/, inherited by everything
+        found = ws.search("granite", k=10, user=bob, scopes=[Scope("box", "Team")])
+        assert sorted(r.locator for r in found) == sorted(
+            f"https://app.box.com/file/{i}" for i in (ids["guide"], inside.id)
+        )
+        wide = ws.search("granite", k=10, user=bob, scopes=[Scope("box", "")])
+        assert len(wide) == 3
