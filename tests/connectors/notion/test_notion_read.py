@@ -33,7 +33,8 @@ def test_pages_and_rows_render_to_markdown(notion: FakeNotion, tmp_path: Path) -
         "# Handbook\n\n# Welcome\nRead this first.\n- Tools\n  - Laptop\n- [ ] Sign the NDA"
     )
     row = docs[f"page/{pages['row'].id}"]
-    assert row.metadata == {"kind": "row", "parent": "db-1"}
+    row_path = f"db1/{pages['row'].id.replace('-', '')}"  # db-1 is not shared: the top
+    assert row.metadata == {"kind": "row", "parent": "db-1", "hierarchy": row_path}
     row_text = connector.fetch(str(row.fetch_ref)).decode()
     assert row_text == "# Rotate keys\n\n- **Status**: Done\n\nEvery quarter."
 

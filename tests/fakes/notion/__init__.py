@@ -19,6 +19,9 @@ It follows the documented behaviour the connector uses:
 - a page object (``last_edited_time`` kept to the minute, ``archived``, ``in_trash``,
   ``parent`` of type ``workspace``, ``page_id`` or ``database_id``, ``properties``):
   https://developers.notion.com/reference/page https://developers.notion.com/reference/retrieve-a-page
+- a database object's ``parent`` (retrieve a database, ``GET /v1/databases/{id}``; 404
+  ``object_not_found`` when not shared): https://developers.notion.com/reference/retrieve-a-database
+  and the parent object: https://developers.notion.com/reference/parent-object
 - block children, cursor paged, ``has_children`` for nested blocks:
   https://developers.notion.com/reference/get-block-children
 - users: ``GET /v1/users`` (people with ``person.email`` when the integration may read
@@ -83,6 +86,7 @@ class FakeNotion(FakeApi):
         super().__init__(token="secret_test")
         self.pages: dict[str, Page] = {}
         self.people: list[dict[str, Any]] = []
+        self.databases: dict[str, dict[str, Any]] = {}  # shared database id -> its parent
         self.capabilities = {"read_content", "read_user_with_email"}
         self.search_shows_archived = False
         self.rate_limited = 0
@@ -159,6 +163,15 @@ class FakeNotion(FakeApi):
                     f"Could not find page with ID: {parts[3]}. Make sure the relevant pages and databases are shared with your integration.",
                 )
             return Answer(200, self._page_json(page))
+        if call.path.startswith("/v1/databases/") and len(parts) == 4:
+            if parts[3] not in self.databases:
+                return error(
+                    404,
+                    "object_not_found",
+                    f"Could not find database with ID: {parts[3]}. Make sure the relevant pages and databases are shared with your integration.",
+                )
+            body = {"object": "database", "id": parts[3], "parent": self.databases[parts[3]]}
+            return Answer(200, body)
         if call.path.startswith("/v1/blocks/") and parts[4:] == ["children"]:
             children = self._children(parts[3])
             if children is None:

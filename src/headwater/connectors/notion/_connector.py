@@ -10,8 +10,11 @@ lazily: the page (for a row's properties) and its block tree, rendered to Markdo
 Archived or trashed pages in the listing are ``Deleted``; pages trashed or unshared are
 seen by ``enumerate()`` (a full search). The API exposes no page permissions: documents
 get the source's ``access``; ``groups()`` lists the workspace's members as one group,
-``{source}:group:workspace``, for an ``access`` that names it.
-See docs/connectors/notion.md.
+``{source}:group:workspace``, for an ``access`` that names it. A page's ``hierarchy`` is
+the ids (32 hex digits, as in its URL) of the pages and databases above it, top first,
+then its own: each ``parent`` read up (``/v1/pages/{id}``, ``/v1/databases/{id}``, once
+per id and run) up to the workspace or a block; an ancestor not shared with the
+integration is the top. See docs/connectors/notion.md.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from headwater.connectors.notion._client import (
 from headwater.connectors.notion._render import block_lines, page_markdown, title_of
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
+from headwater.scopes import HIERARCHY_KEY
+from headwater.scopes import MAX_DEPTH as MAX_PATH
 from headwater.types import (
     Checkpoint,
     Deleted,
@@ -96,6 +101,7 @@ class NotionConnector:
             transport=governed_transport(context, "notion", options.token.get_secret_value()),
             policy=options.retry_policy(),
         )
+        self._parents: dict[str, dict[str, Any]] = {}  # page/database id -> its parent
 
     def validate(self) -> None:
         """Ask who the integration is, then for one shared page, without retries."""
@@ -130,6 +136,7 @@ class NotionConnector:
     ) -> ReadStream:
         """Yield the pages edited since the last run, newest first."""
         state = json.loads(checkpoint.cursor) if checkpoint else {}
+        self._parents.clear()  # a page moved since the last run is read again
         at: dict[str, Any] | None = state.get("at")
         before: str | None = state.get("newest")
         if at is not None:
@@ -184,8 +191,27 @@ class NotionConnector:
             metadata={
                 "kind": "row" if parent.get("type") == "database_id" else "page",
                 "parent": str(parent.get(str(parent.get("type")), "")),
+                HIERARCHY_KEY: self._path(page),
             },
         )
+
+    def _path(self, page: dict[str, Any]) -> str:
+        """The ids above the page, top first, then its own, dashes dropped."""
+        nodes = [str(page["id"])]
+        parent: dict[str, Any] = page.get("parent") or {}
+        while parent.get("type") in ("page_id", "database_id") and len(nodes) < MAX_PATH:
+            kind = str(parent["type"])
+            above = str(parent[kind])
+            nodes.append(above)
+            if above not in self._parents:
+                object_path = "pages" if kind == "page_id" else "databases"
+                try:
+                    found = self._client.get(f"/v1/{object_path}/{above}")
+                except MissingAtServer:
+                    break  # not shared with the integration: the path starts here
+                self._parents[above] = found.get("parent") or {}
+            parent = self._parents[above]
+        return "/".join(node.replace("-", "") for node in reversed(nodes))
 
     def fetch(self, ref: str) -> bytes:
         """The page's title, a row's properties and its blocks, as Markdown."""
