@@ -122,7 +122,9 @@ def test_status_sources_runs_indexes(synced: Server) -> None:
     with synced.client() as c:
         status = c.get("/v1/status").json()
         assert {s["id"] for s in status["sources"]} == {"docs", "inbox"}
-        assert c.get("/v1/sources").json()["sources"][0]["documents"] == 2
+        assert (
+            c.get("/v1/sources").json()["sources"][0]["documents"] == 3
+        )  # broken.pdf: metadata-only
         runs = c.get("/v1/runs", params={"source": "docs"}).json()["runs"]
         assert runs and runs[0]["source"] == "docs"
         one = c.get(f"/v1/runs/{runs[0]['run_id']}").json()
@@ -187,7 +189,7 @@ def test_metrics_exposition(synced: Server) -> None:
         b.post("/v1/search", json={"query": "vacation", "mode": "vector"})
     text = httpx.get(synced.url + "/metrics").text  # open on loopback
     for name in (
-        'headwater_documents{source="docs",state="active"} 2.0',
+        'headwater_documents{source="docs",state="active"} 3.0',
         'headwater_index_pending{generation="1",index="main"} 0.0',
         "headwater_dlq_depth",
         "headwater_dlq_oldest_age_seconds",

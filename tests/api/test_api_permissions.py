@@ -50,7 +50,8 @@ def test_no_hit_outside_the_callers_rights(tmp_path: Path) -> None:
             wait_for(
                 lambda: (
                     admin.get("/v1/indexes").json()["indexes"]["main"]["pending"] == 0
-                    and admin.get("/v1/sources").json()["sources"][0]["documents"] == 2
+                    and admin.get("/v1/sources").json()["sources"][0]["documents"]
+                    == 3  # + broken.pdf
                 )
             )
             acl_of: dict[str, set[str]] = {}

@@ -286,6 +286,8 @@ class DocumentBody(Body):
     pipeline_version: str
     access: DocumentAccess
     metadata: dict[str, Any]
+    content: str  # "available", or "unavailable" for a metadata-only document
+    content_reason: str | None  # why the content is unavailable
     indexes: dict[str, AppliedState]
 
 

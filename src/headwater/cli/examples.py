@@ -38,6 +38,7 @@ EXAMPLES: dict[str, str] = {
     "dlq show": "headwater dlq show 42",
     "dlq redrive": "headwater dlq redrive --stage fetch --rate 5",
     "dlq drop": "headwater dlq drop 42 43",
+    "events tail": "headwater events tail --subject 'headwater.acme.docs.>' --json",
     "tree": "headwater tree docs guides --as ann@corp.com --json",
 }
 

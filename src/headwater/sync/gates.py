@@ -43,7 +43,12 @@ from headwater.sync.decisions import (
     decide,
     signature_of,
 )
-from headwater.sync.unavailable import UNAVAILABLE_CLASSES, stands_in, unavailable_document
+from headwater.sync.unavailable import (
+    UNAVAILABLE,
+    UNAVAILABLE_CLASSES,
+    stands_in,
+    unavailable_document,
+)
 from headwater.types import Deleted, Failure, MetadataValue, SourceDocument
 
 __all__ = [
@@ -232,8 +237,10 @@ class BatchBuilder:
             self.counts.failed += 1
             return Outcome.FAILED
         gate = decide(record, doc, src.pipeline_version, trust_hint=self.trust_hints)
-        if gate is Decision.SKIP_BY_HINT and record is not None:
-            # Gate 1: the version hint proves the content unchanged; nothing is read.
+        if gate is Decision.SKIP_BY_HINT and record is not None and not _unreadable_row(record):
+            # Gate 1: the version hint proves the content unchanged; nothing is read. Not
+            # for a metadata-only row: its hint proves only that the read failed, and a
+            # failure still dead at this version was skipped above, so this is a redrive.
             assert record.checksum is not None
             title = doc.title or record.title
             for key in PARSED_METADATA_KEYS & record.metadata.keys() - metadata.keys():
@@ -314,6 +321,9 @@ class BatchBuilder:
         if (
             exc.error_class in UNAVAILABLE_CLASSES
             and self.source.parse_options.metadata_only_on_failure
+            # a pushed document's sender is told of the failure (400) and sends again;
+            # it gets no stand-in the sender never asked for
+            and self.source.source_type != "push"
             and stands_in(record)
         ):
             found = unavailable_document(doc, exc.error_class, str(exc), size)
@@ -419,3 +429,8 @@ class BatchBuilder:
             checked=True,
             expect=RowVersion.of(record) if record is not None else None,
         )
+
+
+def _unreadable_row(record: DocumentRecord) -> bool:
+    """An active metadata-only row (``sync.unavailable``): its content was never read."""
+    return record.state == ACTIVE and record.metadata.get("content") == UNAVAILABLE
