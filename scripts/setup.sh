@@ -31,8 +31,16 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q torch==2.13.0
-.venv/bin/python -m pip install -q -e '.[dev]'
-azurite
+# Azurite's npm install waits on the registry, pip's mostly on the CPU: side by side.
+azurite >.venv/azurite-install.log 2>&1 &
+npm_job=$!
+# --no-compile: pip would compile every module of every package (torch alone has
+# thousands) up front; Python compiles the few that are imported, once, on first import.
+.venv/bin/python -m pip install -q --no-compile --upgrade pip
+.venv/bin/python -m pip install -q --no-compile torch==2.13.0
+.venv/bin/python -m pip install -q --no-compile -e '.[dev]'
+if ! wait "$npm_job"; then
+  cat .venv/azurite-install.log >&2
+  exit 1
+fi
 echo "$wanted" >"$stamp"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install (scripts/setup.sh), then lint, type-check and run the test suite.
+# Install (scripts/setup.sh), then lint, and run the test suite while mypy type-checks.
 #
 #   bash scripts/test.sh            # everything (what .ci/run runs): ruff, mypy, all tests
 #   bash scripts/test.sh --fast     # the unit tier: in-process, no server (ruff, mypy too)
@@ -23,11 +23,24 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # and with PYTHONDONTWRITEBYTECODE set each would otherwise compile the package again.
 .venv/bin/python -m compileall -q src >/dev/null
 .venv/bin/ruff check src tests bench examples scripts
-.venv/bin/mypy
+# mypy checks while the tests run (most tests wait on processes and servers, so the
+# two cores have room for it); its report is printed, and its failure counted, at the end.
+mypy_log=$(mktemp)
+.venv/bin/mypy >"$mypy_log" 2>&1 &
+mypy_job=$!
 status=0
 .venv/bin/python -m pytest -n "${HW_TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder \
   "${tier[@]}" "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "scripts/test.sh: pytest selected no test (exit 5)" >&2
+fi
+mypy_status=0
+wait "$mypy_job" || mypy_status=$?
+echo "mypy:"
+cat "$mypy_log"
+rm -f "$mypy_log"
+if [ "$mypy_status" -ne 0 ]; then
+  echo "scripts/test.sh: mypy failed (exit $mypy_status)" >&2
+  [ "$status" -ne 0 ] || status=$mypy_status
 fi
 exit "$status"
