@@ -3,8 +3,10 @@
 One real ``headwater serve`` over a workspace with a source whose root is missing (its
 runs fail with an error), a real ``headwater run`` scheduler process for the liveness
 line, and a real rebuild for the generation actions. Every page gets a basic
-accessibility check: each visible form control has a label and every link, button and
-field is reached with the Tab key. Screenshots go under tmp; with
+accessibility check: each visible form control has a label, every visible text (SVG
+charts included) has a WCAG 2 contrast ratio of at least 4.5:1 against its background
+(3:1 for large text), computed from getComputedStyle, and every link, button and field
+is reached with the Tab key. Screenshots go under tmp; with
 HEADWATER_UPDATE_DOCS_IMAGES=1 they are also copied to docs/images/ (docs/admin.md).
 """
 
@@ -29,6 +31,9 @@ id = "gone"
 type = "filesystem"
 root = "no-such-folder"
 access = { groups = ["staff"] }
+
+[api]
+chart_sample_every = "1s"
 """
 
 UNLABELLED = """() => [...document.querySelectorAll('input, select, textarea, button, progress')]
@@ -38,6 +43,39 @@ UNLABELLED = """() => [...document.querySelectorAll('input, select, textarea, bu
   .map(e => e.outerHTML.slice(0, 120))"""
 TABBABLE = """() => [...document.querySelectorAll('a[href], button, input:not([type=hidden]), select')]
   .filter(e => e.offsetParent !== null).length"""
+CONTRAST = """() => {
+  const parse = c => { const m = (c || '').match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const backdrop = el => { const chain = []; for (let e = el; e; e = e.parentElement) chain.push(e);
+    let bg = [255, 255, 255, 1];
+    for (const e of chain.reverse()) { const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) bg = over(c, bg); }
+    return bg; };
+  const failing = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const st = getComputedStyle(el);
+    if (!el.getClientRects().length || st.visibility !== 'visible' || +st.opacity === 0) continue;
+    const field = el.matches('input:not([type=hidden]), select, textarea');
+    const text = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    if (!field && !text) continue;
+    const bg = backdrop(el);
+    const hint = field && el.placeholder && !el.value;  // the placeholder is what shows
+    const ink = parse(hint ? getComputedStyle(el, '::placeholder').color
+                           : el instanceof SVGElement ? st.fill : st.color);
+    if (!ink) continue;
+    const fg = over(ink, bg), a = lum(fg), b = lum(bg);
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const size = parseFloat(st.fontSize), bold = parseInt(st.fontWeight, 10) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need) failing.push(`${el.tagName.toLowerCase()} "${(el.value || el.textContent).trim().slice(0, 30)}" ` +
+      `${fg.slice(0, 3).map(Math.round)} on ${bg.slice(0, 3).map(Math.round)}: ${ratio.toFixed(2)} < ${need}`);
+  }
+  return failing;
+}"""
 MARK = "() => { const e = document.activeElement; if (e && e !== document.body) e.dataset.tabbed = '1'; }"
 REACHED = "() => document.querySelectorAll('[data-tabbed]').length"
 
@@ -53,8 +91,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def accessible(page: Page) -> None:
-    """Every visible control is labelled; Tab reaches every link, button and field."""
+    """Every visible control is labelled; every visible text (SVG text included) has a WCAG 2
+    contrast of at least 4.5:1 on its background (3:1 when large); Tab reaches every link,
+    button and field."""
     assert page.evaluate(UNLABELLED) == []
+    assert page.evaluate(CONTRAST) == []
     total = page.evaluate(TABBABLE)
     page.locator("body").focus()
     for _ in range(total + 2):
@@ -82,6 +123,17 @@ def test_console_pages_and_actions(console: Server, tmp_path: Path) -> None:
         page.on("dialog", lambda dialog: dialog.accept())  # the confirmations
         page.goto(console.url + "/admin/login")
         accessible(page)
+        # The contrast check sees a light grey text (#a0a0a0: 2.6:1 on white), also in SVG.
+        page.evaluate(  # set through the CSSOM: the CSP refuses inline style attributes
+            """() => { const p = document.createElement('p'); p.id = 'grey';
+              p.textContent = 'faint'; p.style.color = '#a0a0a0';
+              document.querySelector('main').append(p);
+              document.querySelector('main').insertAdjacentHTML('beforeend',
+                '<svg id="sv"><text x="5" y="15" fill="#a0a0a0">faint svg</text></svg>'); }"""
+        )
+        failing = page.evaluate(CONTRAST)
+        assert len(failing) == 2 and all("faint" in f and f.endswith("< 4.5") for f in failing)
+        page.evaluate("() => ['grey', 'sv'].forEach(id => document.getElementById(id).remove())")
         page.get_by_label("Admin API key").fill(KEYS["admin"])
         page.get_by_role("button", name="Sign in").click()
         expect(page.locator("#liveness")).to_contain_text("No scheduler running")
@@ -121,6 +173,9 @@ def test_console_pages_and_actions(console: Server, tmp_path: Path) -> None:
         wait_for(docs_ended)
         expect(page.locator("#run-failures")).to_contain_text("broken.pdf")
         expect(page.locator("#run-documents")).to_contain_text("Vacation policy")
+        phases = page.locator("#phases")  # seconds per phase, with what is left
+        for phase in ("read", "fetch and parse", "commit", "prune", "other"):
+            expect(phases).to_contain_text(phase)
         shot(page, tmp_path, "admin-run.png")
         page.locator("#run-documents").get_by_role("link", name="Vacation policy").click()
         expect(page.get_by_role("heading", name="Document Vacation policy")).to_be_visible()
@@ -171,9 +226,21 @@ def test_console_pages_and_actions(console: Server, tmp_path: Path) -> None:
         expect(page.locator("#failure-groups")).to_contain_text(".pdf")
         accessible(page)
         page.screenshot(path=str(tmp_path / "failures.png"))  # docs: test_api_admin_failures
+        with console.client("search") as c:  # searches for the latency chart
+            for query in ("vacation", "expenses", "deploy"):
+                assert c.post("/v1/search", json={"query": query}).status_code == 200
         page.get_by_role("link", name="Charts").click()
-        for chart in ("#chart-durations", "#chart-documents", "#chart-failures"):
+
+        def latency_sampled() -> bool:  # [api] chart_sample_every = "1s" here
+            page.reload()
+            return page.locator("#chart-latency polyline").count() == 2
+
+        wait_for(latency_sampled)
+        charts = ("#chart-durations", "#chart-documents", "#chart-failures", "#chart-rate")
+        for chart in (*charts, "#chart-backlog"):
             expect(page.locator(f"{chart} polyline").first).to_be_attached()
+        expect(page.locator("#chart-rate polyline title")).to_have_text("main")
+        expect(page.locator("#chart-latency polyline title")).to_have_text(["median", "p95"])
         accessible(page)
         shot(page, tmp_path, "admin-charts.png")
 

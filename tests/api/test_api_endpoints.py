@@ -129,6 +129,9 @@ def test_status_sources_runs_indexes(synced: Server) -> None:
         assert runs and runs[0]["source"] == "docs"
         one = c.get(f"/v1/runs/{runs[0]['run_id']}").json()
         assert one["run_id"] == runs[0]["run_id"]
+        phases = one["phases"]  # seconds per phase, kept with the run (migration 0017)
+        assert set(phases) == {"read", "fetch_parse", "commit", "prune"}
+        assert all(v >= 0 for v in phases.values()) and sum(phases.values()) <= one["duration_s"]
         assert c.get("/v1/runs/nope").status_code == 404
         assert c.get("/v1/runs", params={"source": "nope"}).status_code == 400
         assert "main" in c.get("/v1/indexes").json()["indexes"]

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -227,3 +228,34 @@ def test_unknown_sources_and_types_without_webhooks_are_404(hooks: Server) -> No
     assert post(hooks, "nope", {}, {}).status_code == 404
     answer = post(hooks, "docs", {}, {})  # a filesystem source: `watch = true`, no webhooks
     assert answer.status_code == 404 and "watch" in answer.text
+
+
+def hint_gauges(srv: Server, name: str) -> dict[str, float]:
+    text = httpx.get(f"{srv.url}/metrics", timeout=30).text
+    prefix = f'{name}{{source="'
+    return {
+        line[len(prefix) :].split('"')[0]: float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith(prefix)
+    }
+
+
+def test_hint_queue_depth_and_oldest_age_are_metrics(hooks: Server) -> None:
+    for number in (101, 102, 102):  # two objects; the second one's hints merge into one row
+        payload = {"action": "edited", "issue": {"number": number}}
+        body = json.dumps(payload | {"repository": {"full_name": "octo/site"}}).encode()
+        good = {"X-GitHub-Event": "issues", "X-Hub-Signature-256": "sha256=" + sign(body)}
+        assert post(hooks, "gh", body, good).status_code == 202
+    rows = queued(hooks, "gh")
+    assert {"octo/site/issues/101", "octo/site/issues/102"} <= {r["object_id"] for r in rows}
+    depth = hint_gauges(hooks, "headwater_hints_queue_depth")
+    age = hint_gauges(hooks, "headwater_hints_oldest_age_seconds")
+    assert depth["gh"] == len(rows) >= 2
+    oldest = min(datetime.fromisoformat(r["received_at"]) for r in rows)
+    expected = (datetime.now(UTC) - oldest).total_seconds()  # read after the scrape: larger
+    assert 0 < age["gh"] <= expected, (age["gh"], expected)
+    # Every configured source has both gauges, 0 with nothing queued.
+    with hooks.client() as c:
+        configured = {s["id"] for s in c.get("/v1/status").json()["sources"]}
+    assert set(depth) == set(age) == configured
+    assert depth["gh-open"] == 0 and age["gh-open"] == 0

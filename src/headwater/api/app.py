@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -21,8 +22,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from headwater.api.auth import KeyRing, is_loopback
 from headwater.api.metrics import Metrics, install_http_metrics
 from headwater.api.push import PushConflict
+from headwater.api.samples import Sampler
 from headwater.api.service import Service
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
+from headwater.units import parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +139,12 @@ def create_app(
         app.state.keys = KeyRing.from_config(svc.ws.config.api.keys)
         app.state.max_push_bytes = svc.ws.config.api.max_push_bytes
         app.state.metrics = Metrics(svc)
+        every = parse_duration(svc.ws.config.api.chart_sample_every) or timedelta(seconds=30)
+        app.state.sampler = Sampler(every.total_seconds()).start(svc.ws)
         try:
             yield
         finally:
+            app.state.sampler.stop()
             svc.close()
 
     app = FastAPI(

@@ -9,7 +9,8 @@ counters are this process's own, and so are refused webhooks
 (``headwater_hooks_rejected_total{source,reason}``). A lease takeover is an acquisition
 of a lease its previous holder never released (it expired unrenewed, or the process
 died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count
-per source). The change-event outbox depth is read from the manifest too.
+per source). The change-event outbox depth and the hint queue (depth and oldest age per
+source) are read from the manifest too.
 """
 
 from __future__ import annotations
@@ -92,12 +93,33 @@ class ManifestCollector(Collector):
         )
         hits.add_metric([], float(getattr(ws_embedder, "hits", 0) or 0))
         yield hits
+        yield from self._hints()
         outbox = GaugeMetricFamily(
             "headwater_events_outbox_depth",
             "Change events waiting in the outbox to be sent ([events]; 0 without it)",
         )
         outbox.add_metric([], float(ws.manifest.outbox.depth()))
         yield outbox
+
+    def _hints(self) -> Iterator[Metric]:
+        ws = self.service.ws
+        depth = GaugeMetricFamily(
+            "headwater_hints_queue_depth",
+            "Objects with change hints queued for a targeted read (webhooks, watchers)",
+            labels=["source"],
+        )
+        age = GaugeMetricFamily(
+            "headwater_hints_oldest_age_seconds",
+            "Age of the oldest queued hint's first notification (0 when none is queued)",
+            labels=["source"],
+        )
+        queued, now = ws.manifest.hints.depths(), utcnow()
+        for source in sorted({s.id for s in ws.config.source} | set(queued)):
+            rows, oldest = queued.get(source, (0, now))
+            depth.add_metric([source], float(rows))
+            age.add_metric([source], max(0.0, (now - oldest).total_seconds()))
+        yield depth
+        yield age
 
     def _dlq(self) -> Iterator[Metric]:
         engine = self.service.ws.manifest.engine

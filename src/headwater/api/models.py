@@ -226,6 +226,11 @@ class RunRow(Body):
     started_at: str | None
     finished_at: str | None
     duration_s: float
+    phases: dict[str, float] | None = Field(
+        default=None,
+        description="Seconds per phase: read, fetch_parse, commit, prune (null for a run "
+        "that never started or was recorded before phases were kept).",
+    )
     window: Window
     counts: RunCounts
     fetched: int | None

@@ -139,9 +139,9 @@ async def search(
         min_score=body.min_score,
         scopes=scopes,
     )
-    request.app.state.metrics.search_latency.labels(body.mode).observe(
-        time.perf_counter() - started
-    )
+    seconds = time.perf_counter() - started
+    request.app.state.metrics.search_latency.labels(body.mode).observe(seconds)
+    request.app.state.sampler.searched(seconds)
     return {"results": [r.as_dict() for r in results]}
 
 

@@ -462,14 +462,16 @@ class ApiKeySection(Strict):
 
 
 class ApiSection(Strict):
-    """``[api]``: the HTTP service's keys, and the largest push request body it reads."""
+    """``[api]``: the HTTP service's keys, the largest push request body it reads, push
+    sessions' timeout and how often the admin charts are sampled."""
 
     keys: list[ApiKeySection] = []
     max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
     # A full-replace push session nothing touched for this long expires (deletes nothing).
     push_session_timeout: str = "1h"
+    chart_sample_every: str = "30s"  # the admin charts' indexing, backlog and search samples
 
-    @field_validator("push_session_timeout")
+    @field_validator("push_session_timeout", "chart_sample_every")
     @classmethod
     def _timeout(cls, value: str) -> str:
         return _check_interval(value)

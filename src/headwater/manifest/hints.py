@@ -272,6 +272,17 @@ class HintQueue:
         with begin_write(self.engine) as conn:
             self._note(conn, source_id, dropped=count)
 
+    def depths(self) -> dict[str, tuple[int, datetime]]:
+        """Per source with hints queued: how many rows wait, and the oldest one's first
+        hint (``headwater_hints_queue_depth`` and ``_oldest_age_seconds``)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(h.c.source_id, func.count(), func.min(h.c.received_at)).group_by(
+                    h.c.source_id
+                )
+            ).all()
+        return {str(r[0]): (int(r[1]), as_utc(r[2])) for r in rows}
+
     def states(self) -> dict[str, HintSourceState]:
         """Per source: its ``hint_sources`` row and how many hints it has queued."""
         with self.engine.connect() as conn:

@@ -203,6 +203,7 @@ class RunRecord:
     error: str | None
     prune: dict[str, Any] | None
     attempts: int
+    phases: dict[str, float] | None = None  # seconds per phase (sync/phases.py)
 
     @classmethod
     def from_row(cls, row: Any) -> RunRecord:
@@ -226,6 +227,7 @@ class RunRecord:
             error=m["error"],
             prune=json.loads(m["prune"]) if m["prune"] else None,
             attempts=m["attempts"],
+            phases=json.loads(m["phases"]) if m.get("phases") else None,
         )
 
 

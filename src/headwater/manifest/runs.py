@@ -111,10 +111,12 @@ class RunLedger:
         *,
         error: str | None = None,
         prune: dict[str, Any] | None = None,
+        phases: dict[str, float] | None = None,
         lease: Lease | None = None,
     ) -> None:
-        """Record the run's end: status, counts, duration, error and prune (fenced by
-        ``lease``); the first end of a run also bumps ``runs_total`` (source, status)."""
+        """Record the run's end: status, counts, duration (and ``phases``, its seconds per
+        phase), error and prune (fenced by ``lease``); the first end of a run also bumps
+        ``runs_total`` (source, status)."""
         with begin_write(self.engine) as conn:
             if lease is not None:
                 fence(conn, lease)
@@ -132,6 +134,7 @@ class RunLedger:
                     duration_s=duration_s,
                     error=error,
                     prune=json.dumps(prune) if prune else None,
+                    phases=json.dumps(phases) if phases is not None else None,
                     **counts.as_dict(),
                 )
             )

@@ -299,6 +299,7 @@ def run_dict(
         "started_at": iso(record.started_at),
         "finished_at": iso(record.finished_at),
         "duration_s": round(record.duration_s, 3),
+        "phases": record.phases,
         "window": {"start": iso(record.window_start), "end": iso(record.window_end)},
         "counts": record.counts.as_dict(),
         "fetched": row._mapping["fetched"],

@@ -67,6 +67,7 @@ runs = Table(
     Column("owner", String(200), nullable=True),
     Column("kind", String(10), nullable=True),
     Column("fetched", Integer, nullable=True),
+    Column("phases", Text, nullable=True),  # migration 0017: seconds per phase (JSON)
     Index("ix_runs_source_started", "source_id", "started_at"),
     Index("ix_runs_started", "started_at"),  # migration 0016: every source's runs listed
 )

@@ -33,9 +33,16 @@ from headwater.manifest.store import Manifest
 from headwater.retry import call_with_retry
 from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
 from headwater.sync.gates import BatchBuilder
+from headwater.sync.phases import COMMIT, FETCH_PARSE, PRUNE, READ, PhaseTimes
 from headwater.sync.prune import EXCLUDED_BY_CONFIG, Pruner, inferred_blocked_report
 from headwater.sync.report import PruneReport, PruneResult, RunReport
-from headwater.sync.settings import BatchLimit, Progress, SourceSettings, SyncOptions
+from headwater.sync.settings import (
+    BatchLimit,
+    Progress,
+    SourceSettings,
+    SyncOptions,
+    distinct_parts,
+)
 from headwater.sync.storable import storable_item
 from headwater.types import (
     Checkpoint,
@@ -50,22 +57,6 @@ from headwater.types import (
 log = logging.getLogger(__name__)
 
 __all__ = ["Progress", "SyncOptions", "SyncRunner", "record_unstarted_run"]
-
-
-def _without_repeats(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
-    """Split a batch so no object appears twice in one part (each part sees the last)."""
-    part: list[SourceItem] = []
-    ids: set[str] = set()
-    for item in items:
-        object_id = getattr(item, "object_id", None)
-        if object_id in ids:
-            yield part
-            part, ids = [], set()
-        part.append(item)
-        if object_id is not None:
-            ids.add(object_id)
-    if part:
-        yield part
 
 
 def record_unstarted_run(
@@ -112,6 +103,7 @@ class SyncRunner:
         self._heartbeat: Heartbeat | None = None
         self._full = False
         self._started = utcnow()
+        self.phases = PhaseTimes()
         self.pruner = Pruner(
             manifest,
             content_store,
@@ -176,17 +168,11 @@ class SyncRunner:
     def _run(self, options: SyncOptions, owner: str) -> RunReport:
         started = time.monotonic()
         run_id, window, counts, resumed = self._window_and_run(options.full)
-        log.info(
-            "run %s of %s started, window %s to %s",
-            run_id,
-            self.source.source_id,
-            window.start,
-            window.end,
-        )
-        runs = self.manifest.runs
-        sid = self.source.source_id
+        runs, sid = self.manifest.runs, self.source.source_id
+        log.info("run %s of %s started, window %s to %s", run_id, sid, window.start, window.end)
         self._full = options.full
         self._started = utcnow()  # "modified_before = '30d'" is measured from here
+        self.phases = PhaseTimes()
         self._inferred = InferredDeletes(
             active=self.manifest.count_documents(sid),
             max_fraction=self.settings.prune_max_fraction,
@@ -228,7 +214,8 @@ class SyncRunner:
         prune: PruneReport | None = None
         if completed:
             try:
-                prune = self.pruner.after_read(run_id, counts, options)
+                with self.phases.measure(PRUNE):
+                    prune = self.pruner.after_read(run_id, counts, options)
             except Cancelled:  # stopped while enumerating for deletes: none decided, redo
                 completed, status = False, CANCELLED
         if completed:
@@ -246,6 +233,7 @@ class SyncRunner:
             duration,
             error=error,
             prune=prune.as_dict() if prune else None,
+            phases=self.phases.as_dict(),
             lease=self.lease,
         )
         self.manifest.clear_enumeration(run_id)
@@ -269,12 +257,16 @@ class SyncRunner:
         pending: list[SourceItem] = []
         last_checkpoint: Checkpoint | None = None
         batch = BatchLimit(self.settings.batch_size)
+        read, clock = self.phases.seconds, time.monotonic
         while True:
+            began = clock()
             try:
                 item = next(stream)
             except StopIteration as stop:
                 final: Checkpoint | None = stop.value
                 break
+            finally:
+                read[READ] += clock() - began
             if isinstance(item, Checkpoint):
                 last_checkpoint = item
                 if len(pending) >= batch.limit:
@@ -318,24 +310,27 @@ class SyncRunner:
         self._check_lease()
         before = counts.new + counts.changed + counts.deleted
         quiet_before = before + counts.failed + counts.stale
-        for part in _without_repeats(items):
-            builder = self._builder(run_id, part, counts, options)
-            for item in part:
-                if isinstance(item, SourceDocument):
-                    if not self._ruled_out(item, builder):
-                        builder.add_document(item)
-                elif isinstance(item, Deleted):
-                    builder.add_deleted(item)
-                elif isinstance(item, Failure):
-                    builder.add_failure(item)
+        for part in distinct_parts(items):
+            with self.phases.measure(FETCH_PARSE):
+                builder = self._builder(run_id, part, counts, options)
+                for item in part:
+                    if isinstance(item, SourceDocument):
+                        if not self._ruled_out(item, builder):
+                            builder.add_document(item)
+                    elif isinstance(item, Deleted):
+                        builder.add_deleted(item)
+                    elif isinstance(item, Failure):
+                        builder.add_failure(item)
             self.fetched += builder.fetched
             failpoints.failpoint(failpoints.AFTER_FETCH_BEFORE_COMMIT)
-            self.manifest.commit_batch(run_id, builder.commit, lease=self.lease)
+            with self.phases.measure(COMMIT):
+                self.manifest.commit_batch(run_id, builder.commit, lease=self.lease)
             failpoints.failpoint(failpoints.AFTER_MANIFEST_COMMIT)
         if checkpoint is not None:
-            self.manifest.runs.save_checkpoint(
-                run_id, self.source.source_id, checkpoint.cursor, counts, lease=self.lease
-            )
+            with self.phases.measure(COMMIT):
+                self.manifest.runs.save_checkpoint(
+                    run_id, self.source.source_id, checkpoint.cursor, counts, lease=self.lease
+                )
             failpoints.failpoint(failpoints.AFTER_CHECKPOINT_SAVE)
         if options.progress:
             options.progress(self.source.source_id, counts)
@@ -383,12 +378,6 @@ class SyncRunner:
             trust_hints=not self._full,
             inferred=self._inferred,
         )
-
-    def prune_by_enumeration(
-        self, run_id: str, counts: RunCounts, options: SyncOptions
-    ) -> PruneReport:
-        """Prune by the connector's list of every object, when it can enumerate."""
-        return self.pruner.by_enumeration(run_id, counts, options)
 
     def prune_only(
         self,

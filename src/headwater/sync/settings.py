@@ -8,13 +8,14 @@ turns a source's config section into ``SourceSettings`` and passes it down, with
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from headwater.manifest.leases import LEASE_SECONDS
 from headwater.manifest.records import RunCounts
 from headwater.retry import RetryPolicy
 from headwater.sync.rules import RuleSet
+from headwater.types import SourceItem
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,19 @@ class BatchLimit:
 
 
 QUIET_GROWTH = 64
+
+
+def distinct_parts(items: list[SourceItem]) -> Iterator[list[SourceItem]]:
+    """Split a batch so no object appears twice in one part (each part sees the last)."""
+    part: list[SourceItem] = []
+    ids: set[str] = set()
+    for item in items:
+        object_id = getattr(item, "object_id", None)
+        if object_id in ids:
+            yield part
+            part, ids = [], set()
+        part.append(item)
+        if object_id is not None:
+            ids.add(object_id)
+    if part:
+        yield part

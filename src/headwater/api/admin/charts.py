@@ -5,6 +5,8 @@ drawn from data the manifest already keeps. Run durations come from the retained
 history; documents per source over time are rebuilt backwards from today's count
 through each run's new and deleted counts; open failures over time from each failure
 record's first failure and resolution (entries dropped since are not in the ledger).
+Indexing rate, pending backlog and search latency have no history in the manifest: they
+come from this server's samples (``api/samples.py``), so they start when it started.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sqlalchemy import desc, select
 
 from headwater.api.admin.session import Signed, page, router
 from headwater.api.deps import service_of
+from headwater.api.samples import Sample
 from headwater.clock import as_utc, utcnow
 from headwater.manifest import schema as t
 from headwater.workspace import Workspace
@@ -62,7 +65,7 @@ def line_chart(chart_id: str, title: str, unit: str, series: Sequence[Series]) -
         body = f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">no data yet</text>'
         return Markup(head + body + "</svg>")
     x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
-    y1 = max(max(p[1] for p in points), 1e-9)
+    y1 = max(p[1] for p in points) or 1.0  # all zero: a flat line at 0 under a top of 1
     if x1 == x0:
         x0, x1 = x0 - 60, x1 + 60
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -155,9 +158,28 @@ def failure_series(ws: Workspace) -> list[Series]:
     return [Series("open failures", points)]
 
 
-def charts_context(ws: Workspace) -> dict[str, Markup]:
+def sampled_series(samples: Sequence[Sample]) -> tuple[list[Series], list[Series], list[Series]]:
+    """From the server's samples: chunks indexed per minute and pending documents, one
+    series per index; search latency, one series for the median and one for p95."""
+    names = sorted({name for s in samples for name in s.pending})
+    rate = [Series(n, [(s.at, s.chunks_per_minute.get(n, 0.0)) for s in samples]) for n in names]
+    backlog = [Series(n, [(s.at, float(s.pending.get(n, 0))) for s in samples]) for n in names]
+    p50 = [(s.at, s.search_p50_ms) for s in samples if s.search_p50_ms is not None]
+    p95 = [(s.at, s.search_p95_ms) for s in samples if s.search_p95_ms is not None]
+    latency = [Series("median", p50), Series("p95", p95)] if p50 else []
+    return rate, backlog, latency
+
+
+def charts_context(ws: Workspace, samples: Sequence[Sample]) -> dict[str, Markup]:
     durations, documents = run_series(ws)
+    rate, backlog, latency = sampled_series(samples)
     return {
+        "rate": line_chart("chart-rate", "Chunks indexed per minute by index", "/min", rate),
+        "backlog": line_chart(
+            "chart-backlog", "Documents pending indexing by index", "docs", backlog
+        ),
+        "latency": line_chart("chart-latency", "Search latency (API)", "ms", latency),
+        "sample_every": Markup.escape(ws.config.api.chart_sample_every),
         "durations": line_chart("chart-durations", "Run durations by source", "s", durations),
         "documents": line_chart(
             "chart-documents", "Active documents per source over time", "docs", documents
@@ -170,5 +192,6 @@ def charts_context(ws: Workspace) -> dict[str, Markup]:
 
 @router.get("/admin/charts", response_class=HTMLResponse)
 async def charts(request: Request, sess: Signed) -> Response:
-    context = await run_in_threadpool(charts_context, service_of(request).ws)
+    samples = request.app.state.sampler.samples()
+    context = await run_in_threadpool(charts_context, service_of(request).ws, samples)
     return page(request, "charts.html", sess, **context)

@@ -4,7 +4,7 @@ The overview answers per source: how did the last run end, when, in how long, wi
 counts; when did it last succeed; why did the last failed run fail (one line); when is it
 due next, said only when a scheduler's heartbeat shows one alive (a push source shows
 its last push instead, as nothing schedules it). Every run id links to
-``/admin/runs/{run_id}``: its window, counts, timings, the error with its class and what
+``/admin/runs/{run_id}``: its window, counts, time per phase, the error with its class and what
 to do about it, this run's failure records and the documents it changed.
 """
 
@@ -34,6 +34,7 @@ from headwater.manifest.liveness import SCHEDULER, Beat
 from headwater.manifest.runs import FAILED
 from headwater.manifest.schedule import ScheduleStore
 from headwater.reports import failure_dict
+from headwater.sync.phases import PHASE_LABELS
 from headwater.workspace import Workspace
 
 DOCUMENTS_SHOWN = 50
@@ -221,6 +222,7 @@ def run_context(ws: Workspace, run_id: str) -> dict[str, Any]:
         "failures": failures,
         "documents": [dict(r._mapping) for r in changed],
         "documents_shown": DOCUMENTS_SHOWN,
+        "phase_labels": PHASE_LABELS,
     }
 
 
