@@ -8,27 +8,25 @@ reads to the plain functions of ``headwater.reads``, the DLQ replay, source remo
 push to the sync core. Nothing heavy (connectors' clients, sinks, the embedding model)
 is built until an operation needs it, so ``status`` or a no-op ``sync`` never loads the
 model. The facade never imports an executor, the scheduler, the CLI or the HTTP API.
+
+What a workspace holds (its runtime, executor and parts) and how it opens and closes are
+``headwater.workspace_base``'s; this module is what a workspace does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 from headwater import reads
-from headwater.config import IndexSection, SourceSection
+from headwater.config import SourceSection
 from headwater.errors import ConfigError, NotFoundError, PushConflict
 from headwater.events import DrainReport
 from headwater.indexer.reconcile import ReconcileReport
-from headwater.indexer.report import IndexProgress, IndexReport
+from headwater.indexer.report import IndexReport
 from headwater.manifest.failures import DEAD
-from headwater.manifest.generations import Generation
 from headwater.manifest.pushed_groups import GroupPushResult
 from headwater.manifest.records import FailureRecord
-from headwater.manifest.schedule import ScheduleStore
-from headwater.pipeline.embed.base import Embedder
 from headwater.rebuilds import orchestrate
 from headwater.rebuilds.orchestrate import rebuild_warnings
 from headwater.rebuilds.results import (
@@ -40,12 +38,9 @@ from headwater.rebuilds.results import (
     SwitchResult,
 )
 from headwater.reports import DocumentReport, StatusReport, SyncResult
-from headwater.runtime import Runtime
-from headwater.runtime.executor import Executor, executor_factory
 from headwater.scopes import Scope
 from headwater.search.service import CallerPrincipals, SearchResult, expand_principals
 from headwater.search.tree import TreeReport
-from headwater.sinks import Sink
 from headwater.sync.fixes import FailureSummary
 from headwater.sync.group_push import delete_group, put_group
 from headwater.sync.permissions import PermissionResult
@@ -56,122 +51,21 @@ from headwater.sync.report import PruneReport, PruneResult, RunReport
 from headwater.sync.rules_preview import RulesPreview, preview
 from headwater.sync.runner import Progress
 from headwater.sync.sessions import PushSessions
-from headwater.types import CountProgress
 from headwater.units import parse_duration
+from headwater.workspace_base import WorkspaceBase
 
 
-class Workspace:
-    """A Headwater workspace. Use ``Workspace.open(path)``; close it when done."""
+class Workspace(WorkspaceBase):
+    """A Headwater workspace. Use ``Workspace.open(path)``; close it when done.
 
-    def __init__(self, runtime: Runtime, executor: Executor) -> None:
-        self.runtime, self.executor = runtime, executor
-        self.sources, self.indexes = runtime.sources, runtime.indexes
-        self.pipelines = runtime.pipelines
-        self.loaded, self.config, self.state_dir = runtime.loaded, runtime.config, runtime.state_dir
-        self.manifest, self.content_store = runtime.manifest, runtime.content_store
-        self.cancel = runtime.controls.cancel  # set it: running work stops after its batch
-        self.chunker = runtime.chunker
-        self.content_version = self.pipeline_version = runtime.content_version
-        self.chunking_version = runtime.chunking_version
-
-    @classmethod
-    def open(
-        cls,
-        path: str | Path = "headwater.toml",
-        *,
-        embedder: Embedder | None = None,
-        connector_types: Mapping[str, Any] | None = None,
-        sink_types: Mapping[str, Any] | None = None,
-    ) -> Workspace:
-        """Open the workspace whose config is ``path`` (or a directory holding one).
-
-        ``embedder`` replaces the configured embedder (it is used as given, without the
-        cache); ``connector_types`` and ``sink_types`` add connector and sink classes by
-        type name. All three are seams for tests and embedding applications; the CLI uses
-        none. The executor is the one ``[executor] type`` names.
-        """
-        runtime = Runtime.open(
-            path, embedder=embedder, connector_types=connector_types, sink_types=sink_types
-        )
-        try:
-            executor = executor_factory(runtime.config.executor.type)(runtime)
-        except BaseException:
-            runtime.close()
-            raise
-        return cls(runtime, executor)
-
-    def close(self) -> None:
-        """Close the sinks, the embedders and the manifest."""
-        self.runtime.close()
-
-    def __enter__(self) -> Workspace:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- the runtime's parts ---------------------------------------------------------------
-
-    @property
-    def embedder(self) -> Embedder:
-        """The configured embedder (the model is loaded on first use)."""
-        return self.runtime.embedder
-
-    @property
-    def index_progress(self) -> Callable[[IndexProgress], None] | None:
-        """Called as indexing goes (the CLI's bars)."""
-        return self.runtime.controls.index_progress
-
-    @index_progress.setter
-    def index_progress(self, value: Callable[[IndexProgress], None] | None) -> None:
-        """Set the indexing progress callback (None: none)."""
-        self.runtime.controls.index_progress = value
-
-    @property
-    def count_progress(self) -> CountProgress | None:
-        """Called as a prune's enumeration or a reconcile counts."""
-        return self.runtime.controls.count_progress
-
-    @count_progress.setter
-    def count_progress(self, value: CountProgress | None) -> None:
-        """Set the counting progress callback (None: none)."""
-        self.runtime.controls.count_progress = value
-
-    def source_section(self, source_id: str) -> SourceSection:
-        """The configured source ``source_id``."""
-        return self.sources.section(source_id)
-
-    @property
-    def index_sections(self) -> list[IndexSection]:
-        """The configured indexes."""
-        return self.indexes.sections
-
-    def index_section(self, name: str) -> IndexSection:
-        """The configured index ``name``."""
-        return self.indexes.section(name)
-
-    def live_generation(self, name: str) -> Generation:
-        """The generation of index ``name`` that searches read."""
-        return self.indexes.live_generation(name)
-
-    def sink(self, name: str) -> Sink:
-        """The sink of the index's live generation."""
-        return self.indexes.sink(name)
-
-    def take_over_indexes(self, name: str | None = None, *, empty: bool) -> list[str]:
-        """Bind the indexes another manifest holds to this one (``empty``: empty them)."""
-        return self.indexes.take_over(name, empty=empty)
+    What it holds (the runtime, the executor, the parts) and how it opens and closes are
+    ``WorkspaceBase``'s; every operation is here."""
 
     # -- writes ------------------------------------------------------------------------
 
     def warnings(self, sources: Sequence[str] | None = None) -> list[str]:
         """What a sync of ``sources`` warns about before it starts."""
         return rebuild_warnings(self.runtime) + self.sources.access_warnings(sources)
-
-    def _executor(self, name: str | None) -> Executor:
-        if name is None or name == self.executor.name:
-            return self.executor
-        return executor_factory(name)(self.runtime)
 
     def sync(
         self,
@@ -472,10 +366,6 @@ class Workspace:
     def principals_of(self, user: str | None, groups: Sequence[str] = ()) -> CallerPrincipals:
         """Whom a search by ``user`` (with ``groups``) runs as, synced groups included."""
         return expand_principals(self.manifest.groups, user, groups, self.runtime.aliases)
-
-    def schedule_store(self) -> ScheduleStore:
-        """The scheduler's run history and pauses, in this workspace's manifest database."""
-        return ScheduleStore(self.manifest.engine)
 
     def last_runs(self) -> dict[str, RunReport | None]:
         """The newest run of each configured source (None: never run)."""

@@ -71,7 +71,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("config",),
     ("runtime", "reports"),
     ("rebuilds", "executor", "scheduler", "reads", "hints"),
-    ("workspace",),
+    ("workspace", "workspace_base"),
     ("cli", "api", "__main__", ""),
 )
 # Names of LAYERS that need not exist yet (none: the composition root landed).

@@ -10,11 +10,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 import headwater.workspace
+import headwater.workspace_base
 from headwater.errors import ConfigError
 from headwater.executor.dispatch import CeleryExecutor
 from headwater.executor.local import LocalExecutor
@@ -33,8 +35,9 @@ def test_executors_are_found_by_their_config_name() -> None:
         executor_factory("nope")
 
 
-def test_the_facade_imports_no_executor_scheduler_api_or_cli() -> None:
-    tree = ast.parse(Path(headwater.workspace.__file__).read_text())
+@pytest.mark.parametrize("facade", [headwater.workspace, headwater.workspace_base])
+def test_the_facade_imports_no_executor_scheduler_api_or_cli(facade: ModuleType) -> None:
+    tree = ast.parse(Path(str(facade.__file__)).read_text())
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     upper = ("headwater.executor", "headwater.scheduler", "headwater.api", "headwater.cli")

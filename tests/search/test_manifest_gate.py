@@ -61,9 +61,10 @@ def test_a_revoked_document_is_not_returned_before_the_index_applies_it(
 ) -> None:
     with _open(folders, '{ groups = ["board"] }') as ws:
         ws.sync(index=False)  # the manifest says board only; the index still says staff
-        assert ws.document(source="secret", object_id="plan0.md").indexes["main"][
-            "applied_revision"
-        ] is not None
+        assert (
+            ws.document(source="secret", object_id="plan0.md").indexes["main"]["applied_revision"]
+            is not None
+        )
         found = ws.search("merger", groups=["staff"], k=3, mode=mode)
         # nothing of the secret source, and the top 3 filled from what staff may see
         assert _names(found) == {"north.md", "south.md", "west.md"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,32 @@ def load_config(
             return added
         return installed_sink(type_name)
 
+    path, raw = _read_toml(path)
+    problems: list[str] = []
+    raw = _substitute(raw, "", problems)
+    config: HeadwaterConfig | None = None
+    try:
+        config = HeadwaterConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(_format_errors(exc, ""))
+    source_options = _source_options(raw, load_connector_class, problems)
+    index_options = _index_options(raw, load_sink_class, problems)
+    if config is not None:
+        problems.extend(executor_problems(config))
+        problems.extend(api_key_problems(config))
+    if problems or config is None:
+        raise ConfigError("invalid configuration", _without_echoes(problems))
+    return LoadedConfig(
+        path=path.resolve(),
+        root=path.resolve().parent,
+        config=config,
+        source_options=source_options,
+        index_options=index_options,
+    )
+
+
+def _read_toml(path: Path) -> tuple[Path, dict[str, Any]]:
+    """The config file ``path`` names (a directory: its headwater.toml) and its TOML."""
     if path.is_dir():
         path = path / "headwater.toml"
     if not path.exists():
@@ -169,16 +195,16 @@ def load_config(
             "Run `headwater init` or pass --config PATH."
         )
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return path, tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the syntax there.") from exc
-    problems: list[str] = []
-    raw = _substitute(raw, "", problems)
-    config: HeadwaterConfig | None = None
-    try:
-        config = HeadwaterConfig.model_validate(raw)
-    except ValidationError as exc:
-        problems.extend(_format_errors(exc, ""))
+
+
+def _source_options(
+    raw: Mapping[str, Any], connector_class: Callable[[str], Any], problems: list[str]
+) -> dict[str, Any]:
+    """Each source's connector options by source id, validated by its connector's
+    ``Options``; a duplicate id, an unknown type or a bad option goes to ``problems``."""
     raw_sources = raw.get("source", [])
     source_options: dict[str, Any] = {}
     seen: set[str] = set()
@@ -194,12 +220,20 @@ def load_config(
         if not isinstance(entry.get("type"), str):
             continue
         try:
-            cls = load_connector_class(entry["type"])
+            cls = connector_class(entry["type"])
             source_options[source_id] = cls.Options.model_validate(options)
         except ConfigError as exc:
             problems.append(f"{where}.type: {exc}")
         except ValidationError as exc:
             problems.extend(_format_errors(exc, where))
+    return source_options
+
+
+def _index_options(
+    raw: Mapping[str, Any], sink_class: Callable[[str], Any], problems: list[str]
+) -> dict[str, Any]:
+    """Each index's sink options by index name, validated by its sink's ``Options``; a
+    duplicate name, an unknown type or a bad option goes to ``problems``."""
     raw_indexes = raw.get("index", [])
     index_options: dict[str, Any] = {}
     names: set[str] = set()
@@ -213,20 +247,9 @@ def load_config(
         names.add(name)
         options = {k: v for k, v in entry.items() if k not in ("name", "type", "keep_previous_for")}
         try:
-            index_options[name] = load_sink_class(entry["type"]).Options.model_validate(options)
+            index_options[name] = sink_class(entry["type"]).Options.model_validate(options)
         except ConfigError as exc:
             problems.append(f"{where}.type: {exc}")
         except ValidationError as exc:
             problems.extend(_format_errors(exc, where))
-    if config is not None:
-        problems.extend(executor_problems(config))
-        problems.extend(api_key_problems(config))
-    if problems or config is None:
-        raise ConfigError("invalid configuration", _without_echoes(problems))
-    return LoadedConfig(
-        path=path.resolve(),
-        root=path.resolve().parent,
-        config=config,
-        source_options=source_options,
-        index_options=index_options,
-    )
+    return index_options

@@ -250,21 +250,8 @@ def run_search(
     check_min_score(min_score)
     if not sources or (scopes is not None and not scopes):
         return []
-    vector_sinks = [(n, s) for n, s in sinks if s.capabilities.vector]
-    keyword_sinks = [(n, s) for n, s in sinks if s.capabilities.keyword]
-    names = ", ".join(repr(n) for n, _ in sinks)
-    if search_mode is SearchMode.KEYWORD and not keyword_sinks:
-        raise ConfigError(
-            f"index {names} has no keyword search; use --mode vector or another index"
-        )
-    if search_mode is SearchMode.VECTOR and not vector_sinks:
-        raise ConfigError(f"index {names} has no vector search; use --mode keyword")
+    plans = _plans(sinks, search_mode)
     wanted_k = max(k * OVERFETCH, 20) if per_document else k
-    plans: list[tuple[str, Sink, SearchMode]] = []
-    if search_mode is not SearchMode.KEYWORD:
-        plans += [(n, sink, SearchMode.VECTOR) for n, sink in vector_sinks]
-    if search_mode is not SearchMode.VECTOR:
-        plans += [(n, sink, SearchMode.KEYWORD) for n, sink in keyword_sinks]
     principals = caller_principals(user, groups, aliases)
     vectors = {n: embed(n, query) for n, _, m in plans if m is SearchMode.VECTOR}
     below = False  # a hit fell below ``min_score``: deeper lists would add none above it
@@ -307,6 +294,28 @@ def run_search(
         if len(hits) >= k or exhausted or below or wanted_k >= MAX_WANTED:
             return [SearchResult.from_hit(h, query) for h in hits[:k]]
         wanted_k = min(wanted_k * OVERFETCH, MAX_WANTED)
+
+
+def _plans(
+    sinks: Sequence[tuple[str, Sink]], search_mode: SearchMode
+) -> list[tuple[str, Sink, SearchMode]]:
+    """Which index is asked in which mode: every index serving ``search_mode`` (hybrid:
+    vector lists, then keyword lists); ConfigError when no index serves it."""
+    vector_sinks = [(n, s) for n, s in sinks if s.capabilities.vector]
+    keyword_sinks = [(n, s) for n, s in sinks if s.capabilities.keyword]
+    names = ", ".join(repr(n) for n, _ in sinks)
+    if search_mode is SearchMode.KEYWORD and not keyword_sinks:
+        raise ConfigError(
+            f"index {names} has no keyword search; use --mode vector or another index"
+        )
+    if search_mode is SearchMode.VECTOR and not vector_sinks:
+        raise ConfigError(f"index {names} has no vector search; use --mode keyword")
+    plans: list[tuple[str, Sink, SearchMode]] = []
+    if search_mode is not SearchMode.KEYWORD:
+        plans += [(n, sink, SearchMode.VECTOR) for n, sink in vector_sinks]
+    if search_mode is not SearchMode.VECTOR:
+        plans += [(n, sink, SearchMode.KEYWORD) for n, sink in keyword_sinks]
+    return plans
 
 
 def _fused(

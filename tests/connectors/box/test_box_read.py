@@ -6,11 +6,12 @@ read, a walk resumed mid-listing, and validate's messages."""
 from __future__ import annotations
 
 import json
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 from box_support import make, populate
+from fake_api_checks import FakeApi, FakeApiChecks, ValidateStep
 
 from fakes.box import FakeBox
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
@@ -131,32 +132,32 @@ def test_unreadable_collaborations_fail_the_file_closed(box: FakeBox, tmp_path: 
     assert sorted(d.object_id for d in result.documents) == sorted([ids["notes"], ids["plan"]])
 
 
-def test_a_429_storm_is_waited_out(box: FakeBox, tmp_path: Path) -> None:
-    populate(box)
-    box.rate_limited = 10
-    result = collect(make(box, tmp_path, retry_attempts=12).read(EVERYTHING, None, no_known))
-    assert len(result.documents) == 4 and sum(1 for c in box.log if c.status == 429) == 10
+class TestBoxApi(FakeApiChecks):
+    """The shared fake-API read checks (``fake_api_checks``): a 429 storm, Retry-After,
+    and validate's messages naming token, scope and folder."""
 
+    validate_steps = (
+        ValidateStep(CredentialError, r"box `token` was rejected \(HTTP 401", {"token": "nope"}),
+        ValidateStep(
+            CredentialError,
+            r"lacks the scope `root_readonly`",
+            change=lambda box: box.scopes.discard("root_readonly"),
+            undo=lambda box: box.scopes.add("root_readonly"),
+        ),
+        ValidateStep(
+            ConfigError,
+            r"`folder_id` '999999' is not a folder.*404 not_found",
+            {"folder_id": "999999"},
+        ),
+        ValidateStep(
+            CredentialError,
+            r"lacks the scope `manage_groups`",
+            {"list_groups": True},
+            change=lambda box: box.scopes.discard("manage_groups"),
+        ),
+    )
 
-def test_retry_after_is_honoured(box: FakeBox, tmp_path: Path) -> None:
-    populate(box)
-    box.rate_limited, box.retry_after = 1, "1"
-    began = time.monotonic()
-    result = collect(make(box, tmp_path, retry_max_wait=5.0).read(EVERYTHING, None, no_known))
-    assert time.monotonic() - began >= 1.0 and len(result.documents) == 4
-
-
-def test_validate_names_token_scope_and_folder(box: FakeBox, tmp_path: Path) -> None:
-    populate(box)
-    make(box, tmp_path).validate()
-    with pytest.raises(CredentialError, match=r"box `token` was rejected \(HTTP 401"):
-        make(box, tmp_path, token="nope").validate()
-    box.scopes.discard("root_readonly")
-    with pytest.raises(CredentialError, match=r"lacks the scope `root_readonly`"):
-        make(box, tmp_path).validate()
-    box.scopes.add("root_readonly")
-    with pytest.raises(ConfigError, match=r"`folder_id` '999999' is not a folder.*404 not_found"):
-        make(box, tmp_path, folder_id="999999").validate()
-    box.scopes.discard("manage_groups")
-    with pytest.raises(CredentialError, match=r"lacks the scope `manage_groups`"):
-        make(box, tmp_path, list_groups=True).validate()
+    @pytest.fixture
+    def fake_api(self, box: FakeBox, tmp_path: Path) -> FakeApi:
+        populate(box)
+        return FakeApi(box, partial(make, box, tmp_path), documents=4)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from box_support import populate
-from declared import use_declared_connectors
+from fake_api_sync import open_workspace, use_secret
 
 from fakes.box import FakeBox
 from headwater import Workspace
@@ -17,22 +17,15 @@ from headwater.scopes import HIERARCHY_KEY, Scope
 
 @pytest.fixture(autouse=True)
 def _token(monkeypatch: pytest.MonkeyPatch, box: FakeBox) -> None:
-    monkeypatch.setenv("HW_TEST_BOX_TOKEN", box.token)  # `${ENV}` in headwater.toml
-    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+    use_secret(monkeypatch, "HW_TEST_BOX_TOKEN", box.token)  # `${ENV}` in headwater.toml
 
 
 def workspace(box: FakeBox, tmp_path: Path, folder: str, extra: str = "") -> Workspace:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "box"\ntype = "box"\napi_url = "{box.url}"\n'
-        f'token = "${{HW_TEST_BOX_TOKEN}}"\nfolder_id = "{folder}"\n'
-        "page_size = 2\nlist_groups = true\nretry_initial_wait = 0.0\nretry_max_wait = 0.0\n"
-        f"prune_max_fraction = 0.9\n{extra}"
+    return open_workspace(
+        tmp_path,
+        f'id = "box"\ntype = "box"\napi_url = "{box.url}"\ntoken = "${{HW_TEST_BOX_TOKEN}}"\n'
+        f'folder_id = "{folder}"\npage_size = 2\nlist_groups = true\n{extra}',
     )
-    return Workspace.open(config)
 
 
 def test_sync_edit_delete_and_group_readers(box: FakeBox, tmp_path: Path) -> None:

@@ -5,11 +5,12 @@ ACL that cannot be read, and validate's messages."""
 from __future__ import annotations
 
 import json
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 from dropbox_support import make, populate
+from fake_api_checks import FakeApi, FakeApiChecks, ValidateStep
 
 from fakes.dropbox import FakeDropbox
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
@@ -93,29 +94,26 @@ def test_an_unreadable_shared_folder_fails_its_files_closed(
     assert sorted(d.object_id for d in result.documents) == ["/docs/notes.md", "/docs/plan.txt"]
 
 
-def test_a_429_storm_is_waited_out(dbx: FakeDropbox, tmp_path: Path) -> None:
-    populate(dbx)
-    dbx.rate_limited = 10
-    result = collect(make(dbx, tmp_path, retry_attempts=12).read(EVERYTHING, None, no_known))
-    assert len(result.documents) == 4 and sum(1 for c in dbx.log if c.status == 429) == 10
+class TestDropboxApi(FakeApiChecks):
+    """The shared fake-API read checks (``fake_api_checks``): a 429 storm, Retry-After,
+    and validate's messages naming token, scope and path."""
 
+    validate_steps = (
+        ValidateStep(
+            CredentialError, r"invalid_access_token; expected `token`", {"token": "sl.nope"}
+        ),
+        ValidateStep(
+            CredentialError,
+            r"lacks the scope `files.metadata.read`",
+            change=lambda dbx: dbx.scopes.discard("files.metadata.read"),
+            undo=lambda dbx: dbx.scopes.add("files.metadata.read"),
+        ),
+        ValidateStep(
+            ConfigError, r"`path`: '/Nope' is not a folder.*path/not_found", {"path": "/Nope"}
+        ),
+    )
 
-def test_retry_after_is_honoured(dbx: FakeDropbox, tmp_path: Path) -> None:
-    populate(dbx)
-    dbx.rate_limited, dbx.retry_after = 1, "1"
-    began = time.monotonic()
-    result = collect(make(dbx, tmp_path, retry_max_wait=5.0).read(EVERYTHING, None, no_known))
-    assert time.monotonic() - began >= 1.0 and len(result.documents) == 4
-
-
-def test_validate_names_token_scope_and_path(dbx: FakeDropbox, tmp_path: Path) -> None:
-    populate(dbx)
-    make(dbx, tmp_path).validate()
-    with pytest.raises(CredentialError, match=r"invalid_access_token; expected `token`"):
-        make(dbx, tmp_path, token="sl.nope").validate()
-    dbx.scopes.discard("files.metadata.read")
-    with pytest.raises(CredentialError, match=r"lacks the scope `files.metadata.read`"):
-        make(dbx, tmp_path).validate()
-    dbx.scopes.add("files.metadata.read")
-    with pytest.raises(ConfigError, match=r"`path`: '/Nope' is not a folder.*path/not_found"):
-        make(dbx, tmp_path, path="/Nope").validate()
+    @pytest.fixture
+    def fake_api(self, dbx: FakeDropbox, tmp_path: Path) -> FakeApi:
+        populate(dbx)
+        return FakeApi(dbx, partial(make, dbx, tmp_path), documents=4)

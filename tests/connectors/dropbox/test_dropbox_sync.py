@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from declared import use_declared_connectors
 from dropbox_support import populate
+from fake_api_sync import open_workspace, use_secret
 
 from fakes.dropbox import FakeDropbox
 from headwater import Workspace
@@ -17,22 +17,16 @@ from headwater.scopes import HIERARCHY_KEY, Scope
 
 @pytest.fixture(autouse=True)
 def _token(monkeypatch: pytest.MonkeyPatch, dbx: FakeDropbox) -> None:
-    monkeypatch.setenv("HW_TEST_DROPBOX_TOKEN", dbx.token)  # `${ENV}` in headwater.toml
-    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+    use_secret(monkeypatch, "HW_TEST_DROPBOX_TOKEN", dbx.token)  # `${ENV}` in headwater.toml
 
 
 def workspace(dbx: FakeDropbox, tmp_path: Path, extra: str = "") -> Workspace:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "dbx"\ntype = "dropbox"\napi_url = "{dbx.url}"\n'
-        f'content_url = "{dbx.url}"\ntoken = "${{HW_TEST_DROPBOX_TOKEN}}"\npath = "/Docs"\n'
-        "page_size = 2\nteam_groups = true\nretry_initial_wait = 0.0\nretry_max_wait = 0.0\n"
-        f"prune_max_fraction = 0.9\n{extra}"
+    return open_workspace(
+        tmp_path,
+        f'id = "dbx"\ntype = "dropbox"\napi_url = "{dbx.url}"\ncontent_url = "{dbx.url}"\n'
+        'token = "${HW_TEST_DROPBOX_TOKEN}"\npath = "/Docs"\npage_size = 2\nteam_groups = true\n'
+        f"{extra}",
     )
-    return Workspace.open(config)
 
 
 def test_sync_edit_delete_and_group_readers(dbx: FakeDropbox, tmp_path: Path) -> None:

@@ -5,10 +5,11 @@ messages."""
 from __future__ import annotations
 
 import json
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
+from fake_api_checks import FakeApi, FakeApiChecks, ValidateStep
 from gmail_support import ANN, BOB, make, populate, raw
 
 from fakes.gmail import FakeGmail
@@ -81,30 +82,29 @@ def test_an_expired_history_id_lists_the_mailbox_again(gm: FakeGmail, tmp_path: 
     assert json.loads(again.final.cursor)["users"][ANN] == "1004"
 
 
-def test_a_429_storm_is_waited_out(gm: FakeGmail, tmp_path: Path) -> None:
-    populate(gm)
-    gm.rate_limited = 10
-    result = collect(make(gm, tmp_path, retry_attempts=12).read(EVERYTHING, None, no_known))
-    assert len(result.documents) == 4 and sum(1 for c in gm.log if c.status == 429) == 10
+class TestGmailApi(FakeApiChecks):
+    """The shared fake-API read checks (``fake_api_checks``): a 429 storm, Retry-After,
+    and validate's messages naming delegation, user and key."""
 
+    validate_steps = (
+        ValidateStep(
+            ConfigError, r"`users`: 'eve@acme.com' was refused", {"users": ["eve@acme.com"]}
+        ),
+        ValidateStep(
+            CredentialError,
+            r"unauthorized_client.*domain-wide delegation",
+            change=lambda gm: setattr(gm, "delegated", False),
+        ),
+        ValidateStep(
+            ConfigError,
+            r"not a service-account key",
+            {"service_account_json": '{"client_email": "x"}'},
+            at_build=True,
+        ),
+        ValidateStep(ConfigError, r"exactly one of", {"service_account_json": None}, at_build=True),
+    )
 
-def test_retry_after_is_honoured(gm: FakeGmail, tmp_path: Path) -> None:
-    populate(gm)
-    gm.rate_limited, gm.retry_after = 1, "1"
-    began = time.monotonic()
-    result = collect(make(gm, tmp_path, retry_max_wait=5.0).read(EVERYTHING, None, no_known))
-    assert time.monotonic() - began >= 1.0 and len(result.documents) == 4
-
-
-def test_validate_names_delegation_user_and_key(gm: FakeGmail, tmp_path: Path) -> None:
-    populate(gm)
-    make(gm, tmp_path).validate()
-    with pytest.raises(ConfigError, match=r"`users`: 'eve@acme.com' was refused"):
-        make(gm, tmp_path, users=["eve@acme.com"]).validate()
-    gm.delegated = False
-    with pytest.raises(CredentialError, match=r"unauthorized_client.*domain-wide delegation"):
-        make(gm, tmp_path).validate()
-    with pytest.raises(ConfigError, match=r"not a service-account key"):
-        make(gm, tmp_path, service_account_json='{"client_email": "x"}')
-    with pytest.raises(ConfigError, match=r"exactly one of"):
-        make(gm, tmp_path, service_account_json=None)
+    @pytest.fixture
+    def fake_api(self, gm: FakeGmail, tmp_path: Path) -> FakeApi:
+        populate(gm)
+        return FakeApi(gm, partial(make, gm, tmp_path), documents=4)

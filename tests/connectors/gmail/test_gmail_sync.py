@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from declared import use_declared_connectors
+from fake_api_sync import open_workspace
 from gmail_support import ANN, BOB, populate, raw
 
 from fakes.gmail import FakeGmail
@@ -21,17 +22,11 @@ def _key(monkeypatch: pytest.MonkeyPatch, gm: FakeGmail, tmp_path: Path) -> None
 
 
 def workspace(gm: FakeGmail, tmp_path: Path, extra: str = "") -> Workspace:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "gm"\ntype = "gmail"\napi_url = "{gm.url}"\n'
-        f'service_account_file = "key.json"\nusers = ["{ANN}", "{BOB}"]\npage_size = 1\n'
-        "retry_initial_wait = 0.0\nretry_max_wait = 0.0\nprune_max_fraction = 0.9\n"
-        f"{extra}"
+    return open_workspace(
+        tmp_path,
+        f'id = "gm"\ntype = "gmail"\napi_url = "{gm.url}"\nservice_account_file = "key.json"\n'
+        f'users = ["{ANN}", "{BOB}"]\npage_size = 1\n{extra}',
     )
-    return Workspace.open(config)
 
 
 def test_sync_new_and_deleted_messages(gm: FakeGmail, tmp_path: Path) -> None:

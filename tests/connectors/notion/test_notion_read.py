@@ -5,11 +5,12 @@ workspace group."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
+from fake_api_checks import FakeApi, FakeApiChecks, ValidateStep
 from notion_support import make, populate
 
 from fakes.notion import FakeNotion, Page, paragraph
@@ -92,39 +93,6 @@ def test_an_expired_cursor_lists_again_from_the_top(notion: FakeNotion, tmp_path
     }
 
 
-def test_a_429_storm_is_waited_out(notion: FakeNotion, tmp_path: Path) -> None:
-    populate(notion)
-    notion.rate_limited = 10
-    connector = make(notion, tmp_path, retry_attempts=15)
-    docs = collect(connector.read(EVERYTHING, None, no_known)).documents
-    assert len(docs) == 3 and sum(1 for c in notion.log if c.status == 429) == 10
-    for doc in docs:
-        assert connector.fetch(str(doc.fetch_ref))
-
-
-def test_retry_after_is_honoured(notion: FakeNotion, tmp_path: Path) -> None:
-    populate(notion)
-    notion.rate_limited, notion.retry_after = 1, "1"
-    began = time.monotonic()
-    docs = collect(make(notion, tmp_path, retry_max_wait=5.0).read(EVERYTHING, None, no_known))
-    assert time.monotonic() - began >= 1.0 and len(docs.documents) == 3
-
-
-def test_validate_names_token_capability_and_sharing(notion: FakeNotion, tmp_path: Path) -> None:
-    pages = populate(notion)
-    make(notion, tmp_path).validate()
-    with pytest.raises(CredentialError, match=r"401 unauthorized; expected `token`"):
-        make(notion, tmp_path, token="secret_nope").validate()
-    notion.capabilities = {"read_user_with_email"}
-    with pytest.raises(CredentialError, match=r"restricted_resource.*'Read content'"):
-        make(notion, tmp_path).validate()
-    notion.capabilities = {"read_content", "read_user_with_email"}
-    for page in pages.values():
-        page.shared = False
-    with pytest.raises(ConfigError, match=r"no page is shared with the integration"):
-        make(notion, tmp_path).validate()
-
-
 def test_groups_list_the_workspace_people(notion: FakeNotion, tmp_path: Path) -> None:
     populate(notion)
     listed = list(make(notion, tmp_path).groups())
@@ -147,3 +115,38 @@ def test_deep_blocks_and_a_gone_page(notion: FakeNotion, tmp_path: Path) -> None
     page.shared = False
     with pytest.raises(ItemError, match="gone or unshared"):
         connector.fetch(page.id)
+
+
+def _unshare_every_page(notion: FakeNotion) -> None:
+    """Share no page with the integration any more."""
+    for page in notion.pages.values():
+        page.shared = False
+
+
+class TestNotionApi(FakeApiChecks):
+    """The shared fake-API read checks (``fake_api_checks``): a 429 storm, Retry-After,
+    and validate's messages naming token, capability and sharing."""
+
+    storm_attempts = 15
+    storm_fetches = True
+    validate_steps = (
+        ValidateStep(
+            CredentialError, r"401 unauthorized; expected `token`", {"token": "secret_nope"}
+        ),
+        ValidateStep(
+            CredentialError,
+            r"restricted_resource.*'Read content'",
+            change=lambda notion: setattr(notion, "capabilities", {"read_user_with_email"}),
+            undo=lambda notion: setattr(
+                notion, "capabilities", {"read_content", "read_user_with_email"}
+            ),
+        ),
+        ValidateStep(
+            ConfigError, r"no page is shared with the integration", change=_unshare_every_page
+        ),
+    )
+
+    @pytest.fixture
+    def fake_api(self, notion: FakeNotion, tmp_path: Path) -> FakeApi:
+        populate(notion)
+        return FakeApi(notion, partial(make, notion, tmp_path), documents=3)

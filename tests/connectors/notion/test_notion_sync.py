@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from declared import use_declared_connectors
+from fake_api_sync import open_workspace, use_secret
 from notion_support import populate
 
 from fakes.notion import FakeNotion
@@ -18,22 +18,17 @@ from headwater import Workspace
 
 @pytest.fixture(autouse=True)
 def _token(monkeypatch: pytest.MonkeyPatch, notion: FakeNotion) -> None:
-    monkeypatch.setenv("HW_TEST_NOTION_TOKEN", notion.token)  # `${ENV}` in headwater.toml
-    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+    use_secret(monkeypatch, "HW_TEST_NOTION_TOKEN", notion.token)  # `${ENV}` in headwater.toml
 
 
 def workspace(notion: FakeNotion, tmp_path: Path, extra: str = "") -> Workspace:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "nt"\ntype = "notion"\nbase_url = "{notion.url}"\n'
-        'token = "${HW_TEST_NOTION_TOKEN}"\nretry_initial_wait = 0.0\nretry_max_wait = 0.0\n'
-        'page_size = 1\nprune_max_fraction = 0.9\naccess = { groups = ["nt:group:workspace"] }\n'
-        f"{extra}"
+    return open_workspace(
+        tmp_path,
+        f'id = "nt"\ntype = "notion"\nbase_url = "{notion.url}"\n'
+        'token = "${HW_TEST_NOTION_TOKEN}"\npage_size = 1\n'
+        'access = { groups = ["nt:group:workspace"] }\n'
+        f"{extra}",
     )
-    return Workspace.open(config)
 
 
 def test_sync_acl_edit_and_trash(notion: FakeNotion, tmp_path: Path) -> None:

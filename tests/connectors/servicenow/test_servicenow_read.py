@@ -5,10 +5,11 @@ messages."""
 from __future__ import annotations
 
 import json
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
+from fake_api_checks import FakeApi, FakeApiChecks, ValidateStep
 from servicenow_support import article, make, populate
 
 from fakes.servicenow import FakeServicenow
@@ -84,28 +85,27 @@ def test_incremental_reads_ask_updated_since(sn: FakeServicenow, tmp_path: Path)
     assert "sys_updated_on>=2024-05-01 09:03:00" in asked[0]
 
 
-def test_a_429_storm_is_waited_out(sn: FakeServicenow, tmp_path: Path) -> None:
-    populate(sn)
-    sn.rate_limited = 10
-    result = collect(make(sn, tmp_path, retry_attempts=12).read(EVERYTHING, None, no_known))
-    assert len(result.documents) == 4 and sum(1 for c in sn.log if c.status == 429) == 10
+class TestServicenowApi(FakeApiChecks):
+    """The shared fake-API read checks (``fake_api_checks``): a 429 storm, Retry-After,
+    and validate's messages naming credentials, bases and tables."""
 
+    validate_steps = (
+        ValidateStep(
+            CredentialError, r"401 \(User Not Authenticated.*`user` and", {"password": "nope"}
+        ),
+        ValidateStep(
+            ConfigError,
+            r"no knowledge base \['Legal'\].*one of: HR, IT, Other",
+            {"knowledge_bases": ["IT", "Legal"]},
+        ),
+        ValidateStep(
+            CredentialError,
+            r"may not read table 'kb_uc_can_read_mtom'",
+            change=lambda sn: sn.denied.add("kb_uc_can_read_mtom"),
+        ),
+    )
 
-def test_retry_after_is_honoured(sn: FakeServicenow, tmp_path: Path) -> None:
-    populate(sn)
-    sn.rate_limited, sn.retry_after = 1, "1"
-    began = time.monotonic()
-    result = collect(make(sn, tmp_path, retry_max_wait=5.0).read(EVERYTHING, None, no_known))
-    assert time.monotonic() - began >= 1.0 and len(result.documents) == 4
-
-
-def test_validate_names_credentials_bases_and_tables(sn: FakeServicenow, tmp_path: Path) -> None:
-    populate(sn)
-    make(sn, tmp_path).validate()
-    with pytest.raises(CredentialError, match=r"401 \(User Not Authenticated.*`user` and"):
-        make(sn, tmp_path, password="nope").validate()
-    with pytest.raises(ConfigError, match=r"no knowledge base \['Legal'\].*one of: HR, IT, Other"):
-        make(sn, tmp_path, knowledge_bases=["IT", "Legal"]).validate()
-    sn.denied.add("kb_uc_can_read_mtom")
-    with pytest.raises(CredentialError, match=r"may not read table 'kb_uc_can_read_mtom'"):
-        make(sn, tmp_path).validate()
+    @pytest.fixture
+    def fake_api(self, sn: FakeServicenow, tmp_path: Path) -> FakeApi:
+        populate(sn)
+        return FakeApi(sn, partial(make, sn, tmp_path), documents=4)

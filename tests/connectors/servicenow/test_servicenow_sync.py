@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from declared import use_declared_connectors
+from fake_api_sync import open_workspace, use_secret
 from servicenow_support import populate
 
 from fakes.servicenow import FakeServicenow
@@ -16,24 +16,17 @@ from headwater import Workspace
 
 @pytest.fixture(autouse=True)
 def _secret(monkeypatch: pytest.MonkeyPatch, sn: FakeServicenow) -> None:
-    monkeypatch.setenv("HW_TEST_SN_PASSWORD", sn.token)  # `${ENV}` in headwater.toml
-    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+    use_secret(monkeypatch, "HW_TEST_SN_PASSWORD", sn.token)  # `${ENV}` in headwater.toml
 
 
 def workspace(sn: FakeServicenow, tmp_path: Path, extra: str = "") -> Workspace:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "sn"\ntype = "servicenow"\nbase_url = "{sn.url}"\n'
-        f'user = "{sn.user}"\npassword = "${{HW_TEST_SN_PASSWORD}}"\n'
-        'knowledge_bases = ["IT", "HR"]\npage_size = 1\nwindow_overlap = "0s"\n'
-        "retry_initial_wait = 0.0\nretry_max_wait = 0.0\nprune_max_fraction = 0.9\n"
-        'access = { groups = ["staff"] }\n'
-        f"{extra}"
+    return open_workspace(
+        tmp_path,
+        f'id = "sn"\ntype = "servicenow"\nbase_url = "{sn.url}"\nuser = "{sn.user}"\n'
+        'password = "${HW_TEST_SN_PASSWORD}"\nknowledge_bases = ["IT", "HR"]\npage_size = 1\n'
+        'window_overlap = "0s"\naccess = { groups = ["staff"] }\n'
+        f"{extra}",
     )
-    return Workspace.open(config)
 
 
 def test_sync_edit_retire_and_readers(sn: FakeServicenow, tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ validate's messages."""
 from __future__ import annotations
 
 import json
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
+from fake_api_checks import FakeApi, FakeApiChecks, ValidateStep
 from teams_support import make, populate
 
 from fakes.teams import FakeTeams
@@ -152,36 +153,41 @@ def test_unreadable_replies_fail_the_thread(graph: FakeTeams, tmp_path: Path) ->
     assert failed == [f"t1/c-gen/{ids['plan']}"] and len(result.documents) == 4
 
 
-def test_a_429_storm_is_waited_out(graph: FakeTeams, tmp_path: Path) -> None:
-    populate(graph)
-    graph.rate_limited = 10
-    result = collect(make(graph, tmp_path, retry_attempts=12).read(EVERYTHING, None, no_known))
-    assert len(result.documents) == 5 and sum(1 for c in graph.log if c.status == 429) == 10
+def _without(permission: str, match: str) -> ValidateStep:
+    """``validate()`` refused, naming ``permission``, while the app lacks it."""
+    return ValidateStep(
+        CredentialError,
+        match,
+        change=lambda graph: graph.permissions.discard(permission),
+        undo=lambda graph: graph.permissions.add(permission),
+    )
 
 
-def test_retry_after_is_honoured(graph: FakeTeams, tmp_path: Path) -> None:
-    populate(graph)
-    graph.rate_limited, graph.retry_after = 1, "1"
-    began = time.monotonic()
-    result = collect(make(graph, tmp_path, retry_max_wait=5.0).read(EVERYTHING, None, no_known))
-    assert time.monotonic() - began >= 1.0 and len(result.documents) == 5
+class TestTeamsApi(FakeApiChecks):
+    """The shared fake-API read checks (``fake_api_checks``): a 429 storm, Retry-After,
+    and validate's messages naming token, permissions and team."""
 
+    validate_steps = (
+        ValidateStep(options={"teams": []}),  # every team the app sees
+        ValidateStep(
+            CredentialError,
+            r"teams `token` was rejected by Graph \(HTTP 401",
+            {"token": "nope"},
+        ),
+        ValidateStep(ConfigError, r"`teams` names 'nope'.*HTTP 404 NotFound", {"teams": ["nope"]}),
+        _without("Channel.ReadBasic.All", r"permission Channel.ReadBasic.All"),
+        *(
+            _without(permission, rf"the application permission {permission};")
+            for permission in (
+                "TeamMember.Read.All",
+                "ChannelMessage.Read.All",
+                "ChannelMember.Read.All",
+            )
+        ),
+        ValidateStep(),  # every permission back: valid again
+    )
 
-def test_validate_names_token_permission_and_team(graph: FakeTeams, tmp_path: Path) -> None:
-    populate(graph)
-    make(graph, tmp_path).validate()
-    make(graph, tmp_path, teams=[]).validate()  # every team the app sees
-    with pytest.raises(CredentialError, match=r"teams `token` was rejected by Graph \(HTTP 401"):
-        make(graph, tmp_path, token="nope").validate()
-    with pytest.raises(ConfigError, match=r"`teams` names 'nope'.*HTTP 404 NotFound"):
-        make(graph, tmp_path, teams=["nope"]).validate()
-    graph.permissions.discard("Channel.ReadBasic.All")
-    with pytest.raises(CredentialError, match=r"permission Channel.ReadBasic.All"):
-        make(graph, tmp_path).validate()
-    graph.permissions.add("Channel.ReadBasic.All")
-    for permission in ("TeamMember.Read.All", "ChannelMessage.Read.All", "ChannelMember.Read.All"):
-        graph.permissions.discard(permission)
-        with pytest.raises(CredentialError, match=rf"the application permission {permission};"):
-            make(graph, tmp_path).validate()
-        graph.permissions.add(permission)
-    make(graph, tmp_path).validate()
+    @pytest.fixture
+    def fake_api(self, graph: FakeTeams, tmp_path: Path) -> FakeApi:
+        populate(graph)
+        return FakeApi(graph, partial(make, graph, tmp_path), documents=5)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from declared import use_declared_connectors
+from fake_api_sync import open_workspace, use_secret
 from teams_support import populate
 
 from fakes.teams import FakeTeams
@@ -16,22 +16,16 @@ from headwater import Workspace
 
 @pytest.fixture(autouse=True)
 def _token(monkeypatch: pytest.MonkeyPatch, graph: FakeTeams) -> None:
-    monkeypatch.setenv("HW_TEST_GRAPH_TOKEN", graph.token)  # `${ENV}` in headwater.toml
-    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+    use_secret(monkeypatch, "HW_TEST_GRAPH_TOKEN", graph.token)  # `${ENV}` in headwater.toml
 
 
 def workspace(graph: FakeTeams, tmp_path: Path, extra: str = "") -> Workspace:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "teams"\ntype = "teams"\nbase_url = "{graph.url}/v1.0"\n'
-        'token = "${HW_TEST_GRAPH_TOKEN}"\nteams = ["t1"]\n'
-        "page_size = 2\nretry_initial_wait = 0.0\nretry_max_wait = 0.0\n"
-        f"prune_max_fraction = 0.9\n{extra}"
+    return open_workspace(
+        tmp_path,
+        f'id = "teams"\ntype = "teams"\nbase_url = "{graph.url}/v1.0"\n'
+        'token = "${HW_TEST_GRAPH_TOKEN}"\nteams = ["t1"]\npage_size = 2\n'
+        f"{extra}",
     )
-    return Workspace.open(config)
 
 
 def test_sync_edit_delete_and_channel_readers(graph: FakeTeams, tmp_path: Path) -> None:

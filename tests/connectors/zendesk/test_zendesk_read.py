@@ -5,10 +5,11 @@ cannot be read, and validate's messages."""
 from __future__ import annotations
 
 import json
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
+from fake_api_checks import FakeApi, FakeApiChecks, ValidateStep
 from zendesk_support import T0, make, populate
 
 from fakes.zendesk import Article, FakeZendesk
@@ -98,30 +99,29 @@ def test_an_unreadable_segment_fails_its_article_closed(zd: FakeZendesk, tmp_pat
     assert len(result.documents) == 3
 
 
-def test_a_429_storm_is_waited_out(zd: FakeZendesk, tmp_path: Path) -> None:
-    populate(zd)
-    zd.rate_limited = 9
-    result = collect(make(zd, tmp_path, retry_attempts=12).read(EVERYTHING, None, no_known))
-    assert len(result.documents) == 4 and sum(1 for c in zd.log if c.status == 429) == 9
+class TestZendeskApi(FakeApiChecks):
+    """The shared fake-API read checks (``fake_api_checks``): a 429 storm, Retry-After,
+    and validate's messages naming credentials, role and Help Center."""
 
+    storm = 9
+    validate_steps = (
+        ValidateStep(
+            CredentialError, r"401 \(Couldn't authenticate you\).*`email`", {"token": "nope"}
+        ),
+        ValidateStep(
+            CredentialError,
+            r"signs in as 'end-user'; expected an agent",
+            change=lambda zd: setattr(zd, "role", "end-user"),
+            undo=lambda zd: setattr(zd, "role", "admin"),
+        ),
+        ValidateStep(
+            ConfigError,
+            r"no Help Center answers there",
+            change=lambda zd: setattr(zd, "help_center", False),
+        ),
+    )
 
-def test_retry_after_is_honoured(zd: FakeZendesk, tmp_path: Path) -> None:
-    populate(zd)
-    zd.rate_limited, zd.retry_after = 1, "1"
-    began = time.monotonic()
-    result = collect(make(zd, tmp_path, retry_max_wait=5.0).read(EVERYTHING, None, no_known))
-    assert time.monotonic() - began >= 1.0 and len(result.documents) == 4
-
-
-def test_validate_names_credentials_role_and_help_center(zd: FakeZendesk, tmp_path: Path) -> None:
-    populate(zd)
-    make(zd, tmp_path).validate()
-    with pytest.raises(CredentialError, match=r"401 \(Couldn't authenticate you\).*`email`"):
-        make(zd, tmp_path, token="nope").validate()
-    zd.role = "end-user"
-    with pytest.raises(CredentialError, match=r"signs in as 'end-user'; expected an agent"):
-        make(zd, tmp_path).validate()
-    zd.role = "admin"
-    zd.help_center = False
-    with pytest.raises(ConfigError, match=r"no Help Center answers there"):
-        make(zd, tmp_path).validate()
+    @pytest.fixture
+    def fake_api(self, zd: FakeZendesk, tmp_path: Path) -> FakeApi:
+        populate(zd)
+        return FakeApi(zd, partial(make, zd, tmp_path), documents=4)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from declared import use_declared_connectors
+from fake_api_sync import open_workspace, use_secret
 from zendesk_support import T0, populate
 
 from fakes.zendesk import FakeZendesk
@@ -16,22 +16,15 @@ from headwater import Workspace
 
 @pytest.fixture(autouse=True)
 def _token(monkeypatch: pytest.MonkeyPatch, zd: FakeZendesk) -> None:
-    monkeypatch.setenv("HW_TEST_ZENDESK_TOKEN", zd.token)  # `${ENV}` in headwater.toml
-    use_declared_connectors(monkeypatch)  # the entry point pyproject.toml declares
+    use_secret(monkeypatch, "HW_TEST_ZENDESK_TOKEN", zd.token)  # `${ENV}` in headwater.toml
 
 
 def workspace(zd: FakeZendesk, tmp_path: Path, extra: str = "") -> Workspace:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "zd"\ntype = "zendesk"\nbase_url = "{zd.url}"\n'
-        f'email = "{zd.user}"\ntoken = "${{HW_TEST_ZENDESK_TOKEN}}"\n'
-        "retry_initial_wait = 0.0\nretry_max_wait = 0.0\nprune_max_fraction = 0.9\n"
-        f"{extra}"
+    return open_workspace(
+        tmp_path,
+        f'id = "zd"\ntype = "zendesk"\nbase_url = "{zd.url}"\nemail = "{zd.user}"\n'
+        f'token = "${{HW_TEST_ZENDESK_TOKEN}}"\n{extra}',
     )
-    return Workspace.open(config)
 
 
 def test_sync_edit_draft_archive_and_segment_readers(zd: FakeZendesk, tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ re-checks what the listing saw: the ``fetch_ref`` carries the file's device and 
 and ``fetch`` opens the path one component at a time with ``O_NOFOLLOW`` (so no link is
 followed at read time), then compares the open file's ``fstat`` with the listing. A file
 swapped for a link, a folder swapped for a link, or any other file put in its place
-between listing and read is not read (``replaced``, retried by the next sync).
+between listing and read is not read (``replaced``, retried by the next sync); that
+read is ``_open``'s.
 
 With ``containers`` (the default) an mbox, zip or tar file is read while listed and its
 members become documents (``docs.zip!/a.md``, ``connectors._archives``).
@@ -22,10 +23,8 @@ members become documents (``docs.zip!/a.md``, ``connectors._archives``).
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat as stat_mode
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +45,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.connectors.filesystem._open import open_listed, parse_ref
 from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import is_utf8, printable
@@ -370,37 +370,11 @@ class FilesystemConnector:
 
     def fetch(self, ref: str) -> bytes:
         """The bytes of the regular file the listing saw at ``ref``, never a link's target
-        outside this source's scope and never another file put in its place since."""
-        path, listed = _parse_ref(ref)
+        outside this source's scope and never another file put in its place since
+        (``_open``)."""
+        path, listed = parse_ref(ref)
         parts = self._parts_to_read(path)
-        try:
-            fd = self._open_beneath(parts)
-        except FileNotFoundError as exc:
-            raise ItemError(
-                "vanished", f"{printable(path)} disappeared while syncing", permanent=False
-            ) from exc
-        except PermissionError as exc:
-            raise ItemError(
-                "permission_denied",
-                f"{printable(path)}: permission denied; grant read access to this user, then "
-                "`headwater sync --full` (or `headwater dlq redrive ID`) reads it again.",
-            ) from exc
-        except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                raise
-            raise self._replaced(path, "a link now stands in its path") from exc
-        with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat_mode.S_ISREG(st.st_mode):
-                raise self._replaced(path, "it is no longer a regular file")
-            if listed is not None and (st.st_dev, st.st_ino) != listed:
-                raise self._replaced(path, "another file now stands at its path")
-            if st.st_size > self.options.max_file_bytes:
-                raise ItemError(
-                    "too_large",
-                    f"{printable(path)} is {st.st_size} bytes; max_file_bytes is "
-                    f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file.",
-                )
+        with open_listed(self.root, path, parts, listed, self.options.max_file_bytes) as handle:
             self.files_read += 1
             return handle.read(self.options.max_file_bytes + 1)
 
@@ -420,39 +394,3 @@ class FilesystemConnector:
                 "exclude; it was not read. Point the link inside the source, or exclude it.",
             )
         return real
-
-    def _open_beneath(self, parts: tuple[str, ...]) -> int:
-        """``parts`` under the root opened read-only, one component at a time with
-        ``O_NOFOLLOW`` (a link anywhere raises ELOOP or ENOTDIR), without blocking on a
-        FIFO put in a file's place."""
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for name in parts[:-1]:
-                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = child
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
-            return os.open(parts[-1] if parts else ".", flags, dir_fd=fd)
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _replaced(path: str, why: str) -> ItemError:
-        return ItemError(
-            "replaced",
-            f"{printable(path)} changed between listing and read ({why}); nothing was read. "
-            "The next sync lists it again.",
-            permanent=False,
-        )
-
-
-def _parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
-    """A ``fetch_ref``: ``{"path": ..., "file": [dev, ino]}`` as listed, or a bare path."""
-    try:
-        parsed = json.loads(ref)
-    except ValueError:
-        return ref, None
-    if not isinstance(parsed, dict) or not isinstance(parsed.get("path"), str):
-        return ref, None
-    dev, ino = parsed["file"]
-    return parsed["path"], (int(dev), int(ino))
