@@ -115,6 +115,7 @@ class Runtime:
             query=identity.query,
             url=identity.url.get_secret_value() if identity.url else None,
             ttl=check_duration(identity.cache_ttl).total_seconds(),
+            file=identity.file_path(loaded.root),
         )
         self.controls = Controls()
         self.sources = Sources(loaded, connector_types or {}, self.manifest.rates)
