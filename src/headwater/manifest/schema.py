@@ -67,6 +67,8 @@ runs = Table(
     Column("owner", String(200), nullable=True),
     Column("kind", String(10), nullable=True),
     Column("fetched", Integer, nullable=True),
+    # migration 0020: the items a running sync's listing expects, when the API says
+    Column("expected", Integer, nullable=True),
     Index("ix_runs_source_started", "source_id", "started_at"),
     Index("ix_runs_started", "started_at"),  # migration 0016: every source's runs listed
 )

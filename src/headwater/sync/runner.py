@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from headwater import failpoints
 from headwater.clock import as_utc, utcnow
-from headwater.connectors.base import Connector, Enumerating, LazyFetching
+from headwater.connectors.base import Connector, Enumerating, ExpectingTotal, LazyFetching
 from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
@@ -332,6 +332,8 @@ class SyncRunner:
             failpoints.failpoint(failpoints.AFTER_FETCH_BEFORE_COMMIT)
             self.manifest.commit_batch(run_id, builder.commit, lease=self.lease)
             failpoints.failpoint(failpoints.AFTER_MANIFEST_COMMIT)
+        if isinstance(self.connector, ExpectingTotal):  # the listing's total, for an ETA
+            counts.expected = self.connector.expected_total()
         if checkpoint is not None:
             self.manifest.runs.save_checkpoint(
                 run_id, self.source.source_id, checkpoint.cursor, counts, lease=self.lease
