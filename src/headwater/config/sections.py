@@ -23,6 +23,7 @@ from pydantic import (
 
 from headwater.config.events import EventsSection
 from headwater.config.identity import IdentitySection
+from headwater.config.ratelimit import RateLimitSection
 from headwater.errors import ConfigError
 from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
@@ -470,10 +471,16 @@ class HeadwaterConfig(Strict):
     scheduler: SchedulerSection = SchedulerSection()
     api: ApiSection = ApiSection()
     executor: ExecutorSection = ExecutorSection()
+    ratelimit: RateLimitSection = RateLimitSection()
     events: EventsSection | None = None
     index: list[IndexSection] = []
     source: list[SourceSection] = []
     hooks: list[HookSection] = []
+
+    @property
+    def celery_broker(self) -> str | None:
+        """The Celery broker URL when runs execute on Celery (else None)."""
+        return self.executor.broker_url if self.executor.type == "celery" else None
 
     def source_by_id(self, source_id: str) -> SourceSection:
         """The source section with id ``source_id``, or ConfigError naming the configured ones."""
