@@ -8,8 +8,9 @@ request may start once ``max(tat, now) - tolerance <= now``, and each start move
 through one row of the manifest (``manifest.throttles``). A 429 with ``Retry-After``
 blocks the credential for everyone until then and empties its buckets, so the calls
 that resume after the block are paced, not a burst. The decisions here are pure
-functions of the stored state and the clock; the I/O lives in the manifest ledger and
-the HTTP transport (``connectors._governed``).
+functions of the stored state and the clock; the I/O lives in a ``RateStore`` (the
+manifest's ``manifest.throttles.RateLedger``, or Redis: ``ratelimit_redis``) and the
+HTTP transport (``connectors._governed``); ``SharedGovernor`` binds a source to a store.
 
 A rate is ``"N/s"``, ``"N/min"``, ``"N/h"`` or ``"N/day"``; a source's ``rate_limit``
 is one rate or a list of them (a per-second rate and a daily quota, say). A rate per
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 PERIODS: Mapping[str, int] = {"s": 1, "min": 60, "h": 3600, "day": 86400}
@@ -200,3 +203,79 @@ class Governor(Protocol):
 
     def bind(self, vendor: str, secret: str) -> Throttle:
         """The throttle of this source for ``secret`` at ``vendor``."""
+
+
+@dataclass(frozen=True)
+class Throttled:
+    """A source whose credential is blocked: until when, and the vendor's answer."""
+
+    source_id: str
+    until: datetime
+    reason: str
+
+
+class RateStore(Protocol):
+    """Where the budgets live, shared by every process that reads with a credential."""
+
+    def register(self, source_id: str, key: str) -> None:
+        """Record that ``source_id`` reads with the credential ``key`` (for `status`)."""
+
+    def reserve(self, key: str, vendor: str, rates: Sequence[Rate]) -> float:
+        """Reserve one request on ``key``'s budget; the seconds to wait before sending it."""
+
+    def block(
+        self, key: str, vendor: str, seconds: float, reason: str, rates: Sequence[Rate]
+    ) -> None:
+        """Block ``key`` for ``seconds`` from now for everyone (never shortening a block)."""
+
+    def throttled(self) -> dict[str, Throttled]:
+        """The sources whose credential is blocked now, by source id."""
+
+
+class _SharedThrottle:
+    """One source's hold on one credential's budget in a store."""
+
+    def __init__(
+        self,
+        store: RateStore,
+        key: str,
+        vendor: str,
+        override: Sequence[Rate] | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self._store, self._key, self._vendor = store, key, vendor
+        self._override = override
+        self._rates: tuple[Rate, ...] = ()  # those of the last host asked for
+        self._sleep = sleep
+
+    def acquire(self, host: str) -> None:
+        self._rates = rates_for(self._vendor, host, self._override)
+        wait = self._store.reserve(self._key, self._vendor, self._rates)
+        if wait > 0:
+            self._sleep(wait)
+
+    def blocked(self, seconds: float, reason: str) -> None:
+        self._store.block(self._key, self._vendor, seconds, reason, self._rates)
+
+
+class SharedGovernor:
+    """The governor of one source: its ``rate_limit`` (else the vendor's documented rate)
+    on a budget shared, through ``store``, with every source using the same credential."""
+
+    def __init__(
+        self,
+        store: RateStore,
+        source_id: str,
+        override: Sequence[Rate] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.source_id = source_id
+        self.override = tuple(override) if override else None
+        self._sleep = sleep
+
+    def bind(self, vendor: str, secret: str) -> Throttle:
+        """The source's throttle for ``secret`` at ``vendor``."""
+        key = credential_key(secret)
+        self.store.register(self.source_id, key)
+        return _SharedThrottle(self.store, key, vendor, self.override, self._sleep)

@@ -194,6 +194,7 @@ def status(rt: Runtime, executor: ExecutorState) -> StatusReport:
         events=None
         if rt.events is None
         else EventsState(rt.events.kind, rt.events.depth(), rt.events.last_error),
+        throttled=rt.rate_store.throttled(),
     )
 
 

@@ -18,6 +18,7 @@ from headwater.jsonview import JsonView
 from headwater.manifest.hints import HintSourceState
 from headwater.manifest.records import DocumentRecord, FailureRecord
 from headwater.manifest.store import Manifest
+from headwater.ratelimit import Throttled
 from headwater.sync.report import RunReport, SkippedRun
 
 
@@ -368,11 +369,14 @@ def status_report(
     content_version: str,
     executor: ExecutorState | None = None,
     events: EventsState | None = None,
+    throttled: Mapping[str, Throttled] | None = None,
 ) -> StatusReport:
     """``sources`` are the configured (id, type) pairs, ``schedule`` their schedule
-    fields by id."""
+    fields by id; ``throttled`` the blocked sources of the governor's store (default: the
+    manifest's)."""
     hints = manifest.hints.states()
-    throttled = manifest.rates.throttled()
+    if throttled is None:
+        throttled = manifest.rates.throttled()
     rows = [
         _source_row(
             manifest,

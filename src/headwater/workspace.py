@@ -148,15 +148,20 @@ class Workspace(WorkspaceBase):
         )
 
     def push_group(
-        self, source_id: str, group: str, members: Sequence[str] | None, version: int
+        self,
+        source_id: str,
+        group: str,
+        members: Sequence[str] | None,
+        version: int,
+        subgroups: Sequence[str] = (),
     ) -> GroupPushResult:
-        """Set (``members``) or delete (None) a pushed group of a ``push`` source, at
-        ``version``; expanded at search like listed groups (``sync.group_push``)."""
+        """Set (``members``, ``subgroups``) or delete (None) a pushed group of a ``push``
+        source, at ``version``; expanded at search like listed groups (``sync.group_push``)."""
         self._push_source(source_id)
         ledger = self.manifest.pushed_groups
         if members is None:
             return delete_group(ledger, source_id, group, version)
-        return put_group(ledger, source_id, group, members, version)
+        return put_group(ledger, source_id, group, members, version, subgroups)
 
     def index(
         self, only: Sequence[str] | None = None, *, executor: str | None = None

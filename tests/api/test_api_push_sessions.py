@@ -203,6 +203,7 @@ def test_a_pushed_group_opens_documents_to_its_members(server: Server) -> None:
             "version": 1,
             "status": "new",
             "members": 1,
+            "groups": 0,
         }
         wait_for(lambda: sees("ann@acme.test"))
         assert not sees("bob@acme.test")

@@ -469,6 +469,10 @@ def test_aliases_make_one_person_of_several_names_at_search(
     assert json.loads(result.output) == {
         "user": "ann@corp.com",
         "aliases": ["ann@corp.onmicrosoft.com", "github:ann"],
+        "alias_origins": {
+            "ann@corp.onmicrosoft.com": "[identity] aliases",
+            "github:ann": "[identity] aliases",
+        },
         "groups": [],
         "synced_groups": [{"group": eng, "source": "a"}],
         "principals": [

@@ -59,6 +59,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "identity",
         "retry",
         "ratelimit",
+        "ratelimit_redis",
         "units",
         "jsonview",
         "failpoints",

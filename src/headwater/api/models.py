@@ -83,6 +83,16 @@ class LastRun(Body):
     note: str | None = None
     prune_blocked: dict[str, Any] | None = None
     resumed: bool | None = Field(default=None, description="Only when true.")
+    expected: int | None = Field(
+        default=None,
+        description="Only while the run lasts and the source's API gave a total: the items "
+        "its listing expects.",
+    )
+    eta_s: float | None = Field(
+        default=None,
+        description="With `expected`: seconds left at the rate so far (null before the "
+        "first item).",
+    )
 
 
 class Lease(Body):

@@ -53,10 +53,17 @@ class CompleteRequest(CleanModel):
 
 
 class GroupRequest(CleanModel):
-    """The body of ``PUT /v1/groups/{source}/{group}``: the members at ``version``."""
+    """The body of ``PUT /v1/groups/{source}/{group}``: the members (and the pushed
+    groups of the same source nested in it) at ``version``."""
 
     version: int = Field(ge=0, le=2**62)
     members: list[str] = Field(max_length=100_000)
+    groups: list[str] = Field(
+        default=[],
+        max_length=10_000,
+        description="Names of pushed groups of the same source whose members are members "
+        "of this one, transitively (cycles are fine).",
+    )
 
 
 class SessionBody(Body):
@@ -94,6 +101,7 @@ class GroupBody(Body):
     version: int
     status: str
     members: int
+    groups: int = Field(description="How many subgroups the group holds directly.")
 
 
 def _sessions(request: Request, caller: Caller, source_id: str) -> PushSessions:
@@ -191,7 +199,9 @@ async def put_group(
     """Set a pushed group's members at ``version`` (older: 409; a replay: unchanged)."""
     require_source(caller, source_id)
     ws = service_of(request).ws
-    result = await run_in_threadpool(ws.push_group, source_id, group, body.members, body.version)
+    result = await run_in_threadpool(
+        ws.push_group, source_id, group, body.members, body.version, body.groups
+    )
     return _group_answer(result)
 
 

@@ -235,6 +235,14 @@ def status(
                     f"source {safe(s['id'])} throttled until {s['throttled_until']} "
                     "(the vendor answered 429; its credential waits, see docs/operations.md)"
                 )
+        for s in report["sources"]:
+            last = s["last_run"]
+            if last and last["status"] == "running" and last.get("expected") is not None:
+                eta = "ETA -" if last["eta_s"] is None else f"ETA {last['eta_s']:.0f} s"
+                out.print(
+                    f"source {safe(s['id'])} syncing: {last['counts']['seen']} of "
+                    f"{last['expected']} expected items seen, {eta}"
+                )
         for name, info in report["indexes"].items():
             out.print(f"index {name} ({info['type']}): {info['pending']} pending")
         dlq = report["dlq"]

@@ -1,7 +1,8 @@
 """``headwater whois USER``: every name and group a user's searches run as, and why.
 
 The same expansion a search does (``Workspace.principals_of``): the user's canonical
-name and aliases (``[identity]``), the groups each name is a direct member of, the
+name and aliases (``[identity]``, each with where it was given: the table, a line of
+``aliases_file``, the query), the groups each name is a direct member of, the
 groups those are nested in (with the group each came through), and the resulting
 principals. Nothing is written; the manifest is read as it is now.
 """
@@ -34,6 +35,8 @@ def whois(
             lines.append(f"aliases incomplete: {caller.alias_error}")
         if caller.aliases:
             lines.append(f"aliases ([identity]): {', '.join(caller.aliases)}")
+            origins = caller.alias_origins
+            lines += [f"alias {a}: from {origins[a]}" for a in caller.aliases if a in origins]
         lines += [f"group given: {g}" for g in caller.given_groups]
         for g in caller.synced_groups:
             why = f"member of {g.via}, which is nested in it" if g.via else "direct member"

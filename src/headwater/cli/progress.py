@@ -4,7 +4,8 @@ A ``Reporter`` is fed by the core's callbacks (the sync runner's ``Progress``, t
 indexer's ``IndexProgress``, the ``CountProgress`` of prune enumeration and reconcile:
 ``prune docs: 12000 objects enumerated, 950.0 objects/s``) and by ``phase`` for steps
 without counters. Each tracked line renders to one text (``indexing: 1200/3490
-documents, 5000 chunks, 41.0 chunks/s, ETA 55 s``): on a terminal it is a Rich progress
+documents, 5000 chunks, 41.0 chunks/s, ETA 55 s``; a sync whose source's API gave a total:
+``1200 items seen (…), 80.0 items/s, 40000 expected, ETA 485 s``): on a terminal it is a Rich progress
 row that ticks every 100 ms; on a pipe, or with ``--json``, a ticker thread logs every
 line through ``headwater.progress`` every ``HEADWATER_PROGRESS_INTERVAL`` seconds
 (default 10), so no phase is silent longer than that.
@@ -143,7 +144,8 @@ class Reporter:
     # -- feeds ---------------------------------------------------------------------------
 
     def sync(self, source: str, counts: RunCounts) -> None:
-        """The sync runner's ``Progress`` callback: items seen per source, after each batch."""
+        """The sync runner's ``Progress`` callback: items seen per source, after each batch
+        (of the expected total, with an ETA, when the source's API gave one)."""
 
         name = f"sync {source}"
         with self._lock:
@@ -158,6 +160,11 @@ class Reporter:
                 f"{counts.seen} items seen ({counts.new} new, {counts.changed} changed, "
                 f"{counts.deleted} deleted, {counts.failed} failed), {rate:.1f} items/s"
             )
+            if counts.expected is not None:  # the source's API said how many to expect
+                line.total = max(counts.expected, counts.seen)
+                line.text += f", {counts.expected} expected, " + _eta(
+                    counts.expected - counts.seen, rate
+                )
 
         self._update(name, render)
 

@@ -14,6 +14,7 @@ Everything is imported from ``headwater.config``.
 from __future__ import annotations
 
 from headwater.config.events import EventsSection
+from headwater.config.identity import IdentitySection
 from headwater.config.load import (
     COMMON_SOURCE_KEYS,
     ENV_REFERENCE,
@@ -39,7 +40,6 @@ from headwater.config.sections import (
     ExecutorQueues,
     ExecutorSection,
     HeadwaterConfig,
-    IdentitySection,
     IndexSection,
     ManifestSection,
     ParseSection,

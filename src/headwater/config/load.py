@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from headwater.config.identity import identity_problems
+from headwater.config.ratelimit import ratelimit_problems
 from headwater.config.rules import api_key_problems, executor_problems
 from headwater.config.sections import HeadwaterConfig
 from headwater.errors import ConfigError
@@ -174,6 +176,8 @@ def load_config(
     if config is not None:
         problems.extend(executor_problems(config))
         problems.extend(api_key_problems(config))
+        problems.extend(identity_problems(config.identity, path.resolve().parent))
+        problems.extend(ratelimit_problems(config.ratelimit, config.celery_broker))
     if problems or config is None:
         raise ConfigError("invalid configuration", _without_echoes(problems))
     return LoadedConfig(

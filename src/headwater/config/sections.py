@@ -22,13 +22,13 @@ from pydantic import (
 )
 
 from headwater.config.events import EventsSection
+from headwater.config.identity import IdentitySection
+from headwater.config.ratelimit import RateLimitSection
 from headwater.errors import ConfigError
 from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
 from headwater.pipeline.parse import SUPPORTED_MEDIA_TYPES, ParseOptions
 from headwater.ratelimit import Rate, parse_rates
-from headwater.search.alias_source import check_url
-from headwater.search.aliases import IdentityAliases
 from headwater.sync.rules import RuleSet
 from headwater.types import Access, normalize_identity
 from headwater.units import MIN_INTERVAL, check_duration, parse_size
@@ -51,49 +51,6 @@ class ManifestSection(Strict):
     """``[manifest]``: the manifest's database URL (None: a SQLite file in the state directory)."""
 
     url: str | None = None
-
-
-class IdentitySection(Strict):
-    """``[identity]``: one person's names across sources, ``aliases = { ALIAS = USER }``,
-    and ``query`` (with ``url``) reading more ``(alias, user)`` rows at search time."""
-
-    aliases: dict[str, str] = {}
-    query: str | None = Field(default=None, min_length=1)
-    url: SecretStr | None = None
-    cache_ttl: str = "1m"
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, url: SecretStr | None) -> SecretStr | None:
-        if url is not None:
-            check_url(url.get_secret_value())
-        return url
-
-    @field_validator("cache_ttl")
-    @classmethod
-    def _ttl(cls, value: str) -> str:
-        check_duration(value)
-        return value
-
-    @model_validator(mode="after")
-    def _both(self) -> IdentitySection:
-        if (self.query is None) != (self.url is None):
-            given, missing = ("query", "url") if self.url is None else ("url", "query")
-            raise ValueError(
-                f"[identity] has `{given}` without `{missing}`; expected both (the SQL "
-                "that answers rows of (alias, user), and the database URL it runs on) or "
-                f"neither; add `{missing}`"
-            )
-        return self
-
-    @field_validator("aliases")
-    @classmethod
-    def _checked(cls, aliases: dict[str, str]) -> dict[str, str]:
-        try:
-            IdentityAliases.from_table(aliases)
-        except ConfigError as exc:  # collected with every other problem
-            raise ValueError(str(exc)) from None
-        return aliases
 
 
 class ContentSection(Strict):
@@ -516,10 +473,16 @@ class HeadwaterConfig(Strict):
     scheduler: SchedulerSection = SchedulerSection()
     api: ApiSection = ApiSection()
     executor: ExecutorSection = ExecutorSection()
+    ratelimit: RateLimitSection = RateLimitSection()
     events: EventsSection | None = None
     index: list[IndexSection] = []
     source: list[SourceSection] = []
     hooks: list[HookSection] = []
+
+    @property
+    def celery_broker(self) -> str | None:
+        """The Celery broker URL when runs execute on Celery (else None)."""
+        return self.executor.broker_url if self.executor.type == "celery" else None
 
     def source_by_id(self, source_id: str) -> SourceSection:
         """The source section with id ``source_id``, or ConfigError naming the configured ones."""

@@ -12,8 +12,10 @@ fetched only when the version gate says it may have changed) and ``Scoped`` (whe
 config still selects an object id, so a changed include/exclude is not mistaken for a
 broken listing by the prune safety fraction), ``GroupListing`` (the source's groups and
 their members, for expansion at search), ``PermissionListing`` (every object's current
-ACL without its content, for ``headwater sync --permissions``) and ``Refetching`` (the
-current state of named objects, for the targeted read a hint asks for).
+ACL without its content, for ``headwater sync --permissions``), ``Refetching`` (the
+current state of named objects, for the targeted read a hint asks for) and
+``ExpectingTotal`` (how many items the running listing holds, when the API says, for an
+ETA).
 """
 
 from __future__ import annotations
@@ -96,6 +98,16 @@ class Enumerating(Protocol):
 
     def enumerate(self) -> Iterator[str]:
         """Every current object id of the source."""
+
+
+@runtime_checkable
+class ExpectingTotal(Protocol):
+    """A connector whose API says how many items a listing holds (a total count header
+    or field): the runner shows an ETA from it while the sync runs."""
+
+    def expected_total(self) -> int | None:
+        """Items the running ``read`` expects to yield in all, once the API said (None:
+        not known yet, or the API gives no total)."""
 
 
 @runtime_checkable

@@ -1,8 +1,10 @@
 """Group memberships pushed through the API, versioned like pushed documents.
 
 A pushed group's version and state live in ``pushed_groups``; its members are rows of
-``group_members`` (source = the push source), so a search expands them exactly like the
-groups a connector lists (``GroupLedger.groups_of``). The version decision and the write
+``group_members`` and its subgroups rows of ``group_nesting`` (source = the push source),
+so a search expands them exactly like the groups a connector lists, nested ones
+transitively (``GroupLedger.groups_of``). Members and subgroups are one version: a push
+replaces both. The version decision and the write
 are one transaction: the group's row is locked (``FOR UPDATE`` on PostgreSQL, SQLite's
 write lock), and two first writes of one group racing in two processes meet on the
 primary key: the loser decides again from the winner's row. An older version is
@@ -38,6 +40,7 @@ class GroupPushResult:
     members: int = 0
     current_version: int | None = None
     name: str = ""  # the group's name as the caller gave it (``group`` is the principal)
+    subgroups: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """The result as the API answers it (``PUT /v1/groups/...``)."""
@@ -48,33 +51,46 @@ class GroupPushResult:
             "version": self.version,
             "status": self.status,
             "members": self.members,
+            "groups": self.subgroups,
         }
 
 
 class PushedGroups:
-    """The ``pushed_groups`` table and the pushed groups' rows of ``group_members``."""
+    """The ``pushed_groups`` table and the pushed groups' rows of ``group_members`` and
+    ``group_nesting``."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     def put(
-        self, source_id: str, group: str, members: Sequence[str], version: int
+        self,
+        source_id: str,
+        group: str,
+        members: Sequence[str],
+        version: int,
+        subgroups: Sequence[str] = (),
     ) -> GroupPushResult:
-        """Make ``group``'s members exactly ``members`` (normalized emails) at ``version``."""
-        return self._retry(source_id, group, version, sorted(set(members)))
+        """Make ``group``'s members exactly ``members`` (normalized emails) and its
+        subgroups exactly ``subgroups`` (group principals) at ``version``."""
+        nested = sorted(set(subgroups) - {group})  # a group is always in itself
+        return self._retry(source_id, group, version, (sorted(set(members)), nested))
 
     def delete(self, source_id: str, group: str, version: int) -> GroupPushResult:
         """Delete ``group`` at ``version``: no members; older versions are refused after."""
         return self._retry(source_id, group, version, None)
 
     def _retry(
-        self, source_id: str, group: str, version: int, members: list[str] | None
+        self,
+        source_id: str,
+        group: str,
+        version: int,
+        content: tuple[list[str], list[str]] | None,
     ) -> GroupPushResult:
         last: Exception | None = None
         for _ in range(ATTEMPTS):
             try:
                 with begin_write(self.engine) as conn:
-                    return self._apply(conn, source_id, group, version, members)
+                    return self._apply(conn, source_id, group, version, content)
             except IntegrityError as exc:  # a concurrent first write of the group won
                 last = exc
         raise TransientError(
@@ -88,8 +104,9 @@ class PushedGroups:
         source_id: str,
         group: str,
         version: int,
-        members: list[str] | None,
+        content: tuple[list[str], list[str]] | None,
     ) -> GroupPushResult:
+        members, subgroups = content if content is not None else (None, [])
         pg = t.pushed_groups
         key = (pg.c.source_id == source_id) & (pg.c.group_principal == group)
         row = conn.execute(select(pg.c.version, pg.c.state).where(key).with_for_update()).first()
@@ -101,7 +118,9 @@ class PushedGroups:
             if members is None and state == DELETED:
                 return GroupPushResult(source_id, group, version, "unchanged")
             if members is not None and state == ACTIVE:
-                return GroupPushResult(source_id, group, version, "unchanged", len(members))
+                return GroupPushResult(
+                    source_id, group, version, "unchanged", len(members), subgroups=len(subgroups)
+                )
             return stale
         values = {
             "version": version,
@@ -119,7 +138,19 @@ class PushedGroups:
                 insert(gm),
                 [{"source_id": source_id, "group_principal": group, "member": m} for m in members],
             )
+        gn = t.group_nesting
+        conn.execute(delete(gn).where(gn.c.source_id == source_id, gn.c.group_principal == group))
+        if subgroups:
+            conn.execute(
+                insert(gn),
+                [
+                    {"source_id": source_id, "group_principal": group, "member_group": g}
+                    for g in subgroups
+                ],
+            )
         if members is None:
             return GroupPushResult(source_id, group, version, "deleted")
         status = "new" if row is None or state == DELETED else "changed"
-        return GroupPushResult(source_id, group, version, status, len(members))
+        return GroupPushResult(
+            source_id, group, version, status, len(members), subgroups=len(subgroups)
+        )

@@ -173,6 +173,9 @@ class RunCounts:
     deleted: int = 0
     failed: int = 0
     stale: int = 0
+    # How many items the listing expects in all, when the source's API says
+    # (``ExpectingTotal``): a forecast, not a count, so never in ``as_dict``.
+    expected: int | None = None
 
     def as_dict(self) -> dict[str, int]:
         """The counts as a JSON-ready dict."""
@@ -221,7 +224,8 @@ class RunRecord:
                 **{
                     k: m[k]
                     for k in ("seen", "new", "changed", "unchanged", "deleted", "failed", "stale")
-                }
+                },
+                expected=m.get("expected"),
             ),
             duration_s=m["duration_s"],
             error=m["error"],

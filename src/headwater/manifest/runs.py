@@ -166,9 +166,8 @@ class RunLedger:
             if lease is not None:
                 fence(conn, lease)
             if counts is not None:
-                conn.execute(
-                    update(t.runs).where(t.runs.c.run_id == run_id).values(**counts.as_dict())
-                )
+                values = counts.as_dict() | {"expected": counts.expected}
+                conn.execute(update(t.runs).where(t.runs.c.run_id == run_id).values(**values))
             conn.execute(delete(t.checkpoints).where(t.checkpoints.c.run_id == run_id))
             conn.execute(
                 insert(t.checkpoints).values(

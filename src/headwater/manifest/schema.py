@@ -68,6 +68,8 @@ runs = Table(
     Column("kind", String(10), nullable=True),
     Column("fetched", Integer, nullable=True),
     Column("phases", Text, nullable=True),  # migration 0017: seconds per phase (JSON)
+    # migration 0018: the items a running sync's listing expects, when the API says
+    Column("expected", Integer, nullable=True),
     Index("ix_runs_source_started", "source_id", "started_at"),
     Index("ix_runs_started", "started_at"),  # migration 0016: every source's runs listed
 )

@@ -6,7 +6,8 @@ row per credential, in a short write transaction that serializes the processes (
 transaction reserves a start time (``ratelimit.reserve``) and commits, and the caller
 sleeps until then outside it. A 429 blocks the row until its ``Retry-After`` for every
 process, and `status` reads who is blocked through ``rate_sources``. ``ManifestGovernor``
-is the ``ratelimit.Governor`` the runtime hands to each source's connector.
+(``ratelimit.SharedGovernor`` over this ledger) is the ``ratelimit.Governor`` the runtime
+hands to each source's connector; ``ratelimit_redis`` keeps the same budgets in Redis.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, select, update
@@ -22,16 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
-from headwater.ratelimit import Rate, Throttle, block, credential_key, rates_for, reserve
-
-
-@dataclass(frozen=True)
-class Throttled:
-    """A source whose credential is blocked: until when, and the vendor's answer."""
-
-    source_id: str
-    until: datetime
-    reason: str
+from headwater.ratelimit import Rate, SharedGovernor, Throttled, block, reserve
 
 
 def _tats(text: str) -> dict[int, float]:
@@ -39,7 +30,7 @@ def _tats(text: str) -> dict[int, float]:
 
 
 class RateLedger:
-    """The shared budgets: one row per credential key."""
+    """The shared budgets: one row per credential key (a ``ratelimit.RateStore``)."""
 
     def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
@@ -117,50 +108,6 @@ class RateLedger:
         }
 
 
-class _ManifestThrottle:
-    """One source's hold on one credential's row."""
-
-    def __init__(
-        self,
-        ledger: RateLedger,
-        key: str,
-        vendor: str,
-        override: Sequence[Rate] | None,
-        sleep: Callable[[float], None],
-    ) -> None:
-        self._ledger, self._key, self._vendor = ledger, key, vendor
-        self._override = override
-        self._rates: tuple[Rate, ...] = ()  # those of the last host asked for
-        self._sleep = sleep
-
-    def acquire(self, host: str) -> None:
-        self._rates = rates_for(self._vendor, host, self._override)
-        wait = self._ledger.reserve(self._key, self._vendor, self._rates)
-        if wait > 0:
-            self._sleep(wait)
-
-    def blocked(self, seconds: float, reason: str) -> None:
-        self._ledger.block(self._key, self._vendor, seconds, reason, self._rates)
-
-
-class ManifestGovernor:
-    """The governor of one source: its ``rate_limit`` (else the vendor's documented rate)
-    on a budget shared through the manifest with every source using the same credential."""
-
-    def __init__(
-        self,
-        ledger: RateLedger,
-        source_id: str,
-        override: Sequence[Rate] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.ledger = ledger
-        self.source_id = source_id
-        self.override = tuple(override) if override else None
-        self._sleep = sleep
-
-    def bind(self, vendor: str, secret: str) -> Throttle:
-        """The source's throttle for ``secret`` at ``vendor``."""
-        key = credential_key(secret)
-        self.ledger.register(self.source_id, key)
-        return _ManifestThrottle(self.ledger, key, vendor, self.override, self._sleep)
+ManifestGovernor = SharedGovernor
+"""The governor of one source on the manifest's budgets (``SharedGovernor`` over a
+``RateLedger``)."""

@@ -43,6 +43,7 @@ from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, hooked_version
 from headwater.runtime.controls import Controls
 from headwater.runtime.indexes import Indexes
+from headwater.runtime.rates import open_rate_store
 from headwater.runtime.sources import Sources
 from headwater.search.alias_source import AliasSource
 from headwater.search.aliases import IdentityAliases
@@ -115,9 +116,11 @@ class Runtime:
             query=identity.query,
             url=identity.url.get_secret_value() if identity.url else None,
             ttl=check_duration(identity.cache_ttl).total_seconds(),
+            file=identity.file_path(loaded.root),
         )
         self.controls = Controls()
-        self.sources = Sources(loaded, connector_types or {}, self.manifest.rates)
+        self.rate_store = open_rate_store(self.config, self.manifest)
+        self.sources = Sources(loaded, connector_types or {}, self.rate_store)
         self._sink_types = dict(sink_types or {})
         self._embedder = embedder
         self.injected_embedder = embedder is not None
@@ -263,5 +266,8 @@ class Runtime:
         self.pipelines.close()
         closer = getattr(self._embedder, "close", None)
         if callable(closer):
+            closer()
+        closer = getattr(self.rate_store, "close", None)
+        if callable(closer) and self.rate_store is not self.manifest.rates:
             closer()
         self.manifest.close()

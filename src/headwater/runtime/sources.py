@@ -14,9 +14,9 @@ from typing import Any
 
 from headwater.config import LoadedConfig, SourceSection
 from headwater.connectors import Connector, SourceContext, load_connector_class
-from headwater.manifest.throttles import ManifestGovernor, RateLedger
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import content_version
+from headwater.ratelimit import RateStore, SharedGovernor
 from headwater.sync.gates import SourceIdentity
 from headwater.sync.settings import SourceSettings
 from headwater.types import Access
@@ -29,7 +29,7 @@ class Sources:
         self,
         loaded: LoadedConfig,
         connector_types: Mapping[str, Any],
-        rates: RateLedger | None = None,
+        rates: RateStore | None = None,
     ) -> None:
         self.loaded = loaded
         self.rates = rates  # the governor's shared budgets (None: requests go ungoverned)
@@ -64,7 +64,7 @@ class Sources:
         cls = self.connector_class(section.type)
         governor = None
         if self.rates is not None:
-            governor = ManifestGovernor(self.rates, section.id, section.rates())
+            governor = SharedGovernor(self.rates, section.id, section.rates())
         context = SourceContext(
             source_id=section.id,
             state_dir=self.loaded.state_dir,

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from headwater.errors import ConfigError
@@ -152,6 +152,7 @@ class CallerPrincipals:
     synced_groups: tuple[SyncedGroup, ...]
     aliases: tuple[str, ...] = ()
     alias_error: str | None = None
+    alias_origins: Mapping[str, str] = field(default_factory=dict)  # alias -> where given
 
     @property
     def groups(self) -> list[str]:
@@ -165,10 +166,12 @@ class CallerPrincipals:
 
     def as_dict(self) -> dict[str, Any]:
         """The caller as JSON: user, given groups and synced groups with their sources
-        (and the user's aliases, where ``[identity]`` gives some)."""
+        (and the user's aliases with where each was given, where ``[identity]`` gives
+        some)."""
         shown: dict[str, Any] = {"user": self.user}
         if self.aliases:
             shown["aliases"] = list(self.aliases)
+            shown["alias_origins"] = {a: self.alias_origins.get(a, "") for a in self.aliases}
         if self.alias_error:
             shown["alias_error"] = self.alias_error
         return shown | {
@@ -209,7 +212,8 @@ def expand_principals(
     table = aliases or IdentityAliases()
     member, others = table.identities_of(normalize_identity(user, "user"))
     synced = tuple(groups_ledger.groups_of(member, *others))
-    return CallerPrincipals(member, tuple(groups), synced, others, table.error)
+    origins = {a: table.origin_of[a] for a in others if a in table.origin_of}
+    return CallerPrincipals(member, tuple(groups), synced, others, table.error, origins)
 
 
 def run_search(

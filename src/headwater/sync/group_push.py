@@ -4,9 +4,13 @@ sends through the API, versioned like pushed documents.
 A pushed group ``NAME`` of source ``SOURCE`` is the principal ``SOURCE:group:NAME``,
 namespaced by source as every connector's groups are, so a push key can never define
 the members of another source's group. Members are emails, normalized by the one
-normalization (a look-alike or padded address is refused, never folded). The version
-rules and the write are ``manifest.pushed_groups``; expansion at search reads the same
-``group_members`` rows as for listed groups.
+normalization (a look-alike or padded address is refused, never folded). A group may
+also hold other pushed groups of the same source (``subgroups``, by name): their members
+are its members, transitively, cycles included, expanded at search from the same
+``group_nesting`` edges as a listed group's subgroups, so an edge removed by the next
+push of the group hides its documents at once. The version rules and the write are
+``manifest.pushed_groups``; expansion at search reads the same ``group_members`` and
+``group_nesting`` rows as for listed groups.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from headwater.manifest.pushed_groups import GroupPushResult, PushedGroups
 from headwater.types import normalize_identity
 
 MAX_MEMBERS = 100_000
+MAX_SUBGROUPS = 10_000
 
 
 def group_principal(source_id: str, group: str) -> str:
@@ -32,17 +37,30 @@ def group_principal(source_id: str, group: str) -> str:
 
 
 def put_group(
-    ledger: PushedGroups, source_id: str, group: str, members: Sequence[str], version: int
+    ledger: PushedGroups,
+    source_id: str,
+    group: str,
+    members: Sequence[str],
+    version: int,
+    subgroups: Sequence[str] = (),
 ) -> GroupPushResult:
-    """Make the pushed group's members exactly ``members`` at ``version``."""
+    """Make the pushed group's members exactly ``members`` and its subgroups (names of
+    pushed groups of the same source) exactly ``subgroups``, at ``version``."""
     if len(members) > MAX_MEMBERS:
         raise ConfigError(
             f"group {group!r} has {len(members)} members; at most {MAX_MEMBERS} are taken "
             "in one request; split the directory into nested groups"
         )
+    if len(subgroups) > MAX_SUBGROUPS:
+        raise ConfigError(
+            f"group {group!r} has {len(subgroups)} subgroups; at most {MAX_SUBGROUPS} are "
+            "taken in one request; nest them one level deeper"
+        )
     principal = group_principal(source_id, group)
     normalized = [normalize_identity(m, "user") for m in members]
-    return replace(ledger.put(source_id, principal, normalized, version), name=group)
+    nested = [group_principal(source_id, g) for g in subgroups]
+    result = ledger.put(source_id, principal, normalized, version, nested)
+    return replace(result, name=group)
 
 
 def delete_group(ledger: PushedGroups, source_id: str, group: str, version: int) -> GroupPushResult:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.clock import iso
+from headwater.clock import as_utc, iso, utcnow
 from headwater.jsonview import JsonView
 from headwater.manifest.records import RunCounts, RunRecord
+from headwater.manifest.runs import RUNNING
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,20 @@ class PruneResult(JsonView):
         return {"source": self.source, **self.report.as_dict(), **listed}
 
 
+def eta_seconds(seen: int, expected: int, elapsed_s: float) -> float | None:
+    """Seconds left at the rate so far to reach ``expected`` items (None before the first
+    item: no rate yet; 0 once ``seen`` reached it).
+
+    >>> eta_seconds(250, 1000, 10.0)
+    30.0
+    """
+    if seen >= expected:
+        return 0.0
+    if seen <= 0 or elapsed_s <= 0:
+        return None
+    return round((expected - seen) * elapsed_s / seen, 1)
+
+
 @dataclass(frozen=True)
 class RunReport:
     """One source run as reported: its status, window, counts and prune."""
@@ -66,6 +81,8 @@ class RunReport:
     prune: dict[str, Any] | None
     resumed: bool
     fetched: int | None = None
+    expected: int | None = None  # a running sync's listing total, when the API gave one
+    eta_s: float | None = None  # from ``expected`` at the rate so far (running only)
 
     @classmethod
     def from_record(
@@ -76,7 +93,13 @@ class RunReport:
         resumed: bool = False,
         fetched: int | None = None,
     ) -> RunReport:
-        """The report of the recorded run ``record``."""
+        """The report of the recorded run ``record`` (with its ETA while it runs and its
+        source's API gave a total)."""
+        expected = record.counts.expected if record.status == RUNNING else None
+        eta = None
+        if expected is not None:
+            elapsed = (utcnow() - as_utc(record.started_at)).total_seconds()
+            eta = eta_seconds(record.counts.seen, expected, elapsed)
         return cls(
             run_id=record.run_id,
             source=record.source_id,
@@ -90,6 +113,8 @@ class RunReport:
             prune=record.prune,
             resumed=resumed or record.attempts > 1,
             fetched=fetched,
+            expected=expected,
+            eta_s=eta,
         )
 
     @property
@@ -121,6 +146,9 @@ class RunReport:
             data["error"] = self.error
         if self.fetched is not None:
             data["fetched"] = self.fetched
+        if self.expected is not None:
+            data["expected"] = self.expected
+            data["eta_s"] = self.eta_s
         if self.prune is not None and self.prune.get("status") in (
             "unsupported",
             "enumeration_failed",

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from headwater import failpoints
 from headwater.clock import as_utc, utcnow
-from headwater.connectors.base import Connector, Enumerating, LazyFetching
+from headwater.connectors.base import Connector, Enumerating, ExpectingTotal, LazyFetching
 from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
@@ -326,6 +326,8 @@ class SyncRunner:
             with self.phases.measure(COMMIT):
                 self.manifest.commit_batch(run_id, builder.commit, lease=self.lease)
             failpoints.failpoint(failpoints.AFTER_MANIFEST_COMMIT)
+        if isinstance(self.connector, ExpectingTotal):  # the listing's total, for an ETA
+            counts.expected = self.connector.expected_total()
         if checkpoint is not None:
             with self.phases.measure(COMMIT):
                 self.manifest.runs.save_checkpoint(

@@ -26,10 +26,12 @@ __all__ = ["Page", "ServicenowClient"]
 
 @dataclass(frozen=True)
 class Page:
-    """One page of rows and the ``Link`` header's rel=next (None on the last)."""
+    """One page of rows, the ``Link`` header's rel=next (None on the last) and the
+    ``X-Total-Count`` header: the rows the query matches in all (None if absent)."""
 
     rows: list[dict[str, Any]]
     next: str | None
+    total: int | None = None
 
 
 class ServicenowClient:
@@ -79,7 +81,9 @@ class ServicenowClient:
         body = body if isinstance(body, dict) else {}
         if status == 200:
             rows = body.get("result") or []
-            return Page(list(rows), response.links.get("next", {}).get("url"))
+            total = response.headers.get("X-Total-Count", "")
+            following = response.links.get("next", {}).get("url")
+            return Page(list(rows), following, int(total) if total.isdigit() else None)
         error = body.get("error") or {}
         said = f"{error.get('message', '')}: {error.get('detail', '')}".strip(": ")
         if status == 401:

@@ -102,6 +102,7 @@ class ServicenowConnector:
         )
         self._acl = ServicenowAcl(self._client, context.source_id)
         self._bases: list[str] | None = None
+        self._expected: int | None = None  # X-Total-Count of the running read's query
 
     def _kbs(self, policy: RetryPolicy | None = None) -> list[str]:
         """The sys_ids of the configured knowledge bases; ConfigError naming unknown ones."""
@@ -156,6 +157,7 @@ class ServicenowConnector:
             page = self._client.page(
                 "kb_knowledge", params | {"sysparm_limit": str(self.options.page_size)}
             )
+        self._expected = page.total
         while True:
             for row in page.rows:
                 updated = str(row.get("sys_updated_on") or "")
@@ -171,6 +173,10 @@ class ServicenowConnector:
         if before is not None and (newest is None or before > newest):
             newest = before
         return Checkpoint(json.dumps({"newest": newest}))
+
+    def expected_total(self) -> int | None:
+        """The articles the running read's query matches (its ``X-Total-Count``)."""
+        return self._expected
 
     def _item(self, row: dict[str, Any]) -> SourceItem:
         sid = str(row["sys_id"])
