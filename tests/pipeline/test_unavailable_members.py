@@ -65,7 +65,7 @@ def encrypted_zip(files: dict[str, bytes], secret: dict[str, bytes]) -> bytes:
             archive.writestr(name, data)
     body = buffer.getvalue()
     end = body.rindex(b"PK\x05\x06")
-    count, size, start = struct.unpack("<HII", body[end + 10 : end + 20])
+    count, _size, start = struct.unpack("<HII", body[end + 10 : end + 20])
     local, central = body[:start], body[start:end]
     for name, data in secret.items():
         crc = zlib.crc32(data)
@@ -158,7 +158,7 @@ def test_unread_members_are_metadata_only_documents_until_they_read(
     }
     whole = {"team.mbox!/": ("fetch", "too_large")}  # the mailbox file is over the cap
     with Workspace.open(config) as ws:
-        (run,) = ws.sync().runs
+        ws.sync()
         failures = {f.object_id: (f.stage, f.error_class) for f in ws.failures()}
         assert failures == unread | whole
         for object_id, (_, error_class) in unread.items():
