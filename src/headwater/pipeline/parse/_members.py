@@ -12,6 +12,8 @@ container past a whole-container limit, or one that cannot be read, raises ``Ite
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import email.utils
 import hashlib
 import io
@@ -31,6 +33,7 @@ from headwater.pipeline.parse._zip import ZipLimits, check_declared, inflate, to
 SEPARATOR = "!/"
 """Between a container's name and its member's path in a member's object id."""
 
+_HEADERS = email.parser.BytesHeaderParser(policy=email.policy.compat32)
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
 
@@ -219,8 +222,8 @@ def _mbox(content: bytes, name: str, limits: ContainerLimits) -> Iterator[Member
                 count += 1
                 if count > limits.zip.max_entries:
                     raise too_large("mbox", f"holds more than {limits.zip.max_entries:,} messages")
-                data = box.get_bytes(key)
-                raw_id = box.get_message(key).get("Message-ID") or ""
+                data = box.get_bytes(key)  # not get_message: it decodes the From line
+                raw_id = _HEADERS.parsebytes(data).get("Message-ID") or ""
                 path = _message_path(raw_id, data)
                 seen[path] = seen.get(path, 0) + 1
                 if seen[path] > 1:
