@@ -291,3 +291,21 @@ def test_no_metadata_stand_in_for_an_unchunkable_text_when_turned_off(tmp_path: 
         ws.sync()
         assert [f.stage for f in ws.failures()] == ["chunk"]
         assert ws.search("changelog-giant", groups=["staff"], mode="keyword", k=1) == []
+
+
+def test_the_hooks_run_on_the_metadata_that_stands_in(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "notes-grace.hopper@example.org.txt").write_text("tide tables. " * 200)
+    config = write_config(
+        tmp_path,
+        manifest_url=None,
+        sources=filesystem_source(corpus),
+        extra='[chunker]\nmax_document_chars = 1000\n[[hooks]]\nname = "redact"\nkinds = ["email"]\n',
+    )
+    with Workspace.open(config) as ws:
+        ws.sync()
+        assert [f.stage for f in ws.failures()] == ["chunk"]
+        (hit,) = ws.search("content unavailable", groups=["staff"], mode="keyword", k=1)
+        assert "Content unavailable (too_large: " in hit["chunk"]
+        assert "[REDACTED:email]" in hit["chunk"] and "grace.hopper" not in hit["chunk"]

@@ -207,6 +207,12 @@ class Preparer:
             metadata=found.metadata,
         )
         try:
+            hooks = self.hooks(doc.source_id)
+            if hooks:  # a redaction applies to its title and metadata too
+                outcome = hooks.run(document)
+                if isinstance(outcome, Drop):
+                    return False
+                document = outcome
             chunked[doc.document_id] = self._chunk(doc, document)
         except Exception:  # its metadata cannot be chunked either: a failure only
             log.debug("chunking %s's metadata failed", doc.document_id, exc_info=True)
