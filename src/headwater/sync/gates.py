@@ -180,40 +180,6 @@ class BatchBuilder:
         )
         self.counts.deleted += 1
 
-    def tombstone_unheld(self, object_id: str, locator: str, sequence: int) -> None:
-        """A delete at ``sequence`` of an object the manifest never held: a deleted row and
-        its tombstone, so a create older than the delete arriving late is stale (invariant
-        5); the tombstone completes at the next drain and is purged like any other."""
-        doc_id = self.source.document_id(object_id)
-        self.commit.writes.append(
-            DocumentWrite(
-                document_id=doc_id,
-                source_id=self.source.source_id,
-                object_id=object_id,
-                locator=locator,
-                title=object_id,
-                media_type=None,
-                source_version=str(sequence),
-                checksum=None,
-                signature=None,
-                pipeline_version=self.source.pipeline_version,
-                revision=1,
-                sequence=sequence,
-                state=DELETED,
-                acl=(),
-                metadata={},
-                last_seen_run=self.run_id,
-                is_new=True,
-                checked=True,
-            )
-        )
-        self.commit.tombstones.append(
-            TombstoneWrite(
-                doc_id, self.source.source_id, object_id, 1, sequence, "deleted_in_source"
-            )
-        )
-        self.counts.deleted += 1
-
     def add_document(self, doc: SourceDocument) -> Outcome:
         """Pass one document through both gates and add what they decide to the batch."""
         self.counts.seen += 1
