@@ -311,6 +311,9 @@ class Failure:
     message: str
     permanent: bool = False
     prefix: bool = False
+    document: SourceDocument | None = None
+    """The object as far as it is known without its content (a container's member past
+    its cap): the sync indexes it as a metadata-only document (``sync.unavailable``)."""
 
     def covers(self, object_id: str) -> bool:
         """Whether this failure makes ``object_id`` count as present."""

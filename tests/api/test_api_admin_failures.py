@@ -1,6 +1,6 @@
 """Failures by cause on the admin page and in the API, against a real ``headwater serve``.
 
-The corpus gets files no parser reads (``.nginx`` text, a ``.gif``) next to the broken
+The corpus gets files no parser reads (``.nginx`` text in Latin-1, a ``.gif``) next to the broken
 PDF; after a sync, ``/admin/failures`` shows each group with its fix, and its bulk
 actions (CSRF-protected, session only) drop or redrive exactly that group's entries.
 The last test does the same in headless Chromium.
@@ -28,7 +28,9 @@ def synced(server: Server) -> Server:
     corpus = server.config.parent / "corpus"
     (corpus / "etc").mkdir()
     for n in range(3):
-        (corpus / "etc" / f"site-{n}.nginx").write_text(f"server_name host{n}.acme.test;\n")
+        (corpus / "etc" / f"site-{n}.nginx").write_bytes(  # Latin-1: only its name says text
+            f"server_name host{n}.acme.test; # Müller\n".encode("latin-1")
+        )
     (corpus / "logo.gif").write_bytes(b"GIF89a\x01\x00\x01\x00\x80\x00\x00" + bytes(40))
     with server.client() as c:
         job = c.post("/v1/sources/docs/sync").json()

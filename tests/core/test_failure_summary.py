@@ -211,7 +211,10 @@ def test_cli_summary_prints_groups_and_each_fix_line_fixes_its_group(
 ) -> None:
     for n in range(4):
         (corpus / "etc" / f"site-{n}.nginx").parent.mkdir(exist_ok=True)
-        (corpus / "etc" / f"site-{n}.nginx").write_text(f"server_name host{n}.acme.test;\n")
+        # Latin-1, not UTF-8: its bytes do not say text, so the extension must
+        (corpus / "etc" / f"site-{n}.nginx").write_bytes(
+            f"server_name host{n}.acme.test; # Müller\n".encode("latin-1")
+        )
     for n in range(2):
         (corpus / f"logo-{n}.gif").write_bytes(b"GIF89a\x01\x00\x01\x00\x80\x00\x00" + bytes(40))
     (corpus / "huge.txt").write_text("word " * 400)  # 2000 bytes

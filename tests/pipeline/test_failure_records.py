@@ -40,8 +40,9 @@ def test_bombs_binaries_and_huge_texts_are_dead_lettered_and_the_rest_indexed(
         (run,) = result.runs
         assert run.status == "completed_with_errors"
         assert run.counts.failed == 2  # the sync's own failures: bomb and binary
-        # huge.txt fails to chunk; good.md and bomb.docx's metadata-only document are indexed
-        assert result.index.failed == 1 and result.index.replaced == 2
+        # huge.txt fails to chunk and is indexed by its metadata instead; good.md and
+        # bomb.docx's metadata-only document are indexed
+        assert result.index.failed == 1 and result.index.replaced == 3
         failures = {f.object_id: f for f in ws.failures()}
         assert set(failures) == {"bomb.docx", "diagram.md", "huge.txt"}
         assert all(f.permanent and f.status == "dead" for f in failures.values())

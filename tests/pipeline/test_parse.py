@@ -187,7 +187,7 @@ def test_a_file_without_an_extension_is_read_as_plain_text(media_type: str | Non
     with pytest.raises(ItemError, match="is not a supported format"):
         parse(b"\x89PNG", name="logo", media_type="image/png")
     with pytest.raises(ItemError, match="is not a supported format"):
-        parse(b"plain words", name="notes.wpd", media_type=None)  # an unknown extension
+        parse(b"\xffWPC\x10\x00\x00\x00", name="notes.wpd", media_type=None)  # binary
     with pytest.raises(ItemError, match="is not a supported format"):
         parse(b"*.pyc", name="src/.gitignore", media_type=None)  # a hidden file
 

@@ -259,11 +259,11 @@ def test_eml_headers_are_metadata_and_text_and_attachments_are_named_and_read() 
 
 def test_parse_options_name_more_text_and_media_types() -> None:
     options = ParseOptions(text_extensions=frozenset({".site"}), media_types={".tpl": "text/html"})
+    latin = "listen 80; # Grüße".encode("latin-1")  # not UTF-8: its bytes do not say text
     with pytest.raises(ItemError, match=r"\[parse\] text_extensions"):
-        parse(b"listen 80;", name="nginx.site", media_type=None)
-    assert (
-        parse(b"listen 80;", name="nginx.site", media_type=None, options=options).parser == "text"
-    )
+        parse(latin, name="nginx.site", media_type=None)
+    named = parse(latin, name="nginx.site", media_type=None, options=options)
+    assert (named.parser, named.text) == ("text", "listen 80; # Grüße")
     page = b"<html><head><title>Tpl</title></head><body><p>Hello.</p></body></html>"
     assert parse(page, name="base.tpl", media_type=None, options=options).title == "Tpl"
     assert parser_for("site.site.gz", None, options) == "compressed"
@@ -293,7 +293,7 @@ def test_documentation_names_with_a_meaningless_suffix_are_text() -> None:
             == "text"
         )
     with pytest.raises(ItemError, match="not a supported format"):
-        parse(b"data", name="report.Debian", media_type=None)
+        parse(b"%!PS-Adobe-3.0\n", name="report.Debian", media_type=None)  # no prose
 
 
 def test_every_new_parser_has_a_version() -> None:

@@ -34,6 +34,8 @@ COMMON_SOURCE_KEYS = {
     "prune_max_fraction",
     "batch_size",
     "parse",
+    "hooks",
+    "workspace_hooks",
     "rules",
     "watch",
     "webhook_secret",

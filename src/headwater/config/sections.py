@@ -235,6 +235,10 @@ class SourceSection(BaseModel):
     prune_max_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1, le=10_000)
     parse: ParseSection | None = None  # laid over the workspace's [parse]
+    # [[source.hooks]]: this source's ingestion hooks, run after the workspace's
+    # [[hooks]], or instead of them with workspace_hooks = false (docs/hooks.md)
+    hooks: list[HookSection] = []
+    workspace_hooks: bool = True
     # [[source.rules]]: ordered include/exclude rules, first match wins (sync.rules)
     rules: list[dict[str, Any]] = []
 

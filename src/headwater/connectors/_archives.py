@@ -4,7 +4,8 @@ A connector that finds a container file hands its bytes here and yields what com
 back instead of one document: a ``SourceDocument`` per member, with the object id
 ``<file's id>!/<member path>`` and the member's bytes inline (the version hint is a hash
 of them, so an unchanged member is skipped by the hint), and a ``Failure`` per member
-that is not read. A container that cannot be opened, or is past a whole-container
+that is not read (carrying what is known of the member, so the sync indexes it as a
+metadata-only document). A container that cannot be opened, or is past a whole-container
 limit, is one failure whose id, ``<file's id>!/``, is a prefix: every member the
 manifest holds from before counts as present, so a damaged archive deletes nothing.
 Members that leave the container are deleted by the source's usual prune.
@@ -41,12 +42,15 @@ def container_items(
     updated_at: datetime | None,
     metadata: Mapping[str, MetadataValue],
     limits: ContainerLimits | None = None,
+    container: SourceDocument | None = None,
 ) -> Iterator[SourceDocument | Failure]:
-    """The members of the container file ``object_id`` as documents and failures."""
+    """The members of the container file ``object_id`` as documents and failures; a
+    failure of the whole carries ``container`` (the file as listed) for its stand-in."""
     try:
         for found in members(content, object_id, limits):
             member_id = f"{object_id}{SEPARATOR}{found.path}"
             where = f"{locator}{SEPARATOR}{found.path}"
+            known = {**metadata, "path": member_id, "container": object_id}
             if isinstance(found, MemberFailure):
                 yield Failure(
                     object_id=member_id,
@@ -55,6 +59,16 @@ def container_items(
                     error_class=found.error.error_class,
                     message=str(found.error),
                     permanent=True,
+                    # what is known of it: indexed by its name, flagged "unavailable"
+                    document=SourceDocument(
+                        object_id=member_id,
+                        locator=where,
+                        title="",
+                        version=f"unread:{found.size}",
+                        updated_at=updated_at,
+                        metadata=known,
+                        size=found.size,
+                    ),
                 )
                 continue
             yield SourceDocument(
@@ -65,14 +79,17 @@ def container_items(
                 content=found.content,
                 media_type=found.media_type,
                 updated_at=updated_at,
-                metadata={**metadata, "path": member_id, "container": object_id},
+                metadata=known,
             )
     except ItemError as exc:
-        yield whole_failure(object_id, locator, exc)
+        yield whole_failure(object_id, locator, exc, container)
 
 
-def whole_failure(object_id: str, locator: str, exc: ItemError) -> Failure:
-    """The failure of a container read as a whole: a prefix over its members."""
+def whole_failure(
+    object_id: str, locator: str, exc: ItemError, container: SourceDocument | None = None
+) -> Failure:
+    """The failure of a container read as a whole: a prefix over its members, and the
+    container file (when given) as a metadata-only document findable by its name."""
     return Failure(
         object_id=f"{object_id}{SEPARATOR}",
         locator=locator,
@@ -84,6 +101,7 @@ def whole_failure(object_id: str, locator: str, exc: ItemError) -> Failure:
         ),
         permanent=exc.permanent,
         prefix=True,
+        document=container,
     )
 
 

@@ -30,7 +30,7 @@ from headwater.manifest.generations import Generation
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
-from headwater.pipeline.hooks import HookChain
+from headwater.pipeline.hooks import HookSet
 from headwater.pipeline.version import chunking_version, index_version
 from headwater.sinks.base import Sink, SinkContext
 
@@ -129,7 +129,9 @@ class CurrentModel:
     embedder: Callable[[], Embedder]
     chunker: ChunkerSettings
     content_version: str  # with the hooks (``pipeline.version.hooked_version``)
-    hooks: HookChain = field(default_factory=HookChain)
+    hooks: HookSet = field(default_factory=HookSet)
+    # whether a source's documents whose chunking fails are indexed by their metadata
+    stand_in: Callable[[str], bool] = lambda _source: True
 
 
 class Pipelines:
@@ -242,6 +244,7 @@ class Pipelines:
                     should_stop=should_stop,
                     progress=progress,
                     hooks=self.current.hooks,
+                    stand_in=self.current.stand_in,
                 )
             )
         return GenerationIndexer(indexers, tombstone_keys)

@@ -6,7 +6,10 @@ chunks exist before any old chunk is touched, invariant 6), then per sink replac
 delete or update the ACL, and only after the sink confirmed record its applied revision
 (invariant 4). An ACL-only change re-embeds nothing, unless the sink answers ABSENT (it
 lost the document): then the document is written in full from the content store. One
-document's failure is a failure record; the rest of its batch is indexed.
+document's failure is a failure record; the rest of its batch is indexed. A document
+indexed by its metadata because its chunking failed (``indexer.prepare``) is recorded at
+``STOOD_IN``'s version: its failure stays open, and once it is redriven the document is
+pending again.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from headwater.manifest.records import ACTIVE, DocumentRecord, FailureWrite
 from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
-from headwater.pipeline.hooks import HookChain
+from headwater.pipeline.hooks import HookSet
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.sinks.base import Sink, WriteOutcome
 from headwater.types import EmbeddedChunk, IndexDocument
@@ -39,6 +42,10 @@ from headwater.types import EmbeddedChunk, IndexDocument
 log = logging.getLogger(__name__)
 
 INDEX_STAGES = ("chunk", "embed")
+STOOD_IN = "+unavailable"
+"""Appended to the index version recorded for a document indexed by its metadata only:
+it never equals an index version, so the document is pending while its failure, dead,
+blocks it, and is chunked again once the failure is redriven."""
 
 
 @dataclass
@@ -67,10 +74,13 @@ class Indexer:
         retry: RetryPolicy | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         progress: Callable[[IndexProgress], None] | None = None,
-        hooks: HookChain | None = None,
+        hooks: HookSet | None = None,
+        stand_in: Callable[[str], bool] = lambda _source: True,
     ) -> None:
-        self.hooks = hooks or HookChain()
+        self.hooks = hooks or HookSet()
+        self.stand_in = stand_in  # whether a source's unchunkable documents stand in
         self.excluded: set[str] = set()  # dropped by a hook in the last prepared batch
+        self.stood_in: set[str] = set()  # indexed by their metadata in the last batch
         self.manifest = manifest
         self.content_store = content_store
         self.targets = list(targets)
@@ -189,6 +199,7 @@ class Indexer:
         """Prepare and apply one batch; ``at`` (documents done, total) is where the
         drain's progress stands, reported again as the batch's chunks are embedded."""
         by_name = {t.name: t for t in self.targets}
+        self.excluded, self.stood_in = set(), set()
         need_vectors = any(
             by_name[name].sink.capabilities.vector
             and self._needs_content(records[d], pw, by_name[name])
@@ -217,7 +228,8 @@ class Indexer:
             if target is not self.targets[-1] and applied:
                 failpoints.failpoint(failpoints.BETWEEN_SINKS)
         done = [d for d in to_prepare if d not in failed]
-        self.manifest.failures.resolve(done, INDEX_STAGES)
+        # a document indexed by its metadata keeps its chunk failure open
+        self.manifest.failures.resolve([d for d in done if d not in self.stood_in], INDEX_STAGES)
         # a hook's exclusion stays recorded while the hook drops the document
         self.manifest.failures.resolve([d for d in done if d not in self.excluded], ("hook",))
         failpoints.failpoint(failpoints.AFTER_INDEX_BATCH)
@@ -246,9 +258,11 @@ class Indexer:
             should_stop=self.should_stop,
             embedded=embedded if progress is not None else None,
             hooks=self.hooks,
+            stand_in=self.stand_in,
         )
         prepared, failed = preparer.prepare(docs, need_vectors, report)
-        self.excluded = preparer.excluded
+        self.excluded |= preparer.excluded  # emptied per batch (_apply_batch)
+        self.stood_in |= preparer.stood_in
         return prepared, failed
 
     def _apply_one(
@@ -316,9 +330,8 @@ class Indexer:
                     f"manifest ({record.revision}), e.g. a manifest restored from a backup; run "
                     f"`headwater reconcile --sink {target.name} --repair`",
                 )
-            return Applied(
-                record.document_id, record.revision, record.signature, target.version, chunks
-            )
+            version = target.version + (STOOD_IN if record.document_id in self.stood_in else "")
+            return Applied(record.document_id, record.revision, record.signature, version, chunks)
         except (ItemError, TransientError) as exc:
             self._fail(record, stage, exc, report)
         except Exception as exc:  # a sink's own error for one document: record and go on

@@ -4,7 +4,10 @@ One document's failure (a chunker or embedder error on its text, its content gon
 failure record for that document only; the rest of the batch is prepared. An embedding
 batch that raises is embedded again document by document to find whose text it was; a
 transient embedder failure fails every document of the batch, for the next drain to retry.
-Content gone because a newer revision superseded the document is no failure.
+Content gone because a newer revision superseded the document is no failure. A document
+whose chunking fails is, when its source wants metadata-only documents, indexed by its
+metadata in place of its text (``pipeline.unavailable``): still findable by its name,
+its failure record open (``stood_in``).
 
 The texts of a batch are embedded in slices of ``EMBED_SLICE``: after each slice the
 progress callback hears how many chunks are embedded (a batch of long documents took
@@ -33,6 +36,7 @@ from headwater.pipeline.chunk import ChunkerSettings, chunk_document
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.each import embed_each
 from headwater.pipeline.hooks import Drop, HookChain, HookDocument, split_sections
+from headwater.pipeline.unavailable import unavailable
 from headwater.retry import RetryPolicy, call_with_retry
 from headwater.types import Chunk, EmbeddedChunk, MetadataValue
 
@@ -67,10 +71,13 @@ class Preparer:
         superseded: Callable[[DocumentRecord], bool],
         should_stop: Callable[[], bool] = lambda: False,
         embedded: Callable[[int], None] | None = None,
-        hooks: HookChain | None = None,
+        hooks: Callable[[str], HookChain] | None = None,
+        stand_in: Callable[[str], bool] = lambda _source: True,
     ) -> None:
-        self.hooks = hooks or HookChain()
+        self.hooks = hooks or (lambda _source: HookChain())
+        self._stand_in = stand_in  # whether a source's unchunkable documents stand in
         self.excluded: set[str] = set()  # documents a hook dropped
+        self.stood_in: set[str] = set()  # indexed by their metadata: chunking failed
         self.content_store = content_store
         self._embedder = embedder
         self.pipeline_version = pipeline_version
@@ -109,25 +116,20 @@ class Preparer:
                 if hooked is None:  # dropped: it leaves every index (no chunks)
                     prepared[doc.document_id] = Prepared()
                     continue
-                text, framing[doc.document_id] = hooked.text, hooked
-                chunked[doc.document_id] = chunk_document(
-                    document_id=doc.document_id,
-                    pipeline_version=self.pipeline_version,
-                    text=text,
-                    title=hooked.title,
-                    metadata=hooked.metadata,
-                    counter=self.embedder,
-                    settings=self.chunker,
-                )
+                framing[doc.document_id] = hooked
+                chunked[doc.document_id] = self._chunk(doc, hooked)
             except ItemError as exc:
-                self._fail(doc, "hook" if exc.error_class == "hook_error" else "chunk", exc, report)
-                failed.add(doc.document_id)
+                hook_failed = exc.error_class == "hook_error"
+                self._fail(doc, "hook" if hook_failed else "chunk", exc, report)
+                if hook_failed or not self._stood_in(doc, exc, chunked, framing):
+                    failed.add(doc.document_id)
             except HeadwaterError:  # fatal or a config error: not this document's
                 raise
             except Exception as exc:  # a tokenizer choking on this text
                 log.debug("chunking %s failed", doc.document_id, exc_info=True)
                 self._fail(doc, "chunk", exc, report)
-                failed.add(doc.document_id)
+                if not self._stood_in(doc, exc, chunked, framing):
+                    failed.add(doc.document_id)
         texts = [c.embed_text for chunks in chunked.values() for c in chunks]
         vectors: list[list[float] | ItemError | None] = [None] * len(texts)
         if need_vectors and texts:
@@ -156,7 +158,8 @@ class Preparer:
                 self._fail(doc, "embed", error, report)
                 failed.add(doc.document_id)
                 continue
-            hooked = framing[doc.document_id] if self.hooks else None
+            framed = self.hooks(doc.source_id) or doc.document_id in self.stood_in
+            hooked = framing[doc.document_id] if framed else None
             prepared[doc.document_id] = Prepared(
                 [EmbeddedChunk(chunk=c, vector=v) for c, v in zip(chunks, mine, strict=True)],  # type: ignore[arg-type]
                 title=hooked.title if hooked else None,
@@ -164,6 +167,59 @@ class Preparer:
             )
             report.chunks += len(chunks)
         return prepared, failed
+
+    def _chunk(self, doc: DocumentRecord, hooked: HookDocument) -> list[Chunk]:
+        return chunk_document(
+            document_id=doc.document_id,
+            pipeline_version=self.pipeline_version,
+            text=hooked.text,
+            title=hooked.title,
+            metadata=hooked.metadata,
+            counter=self.embedder,
+            settings=self.chunker,
+        )
+
+    def _stood_in(
+        self,
+        doc: DocumentRecord,
+        exc: BaseException,
+        chunked: dict[str, list[Chunk]],
+        framing: dict[str, HookDocument],
+    ) -> bool:
+        """Chunk the metadata-only document of ``doc``, whose chunking failed with
+        ``exc``, in its place when its source wants one; whether it did."""
+        if not self._stand_in(doc.source_id):
+            return False
+        reason = f"{getattr(exc, 'error_class', type(exc).__name__)}: {exc}"
+        found = unavailable(
+            str(doc.metadata.get("path") or doc.object_id),
+            title=doc.title,
+            media_type=doc.media_type,
+            reason=reason,
+            metadata=doc.metadata,
+        )
+        document = HookDocument(
+            document_id=doc.document_id,
+            source=doc.source_id,
+            object_id=doc.object_id,
+            title=found.title,
+            sections=(found.text,),
+            metadata=found.metadata,
+        )
+        try:
+            hooks = self.hooks(doc.source_id)
+            if hooks:  # a redaction applies to its title and metadata too
+                outcome = hooks.run(document)
+                if isinstance(outcome, Drop):
+                    return False
+                document = outcome
+            chunked[doc.document_id] = self._chunk(doc, document)
+        except Exception:  # its metadata cannot be chunked either: a failure only
+            log.debug("chunking %s's metadata failed", doc.document_id, exc_info=True)
+            return False
+        framing[doc.document_id] = document
+        self.stood_in.add(doc.document_id)
+        return True
 
     def _embed_in_slices(self, texts: list[str]) -> list[list[float] | ItemError]:
         """``texts`` embedded ``EMBED_SLICE`` at a time; ``Cancelled`` between slices
@@ -184,17 +240,18 @@ class Preparer:
     def _hooked(self, doc: DocumentRecord, text: str, report: IndexReport) -> HookDocument | None:
         """The document after the hooks (itself without any); None when one dropped it,
         which is recorded as a permanent ``excluded`` failure at stage ``hook``."""
+        hooks = self.hooks(doc.source_id)
         document = HookDocument(
             document_id=doc.document_id,
             source=doc.source_id,
             object_id=doc.object_id,
             title=doc.title,
-            sections=split_sections(text) if self.hooks else (text,),
+            sections=split_sections(text) if hooks else (text,),
             metadata=doc.metadata,
         )
-        if not self.hooks:
+        if not hooks:
             return document
-        outcome = self.hooks.run(document)
+        outcome = hooks.run(document)
         if isinstance(outcome, Drop):
             self.excluded.add(doc.document_id)
             excluded = ItemError("excluded", f"excluded by {outcome.reason}")

@@ -40,12 +40,12 @@ def content_version(
     return _short_hash(payload)
 
 
-def hooked_version(content: str, hooks: Sequence[object]) -> str:
-    """The content version with the ingestion hooks (``HookChain.describe()``) that run on
+def hooked_version(content: str, hooks: Sequence[object] | Mapping[str, object]) -> str:
+    """The content version with the ingestion hooks (``HookSet.describe()``) that run on
     stored content before chunking: it enters ``chunking_version`` in its place, so a
     changed hook re-chunks from the content store and never re-reads a source. Without
     hooks it is ``content`` itself (no version changes for a workspace without any)."""
-    return _short_hash([content, list(hooks)]) if hooks else content
+    return _short_hash([content, hooks]) if hooks else content
 
 
 def chunking_version(

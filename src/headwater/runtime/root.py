@@ -12,7 +12,7 @@ the scheduler and the ``Workspace`` facade take it and use its parts. Nothing he
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from headwater.manifest.store import Manifest
 from headwater.pipeline.chunk import CHUNKER_VERSION, ChunkerSettings
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.registry import EmbedderSpec, cached_embedder, describe_embedder
-from headwater.pipeline.hooks import load_hooks
+from headwater.pipeline.hooks import HookChain, HookSet, load_hooks
 from headwater.pipeline.parse import PARSER_VERSIONS
 from headwater.pipeline.version import chunking_version, content_version, hooked_version
 from headwater.runtime.controls import Controls
@@ -151,14 +151,16 @@ class Runtime:
             "max_tokens": self.max_tokens,
         }
         # Hooks, chunker and embedder: re-chunk and re-embed stored content, never re-read.
-        hooks = load_hooks([(h.name, h.options()) for h in self.config.hooks])
+        hooks = self._hooks()
         hooked = hooked_version(self.content_version, hooks.describe())
         self.chunking_version = chunking_version(
             hooked, CHUNKER_VERSION, {"max_tokens": self.chunker.max_tokens}, model
         )
         self.pipelines = Pipelines(
             self.manifest,
-            CurrentModel(model, lambda: self.embedder, self.chunker, hooked, hooks),
+            CurrentModel(
+                model, lambda: self.embedder, self.chunker, hooked, hooks, self._stand_in()
+            ),
             recorded_embedder=self.recorded_embedder,
             sink_class=self.sink_class,
             configured_sink=self._configured_sink,
@@ -176,6 +178,28 @@ class Runtime:
             loaded_embedders=lambda: [] if self._embedder is None else [self._embedder],
         )
         self.indexes.ensure_live()
+
+    def _stand_in(self) -> Callable[[str], bool]:
+        """Whether a source's documents whose chunking fails are indexed by their metadata
+        (``[parse] metadata_only_on_failure``, a source's own first)."""
+        parse = self.config.parse
+        wanted = {s.id: parse.options(s.parse).metadata_only_on_failure for s in self.config.source}
+        default = parse.options().metadata_only_on_failure
+        return lambda source_id: wanted.get(source_id, default)
+
+    def _hooks(self) -> HookSet:
+        """The workspace's ``[[hooks]]`` and the chain of each source with its own
+        ``[[source.hooks]]`` (or ``workspace_hooks = false``); ConfigError names the entry."""
+        workspace = load_hooks([(h.name, h.options()) for h in self.config.hooks])
+        sources: dict[str, HookChain] = {}
+        for section in self.config.source:
+            if not section.hooks and section.workspace_hooks:
+                continue  # the workspace's chain
+            where = f"[[source.hooks]] of source {section.id!r}"
+            own = load_hooks([(h.name, h.options()) for h in section.hooks], where)
+            inherited = workspace.hooks if section.workspace_hooks else ()
+            sources[section.id] = HookChain((*inherited, *own.hooks))
+        return HookSet(workspace, sources)
 
     def _events(self) -> EventPublisher | None:
         """The ``[events]`` publisher (None: no events, and the outbox stays off)."""

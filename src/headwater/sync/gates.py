@@ -119,10 +119,19 @@ class BatchBuilder:
             self.commit.seen.append(record.document_id)
 
     def add_failure(self, failure: Failure) -> Outcome:
-        """Record a connector's failure item: a failure record, its object kept as present."""
+        """Record a connector's failure item: a failure record, its object kept as present,
+        and a metadata-only document when it says what the object is (``document``)."""
         self.counts.seen += 1
         if failure.prefix:  # an unreadable folder: everything known under it is present
             self.commit.seen_prefixes.append((self.source.source_id, failure.object_id))
+        if (doc := failure.document) is not None:  # a member, or a container read whole
+            error = ItemError(failure.error_class, failure.message, permanent=failure.permanent)
+            access = doc.access if doc.access is not None else self.source.default_access
+            record = self.existing.get(doc.object_id)
+            try:
+                self._stand_in(doc, record, tuple(access.principals()), error, doc.size)
+            except ConfigError as exc:
+                return self._refuse_access(doc, record, exc)
         return self._fail(
             failure, failure.stage, failure.error_class, failure.message, failure.permanent
         )
@@ -167,40 +176,6 @@ class BatchBuilder:
                 sequence=sequence,
                 reason=reason,
                 expect=RowVersion.of(record),
-            )
-        )
-        self.counts.deleted += 1
-
-    def tombstone_unheld(self, object_id: str, locator: str, sequence: int) -> None:
-        """A delete at ``sequence`` of an object the manifest never held: a deleted row and
-        its tombstone, so a create older than the delete arriving late is stale (invariant
-        5); the tombstone completes at the next drain and is purged like any other."""
-        doc_id = self.source.document_id(object_id)
-        self.commit.writes.append(
-            DocumentWrite(
-                document_id=doc_id,
-                source_id=self.source.source_id,
-                object_id=object_id,
-                locator=locator,
-                title=object_id,
-                media_type=None,
-                source_version=str(sequence),
-                checksum=None,
-                signature=None,
-                pipeline_version=self.source.pipeline_version,
-                revision=1,
-                sequence=sequence,
-                state=DELETED,
-                acl=(),
-                metadata={},
-                last_seen_run=self.run_id,
-                is_new=True,
-                checked=True,
-            )
-        )
-        self.commit.tombstones.append(
-            TombstoneWrite(
-                doc_id, self.source.source_id, object_id, 1, sequence, "deleted_in_source"
             )
         )
         self.counts.deleted += 1
@@ -318,6 +293,20 @@ class BatchBuilder:
     ) -> Outcome:
         """A failure record, and a metadata-only document standing for the file when its
         content is unavailable (``sync.unavailable``) and the source wants one."""
+        self._stand_in(doc, record, acl, exc, size)
+        return self._fail(
+            doc, stage, exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
+        )
+
+    def _stand_in(
+        self,
+        doc: SourceDocument,
+        record: DocumentRecord | None,
+        acl: tuple[str, ...],
+        exc: ItemError,
+        size: int | None,
+    ) -> None:
+        """Write the metadata-only document of ``doc`` unless it is held as it is."""
         if (
             exc.error_class in UNAVAILABLE_CLASSES
             and self.source.parse_options.metadata_only_on_failure
@@ -337,9 +326,7 @@ class BatchBuilder:
                 self.commit.writes.append(self._row(doc, record, *row, revision, record is None))
                 if record is not None and record.state == DELETED:
                     self.commit.cleared_tombstones.append(record.document_id)
-        return self._fail(
-            doc, stage, exc.error_class, str(exc), exc.permanent, doc.version, doc.fetch_ref
-        )
+        self._mark_seen(doc.object_id)
 
     def _refuse_access(
         self, doc: SourceDocument, record: DocumentRecord | None, exc: ConfigError

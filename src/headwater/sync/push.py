@@ -27,7 +27,7 @@ from typing import Any
 
 from headwater.errors import TransientError
 from headwater.manifest.content import ContentStore
-from headwater.manifest.records import ACTIVE, RunCounts
+from headwater.manifest.records import ACTIVE, DELETED, DocumentWrite, RunCounts, TombstoneWrite
 from headwater.manifest.store import Manifest
 from headwater.sync.gates import BatchBuilder, Outcome, SourceIdentity
 from headwater.types import Deleted, SourceDocument
@@ -177,7 +177,7 @@ def _decide(
                     result.error = _failure_message(builder, failures_before, op)
         elif record is None:
             # Never held: a tombstone at this version, so its create arriving late is stale.
-            builder.tombstone_unheld(op.object_id, _locator(source, op), op.version)
+            tombstone_unheld(builder, op.object_id, _locator(source, op), op.version)
             result.status = "deleted"
         elif not active and (current is None or op.version > current):
             # Deleted already, at an older version: the tombstone moves up to this one, so
@@ -214,3 +214,37 @@ def _failure_message(builder: BatchBuilder, before: int, op: PushOp) -> str:
     if len(builder.commit.failures) > before:
         return builder.commit.failures[-1].message
     return dead_letter_message(op.version)
+
+
+def tombstone_unheld(builder: BatchBuilder, object_id: str, locator: str, sequence: int) -> None:
+    """A delete at ``sequence`` of an object the manifest never held: a deleted row and
+    its tombstone, so a create older than the delete arriving late is stale (invariant
+    5); the tombstone completes at the next drain and is purged like any other."""
+    source = builder.source
+    doc_id = source.document_id(object_id)
+    builder.commit.writes.append(
+        DocumentWrite(
+            document_id=doc_id,
+            source_id=source.source_id,
+            object_id=object_id,
+            locator=locator,
+            title=object_id,
+            media_type=None,
+            source_version=str(sequence),
+            checksum=None,
+            signature=None,
+            pipeline_version=source.pipeline_version,
+            revision=1,
+            sequence=sequence,
+            state=DELETED,
+            acl=(),
+            metadata={},
+            last_seen_run=builder.run_id,
+            is_new=True,
+            checked=True,
+        )
+    )
+    builder.commit.tombstones.append(
+        TombstoneWrite(doc_id, source.source_id, object_id, 1, sequence, "deleted_in_source")
+    )
+    builder.counts.deleted += 1

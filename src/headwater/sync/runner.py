@@ -356,6 +356,8 @@ class SyncRunner:
         self, run_id: str, items: list[SourceItem], counts: RunCounts, options: SyncOptions
     ) -> BatchBuilder:
         ids = [i.object_id for i in items if not isinstance(i, Checkpoint)]
+        # a failure's stand-in (a container's member or the container) has a row too
+        ids += [i.document.object_id for i in items if isinstance(i, Failure) and i.document]
         existing = self.manifest.documents_by_object_ids(self.source.source_id, ids)
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}

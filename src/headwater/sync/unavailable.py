@@ -7,34 +7,22 @@ size, modified time and why the content is unavailable) and whose metadata says
 document, so permissions still apply, and its failure record stays open: a later read
 that parses replaces it. Only a file without readable content in the manifest becomes
 one: a file read before that now fails keeps its last readable version (as always).
-``unavailable_document`` is pure: the gate decides when, and writes what it returns.
+``unavailable_document`` is pure (the text is ``pipeline.unavailable``'s): the gate
+decides when, and writes what it returns.
 """
 
 from __future__ import annotations
 
-import mimetypes
-from dataclasses import dataclass
-from pathlib import PurePosixPath
-
 from headwater.clock import iso
 from headwater.manifest.records import ACTIVE, DocumentRecord
-from headwater.types import MetadataValue, SourceDocument
+from headwater.pipeline.unavailable import UNAVAILABLE, Unavailable, unavailable
+from headwater.types import SourceDocument
 
-UNAVAILABLE = "unavailable"
-"""The value of a metadata-only document's ``content`` metadata key."""
+__all__ = ["UNAVAILABLE", "UNAVAILABLE_CLASSES", "Unavailable", "stands_in", "unavailable_document"]
 
 UNAVAILABLE_CLASSES = frozenset({"too_large", "encrypted", "parse_error"})
 """The failures that leave a metadata-only document (not ``unsupported_type``: a file of
 a format Headwater does not read is a choice to exclude, and not ``empty_document``)."""
-
-
-@dataclass(frozen=True)
-class Unavailable:
-    """The text, title and metadata of a metadata-only document."""
-
-    text: str
-    title: str
-    metadata: dict[str, MetadataValue]
 
 
 def stands_in(record: DocumentRecord | None) -> bool:
@@ -48,28 +36,12 @@ def unavailable_document(
 ) -> Unavailable:
     """What is indexed for ``doc`` when its content could not be read (``error_class``,
     ``message``); ``size`` is its byte count when the bytes were fetched."""
-    path = str(doc.metadata.get("path") or doc.object_id)
-    name = PurePosixPath(path.rstrip("/")).name or path
-    title = doc.title or name
-    media = doc.media_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
-    reason = f"{error_class}: {message}"
-    metadata: dict[str, MetadataValue] = {
-        **doc.metadata,
-        "content": UNAVAILABLE,
-        "content_reason": reason,
-        "media_type": media,
-    }
-    if size is not None:
-        metadata["size"] = str(size)
-    modified = iso(doc.updated_at) if doc.updated_at is not None else None
-    if modified:
-        metadata["modified"] = modified
-    lines = [
-        title,
-        f"Path: {path}",
-        f"Media type: {media}",
-        *([f"Size: {metadata['size']} bytes"] if "size" in metadata else []),
-        *([f"Modified: {metadata['modified']}"] if "modified" in metadata else []),
-        f"Content unavailable ({reason})",
-    ]
-    return Unavailable("\n\n".join(lines), title, metadata)
+    return unavailable(
+        str(doc.metadata.get("path") or doc.object_id),
+        title=doc.title,
+        media_type=doc.media_type,
+        reason=f"{error_class}: {message}",
+        metadata=doc.metadata,
+        size=size,
+        modified=iso(doc.updated_at) if doc.updated_at is not None else None,
+    )

@@ -50,6 +50,7 @@ from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import is_utf8, printable
 from headwater.errors import ConfigError, FatalError, ItemError
+from headwater.pipeline.parse import ContainerLimits
 from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Checkpoint,
@@ -335,7 +336,7 @@ class FilesystemConnector:
         try:
             content = self.fetch(item.fetch_ref)
         except ItemError as exc:
-            yield whole_failure(item.object_id, item.locator, exc)
+            yield whole_failure(item.object_id, item.locator, exc, item)
             return
         yield from container_items(
             content,
@@ -343,7 +344,14 @@ class FilesystemConnector:
             locator=item.locator,
             updated_at=item.updated_at,
             metadata=item.metadata,
+            limits=self._limits(),
+            container=item,
         )
+
+    def _limits(self) -> ContainerLimits:
+        """A member, like a file, is read up to ``max_file_bytes``."""
+        cap = min(ContainerLimits.max_member_bytes, self.options.max_file_bytes)
+        return ContainerLimits(max_member_bytes=cap)
 
     def enumerate(self) -> Iterator[str]:
         """Every selected path; raises FatalError when a folder cannot be listed (a
@@ -360,7 +368,7 @@ class FilesystemConnector:
                 yield rel
                 continue
             try:  # a container that cannot be listed now must delete none of its members
-                yield from member_ids(self.fetch(rel), rel)
+                yield from member_ids(self.fetch(rel), rel, self._limits())
             except ItemError as exc:
                 raise FatalError(f"{rel!r} could not be listed to prune: {exc}") from exc
 

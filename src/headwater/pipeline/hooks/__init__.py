@@ -8,14 +8,17 @@ and returning a new one (sections edited, dropped or added; title or metadata ch
 or ``Drop(reason)``. Hooks run in their configured order. Each hook's name, version and
 options enter the version that re-chunks stored content (``HookChain.describe``), so
 changing a hook re-processes every document from the content store and never reads a
-source. An exception a hook raises fails that document only (``hook_error``).
+source. An exception a hook raises fails that document only (``hook_error``). A source
+may run its own chain (``[[source.hooks]]``, after the workspace's unless it sets
+``workspace_hooks = false``): ``HookSet`` holds the workspace's chain and each such
+source's, and describes them all for the version.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.errors import ConfigError, ItemError
@@ -34,6 +37,7 @@ __all__ = [
     "Hook",
     "HookChain",
     "HookDocument",
+    "HookSet",
     "join_sections",
     "load_hooks",
     "split_sections",
@@ -85,16 +89,43 @@ class HookChain:
         return document
 
 
-def load_hooks(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> HookChain:
+@dataclass(frozen=True)
+class HookSet:
+    """The hooks of a workspace: its ``[[hooks]]`` chain, and the chain of each source
+    that has its own (``[[source.hooks]]``); called with a source id, the chain to run."""
+
+    workspace: HookChain = field(default_factory=HookChain)
+    sources: Mapping[str, HookChain] = field(default_factory=dict)
+
+    def __call__(self, source_id: str) -> HookChain:
+        return self.sources.get(source_id, self.workspace)
+
+    def __bool__(self) -> bool:
+        return bool(self.workspace) or any(self.sources.values())
+
+    def describe(self) -> list[Any] | dict[str, Any]:
+        """Every chain as plain data, for the re-chunking version: the workspace chain's
+        ``describe()`` alone while no source has its own (versions stay as they were)."""
+        if not self.sources:
+            return self.workspace.describe()
+        return {
+            "workspace": self.workspace.describe(),
+            "sources": {sid: self.sources[sid].describe() for sid in sorted(self.sources)},
+        }
+
+
+def load_hooks(
+    entries: Sequence[tuple[str, Mapping[str, Any]]], where: str = "[[hooks]]"
+) -> HookChain:
     """The chain of ``[[hooks]]`` entries (name, options); ``ConfigError`` names an unknown
-    hook or options it refuses."""
+    hook or options it refuses, at ``where`` (``[[source.hooks]] of source 'docs'``)."""
     built: list[tuple[str, Mapping[str, Any], Hook]] = []
     for position, (name, options) in enumerate(entries, start=1):
         factory = load_plugin(GROUP, name) or BUILTIN_HOOKS.get(name)
         if factory is None or not callable(factory):
             known = sorted({ep.name for ep in entry_points(group=GROUP)} | set(BUILTIN_HOOKS))
             raise ConfigError(
-                f"[[hooks]] #{position}: no hook named {name!r}; expected one of "
+                f"{where} #{position}: no hook named {name!r}; expected one of "
                 f"{', '.join(known)}. Install the package that provides it (entry point group "
                 f"{GROUP!r}) or fix `name`."
             )
@@ -102,12 +133,12 @@ def load_hooks(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> HookChain:
             hook: Hook = factory(**options)
         except (TypeError, ValueError, re.error) as exc:
             raise ConfigError(
-                f"[[hooks]] #{position} ({name!r}): its options {dict(options)} were refused: "
+                f"{where} #{position} ({name!r}): its options {dict(options)} were refused: "
                 f"{exc}. Fix the options (docs/hooks.md)."
             ) from exc
         if not isinstance(getattr(hook, "version", None), str) or not callable(hook):
             raise ConfigError(
-                f"[[hooks]] #{position} ({name!r}) built {type(hook).__name__}, which has no "
+                f"{where} #{position} ({name!r}) built {type(hook).__name__}, which has no "
                 "`version` string or is not callable; expected a Hook (docs/hooks.md)."
             )
         built.append((name, dict(options), hook))

@@ -64,6 +64,7 @@ from headwater.pipeline.parse._sniff import (
     check_not_encrypted_office,
     doc_name_text,
     sniff,
+    sniff_text,
     split_media_type,
 )
 
@@ -174,6 +175,8 @@ def _chosen_parser(
     if parser != "compressed" and (not named or parser in CONTAINER_PARSERS):
         check_not_encrypted_office(content, (parser or "Office").upper())
         parser = sniff(content) or parser  # no name, or a container named as another
+    if parser is None and not PurePosixPath(name).name.startswith("."):
+        parser = sniff_text(content, media_type)  # a suffix that names no format: its bytes
     return parser
 
 

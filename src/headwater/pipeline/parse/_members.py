@@ -12,6 +12,8 @@ container past a whole-container limit, or one that cannot be read, raises ``Ite
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import email.utils
 import hashlib
 import io
@@ -31,6 +33,7 @@ from headwater.pipeline.parse._zip import ZipLimits, check_declared, inflate, to
 SEPARATOR = "!/"
 """Between a container's name and its member's path in a member's object id."""
 
+_HEADERS = email.parser.BytesHeaderParser(policy=email.policy.compat32)
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
 
@@ -56,11 +59,13 @@ class Member:
 
 @dataclass(frozen=True)
 class MemberFailure:
-    """A member that is not read (past the per-member cap, or a nested container that
-    failed); the rest of the container is."""
+    """A member that is not read (past the per-member cap, password-protected, or a
+    nested container that failed); the rest of the container is. ``size`` is its byte
+    count unpacked, when the container says it."""
 
     path: str
     error: ItemError
+    size: int | None = None
 
 
 def container_kind(name: str) -> str | None:
@@ -97,17 +102,18 @@ def members(
                     f"; containers are opened {limits.max_depth} deep. Unpack it at the "
                     "source, or exclude it.",
                 ),
+                len(found.content),
             )
         else:
             try:
                 for inner in members(found.content, found.path, limits, depth=depth + 1):
                     path = f"{found.path}{SEPARATOR}{inner.path}"
                     if isinstance(inner, MemberFailure):
-                        yield MemberFailure(path, inner.error)
+                        yield MemberFailure(path, inner.error, inner.size)
                     else:
                         yield Member(path, inner.content, inner.version, inner.media_type)
             except ItemError as exc:
-                yield MemberFailure(found.path, exc)
+                yield MemberFailure(found.path, exc, len(found.content))
 
 
 def _version(content: bytes) -> str:
@@ -122,6 +128,7 @@ def _over_member_cap(path: str, size: int, name: str, limits: ContainerLimits) -
             f"{name!r} member {path!r} is {size:,} bytes; the limit per member is "
             f"{limits.max_member_bytes:,}. Unpack it at the source, or exclude it.",
         ),
+        size,
     )
 
 
@@ -146,7 +153,12 @@ def _zip(content: bytes, name: str, limits: ContainerLimits) -> Iterator[Member 
         if info.flag_bits & 0x1:
             yield MemberFailure(
                 path,
-                ItemError("encrypted", f"{name!r} member {path!r} is password-protected"),
+                ItemError(
+                    "encrypted",
+                    f"{name!r} member {path!r} is password-protected; it is not read. Remove "
+                    "the password at the source to index it, or exclude the archive.",
+                ),
+                info.file_size,
             )
             continue
         try:
@@ -154,7 +166,7 @@ def _zip(content: bytes, name: str, limits: ContainerLimits) -> Iterator[Member 
         except ItemError as exc:
             if exc.error_class != "parse_error":
                 raise  # past the whole archive's limits: nothing more is read
-            yield MemberFailure(path, exc)
+            yield MemberFailure(path, exc, info.file_size)
             continue
         left -= len(data)
         yield Member(path, data, _version(data))
@@ -172,14 +184,7 @@ def _tar(content: bytes, name: str, limits: ContainerLimits) -> Iterator[Member 
                 if not info.isreg():
                     continue  # folders, links, devices: no content of their own
                 path = _clean(info.name)
-                if info.size > limits.max_member_bytes:
-                    # skipping it would still inflate it: the archive stops here
-                    raise too_large(
-                        "tar",
-                        f"member {path!r} is {info.size:,} bytes; the limit per member is "
-                        f"{limits.max_member_bytes:,}",
-                    )
-                total += info.size
+                total += info.size  # a member skipped is still inflated: it counts too
                 if total > limits.zip.max_unpacked_bytes or (
                     total > floor and total > ratio * len(content)
                 ):
@@ -187,6 +192,9 @@ def _tar(content: bytes, name: str, limits: ContainerLimits) -> Iterator[Member 
                     raise too_large(
                         "tar", f"unpacks to more than {cap:,} bytes (at member {path!r}; a bomb?)"
                     )
+                if info.size > limits.max_member_bytes:
+                    yield _over_member_cap(path, info.size, name, limits)
+                    continue
                 handle = archive.extractfile(info)
                 data = handle.read() if handle is not None else b""
                 yield Member(path, data, _version(data))
@@ -214,8 +222,8 @@ def _mbox(content: bytes, name: str, limits: ContainerLimits) -> Iterator[Member
                 count += 1
                 if count > limits.zip.max_entries:
                     raise too_large("mbox", f"holds more than {limits.zip.max_entries:,} messages")
-                data = box.get_bytes(key)
-                raw_id = box.get_message(key).get("Message-ID") or ""
+                data = box.get_bytes(key)  # not get_message: it decodes the From line
+                raw_id = _HEADERS.parsebytes(data).get("Message-ID") or ""
                 path = _message_path(raw_id, data)
                 seen[path] = seen.get(path, 0) + 1
                 if seen[path] > 1:

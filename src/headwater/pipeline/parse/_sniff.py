@@ -12,11 +12,17 @@ DOCX, ``xl/workbook.xml`` → XLSX, ``ppt/presentation.xml`` → PPTX), and a zi
 ``d0cf11e0``) holding an ``EncryptedPackage`` stream is how Office saves a
 password-protected DOCX, XLSX or PPTX: ``encrypted``. Only the zip's central directory
 is read (no entry is inflated but ``mimetype``, which ODF and EPUB store uncompressed).
+
+A name whose suffix names no format (``sources.list``, ``MORE.STUFF``, ``tests.b``) is
+read by what its bytes are (``sniff_text``): UTF-8 text is plain text, an XML or HTML
+document is parsed as one, and text that is no prose (PostScript, a PEM key or
+certificate, an SVG image) stays unsupported, like every binary file.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import PurePosixPath
 from typing import Final
@@ -44,6 +50,13 @@ _ZIP_MIMETYPES: Final = {
     "application/epub+zip": "epub",
 }
 _MAX_MIMETYPE_BYTES: Final = 200
+
+_NOT_PROSE: Final = (b"%!PS", b"%!Adobe", b"-----BEGIN ", b"---- BEGIN SSH2", b"%!FontType")
+"""Text formats that are no document: PostScript, PEM and SSH keys, certificates, fonts."""
+_XML: Final = re.compile(rb"\A\s*<\?xml[\s?]", re.IGNORECASE)
+_HTML: Final = re.compile(rb"\A\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>])", re.I | re.S)
+_SVG: Final = re.compile(rb"<svg[\s>]", re.IGNORECASE)
+_SNIFF_HEAD: Final = 8192
 
 
 def sniff(content: bytes) -> str | None:
@@ -122,3 +135,26 @@ def split_media_type(media_type: str | None) -> tuple[str | None, str | None]:
         if key.strip().lower() == "charset" and value.strip():
             charset = value.strip().strip("\"'")
     return mime.lower() or None, charset
+
+
+def sniff_text(content: bytes, media_type: str | None) -> str | None:
+    """The parser for the bytes of a file whose name names no format: ``"xml"`` or
+    ``"html"`` for such a document, ``"text"`` for other UTF-8 text (empty included), None
+    for anything else (binary, another encoding, PostScript, PEM, SVG) or when the media
+    type says something specific. The caller still refuses binary bytes as text."""
+    mime, _ = split_media_type(media_type)
+    if not (mime is None or mime == "application/octet-stream" or mime.startswith("text/")):
+        return None
+    head = content[:_SNIFF_HEAD].lstrip(b"\xef\xbb\xbf")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3 or len(content) <= _SNIFF_HEAD:  # not a cut character
+            return None
+    if b"\x00" in head or head.lstrip().startswith(_NOT_PROSE):
+        return None
+    if _XML.match(head):
+        return None if _SVG.search(head[:2048]) else "xml"
+    if _SVG.match(head.lstrip()):
+        return None
+    return "html" if _HTML.match(head) else "text"

@@ -111,7 +111,14 @@ def inflate(content: bytes, info: zipfile.ZipInfo, cap: int, kind: str) -> bytes
             if inflater is None:
                 step, pending = pending, b""
             else:
-                step = inflater.decompress(pending, _STEP)
+                try:
+                    step = inflater.decompress(pending, _STEP)
+                except zlib.error as exc:  # corrupt deflate data: this entry only
+                    raise ItemError(
+                        "parse_error",
+                        f"the {kind} entry {info.filename!r} is corrupt ({exc}). Save the "
+                        "file again.",
+                    ) from exc
                 pending = inflater.unconsumed_tail
             size += len(step)
             if size > limit:
