@@ -1,0 +1,176 @@
+"""The NATS executor against the real JetStream at 127.0.0.1:4222, a real PostgreSQL
+manifest and real ``headwater worker`` processes (each test its own stream).
+
+A run published by ``sync`` is consumed by a worker and syncs a folder with exact
+counts; a worker frozen mid-run by a failpoint and SIGKILLed is redelivered after
+``ack_wait`` and another worker resumes the same run from its checkpoint; a retryable
+failure is nak'ed and the redelivery runs; ``max_deliver`` failures record the run as
+failed with the reason; the scheduler's startup reconcile republishes a due run whose
+message was lost, and publishes nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from nats_deployment import NatsDeployment, corpus, filesystem, stopped, wait_until
+
+from headwater import Workspace
+from headwater.executor.nats_dispatch import open_queue, queue_runs
+from headwater.manifest.runs import FAILED, RUNNING, SUCCEEDED
+from headwater.scheduler.daemon import Scheduler
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, pg_database: str) -> Iterator[NatsDeployment]:
+    dep = NatsDeployment(tmp_path, pg_database, filesystem("files", corpus(tmp_path / "files")))
+    try:
+        yield dep
+    finally:
+        dep.stop()
+
+
+def publish(ws: Workspace, *sources: str, index: bool = True) -> None:
+    with open_queue(ws.runtime) as queue:
+        queued = queue_runs(ws.runtime, queue, list(sources), "test", index=index)
+    assert [q.state for q in queued] == ["published"] * len(sources)
+
+
+def latest_status(ws: Workspace, source: str) -> str | None:
+    record = ws.manifest.runs.latest(source)
+    return None if record is None else record.status
+
+
+def test_a_published_run_is_consumed_by_a_worker_with_exact_counts(
+    deployment: NatsDeployment,
+) -> None:
+    deployment.start_worker()
+    deployment.start_worker()
+    with Workspace.open(deployment.config) as ws:
+        result = ws.sync(["files"])
+        (run,) = result.runs
+        assert run.status == SUCCEEDED, deployment.logs()
+        assert (run.counts.seen, run.counts.new, run.counts.changed) == (12, 12, 0)
+        version = ws.indexes.version(ws.index_sections[0])
+        assert ws.manifest.index_state.pending_count("main", version) == 0
+        assert len({row.document_id for row in ws.sink("main").inventory()}) == 12
+        assert deployment.messages() == 0  # acked: the work queue is empty
+        (deployment.tmp / "files" / "note03.md").write_text("# Note 3\n\nrewritten.\n")
+        (deployment.tmp / "files" / "extra.md").write_text("# Extra\n\nnew one.\n")
+        (again,) = ws.sync(["files"]).runs
+        assert again.run_id != run.run_id and again.status == SUCCEEDED
+        c = again.counts
+        assert (c.seen, c.new, c.changed, c.unchanged) == (13, 1, 1, 11), deployment.logs()
+        assert len({row.document_id for row in ws.sink("main").inventory()}) == 13
+        assert ws.manifest.index_state.pending_count("main", version) == 0
+    consumer = deployment.consumer()
+    assert (consumer.delivered, consumer.pending, consumer.ack_pending) == (2, 0, 0)
+
+
+def test_a_worker_killed_mid_run_is_redelivered_and_another_resumes_it(
+    deployment: NatsDeployment,
+) -> None:
+    doomed = deployment.start_worker(failpoints="after_checkpoint_save:stop")
+    with Workspace.open(deployment.config) as ws:
+        publish(ws, "files")
+        wait_until(lambda: stopped(doomed), what="the worker to freeze after its first batch")
+        interrupted = ws.manifest.runs.interrupted("files")
+        assert interrupted is not None and interrupted.status == RUNNING
+        assert ws.manifest.count_documents("files", "active") == 4  # one batch committed
+        doomed.kill()
+        assert doomed.wait(timeout=10) == -signal.SIGKILL
+        deployment.start_worker()
+        wait_until(lambda: latest_status(ws, "files") == SUCCEEDED, what="the resumed run")
+        record = ws.manifest.runs.latest("files")
+        assert record is not None and record.run_id == interrupted.run_id, deployment.logs()
+        assert record.attempts == 2  # the same run, resumed from its checkpoint
+        assert record.counts.new == 12 and record.counts.seen == 12
+        assert ws.manifest.count_documents("files", "active") == 12
+        wait_until(lambda: deployment.messages() == 0, what="the ack")
+    consumer = deployment.consumer()
+    assert consumer.delivered == 2 and consumer.ack_pending == 0  # one redelivery
+
+
+def test_a_retryable_failure_is_naked_and_the_redelivery_runs(
+    deployment: NatsDeployment,
+) -> None:
+    deployment.start_worker(failpoints="before_queued_run:transient1")
+    with Workspace.open(deployment.config) as ws:
+        publish(ws, "files")
+        wait_until(lambda: latest_status(ws, "files") == SUCCEEDED, what="the retried run")
+        assert len(ws.manifest.runs.recent("files")) == 1  # nothing recorded for the nak
+        wait_until(lambda: deployment.messages() == 0, what="the ack")
+    assert "nak'ed (again in 1.0 s): retryable failure of files" in deployment.logs()
+    assert deployment.consumer().delivered == 2
+
+
+def test_max_deliver_failures_record_the_run_as_failed_with_the_reason(
+    tmp_path: Path, pg_database: str
+) -> None:
+    sources = filesystem("files", corpus(tmp_path / "files"))
+    dep = NatsDeployment(tmp_path, pg_database, sources, extra="max_deliver = 3\n")
+    try:
+        dep.start_worker(failpoints="before_queued_run:transient")
+        with Workspace.open(dep.config) as ws:
+            publish(ws, "files")
+            wait_until(lambda: latest_status(ws, "files") == FAILED, what="the failed run")
+            (record,) = ws.manifest.runs.recent("files")
+            assert record.error is not None
+            assert "TransientError: failpoint before_queued_run (attempt 3)" in record.error
+            assert "gave up after 3 deliveries" in record.error
+            assert ws.manifest.count_documents("files", "active") == 0
+            wait_until(lambda: dep.messages() == 0, what="the ack")
+        assert dep.consumer().delivered == 3
+    finally:
+        dep.stop()
+
+
+def test_the_startup_reconcile_republishes_a_lost_due_run_and_nothing_twice(
+    tmp_path: Path, pg_database: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    sources = filesystem("files", corpus(tmp_path / "files")) + filesystem(
+        "more", corpus(tmp_path / "more", docs=3)
+    )
+    dep = NatsDeployment(tmp_path, pg_database, sources)
+    try:
+        with Workspace.open(dep.config) as ws:
+            publish(ws, "files", "more")  # stream sequences 1 and 2
+            dep.delete_message(1)  # the message of "files" is lost
+            with open_queue(ws.runtime) as queue:
+                assert queue.waiting() == {"more": 1}
+            with caplog.at_level(logging.INFO, logger="headwater"):
+                assert Scheduler(dep.config, once=True).serve() == 0
+            assert "2 due, 1 carried by a message, 0 running, published for files" in caplog.text
+            with open_queue(ws.runtime) as queue:
+                assert queue.waiting() == {"files": 1, "more": 1}  # "more" not twice
+            dep.start_worker()
+            for source, docs in (("files", 12), ("more", 3)):
+                wait_until(lambda s=source: latest_status(ws, s) == SUCCEEDED, what=source)  # type: ignore[misc]
+                assert ws.manifest.count_documents(source, "active") == docs
+            wait_until(lambda: dep.messages() == 0, what="the acks")
+    finally:
+        dep.stop()
+
+
+def test_a_run_longer_than_ack_wait_is_not_redelivered_while_its_worker_lives(
+    tmp_path: Path, pg_database: str
+) -> None:
+    sources = filesystem("files", corpus(tmp_path / "files"))
+    dep = NatsDeployment(tmp_path, pg_database, sources)  # ack_wait = 2 s
+    try:
+        for _ in range(2):  # one runs (3 batches, 2 s each), the other would get a redelivery
+            dep.start_worker(failpoints="after_checkpoint_save:sleep2")
+        with Workspace.open(dep.config) as ws:
+            publish(ws, "files", index=False)
+            wait_until(lambda: latest_status(ws, "files") == SUCCEEDED, what="the long run")
+            (record,) = ws.manifest.runs.recent("files")
+            assert record.duration_s > 3 * 2  # three ack_waits
+            assert record.attempts == 1 and record.counts.new == 12
+            wait_until(lambda: dep.messages() == 0, what="the ack")
+        assert dep.consumer().delivered == 1, dep.logs()  # InProgress kept it with its worker
+    finally:
+        dep.stop()
