@@ -19,6 +19,8 @@ from pathlib import Path
 import nats
 from nats.js.errors import NotFoundError
 
+from headwater import Workspace
+from headwater.executor.nats_dispatch import open_queue, queue_runs
 from workspace_helpers import write_config
 
 ROOT = Path(__file__).parents[2]
@@ -150,3 +152,16 @@ def stopped(proc: subprocess.Popen[bytes]) -> bool:
     """Whether ``proc`` is stopped (SIGSTOP: state ``T`` in /proc)."""
     stat = Path(f"/proc/{proc.pid}/stat").read_text()
     return stat.rsplit(")", 1)[1].split()[0] == "T"
+
+
+def publish(ws: Workspace, *sources: str, index: bool = True) -> None:
+    """Publish a run message per source, as the scheduler does; each must be new."""
+    with open_queue(ws.runtime) as queue:
+        queued = queue_runs(ws.runtime, queue, list(sources), "test", index=index)
+    assert [q.state for q in queued] == ["published"] * len(sources)
+
+
+def latest_status(ws: Workspace, source: str) -> str | None:
+    """The status of the source's newest run (None before its first)."""
+    record = ws.manifest.runs.latest(source)
+    return None if record is None else record.status
