@@ -25,6 +25,7 @@ from nats_deployment import (
 
 from headwater import Workspace
 from headwater.executor.nats_dispatch import open_queue
+from headwater.executor.nats_queue import FIRST, RunMessage
 from headwater.executor.observe import live_workers, queue_depths
 from headwater.manifest.runs import SUCCEEDED
 from headwater.scheduler.daemon import Scheduler
@@ -90,6 +91,12 @@ def test_the_startup_reconcile_republishes_a_lost_due_run_and_nothing_twice(
                 wait_until(lambda s=source: latest_status(ws, s) == SUCCEEDED, what=source)  # type: ignore[misc]
                 assert ws.manifest.count_documents(source, "active") == docs
             wait_until(lambda: dep.messages() == 0, what="the acks")
+            # The extra copy of a run already done (both copies existed): acked, not run.
+            with open_queue(ws.runtime) as queue:
+                assert queue.publish(RunMessage("files", FIRST, "test"), msg_id="a-copy")
+            wait_until(lambda: dep.messages() == 0, what="the copy's ack")
+            assert len(ws.manifest.runs.recent("files")) == 1
+            assert "followed run first already" in dep.logs()
     finally:
         dep.stop()
 

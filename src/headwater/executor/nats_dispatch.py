@@ -30,6 +30,7 @@ from headwater.executor.work import index_claimed
 from headwater.indexer.report import IndexReport
 from headwater.manifest.owners import lease_owner
 from headwater.manifest.queued import QueueMarkers
+from headwater.manifest.runs import RUNNING
 from headwater.reports import ExecutorState, SyncResult
 from headwater.runtime import Runtime
 from headwater.sync.permissions import PermissionResult
@@ -76,7 +77,8 @@ def queue_runs(
             out.append(Queued(source_id, "", "running"))
             continue
         latest = rt.manifest.runs.latest(source_id)
-        message = RunMessage(source_id, latest.run_id if latest else FIRST, reason, force, index)
+        after, resume = (latest.run_id, latest.status == RUNNING) if latest else (FIRST, False)
+        message = RunMessage(source_id, after, reason, force, index, resume)
         state = "published"
         if not queue.publish(message):  # its id was seen, yet no message waits: lost
             again = f"{message.message_id(queue.tenant)}:again:{time.time_ns()}"

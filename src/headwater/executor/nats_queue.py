@@ -4,7 +4,8 @@ A due run of a source is one message on ``<subject_prefix>.sync.<source>`` in a 
 with ``retention = workqueue`` (``[executor] stream``): a message stays until a worker
 acknowledges it, so "a message waits for this subject" is exactly "this source's run is
 queued or being worked on". The message names the run it asks for as "the run after run
-X" (``after_run``, the source's newest run when it was published), and its
+X" (``after_run``, the source's newest run when it was published; ``resume`` when X was
+still running, so the message asks for X to be finished), and its
 ``Nats-Msg-Id`` is ``<tenant>:<source>:<after_run>``: two schedulers (or a scheduler and
 ``headwater sync``) that find the same run due publish one message, JetStream dropping
 the second within its de-duplication window. Workers share one durable pull consumer
@@ -48,6 +49,7 @@ class RunMessage:
     reason: str  # why it is due: first, sync, retry, resume, prune, manual
     force: bool = False
     index: bool = True
+    resume: bool = False  # ``after_run`` was still running: this message resumes it
 
     def body(self) -> bytes:
         """The JSON the message carries."""
@@ -65,6 +67,7 @@ class RunMessage:
             reason=str(raw.get("reason") or "sync"),
             force=bool(raw.get("force", False)),
             index=bool(raw.get("index", True)),
+            resume=bool(raw.get("resume", False)),
         )
 
     def message_id(self, tenant: str) -> str:

@@ -10,7 +10,8 @@ that ended ``failed`` is recorded in the manifest like any run and acked, and th
 scheduler's failure backoff plans the retry. The verdict per outcome:
 
 - a run after the message's ``after_run`` already ended (another message, another
-  process): ack, nothing runs (a duplicate is harmless);
+  process), or for a resume message ``after_run`` itself: ack, nothing runs (a
+  duplicate is harmless);
 - the run ended (any status but ``cancelled``): ack;
 - ``cancelled`` (this worker is stopping): nak at once, another worker resumes the run;
 - the lease is held by a live process: nak until the lease would expire (on the last
@@ -61,9 +62,12 @@ def backoff(delivered: int) -> float:
 
 
 def served_by(rt: Runtime, message: RunMessage) -> str | None:
-    """The id of a run after the message's ``after_run`` that ended already, or None."""
+    """The id of the run that did what the message asks for already, or None: a run
+    after its ``after_run`` that ended, or (a resume) ``after_run`` itself, ended."""
     latest = rt.manifest.runs.latest(message.source_id)
-    if latest is None or latest.run_id == message.after_run or latest.status not in ENDED:
+    if latest is None or latest.status not in ENDED:
+        return None
+    if latest.run_id == message.after_run and not message.resume:
         return None
     return latest.run_id
 

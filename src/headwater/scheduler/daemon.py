@@ -339,7 +339,10 @@ class Scheduler:
         self._attempted.update([plan.source_id] if self.once else [])
         try:
             if self.rt.config.executor.type == "nats":
-                self._nats.publish(self.rt, plan.source_id, plan.reason or SYNC)
+                sent = self._nats.publish(self.rt, plan.source_id, plan.reason or SYNC)
+                if sent.state != "waiting" and sent.state != "running":
+                    log.info("published the run of %s (%s) after run %s", sent.source_id,
+                             plan.reason, sent.after_run, extra=ids(sent.source_id))  # fmt: skip
                 return
             queued = enqueue_sync(self.rt, [plan.source_id])
         except TransientError as exc:
