@@ -56,6 +56,10 @@ def test_a_published_run_is_consumed_by_a_worker_with_exact_counts(
         assert deployment.messages() == 0  # acked: the work queue is empty
         wait_until(lambda: len(live_workers(ws.runtime)) == 2, what="both workers' heartbeats")
         assert queue_depths(ws.runtime) == {deployment.stream: 0}
+        executor = ws.status().executor.as_dict()
+        assert (executor["type"], executor["queues"], executor["queued"]) == (
+            "nats", {deployment.stream: 0}, {},
+        )  # fmt: skip
         (deployment.tmp / "files" / "note03.md").write_text("# Note 3\n\nrewritten.\n")
         (deployment.tmp / "files" / "extra.md").write_text("# Extra\n\nnew one.\n")
         (again,) = ws.sync(["files"]).runs
@@ -86,6 +90,7 @@ def test_the_startup_reconcile_republishes_a_lost_due_run_and_nothing_twice(
             assert "2 due, 1 carried by a message, 0 running, published for files" in caplog.text
             with open_queue(ws.runtime) as queue:
                 assert queue.waiting() == {"files": 1, "more": 1}  # "more" not twice
+            assert dict(ws.status().executor.queued) == {"files": "nats", "more": "nats"}
             dep.start_worker()
             for source, docs in (("files", 12), ("more", 3)):
                 wait_until(lambda s=source: latest_status(ws, s) == SUCCEEDED, what=source)  # type: ignore[misc]
