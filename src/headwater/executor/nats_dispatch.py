@@ -25,7 +25,6 @@ from headwater.config import executor_warnings
 from headwater.errors import Cancelled, ConfigError
 from headwater.executor.local import LocalExecutor, sync_warnings
 from headwater.executor.nats_queue import FIRST, RunMessage, WorkQueue
-from headwater.executor.observe import executor_status
 from headwater.executor.work import index_claimed
 from headwater.indexer.report import IndexReport
 from headwater.manifest.owners import lease_owner
@@ -193,4 +192,6 @@ class NatsExecutor:
 
     def state(self) -> ExecutorState:
         """Lease owners, index claims and the messages waiting per source."""
+        from headwater.executor.observe import executor_status  # it loads Celery too
+
         return executor_status(self.rt)

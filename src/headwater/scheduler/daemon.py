@@ -70,7 +70,7 @@ from headwater.scheduler.outcome import (
     summary,
 )
 from headwater.scheduler.plans import backoff_of, source_states
-from headwater.scheduler.publish import NatsRuns
+from headwater.scheduler.publish import RemoteRuns
 from headwater.scheduler.runs import run_content, run_hints, run_permissions
 
 log = logging.getLogger("headwater.scheduler")
@@ -125,7 +125,7 @@ class Scheduler:
         self._inflight: Inflight = {}
         self._indexing = False  # a drain is running (in its own thread or after a run)
         self._pump: EventPump | None = None  # sends change events ([events]) meanwhile
-        self._nats = NatsRuns()  # [executor] type = "nats": the work-queue publisher
+        self._remote = RemoteRuns()  # queues due runs for Celery or NATS workers
 
     def install_signal_handlers(self) -> None:
         """Stop on SIGTERM and SIGINT, reload the config on SIGHUP."""
@@ -188,7 +188,7 @@ class Scheduler:
         watcher = None if self.once else Watcher(lambda: self.rt, on_queued=self._wake.set)
         self._start_pump()
         try:
-            self._reconcile()
+            self._remote.reconcile(self.rt, [s.id for s in self._sections()])
             if watcher is not None:
                 watcher.start()
             while not self._stopping:
@@ -215,7 +215,7 @@ class Scheduler:
                 self._drain()
             heartbeat.stop()
             self._stop_pump()
-            self._nats.close()
+            self._remote.close()
             self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
@@ -334,36 +334,15 @@ class Scheduler:
         """Celery or NATS: queue the due source. A broker that refuses leaves nothing
         queued; the source is held off for ``BROKER_RETRY`` and tried again (``--once``:
         failed)."""
-        from headwater.executor.dispatch import enqueue_sync
-
         self._attempted.update([plan.source_id] if self.once else [])
         try:
-            if self.rt.config.executor.type == "nats":
-                sent = self._nats.publish(self.rt, plan.source_id, plan.reason or SYNC)
-                if sent.state != "waiting" and sent.state != "running":
-                    log.info("published the run of %s (%s) after run %s", sent.source_id,
-                             plan.reason, sent.after_run, extra=ids(sent.source_id))  # fmt: skip
-                return
-            queued = enqueue_sync(self.rt, [plan.source_id])
+            self._remote.queue(self.rt, plan.source_id, plan.reason or SYNC)
         except TransientError as exc:
             log.error("%s; retrying in %.0f s", exc, BROKER_RETRY.total_seconds(),
                       extra=ids(plan.source_id))  # fmt: skip
             self._holds[plan.source_id] = utcnow() + BROKER_RETRY
             if self.once:
                 self.outcomes.append(Outcome(plan.source_id, FAILED, error=str(exc)))
-            return
-        for q in queued:
-            if not q.already:
-                log.info("enqueued sync of %s (%s): task %s", q.source_id, plan.reason,
-                         q.task_id, extra=ids(q.source_id))  # fmt: skip
-
-    def _reconcile(self) -> None:
-        """NATS: publish every due run no message carries (lost, or never published)."""
-        if self.rt.config.executor.type == "nats":
-            try:
-                self._nats.reconcile(self.rt, [s.id for s in self._sections()])
-            except TransientError as exc:  # each cycle publishes what is due anyway
-                log.error("work queue not reconciled at start: %s", exc)
 
     def _more_in_once(self, plans: Sequence[SourcePlan]) -> bool:
         """Whether ``--once`` still has a permission sync to start after a content run."""
