@@ -72,13 +72,13 @@ class NatsDeployment:
         self.config = write_config(tmp, manifest_url=manifest_url, sources=sources, extra=executor)
         self.workers: list[subprocess.Popen[bytes]] = []
 
-    def start_worker(self, failpoints: str = "") -> subprocess.Popen[bytes]:
+    def start_worker(self, failpoints: str = "", slots: int = 1) -> subprocess.Popen[bytes]:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HEADWATER_FAILPOINTS": failpoints}
         env["HF_HUB_OFFLINE"] = "1"
         log = open(self.tmp / f"worker{len(self.workers)}.log", "wb")  # noqa: SIM115
         proc = subprocess.Popen(
             [sys.executable, "-m", "headwater", "-c", str(self.config), "worker",
-             "--loglevel", "INFO"],
+             "--loglevel", "INFO", "--concurrency", str(slots)],
             env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp,
         )  # fmt: skip
         self.workers.append(proc)

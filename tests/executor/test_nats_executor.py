@@ -91,7 +91,7 @@ def test_the_startup_reconcile_republishes_a_lost_due_run_and_nothing_twice(
             with open_queue(ws.runtime) as queue:
                 assert queue.waiting() == {"files": 1, "more": 1}  # "more" not twice
             assert dict(ws.status().executor.queued) == {"files": "nats", "more": "nats"}
-            dep.start_worker()
+            dep.start_worker(slots=2)  # one process, two runs at once
             for source, docs in (("files", 12), ("more", 3)):
                 wait_until(lambda s=source: latest_status(ws, s) == SUCCEEDED, what=source)  # type: ignore[misc]
                 assert ws.manifest.count_documents(source, "active") == docs
@@ -102,6 +102,7 @@ def test_the_startup_reconcile_republishes_a_lost_due_run_and_nothing_twice(
             wait_until(lambda: dep.messages() == 0, what="the copy's ack")
             assert len(ws.manifest.runs.recent("files")) == 1
             assert "followed run first already" in dep.logs()
+            assert "with 2 slot(s)" in dep.logs()
     finally:
         dep.stop()
 
