@@ -88,7 +88,8 @@ def _reason(exc: BaseException, delivered: int) -> str:
     detail = " ".join(str(exc).split()) or type(exc).__name__
     return (
         f"{type(exc).__name__}: {detail} (the NATS executor gave up after {delivered} "
-        f"deliveries; the scheduler plans the next run after its failure backoff)"
+        f"deliver{'y' if delivered == 1 else 'ies'}; the scheduler plans the next run "
+        "after its failure backoff)"
     )
 
 
