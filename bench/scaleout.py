@@ -1,4 +1,5 @@
-"""Scale-out: wall time of web syncs and of indexing with 1, 2 and 4 Celery workers.
+"""Scale-out: wall time of web syncs and of indexing with 1, 2 and 4 Celery workers;
+with ``--compare``, the NATS executor against Celery on the same two-worker run.
 
 Each row is a fresh PostgreSQL manifest (127.0.0.1:5432) and fresh Redis queues, with
 ``W`` ``headwater worker --pool solo`` processes started (and answering a ping) before
@@ -15,11 +16,20 @@ workers; its parallelism is the connector's own fetch pool (``concurrency``). Pr
 Markdown table; ``docs/performance.md`` ("Scale-out") quotes a run.
 
     .venv/bin/python bench/scaleout.py --pages 1000 --docs 2000
+
+``--compare`` runs instead, for each of ``--executors`` (``celery,nats``), the web sync
+of ``--pages`` pages over 4 sources on 2 workers twice: clean, and with worker 0
+SIGKILLed at its first batch commit (a failpoint) and a replacement worker started
+when it died. Redelivery waits are ``--redeliver-s`` on both (Redis
+``visibility_timeout``, NATS ``ack_wait``). ``redeliveries`` counts, from the manifest,
+the runs resumed (attempts beyond the first), and with NATS the consumer's deliveries
+beyond one per message; ``run s (sum)`` adds up the runs' own durations.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import subprocess
 import sys
@@ -32,6 +42,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import nats
 from pgdb import database
 
 ROOT = Path(__file__).parents[1]
@@ -39,8 +50,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from headwater import Workspace  # noqa: E402
 from headwater.executor.dispatch import app_for  # noqa: E402
+from headwater.executor.observe import live_workers  # noqa: E402
 
 REDIS = "redis://127.0.0.1:6379/9"
+NATS = "nats://127.0.0.1:4222"
 PUBLIC = "{ public = true }"
 
 
@@ -82,40 +95,79 @@ def serve(pages: int, sections: int, delay_s: float) -> ThreadingHTTPServer:
     return server
 
 
-def write_config(tmp: Path, manifest: str, sources: str, prefix: str) -> Path:
+def executor_table(kind: str, prefix: str, redeliver_s: int) -> str:
+    """``[executor]`` for Celery on Redis or NATS, each with its own queues or stream."""
+    if kind == "nats":
+        return (
+            f'[executor]\ntype = "nats"\nurl = "{NATS}"\nstream = "BENCH_{prefix}"\n'
+            f'subject_prefix = "bench{prefix}"\nack_wait = {redeliver_s}\n'
+        )
+    return (
+        f'[executor]\ntype = "celery"\nbroker_url = "{REDIS}"\nindex_tasks = 4\n'
+        f'queues = {{ sync = "{prefix}.sync", index = "{prefix}.index" }}\n'
+        f"visibility_timeout = {redeliver_s}\n"
+    )
+
+
+def write_config(
+    tmp: Path, manifest: str, sources: str, prefix: str, kind: str = "celery",
+    redeliver_s: int = 3600,
+) -> Path:  # fmt: skip
     config = tmp / "headwater.toml"
     config.write_text(
         f'[workspace]\ntenant = "bench"\nstate_dir = "{tmp / "state"}"\n'
         f'[manifest]\nurl = "{manifest}"\n'
         f'[[index]]\nname = "main"\ntype = "sqlite"\n'
         f'[embedder]\ntype = "fake"\ndimension = 32\n'
-        f'[executor]\ntype = "celery"\nbroker_url = "{REDIS}"\nindex_tasks = 4\n'
-        f'queues = {{ sync = "{prefix}.sync", index = "{prefix}.index" }}\n'
+        f"{executor_table(kind, prefix, redeliver_s)}"
         f"[sync]\nindex_batch_size = 50\n\n{sources}",
         encoding="utf-8",
     )
     return config
 
 
+def start_worker(config: Path, tmp: Path, i: int, failpoints: str = "") -> subprocess.Popen[bytes]:
+    """One ``headwater worker`` (Celery ``--pool solo``, or a one-slot NATS worker)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HEADWATER_FAILPOINTS": failpoints}
+    log = open(tmp / f"worker{i}.log", "wb")  # noqa: SIM115
+    argv = [sys.executable, "-m", "headwater", "-c", str(config), "worker", "--pool", "solo",
+            "--queues", "sync,index", "--hostname", f"b{i}-{uuid.uuid4().hex[:6]}@%h",
+            "--loglevel", "WARNING"]  # fmt: skip
+    return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def ready(ws: Workspace, count: int) -> bool:
+    """Whether ``count`` workers answer (Celery's ping, or NATS workers' heartbeats)."""
+    if ws.config.executor.type == "nats":
+        return len(live_workers(ws.runtime)) >= count
+    return len(app_for(ws.runtime).control.ping(timeout=1.0) or []) >= count
+
+
 @contextmanager
-def workers(config: Path, count: int, tmp: Path) -> Iterator[None]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    procs = []
-    for i in range(count):
-        log = open(tmp / f"worker{i}.log", "wb")  # noqa: SIM115
-        argv = [sys.executable, "-m", "headwater", "-c", str(config), "worker", "--pool",
-                "solo", "--queues", "sync,index", "--hostname", f"b{i}-{uuid.uuid4().hex[:6]}@%h",
-                "--loglevel", "WARNING"]  # fmt: skip
-        procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))
+def workers(config: Path, count: int, tmp: Path, doomed: str = "") -> Iterator[None]:
+    """``count`` workers, ready; ``doomed``: worker 0's failpoints, and a replacement
+    started when it dies."""
+    procs = [start_worker(config, tmp, i, doomed if i == 0 else "") for i in range(count)]
+    stop = threading.Event()
+
+    def replace() -> None:
+        while procs[0].poll() is None and not stop.wait(0.1):
+            pass
+        if not stop.is_set():
+            procs.append(start_worker(config, tmp, count))
+
+    if doomed:
+        threading.Thread(target=replace, daemon=True).start()
     try:
         with Workspace.open(config) as ws:
-            app = app_for(ws.runtime)
             deadline = time.monotonic() + 120
-            while len(app.control.ping(timeout=1.0) or []) < count:
+            while not ready(ws, count):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{count} workers did not answer; see {tmp}/worker*.log")
+                time.sleep(0.5)
         yield
     finally:
+        stop.set()
         for proc in procs:
             proc.terminate()
         for proc in procs:
@@ -166,13 +218,66 @@ def web_sync(ws: Workspace) -> int:
     return sum(r.counts.new for r in result.runs)
 
 
+def nats_extra_deliveries(ws: Workspace) -> int:
+    """NATS: the consumer's deliveries beyond one per published message (then the
+    bench's stream is deleted)."""
+
+    async def ask() -> int:
+        nc = await nats.connect(NATS)
+        try:
+            js = nc.jetstream()
+            stream = ws.config.executor.stream
+            info = await js.consumer_info(stream, "workers")
+            published = (await js.stream_info(stream)).state.last_seq
+            await js.delete_stream(stream)
+        finally:
+            await nc.close()
+        return int(info.delivered.consumer_seq) - int(published)
+
+    return asyncio.run(ask())
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The NATS executor against Celery: the same two-worker web run, clean and killed."""
+    server = serve(args.pages, 4, args.delay_ms / 1000)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    print("| executor | run | wall s | documents | docs/s | run s (sum) | runs resumed "
+          "| NATS redeliveries |")  # fmt: skip
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for kind in args.executors.split(","):
+        for label, doomed in (("clean", ""), ("worker 0 SIGKILLed", "after_manifest_commit")):
+            with tempfile.TemporaryDirectory() as d, database("hw_scaleout") as manifest:
+                tmp = Path(d)
+                prefix = uuid.uuid4().hex[:10]
+                config = write_config(tmp, manifest, web_sources(url, 4), prefix, kind,
+                                      args.redeliver_s)  # fmt: skip
+                with workers(config, 2, tmp, doomed), Workspace.open(config) as ws:
+                    started = time.monotonic()
+                    web_sync(ws)
+                    wall = time.monotonic() - started
+                    runs = ws.manifest.runs.recent(limit=1000)
+                    done = sum(ws.manifest.count_documents(f"site{k}", "active") for k in range(4))
+                    resumed = sum(r.attempts - 1 for r in runs)
+                    extra = str(nats_extra_deliveries(ws)) if kind == "nats" else "—"
+            busy = sum(r.duration_s for r in runs)
+            print(f"| {kind} | {label} | {wall:.1f} | {done} | {done / wall:.1f} | {busy:.1f} "
+                  f"| {resumed} | {extra} |", flush=True)  # fmt: skip
+    server.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--delay-ms", type=float, default=50.0)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--compare", action="store_true", help="NATS against Celery")
+    parser.add_argument("--executors", default="celery,nats")
+    parser.add_argument("--redeliver-s", type=int, default=10)
     args = parser.parse_args()
+    if args.compare:
+        compare(args)
+        return
     counts = [int(w) for w in args.workers.split(",")]
     rows: list[tuple[str, int, float, int]] = []
     for sections in (1, 4):

@@ -138,6 +138,8 @@ LONG_POLES = (  # longest first, as measured (`--durations`, summed per file)
     "correctness/test_crash_matrix.py",
     "api/test_api_push_workers.py",
     "executor/test_celery_no_wait_and_dlq.py",
+    "executor/test_nats_executor.py",
+    "executor/test_nats_failures.py",
     "core/test_cli_sync_concurrent.py",
     "pipeline/test_embed_local.py",
     "scheduler/test_scheduler_processes.py",

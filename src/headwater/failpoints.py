@@ -4,13 +4,19 @@
 itself with SIGKILL the first time it reaches one of those points, exactly as a power
 cut or OOM kill would. ``name:stop`` stops it with SIGSTOP instead, the first time only,
 so a test can act from another process meanwhile and SIGCONT it (a paused process: a GC
-pause, a frozen VM). Unset (always, outside tests), a failpoint costs one dict lookup.
+pause, a frozen VM). ``name:transient`` raises ``TransientError`` there each time it is
+reached, ``name:transientN`` the first N times only (a passing fault: a retry follows);
+``name:sleepS`` sleeps S seconds there each time (a slow step; other threads go on).
+Unset (always, outside tests), a failpoint costs one dict lookup.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
+
+from headwater.errors import TransientError
 
 ENV_VAR = "HEADWATER_FAILPOINTS"
 
@@ -23,6 +29,7 @@ AFTER_CHECKPOINT_SAVE = "after_checkpoint_save"
 AFTER_INDEX_BATCH = "after_index_batch"  # every sink of one indexer batch recorded
 INSIDE_BATCH_COMMIT = "inside_batch_commit"  # the batch's transaction fenced, not committed
 AFTER_EVENTS_PUBLISHED = "after_events_published"  # events confirmed, not removed from the outbox
+BEFORE_QUEUED_RUN = "before_queued_run"  # a NATS worker took a run message, runs nothing yet
 
 ALL = (
     AFTER_FETCH_BEFORE_COMMIT,
@@ -39,6 +46,8 @@ ALL = (
 EVENTS = (AFTER_EVENTS_PUBLISHED,)
 
 STOP = "stop"
+TRANSIENT = "transient"
+SLEEP = "sleep"
 
 _ACTIVE = dict(
     (p.strip().partition(":")[0], p.strip().partition(":")[2])
@@ -46,14 +55,23 @@ _ACTIVE = dict(
     if p.strip()
 )
 _stopped: set[str] = set()
+_raised: dict[str, int] = {}
 
 
 def failpoint(name: str) -> None:
-    """Die here, hard, if ``name`` is enabled (``name:stop``: stop here, once)."""
+    """Die here, hard, if ``name`` is enabled (``name:stop``: stop here, once;
+    ``name:transient[N]``: raise ``TransientError``; ``name:sleepS``: sleep)."""
     action = _ACTIVE.get(name)
     if action is None:
         return
-    if action != STOP:
+    if action.startswith(TRANSIENT):
+        limit = int(action[len(TRANSIENT) :] or 0)
+        _raised[name] = _raised.get(name, 0) + 1
+        if not limit or _raised[name] <= limit:
+            raise TransientError(f"failpoint {name} (attempt {_raised[name]}): a passing fault")
+    elif action.startswith(SLEEP):
+        time.sleep(float(action[len(SLEEP) :] or 1))
+    elif action != STOP:
         os.kill(os.getpid(), signal.SIGKILL)
     elif name not in _stopped:
         _stopped.add(name)

@@ -138,7 +138,7 @@ class SourceStatus(Body):
 
 
 class ExecutorStatus(Body):
-    """``{"type": "local"}``, or the Celery executor's queues, leases and index claims."""
+    """``{"type": "local"}``, or the Celery or NATS executor's queues, leases and claims."""
 
     type: str
     running: dict[str, str] | None = None

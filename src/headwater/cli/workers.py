@@ -1,8 +1,11 @@
-"""``headwater worker`` (a Celery worker for this workspace) and ``headwater workers``."""
+"""``headwater worker`` (a Celery worker for this workspace, or a NATS worker with
+``[executor] type = "nats"``) and ``headwater workers``."""
 
 from __future__ import annotations
 
+import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -27,7 +30,7 @@ def worker(
         None, "--hostname", "-n", help="Worker name (default: celery@host)."
     ),
 ) -> None:
-    """Run a Celery worker that executes this workspace's sync and index tasks."""
+    """Run a worker (Celery, or NATS with that executor) that executes this workspace's runs."""
 
     def body() -> None:
         from headwater.config import executor_warnings
@@ -44,6 +47,9 @@ def worker(
         loaded = load_config(state.config)
         for warning in executor_warnings(loaded.config):
             err.print(f"[yellow]warning:[/] {warning}")
+        if loaded.config.executor.type == "nats":  # --queues and --pool are Celery's
+            _nats_worker(loaded.path, concurrency, hostname, loglevel)
+            return
         os.environ[ENV_CONFIG] = str(loaded.path)
         celery = create_app(loaded)
         names = loaded.config.executor.queues
@@ -55,6 +61,18 @@ def worker(
         celery.worker_main(argv)
 
     run_command(body)
+
+
+def _nats_worker(config: Path, concurrency: int, name: str | None, loglevel: str) -> None:
+    """Consume the NATS work-queue stream until SIGTERM (``executor.nats_worker``)."""
+    from headwater.executor.nats_worker import run_worker
+
+    level = logging.getLevelName(loglevel.upper())
+    if not isinstance(level, int):
+        usage_error(f"--loglevel {loglevel!r}: expected DEBUG, INFO, WARNING or ERROR")
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("headwater").setLevel(level)
+    run_worker(config, concurrency=concurrency, name=name)
 
 
 @app.command()

@@ -451,9 +451,11 @@ class ExecutorQueues(Strict):
 
 
 class ExecutorSection(Strict):
-    """``[executor]``: where runs execute. ``local`` (this process) or ``celery`` workers."""
+    """``[executor]``: where runs execute: ``local`` (this process), ``celery`` workers, or
+    ``nats`` workers on a JetStream work-queue stream (``url``, ``stream``,
+    ``subject_prefix``, ``max_deliver``, ``ack_wait``; checked in ``rules``)."""
 
-    type: Literal["local", "celery"] = "local"
+    type: Literal["local", "celery", "nats"] = "local"
     broker_url: str | None = None
     result_backend: str | None = None
     queues: ExecutorQueues = ExecutorQueues()
@@ -461,6 +463,11 @@ class ExecutorSection(Strict):
     claim_seconds: int = Field(default=300, ge=1, le=86_400)
     max_retries: int = Field(default=3, ge=0, le=100)
     index_tasks: int = Field(default=4, ge=1, le=1024)
+    url: str | None = None  # nats: the server (default nats://127.0.0.1:4222)
+    stream: str = "HEADWATER_RUNS"
+    subject_prefix: str = "headwater_runs"
+    max_deliver: int = Field(default=5, ge=1, le=1000)
+    ack_wait: float = Field(default=60.0, ge=1.0, le=86_400.0)
 
 
 class HeadwaterConfig(Strict):

@@ -2,12 +2,14 @@
 
 An executor runs a workspace's write work: syncs (with their indexing), permission
 syncs, drains and prunes. ``local`` runs everything in this process; ``celery`` enqueues
-runs and index tasks for Celery workers and waits for them. Each executor is built from
-a ``Runtime`` (never from the ``Workspace`` facade). ``executor_factory(name)`` finds
-one by the name ``[executor] type`` gives: the ``headwater.executors`` entry point group
-first (a plugin may add one), then the built-in table, so the shipped executors resolve
-even where the installed metadata predates the group. The lookup is by name so that the
-facade, which gets its executor injected, never imports an executor module.
+runs and index tasks for Celery workers and waits for them; ``nats`` publishes runs to a
+JetStream work queue for NATS workers and waits for the manifest to record them. Each
+executor is built from a ``Runtime`` (never from the ``Workspace`` facade).
+``executor_factory(name)`` finds one by the name ``[executor] type`` gives: the
+``headwater.executors`` entry point group first (a plugin may add one), then the
+built-in table, so the shipped executors resolve even where the installed metadata
+predates the group. The lookup is by name so that the facade, which gets its executor
+injected, never imports an executor module.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ ENTRY_POINT_GROUP = "headwater.executors"
 BUILTIN = {
     "local": "headwater.executor.local:LocalExecutor",
     "celery": "headwater.executor.dispatch:CeleryExecutor",
+    "nats": "headwater.executor.nats_dispatch:NatsExecutor",
 }
 
 

@@ -18,9 +18,10 @@ even when no run changes anything. Hints (docs/live.md): a ``watch = true`` sour
 watched while the scheduler runs, and each cycle reads the due hints of sources with no
 run in flight and not paused (``scheduler.runs.run_hints``), in the same pool and under
 the same lease; with a source that takes hints, it looks at least every ``HINT_POLL_S``.
-even when no run changes anything. With ``[events]``, a pump thread sends the change
-events of the outbox while the scheduler runs (``headwater.events``), and drains once more
-before it exits.
+With ``[executor] type = "nats"`` the due runs are published to the work-queue stream
+instead (``publish``), after a reconcile at start. With ``[events]``, a pump thread sends
+the change events of the outbox while the scheduler runs (``headwater.events``), and
+drains once more before it exits.
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases; a drain stops within one embedding
@@ -48,7 +49,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from headwater.clock import utcnow
 from headwater.config import SourceSection
-from headwater.errors import BrokerUnavailable, HeadwaterError
+from headwater.errors import HeadwaterError, TransientError
 from headwater.events import EventPump
 from headwater.hints.watch import Watcher
 from headwater.manifest.liveness import SCHEDULER, Heartbeat
@@ -69,6 +70,7 @@ from headwater.scheduler.outcome import (
     summary,
 )
 from headwater.scheduler.plans import backoff_of, source_states
+from headwater.scheduler.publish import RemoteRuns
 from headwater.scheduler.runs import run_content, run_hints, run_permissions
 
 log = logging.getLogger("headwater.scheduler")
@@ -123,6 +125,7 @@ class Scheduler:
         self._inflight: Inflight = {}
         self._indexing = False  # a drain is running (in its own thread or after a run)
         self._pump: EventPump | None = None  # sends change events ([events]) meanwhile
+        self._remote = RemoteRuns()  # queues due runs for Celery or NATS workers
 
     def install_signal_handlers(self) -> None:
         """Stop on SIGTERM and SIGINT, reload the config on SIGHUP."""
@@ -185,6 +188,7 @@ class Scheduler:
         watcher = None if self.once else Watcher(lambda: self.rt, on_queued=self._wake.set)
         self._start_pump()
         try:
+            self._remote.reconcile(self.rt, [s.id for s in self._sections()])
             if watcher is not None:
                 watcher.start()
             while not self._stopping:
@@ -211,6 +215,7 @@ class Scheduler:
                 self._drain()
             heartbeat.stop()
             self._stop_pump()
+            self._remote.close()
             self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
         return self.exit_code()
@@ -301,7 +306,7 @@ class Scheduler:
                 if self.once:
                     self._attempted.add(f"{plan.source_id}:{PERMISSIONS}")
                 continue
-            if self.rt.config.executor.type == "celery":  # workers run it; only enqueue here
+            if self.rt.config.executor.type in ("celery", "nats"):  # workers run it
                 self._enqueue(plan)
                 continue
             if len(inflight) >= self.max_concurrent:
@@ -326,24 +331,18 @@ class Scheduler:
         return wake if wake is not None else now + timedelta(seconds=MAX_SLEEP_S)
 
     def _enqueue(self, plan: SourcePlan) -> None:
-        """Celery: enqueue the due source. A broker that refuses leaves nothing queued;
-        the source is held off for ``BROKER_RETRY`` and tried again (``--once``: failed)."""
-        from headwater.executor.dispatch import enqueue_sync
-
+        """Celery or NATS: queue the due source. A broker that refuses leaves nothing
+        queued; the source is held off for ``BROKER_RETRY`` and tried again (``--once``:
+        failed)."""
         self._attempted.update([plan.source_id] if self.once else [])
         try:
-            queued = enqueue_sync(self.rt, [plan.source_id])
-        except BrokerUnavailable as exc:
+            self._remote.queue(self.rt, plan.source_id, plan.reason or SYNC)
+        except TransientError as exc:
             log.error("%s; retrying in %.0f s", exc, BROKER_RETRY.total_seconds(),
                       extra=ids(plan.source_id))  # fmt: skip
             self._holds[plan.source_id] = utcnow() + BROKER_RETRY
             if self.once:
                 self.outcomes.append(Outcome(plan.source_id, FAILED, error=str(exc)))
-            return
-        for q in queued:
-            if not q.already:
-                log.info("enqueued sync of %s (%s): task %s", q.source_id, plan.reason,
-                         q.task_id, extra=ids(q.source_id))  # fmt: skip
 
     def _more_in_once(self, plans: Sequence[SourcePlan]) -> bool:
         """Whether ``--once`` still has a permission sync to start after a content run."""
