@@ -31,24 +31,26 @@ from headwater.config.rules import (
 )
 from headwater.config.sections import (
     AccessSection,
-    ApiKeySection,
-    ApiPrincipals,
-    ApiSection,
     ChunkerSection,
     ContentSection,
     EmbedderSection,
-    ExecutorQueues,
-    ExecutorSection,
     HeadwaterConfig,
     IndexSection,
     ManifestSection,
     ParseSection,
-    SchedulerSection,
     SourceSection,
-    Strict,
     SyncSection,
     WorkspaceSection,
 )
+from headwater.config.service import (
+    ApiKeySection,
+    ApiPrincipals,
+    ApiSection,
+    ExecutorQueues,
+    ExecutorSection,
+    SchedulerSection,
+)
+from headwater.config.strict import Strict
 from headwater.units import parse_duration
 
 __all__ = [

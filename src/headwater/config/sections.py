@@ -24,6 +24,12 @@ from pydantic import (
 from headwater.config.events import EventsSection
 from headwater.config.identity import IdentitySection
 from headwater.config.ratelimit import RateLimitSection
+from headwater.config.service import (
+    ApiSection,
+    ExecutorSection,
+    SchedulerSection,
+)
+from headwater.config.strict import Strict, check_interval, check_retention
 from headwater.errors import ConfigError
 from headwater.manifest.content_s3 import S3Location
 from headwater.pipeline.embed.registry import available_embedder_types
@@ -32,12 +38,6 @@ from headwater.ratelimit import Rate, parse_rates
 from headwater.sync.rules import RuleSet
 from headwater.types import Access, normalize_identity
 from headwater.units import MIN_INTERVAL, check_duration, parse_size
-
-
-class Strict(BaseModel):
-    """A frozen config model that refuses unknown keys."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class WorkspaceSection(Strict):
@@ -290,7 +290,7 @@ class SourceSection(BaseModel):
     @field_validator("refresh_every", "prune_every", "permissions_every")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        return None if value is None else _check_interval(value)
+        return None if value is None else check_interval(value)
 
     def options(self) -> dict[str, Any]:
         """The connector's own options: the keys this model does not declare."""
@@ -310,7 +310,7 @@ class IndexSection(BaseModel):
     @field_validator("keep_previous_for")
     @classmethod
     def _duration(cls, value: str) -> str:
-        return _check_duration(value)
+        return check_retention(value)
 
     def options(self) -> dict[str, Any]:
         """The sink's own options: the keys this model does not declare."""
@@ -363,111 +363,6 @@ class SyncSection(Strict):
     tombstone_retention_days: int = Field(default=30, ge=0)
     index_batch_size: int = Field(default=32, ge=1, le=4096)
     lease_seconds: int = Field(default=60, ge=1, le=86_400)
-
-
-def _check_duration(value: str) -> str:
-    """A retention (``keep_runs_for``, ``keep_previous_for``): 0s to ten years."""
-    check_duration(value)
-    return value
-
-
-def _check_interval(value: str) -> str:
-    """An interval between runs or retries: 1s to ten years ("0s" would spin)."""
-    check_duration(value, MIN_INTERVAL)
-    return value
-
-
-class SchedulerSection(Strict):
-    """``[scheduler]``: ``headwater run``'s concurrency, backoff and retention."""
-
-    max_concurrent: int = Field(default=2, ge=1, le=64)
-    failure_backoff: str = "1m"
-    backoff_max: str = "1h"
-    keep_runs_for: str = "30d"
-    refresh_every: str = "1h"
-
-    @field_validator("failure_backoff", "backoff_max", "refresh_every")
-    @classmethod
-    def _interval(cls, value: str) -> str:
-        return _check_interval(value)
-
-    @field_validator("keep_runs_for")
-    @classmethod
-    def _duration(cls, value: str) -> str:
-        return _check_duration(value)
-
-
-class ApiPrincipals(Strict):
-    """The users and groups an API key searches as."""
-
-    users: list[str] = []
-    groups: list[str] = []
-
-
-class ApiKeySection(Strict):
-    """``[[api.keys]]``: one bearer key of ``headwater serve`` (see docs/api.md)."""
-
-    name: str = Field(min_length=1)
-    secret: SecretStr
-    role: Literal["search", "ingest", "admin"]
-    principals: ApiPrincipals | None = None
-    assert_principals: bool = False
-    sources: list[str] = []  # the push sources an ingest key may write to (none by default)
-
-    @field_validator("secret")
-    @classmethod
-    def _long_enough(cls, value: SecretStr) -> SecretStr:
-        if len(value.get_secret_value()) < 16:
-            raise ValueError("an API key secret needs at least 16 characters; use a random one")
-        return value
-
-
-class ApiSection(Strict):
-    """``[api]``: the HTTP service's keys, the largest push request body it reads, push
-    sessions' timeout and how often the admin charts are sampled."""
-
-    keys: list[ApiKeySection] = []
-    max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
-    # A full-replace push session nothing touched for this long expires (deletes nothing).
-    push_session_timeout: str = "1h"
-    chart_sample_every: str = "30s"  # the admin charts' indexing, backlog and search samples
-
-    @field_validator("push_session_timeout", "chart_sample_every")
-    @classmethod
-    def _timeout(cls, value: str) -> str:
-        return _check_interval(value)
-
-    @field_validator("max_push_bytes", mode="before")
-    @classmethod
-    def _size(cls, value: object) -> object:
-        return parse_size(value) if isinstance(value, str) else value
-
-
-class ExecutorQueues(Strict):
-    """The Celery queue names for source runs and for index batches."""
-
-    sync: str = Field(default="headwater.sync", min_length=1)
-    index: str = Field(default="headwater.index", min_length=1)
-
-
-class ExecutorSection(Strict):
-    """``[executor]``: where runs execute: ``local`` (this process), ``celery`` workers, or
-    ``nats`` workers on a JetStream work-queue stream (``url``, ``stream``,
-    ``subject_prefix``, ``max_deliver``, ``ack_wait``; checked in ``rules``)."""
-
-    type: Literal["local", "celery", "nats"] = "local"
-    broker_url: str | None = None
-    result_backend: str | None = None
-    queues: ExecutorQueues = ExecutorQueues()
-    visibility_timeout: int = Field(default=3600, ge=1, le=7 * 86_400)
-    claim_seconds: int = Field(default=300, ge=1, le=86_400)
-    max_retries: int = Field(default=3, ge=0, le=100)
-    index_tasks: int = Field(default=4, ge=1, le=1024)
-    url: str | None = None  # nats: the server (default nats://127.0.0.1:4222)
-    stream: str = "HEADWATER_RUNS"
-    subject_prefix: str = "headwater_runs"
-    max_deliver: int = Field(default=5, ge=1, le=1000)
-    ack_wait: float = Field(default=60.0, ge=1.0, le=86_400.0)
 
 
 class HeadwaterConfig(Strict):
