@@ -15,7 +15,6 @@ import typer
 
 from headwater.cli.common import app, err, out, run_command, safe, state, usage_error
 from headwater.config import load_config
-from headwater.events.jetstream import tail
 
 events_app = typer.Typer(help="Change events sent to NATS JetStream ([events]).")
 app.add_typer(events_app, name="events")
@@ -44,6 +43,7 @@ def events_tail(
     ),
 ) -> None:
     """Print change events as they arrive (a JetStream consumer), until Ctrl-C."""
+    from headwater.events.jetstream import tail  # nats: only for this command
 
     def body() -> None:
         section = load_config(Path(state.config)).config.events

@@ -51,7 +51,6 @@ from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import HeadwaterError, TransientError
 from headwater.events import EventPump
-from headwater.hints.watch import Watcher
 from headwater.manifest.liveness import SCHEDULER, Heartbeat
 from headwater.manifest.runs import FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
@@ -185,6 +184,8 @@ class Scheduler:
             len(self._sections()),
             self.max_concurrent,
         )
+        from headwater.hints.watch import Watcher  # watchdog and imapclient: only when run
+
         watcher = None if self.once else Watcher(lambda: self.rt, on_queued=self._wake.set)
         self._start_pump()
         try:
