@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from headwater import failpoints
@@ -33,7 +33,13 @@ from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as 
 from headwater.manifest.prunes import PruneLedger
 from headwater.manifest.push_sessions import SessionLedger
 from headwater.manifest.pushed_groups import PushedGroups
-from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
+from headwater.manifest.records import (
+    ACTIVE,
+    DELETED,
+    RECORD_COLUMNS,
+    BatchCommit,
+    DocumentRecord,
+)
 from headwater.manifest.runs import RunLedger
 from headwater.manifest.throttles import RateLedger
 
@@ -133,15 +139,15 @@ class Manifest:
     ) -> dict[str, DocumentRecord]:
         """The documents of these object ids in ``source_id``, by object id."""
         found: dict[str, DocumentRecord] = {}
+        docs = t.documents.c
+        query = select(*(docs[name] for name in RECORD_COLUMNS)).where(
+            docs.source_id == source_id, docs.object_id.in_(bindparam("ids", expanding=True))
+        )  # built once (no per-value coercion), its ids bound per part
         with self.engine.connect() as conn:
             for part in chunked(list(object_ids)):
-                rows = conn.execute(
-                    select(t.documents).where(
-                        t.documents.c.source_id == source_id, t.documents.c.object_id.in_(part)
-                    )
-                )
+                rows = conn.execute(query, {"ids": list(part)}).all()  # one fetch per part
                 for row in rows:
-                    record = DocumentRecord.from_row(row)
+                    record = DocumentRecord.from_values(row)
                     found[record.object_id] = record
         return found
 

@@ -362,7 +362,8 @@ class SyncRunner:
         existing = self.manifest.documents_by_object_ids(self.source.source_id, ids)
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
-        doc_ids = [self.source.document_id(o) for o in ids]
+        held = {o: r.document_id for o, r in existing.items()}  # no hash to compute
+        doc_ids = [held.get(o) or self.source.document_id(o) for o in ids]
         dead = self.manifest.failures.dead_source_versions(doc_ids)
         fetch: Callable[[str], bytes] | None = None
         if isinstance(self.connector, LazyFetching):

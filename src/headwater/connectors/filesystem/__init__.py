@@ -28,6 +28,7 @@ import os
 import stat as stat_mode
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import ClassVar
 
@@ -95,6 +96,7 @@ class FilesystemConnector:
         if not root.is_absolute() and context is not None and context.config_root is not None:
             root = context.config_root / root
         self.root = root.resolve()
+        self._prefix = str(self.root).rstrip("/") + "/"
         self.files_read = 0
         self._selects = KeyFilter(options.include, options.exclude)
         # The workspace's own state (manifest, indexes, content store) when it lies under
@@ -139,6 +141,13 @@ class FilesystemConnector:
         """Whether the config (include/exclude) still selects this path (for a member of
         a container, the container's)."""
         return self._selects(container_id(object_id))
+
+    def _listed_in_scope(self, rel: str) -> bool:
+        """``in_scope`` for a file the walk found: each folder above it was already asked
+        ``excludes_folder`` on the way down, so only the path itself is matched."""
+        if container_id(rel) != rel:
+            return self.in_scope(rel)
+        return self._selects.matches(rel)
 
     def _scandir(self, directory: Path) -> list[os.DirEntry[str]]:
         """The entries of one directory in name order (raises OSError if unlistable)."""
@@ -227,7 +236,7 @@ class FilesystemConnector:
                 if after is not None and here <= after:
                     continue
                 rel = "/".join(here)
-                if not self.in_scope(rel):
+                if not self._listed_in_scope(rel):
                     continue
                 if linked and (refused := self._out_of_scope(here, entry.path)):
                     yield refused
@@ -292,12 +301,12 @@ class FilesystemConnector:
                 yield from self._members(item)
             else:
                 yield item
-            yield Checkpoint(json.dumps({"after": list(parts)}))
+            yield Checkpoint(_after_cursor(parts))
         return None
 
     def _item(self, parts: tuple[str, ...], st: os.stat_result) -> SourceDocument | Failure:
         rel = "/".join(parts)
-        locator = str(self.root.joinpath(*parts))
+        locator = self._prefix + rel  # what str(self.root.joinpath(*parts)) gives, faster
         if not is_utf8(rel):
             shown = printable(rel)
             return Failure(
@@ -316,7 +325,7 @@ class FilesystemConnector:
             locator=locator,
             title="",
             version=f"{st.st_mtime_ns}:{st.st_size}",
-            fetch_ref=json.dumps({"path": rel, "file": [st.st_dev, st.st_ino]}),
+            fetch_ref=_fetch_ref(rel, st),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
             # a file over max_file_bytes is listed (so it can be a metadata-only
             # document) but never read: its fetch is a permanent too_large failure
@@ -444,6 +453,16 @@ class FilesystemConnector:
             "The next sync lists it again.",
             permanent=False,
         )
+
+
+def _fetch_ref(rel: str, st: os.stat_result) -> str:
+    """``json.dumps({"path": rel, "file": [dev, ino]})``, built without the encoder."""
+    return f'{{"path": {encode_basestring_ascii(rel)}, "file": [{st.st_dev}, {st.st_ino}]}}'
+
+
+def _after_cursor(parts: tuple[str, ...]) -> str:
+    """``json.dumps({"after": list(parts)})``: the checkpoint after the file at ``parts``."""
+    return '{"after": [' + ", ".join(map(encode_basestring_ascii, parts)) + "]}"
 
 
 def _parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
