@@ -10,11 +10,8 @@ Symlinks are skipped unless ``follow_symlinks``, and even then a link is followe
 a target inside this source's own scope: under the root *and* selected by its include and
 exclude (two sources over one root, ``public/**`` and ``hr/**``, must not publish each
 other's files); any other link is a permanent ``link_out_of_scope`` failure. A read
-re-checks what the listing saw: the ``fetch_ref`` carries the file's device and inode,
-and ``fetch`` opens the path one component at a time with ``O_NOFOLLOW`` (so no link is
-followed at read time), then compares the open file's ``fstat`` with the listing. A file
-swapped for a link, a folder swapped for a link, or any other file put in its place
-between listing and read is not read (``replaced``, retried by the next sync).
+re-checks what the listing saw (``_read``): the ``fetch_ref`` carries the file's device
+and inode, and no link and no file put in its place since is read.
 
 With ``containers`` (the default) an mbox, zip or tar file is read while listed and its
 members become documents (``docs.zip!/a.md``, ``connectors._archives``).
@@ -22,10 +19,8 @@ members become documents (``docs.zip!/a.md``, ``connectors._archives``).
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat as stat_mode
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from json.encoder import encode_basestring_ascii
@@ -47,6 +42,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.connectors.filesystem._read import fetch_ref, read_listed
 from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import is_utf8, printable
@@ -325,7 +321,7 @@ class FilesystemConnector:
             locator=locator,
             title="",
             version=f"{st.st_mtime_ns}:{st.st_size}",
-            fetch_ref=_fetch_ref(rel, st),
+            fetch_ref=fetch_ref(rel, st),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
             # a file over max_file_bytes is listed (so it can be a metadata-only
             # document) but never read: its fetch is a permanent too_large failure
@@ -378,100 +374,10 @@ class FilesystemConnector:
         return refetch(self, object_ids)
 
     def fetch(self, ref: str) -> bytes:
-        """The bytes of the regular file the listing saw at ``ref``, never a link's target
-        outside this source's scope and never another file put in its place since."""
-        path, listed = _parse_ref(ref)
-        parts = self._parts_to_read(path)
-        try:
-            fd = self._open_beneath(parts)
-        except FileNotFoundError as exc:
-            raise ItemError(
-                "vanished", f"{printable(path)} disappeared while syncing", permanent=False
-            ) from exc
-        except PermissionError as exc:
-            raise ItemError(
-                "permission_denied",
-                f"{printable(path)}: permission denied; grant read access to this user, then "
-                "`headwater sync --full` (or `headwater dlq redrive ID`) reads it again.",
-            ) from exc
-        except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                raise
-            raise self._replaced(path, "a link now stands in its path") from exc
-        with os.fdopen(fd, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat_mode.S_ISREG(st.st_mode):
-                raise self._replaced(path, "it is no longer a regular file")
-            if listed is not None and (st.st_dev, st.st_ino) != listed:
-                raise self._replaced(path, "another file now stands at its path")
-            if st.st_size > self.options.max_file_bytes:
-                raise ItemError(
-                    "too_large",
-                    f"{printable(path)} is {st.st_size} bytes; max_file_bytes is "
-                    f"{self.options.max_file_bytes}. Raise max_file_bytes or exclude the file.",
-                )
-            self.files_read += 1
-            return handle.read(self.options.max_file_bytes + 1)
-
-    def _parts_to_read(self, path: str) -> tuple[str, ...]:
-        """The path parts to open under the root: ``path`` itself, or with
-        ``follow_symlinks`` its real location, which must still be in this source's scope."""
-        parts = tuple(p for p in path.split("/") if p not in ("", "."))
-        if ".." in parts:
-            raise ItemError("outside_root", f"{printable(path)} resolves outside the root")
-        if not self.options.follow_symlinks:
-            return parts
-        real = self._real_parts(str(self.root.joinpath(*parts)))
-        if real is None or not self.in_scope("/".join(real)):
-            raise ItemError(
-                "link_out_of_scope",
-                f"{printable(path)} now leads outside this source's root, include and "
-                "exclude; it was not read. Point the link inside the source, or exclude it.",
-            )
-        return real
-
-    def _open_beneath(self, parts: tuple[str, ...]) -> int:
-        """``parts`` under the root opened read-only, one component at a time with
-        ``O_NOFOLLOW`` (a link anywhere raises ELOOP or ENOTDIR), without blocking on a
-        FIFO put in a file's place."""
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for name in parts[:-1]:
-                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = child
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
-            return os.open(parts[-1] if parts else ".", flags, dir_fd=fd)
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _replaced(path: str, why: str) -> ItemError:
-        return ItemError(
-            "replaced",
-            f"{printable(path)} changed between listing and read ({why}); nothing was read. "
-            "The next sync lists it again.",
-            permanent=False,
-        )
-
-
-def _fetch_ref(rel: str, st: os.stat_result) -> str:
-    """``json.dumps({"path": rel, "file": [dev, ino]})``, built without the encoder."""
-    return f'{{"path": {encode_basestring_ascii(rel)}, "file": [{st.st_dev}, {st.st_ino}]}}'
+        """The bytes of the regular file the listing saw at ``ref`` (``_read``)."""
+        return read_listed(self, ref)
 
 
 def _after_cursor(parts: tuple[str, ...]) -> str:
     """``json.dumps({"after": list(parts)})``: the checkpoint after the file at ``parts``."""
     return '{"after": [' + ", ".join(map(encode_basestring_ascii, parts)) + "]}"
-
-
-def _parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
-    """A ``fetch_ref``: ``{"path": ..., "file": [dev, ino]}`` as listed, or a bare path."""
-    try:
-        parsed = json.loads(ref)
-    except ValueError:
-        return ref, None
-    if not isinstance(parsed, dict) or not isinstance(parsed.get("path"), str):
-        return ref, None
-    dev, ino = parsed["file"]
-    return parsed["path"], (int(dev), int(ino))
