@@ -47,6 +47,18 @@ class DocumentFields:
         """The document's ACL as an ``Access``."""
         return Access.from_principals(self.acl)
 
+    @classmethod
+    def from_fields(cls, row: Sequence[Any]) -> DocumentFields:
+        """The fields of a ``documents`` row selected as ``FIELD_COLUMNS``, in that order
+        (no timestamps): what the sync gates decide from, one per object a run lists."""
+        (doc_id, source_id, object_id, locator, title, media_type, version, checksum) = row[:8]
+        (signature, pipeline, revision, sequence, state, acl, metadata, last_seen) = row[8:]
+        return cls(
+            doc_id, source_id, object_id, locator, title, media_type, version, checksum,
+            signature, pipeline, revision, sequence, state, _acl(acl),
+            json.loads(metadata), last_seen,
+        )  # fmt: skip
+
     def values(self) -> dict[str, Any]:
         """The row's values as the manifest stores them (JSON for ACL and metadata)."""
         values = {f.name: getattr(self, f.name) for f in fields(DocumentFields)}
@@ -89,6 +101,7 @@ def _acl(stored: str) -> tuple[str, ...]:
 
 
 RECORD_COLUMNS = tuple(f.name for f in fields(DocumentRecord))  # the table's own order
+FIELD_COLUMNS = tuple(f.name for f in fields(DocumentFields))  # the same, no timestamps
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ tombstones. ``sync.gates.BatchBuilder`` adds the version gates for documents.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from headwater.manifest.content import ContentStore
@@ -18,7 +18,7 @@ from headwater.manifest.records import (
     ACTIVE,
     DELETED,
     BatchCommit,
-    DocumentRecord,
+    DocumentFields,
     DocumentWrite,
     FailureWrite,
     RowVersion,
@@ -42,7 +42,7 @@ class Batch:
 
     source: SourceIdentity
     run_id: str
-    existing: dict[str, DocumentRecord]
+    existing: Mapping[str, DocumentFields]  # the rows the items were decided from
     tombstone_sequences: dict[str, int | None]
     dead_versions: dict[str, tuple[str | None, str]]
     content_store: ContentStore
@@ -120,13 +120,13 @@ class Batch:
         self.tombstone(record, reason, item.sequence)
         return Outcome.DELETED
 
-    def _empty(self, record: DocumentRecord, doc: SourceDocument) -> None:
+    def _empty(self, record: DocumentFields, doc: SourceDocument) -> None:
         """Tombstone an active document whose new content has no text (``empty_document``);
         its failure record says why, and text coming back makes it active again."""
         if record.state == ACTIVE:
             self.tombstone(record, EMPTIED, doc.sequence)
 
-    def tombstone(self, record: DocumentRecord, reason: str, sequence: int | None = None) -> None:
+    def tombstone(self, record: DocumentFields, reason: str, sequence: int | None = None) -> None:
         """Add a tombstone of ``record`` for ``reason`` to the batch."""
         self.commit.tombstones.append(
             TombstoneWrite(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from headwater.identity import document_id
-from headwater.manifest.records import ACTIVE, DocumentFields, DocumentRecord, DocumentWrite
+from headwater.manifest.records import ACTIVE, DocumentFields, DocumentWrite
 from headwater.pipeline.parse import ParseOptions
 from headwater.types import Access, MetadataValue, SourceDocument
 
@@ -33,7 +33,7 @@ class Decision(StrEnum):
 
 
 def decide(
-    record: DocumentRecord | None,
+    record: DocumentFields | None,
     item: SourceDocument,
     content_version: str,
     *,

@@ -22,7 +22,7 @@ from headwater.identity import content_checksum
 from headwater.manifest.records import (
     ACTIVE,
     DELETED,
-    DocumentRecord,
+    DocumentFields,
     DocumentWrite,
     RowVersion,
 )
@@ -183,7 +183,7 @@ class BatchBuilder(Batch):
     def _unreadable(
         self,
         doc: SourceDocument,
-        record: DocumentRecord | None,
+        record: DocumentFields | None,
         acl: tuple[str, ...],
         stage: str,
         exc: ItemError,
@@ -215,7 +215,7 @@ class BatchBuilder(Batch):
         )
 
     def _refuse_access(
-        self, doc: SourceDocument, record: DocumentRecord | None, exc: ConfigError
+        self, doc: SourceDocument, record: DocumentFields | None, exc: ConfigError
     ) -> Outcome:
         """An ACL naming an identity that could pass as another: only this document fails.
 
@@ -235,7 +235,7 @@ class BatchBuilder(Batch):
     def _write(
         self,
         doc: SourceDocument,
-        record: DocumentRecord | None,
+        record: DocumentFields | None,
         checksum: str,
         signature: str,
         acl: tuple[str, ...],
@@ -269,7 +269,7 @@ class BatchBuilder(Batch):
     def _row(
         self,
         doc: SourceDocument,
-        record: DocumentRecord | None,
+        record: DocumentFields | None,
         checksum: str,
         signature: str,
         acl: tuple[str, ...],
@@ -304,6 +304,6 @@ class BatchBuilder(Batch):
         )
 
 
-def _unreadable_row(record: DocumentRecord) -> bool:
+def _unreadable_row(record: DocumentFields) -> bool:
     """An active metadata-only row (``sync.unavailable``): its content was never read."""
     return record.state == ACTIVE and record.metadata.get("content") == UNAVAILABLE

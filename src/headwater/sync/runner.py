@@ -359,7 +359,7 @@ class SyncRunner:
         self, run_id: str, items: list[SourceItem], counts: RunCounts, options: SyncOptions
     ) -> BatchBuilder:
         ids = [i.object_id for i in items if not isinstance(i, Checkpoint)]
-        existing = self.manifest.documents_by_object_ids(self.source.source_id, ids)
+        existing = self.manifest.fields_by_object_ids(self.source.source_id, ids)
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
         held = {o: r.document_id for o, r in existing.items()}  # no hash to compute

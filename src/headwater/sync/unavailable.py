@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from headwater.clock import iso
-from headwater.manifest.records import ACTIVE, DocumentRecord
+from headwater.manifest.records import ACTIVE, DocumentFields
 from headwater.types import MetadataValue, SourceDocument
 
 UNAVAILABLE = "unavailable"
@@ -37,7 +37,7 @@ class Unavailable:
     metadata: dict[str, MetadataValue]
 
 
-def stands_in(record: DocumentRecord | None) -> bool:
+def stands_in(record: DocumentFields | None) -> bool:
     """Whether a failed read may write a metadata-only row over ``record``: there is no
     row, or no active one, or the row is itself metadata-only."""
     return record is None or record.state != ACTIVE or record.metadata.get("content") == UNAVAILABLE
