@@ -28,7 +28,8 @@ docs/s is files over the no-op's wall time from process start to exit (imports i
 process start); ``CPU docs/s`` is files over the child's user + system seconds, and
 ``CPU ÷ walk`` the same ratio in CPU time (what a shared machine's load distorts least).
 The PostgreSQL manifest is database ``hw_bench_noop_<N>`` on
-``HW_BENCH_PG`` (default the local server), kept for a resumed run; ``--fresh`` starts
+``HW_BENCH_PG`` (default the local server), kept for a resumed run, and gets a
+``VACUUM ANALYZE`` (untimed) before each no-op, as autovacuum would give it; ``--fresh`` starts
 both the workspace and that database over. Raw figures: ``bench/out/noop-<N>-<manifest>.json``.
 """
 
@@ -146,6 +147,18 @@ def manifest_url(args: argparse.Namespace) -> str:
     return f"{PG}/{name}"
 
 
+def vacuum(url: str) -> None:
+    """``VACUUM ANALYZE`` of a PostgreSQL manifest: what autovacuum does between runs on a
+    default server (this machine's runs with ``autovacuum = off``: without it the planner
+    never learns the table's size and every lookup scans the whole source)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text("VACUUM ANALYZE"))
+    engine.dispose()
+
+
 def sync(work: Path, no_index: bool) -> Measured:
     """``headwater sync --json`` in a child process, from ``work``."""
     command = [sys.executable, "-m", "headwater", "sync", "--json"]
@@ -214,6 +227,8 @@ def main() -> None:
     walks: list[dict[str, Any]] = []
     noops: list[dict[str, Any]] = []
     for repeat in range(args.repeats):
+        if args.manifest == "postgresql":
+            vacuum(url)  # not timed
         walks.append(walk(tree))
         measured = sync(work, args.no_index)
         rep = report_of(measured)
