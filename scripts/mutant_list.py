@@ -365,7 +365,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "filesystem-read-ignores-the-listed-inode",
-        "src/headwater/connectors/filesystem/_open.py",
+        "src/headwater/connectors/filesystem/_read.py",
         "        if listed is not None and (st.st_dev, st.st_ino) != listed:\n",
         "        if False:\n",
         ("tests/core/test_filesystem_links.py::test_a_file_swapped_for_another_file_is_not_read",),

@@ -52,15 +52,24 @@ class KeyFilter:
         self._include = [compile_glob(p) for p in include]
         self._exclude = [compile_glob(p) for p in exclude if not p.endswith("/")]
         self._folders = [compile_glob(p.rstrip("/")) for p in exclude if p.rstrip("/")]
+        # the default, ``**/*`` (or ``**``, or no include) and no exclude, selects every key
+        self._everything = not exclude and (not include or bool({"**/*", "**"} & set(include)))
+
+    def matches(self, key: str) -> bool:
+        """Whether ``key`` itself matches an include and no exclude, its folders unchecked
+        (for a walk that has already asked ``excludes_folder`` of each one)."""
+        if self._everything:
+            return True
+        if self._include and not any(p.fullmatch(key) for p in self._include):
+            return False
+        return not any(p.fullmatch(key) for p in self._exclude)
 
     def excludes_folder(self, folder: str) -> bool:
         """Whether every key under ``folder`` (a path without a trailing slash) is excluded."""
         return any(p.fullmatch(folder) or p.fullmatch(folder + _ANY_CHILD) for p in self._folders)
 
     def __call__(self, key: str) -> bool:
-        if self._include and not any(p.fullmatch(key) for p in self._include):
-            return False
-        if any(p.fullmatch(key) for p in self._exclude):
+        if not self.matches(key):
             return False
         parts = key.split("/")[:-1]
         return not any(self.excludes_folder("/".join(parts[: n + 1])) for n in range(len(parts)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -26,6 +27,11 @@ def valid_unicode(text: str) -> str:
 def storable(text: str) -> str:
     """``text`` as every manifest engine stores it: lone surrogates as U+FFFD, no NUL."""
     return valid_unicode(text.replace("\x00", "")) if _UNSTORABLE.search(text) else text
+
+
+def all_storable(texts: Iterable[str]) -> bool:
+    """Whether none of ``texts`` holds a NUL or a lone surrogate (one search for all)."""
+    return not _UNSTORABLE.search("".join(texts))
 
 
 def is_storable(text: str | None) -> bool:

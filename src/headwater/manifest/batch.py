@@ -16,7 +16,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from headwater.clock import utcnow
 from headwater.errors import WriteConflict
@@ -70,12 +70,13 @@ def write_batch(
         floor = _write_document(conn, write, now, events)
         if floor is not None:
             floors[write.document_id] = floor
+    mark_seen = (
+        update(t.documents)
+        .where(t.documents.c.document_id.in_(bindparam("ids", expanding=True)))
+        .values(last_seen_run=run_id)
+    )  # built once, its ids bound per part
     for start in range(0, len(batch.seen), CHUNK):
-        conn.execute(
-            update(t.documents)
-            .where(t.documents.c.document_id.in_(batch.seen[start : start + CHUNK]))
-            .values(last_seen_run=run_id)
-        )
+        conn.execute(mark_seen, {"ids": batch.seen[start : start + CHUNK]})
     for source_id, folder in batch.seen_prefixes:
         under = folder if folder.endswith("/") else folder + "/"
         conn.execute(

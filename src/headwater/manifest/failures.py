@@ -16,6 +16,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -159,19 +160,16 @@ class FailureLedger:
     ) -> dict[str, tuple[str | None, str]]:
         """For dead source-stage entries: document -> (source version, pipeline version)."""
         found: dict[str, tuple[str | None, str]] = {}
+        query = select(
+            t.failures.c.document_id, t.failures.c.source_version, t.failures.c.pipeline_version
+        ).where(
+            t.failures.c.document_id.in_(bindparam("ids", expanding=True)),
+            t.failures.c.status == DEAD,
+            t.failures.c.stage.in_(SOURCE_STAGES),
+        )  # built once, its ids bound per part
         with self.engine.connect() as conn:
             for part in _chunks(list(document_ids)):
-                rows = conn.execute(
-                    select(
-                        t.failures.c.document_id,
-                        t.failures.c.source_version,
-                        t.failures.c.pipeline_version,
-                    ).where(
-                        t.failures.c.document_id.in_(part),
-                        t.failures.c.status == DEAD,
-                        t.failures.c.stage.in_(SOURCE_STAGES),
-                    )
-                )
+                rows = conn.execute(query, {"ids": list(part)})
                 for r in rows:
                     found[r[0]] = (r[1], r[2])
         return found

@@ -7,9 +7,10 @@ frozen dataclasses, and writes are described by them too.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from headwater.types import Access, MetadataValue
@@ -46,6 +47,18 @@ class DocumentFields:
         """The document's ACL as an ``Access``."""
         return Access.from_principals(self.acl)
 
+    @classmethod
+    def from_fields(cls, row: Sequence[Any]) -> DocumentFields:
+        """The fields of a ``documents`` row selected as ``FIELD_COLUMNS``, in that order
+        (no timestamps): what the sync gates decide from, one per object a run lists."""
+        (doc_id, source_id, object_id, locator, title, media_type, version, checksum) = row[:8]
+        (signature, pipeline, revision, sequence, state, acl, metadata, last_seen) = row[8:]
+        return cls(
+            doc_id, source_id, object_id, locator, title, media_type, version, checksum,
+            signature, pipeline, revision, sequence, state, _acl(acl),
+            json.loads(metadata), last_seen,
+        )  # fmt: skip
+
     def values(self) -> dict[str, Any]:
         """The row's values as the manifest stores them (JSON for ACL and metadata)."""
         values = {f.name: getattr(self, f.name) for f in fields(DocumentFields)}
@@ -64,10 +77,31 @@ class DocumentRecord(DocumentFields):
     @classmethod
     def from_row(cls, row: Any) -> DocumentRecord:
         """The record of a ``documents`` row (ACL and metadata decoded from JSON)."""
-        m = dict(row._mapping)
-        m["acl"] = tuple(json.loads(m["acl"]))
-        m["metadata"] = json.loads(m["metadata"])
-        return cls(**{f.name: m[f.name] for f in fields(cls)})
+        m = row._mapping
+        return cls.from_values(tuple(m[name] for name in RECORD_COLUMNS))
+
+    @classmethod
+    def from_values(cls, row: Sequence[Any]) -> DocumentRecord:
+        """The record of a ``documents`` row selected as ``RECORD_COLUMNS``, in that order:
+        built positionally, since a no-op re-sync builds one per object it lists."""
+        (doc_id, source_id, object_id, locator, title, media_type, version, checksum) = row[:8]
+        (signature, pipeline, revision, sequence, state, acl, metadata) = row[8:15]
+        (last_seen, created, updated) = row[15:]
+        return cls(
+            doc_id, source_id, object_id, locator, title, media_type, version, checksum,
+            signature, pipeline, revision, sequence, state, _acl(acl),
+            json.loads(metadata), last_seen, created, updated,
+        )  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def _acl(stored: str) -> tuple[str, ...]:
+    """A stored ACL decoded (most documents of a source share a few ACLs)."""
+    return tuple(json.loads(stored))
+
+
+RECORD_COLUMNS = tuple(f.name for f in fields(DocumentRecord))  # the table's own order
+FIELD_COLUMNS = tuple(f.name for f in fields(DocumentFields))  # the same, no timestamps
 
 
 @dataclass(frozen=True)

@@ -28,22 +28,25 @@ from headwater.manifest.hints import HintQueue
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
 from headwater.manifest.liveness import Liveness
+from headwater.manifest.lookups import chunked, rows_by_object_ids
 from headwater.manifest.outbox import Outbox
 from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
 from headwater.manifest.prunes import PruneLedger
 from headwater.manifest.push_sessions import SessionLedger
 from headwater.manifest.pushed_groups import PushedGroups
-from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
+from headwater.manifest.records import (
+    ACTIVE,
+    DELETED,
+    FIELD_COLUMNS,
+    RECORD_COLUMNS,
+    BatchCommit,
+    DocumentFields,
+    DocumentRecord,
+)
 from headwater.manifest.runs import RunLedger
 from headwater.manifest.throttles import RateLedger
 
 LOCK_MARKERS = ("database is locked", "deadlock", "could not serialize", "lock timeout")
-
-
-def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
-    """``items`` in consecutive slices of at most ``size``."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 class Manifest:
@@ -133,16 +136,20 @@ class Manifest:
     ) -> dict[str, DocumentRecord]:
         """The documents of these object ids in ``source_id``, by object id."""
         found: dict[str, DocumentRecord] = {}
-        with self.engine.connect() as conn:
-            for part in chunked(list(object_ids)):
-                rows = conn.execute(
-                    select(t.documents).where(
-                        t.documents.c.source_id == source_id, t.documents.c.object_id.in_(part)
-                    )
-                )
-                for row in rows:
-                    record = DocumentRecord.from_row(row)
-                    found[record.object_id] = record
+        for row in rows_by_object_ids(self.engine, source_id, object_ids, RECORD_COLUMNS):
+            record = DocumentRecord.from_values(row)
+            found[record.object_id] = record
+        return found
+
+    def fields_by_object_ids(
+        self, source_id: str, object_ids: Sequence[str]
+    ) -> dict[str, DocumentFields]:
+        """``documents_by_object_ids`` without the rows' timestamps: what the sync gates
+        decide from (a no-op re-sync reads one per object it lists)."""
+        found: dict[str, DocumentFields] = {}
+        for row in rows_by_object_ids(self.engine, source_id, object_ids, FIELD_COLUMNS):
+            record = DocumentFields.from_fields(row)
+            found[record.object_id] = record
         return found
 
     def documents_by_ids(self, document_ids: Sequence[str]) -> dict[str, DocumentRecord]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from headwater.identity import document_id
-from headwater.manifest.records import ACTIVE, DocumentFields, DocumentRecord, DocumentWrite
+from headwater.manifest.records import ACTIVE, DocumentFields, DocumentWrite
 from headwater.pipeline.parse import ParseOptions
 from headwater.types import Access, MetadataValue, SourceDocument
 
@@ -33,7 +33,7 @@ class Decision(StrEnum):
 
 
 def decide(
-    record: DocumentRecord | None,
+    record: DocumentFields | None,
     item: SourceDocument,
     content_version: str,
     *,
@@ -77,8 +77,12 @@ def signature_of(
     checksum: str, title: str, locator: str, metadata: Mapping[str, MetadataValue]
 ) -> str:
     """What a sink shows besides the ACL: a change here means the chunks must be re-written."""
-    payload = json.dumps([checksum, title, locator, dict(metadata)], sort_keys=True)
+    payload = _SORTED_JSON.encode([checksum, title, locator, dict(metadata)])
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+# json.dumps(..., sort_keys=True) builds an encoder per call; this one is built once
+_SORTED_JSON = json.JSONEncoder(sort_keys=True)
 
 
 def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:

@@ -8,29 +8,26 @@ or not newer than a tombstone's, is ``stale`` (invariant 5).
 Nothing here writes the manifest, but it is not free of effects: for a document that
 passes gate 1 it fetches the content through the connector (``fetch``, for a
 ``fetch_ref``) and stores the parsed text in the content store (``ContentStore.put``)
-before the batch commits. The names of ``sync.decisions`` are re-exported here.
+before the batch commits. Failures, deletes and tombstones, which need no content, are
+decided by its base ``sync.batch.Batch``. The names of ``sync.decisions`` are
+re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.identity import content_checksum
-from headwater.manifest.content import ContentStore
 from headwater.manifest.records import (
     ACTIVE,
     DELETED,
-    BatchCommit,
-    DocumentRecord,
+    DocumentFields,
     DocumentWrite,
-    FailureWrite,
     RowVersion,
-    RunCounts,
-    TombstoneWrite,
 )
 from headwater.pipeline.parse import PARSED_METADATA_KEYS, parse
+from headwater.sync.batch import Batch
 from headwater.sync.decisions import (
     DELETED_IN_SOURCE,
     EMPTIED,
@@ -49,7 +46,7 @@ from headwater.sync.unavailable import (
     stands_in,
     unavailable_document,
 )
-from headwater.types import Deleted, Failure, MetadataValue, SourceDocument
+from headwater.types import Access, Failure, MetadataValue, SourceDocument
 
 __all__ = [
     "DELETED_IN_SOURCE",
@@ -67,125 +64,35 @@ __all__ = [
 
 
 @dataclass
-class BatchBuilder:
-    """Accumulates the decisions for one batch of items."""
+class BatchBuilder(Batch):
+    """Accumulates the decisions for one batch of items: ``Batch`` and the version gates."""
 
-    source: SourceIdentity
-    run_id: str
-    existing: dict[str, DocumentRecord]
-    tombstone_sequences: dict[str, int | None]
-    dead_versions: dict[str, tuple[str | None, str]]
-    content_store: ContentStore
-    fetch: Callable[[str], bytes] | None
-    counts: RunCounts
-    commit: BatchCommit = field(default_factory=BatchCommit)
-    fetched: int = 0
-    trust_hints: bool = True
-    inferred: InferredDeletes | None = None
-
-    def _fail(
-        self,
-        item: SourceDocument | Failure,
-        stage: str,
-        exc_class: str,
-        message: str,
-        permanent: bool,
-        version: str | None = None,
-        fetch_ref: str | None = None,
-    ) -> Outcome:
-        doc_id = self.source.document_id(item.object_id)
-        self.commit.failures.append(
-            FailureWrite(
-                source_id=self.source.source_id,
-                object_id=item.object_id,
-                document_id=doc_id,
-                locator=item.locator,
-                stage=stage,
-                error_class=exc_class,
-                message=message,
-                pipeline_version=self.source.pipeline_version,
-                source_version=version,
-                fetch_ref=fetch_ref,
-                permanent=permanent,
-            )
-        )
-        self._mark_seen(item.object_id)
-        self.counts.failed += 1
-        return Outcome.FAILED
-
-    def _mark_seen(self, object_id: str) -> None:
-        record = self.existing.get(object_id)
-        if record is not None and record.state == ACTIVE:
-            self.commit.seen.append(record.document_id)
+    _default_acl: tuple[str, ...] | None = field(default=None, init=False, repr=False)
 
     def add_failure(self, failure: Failure) -> Outcome:
-        """Record a connector's failure item: a failure record, its object kept as present,
-        and a metadata-only document when it says what the object is (``document``)."""
-        self.counts.seen += 1
-        if failure.prefix:  # an unreadable folder: everything known under it is present
-            self.commit.seen_prefixes.append((self.source.source_id, failure.object_id))
-        if (doc := failure.document) is not None:  # a member, or a container read whole
-            error = ItemError(failure.error_class, failure.message, permanent=failure.permanent)
-            access = doc.access if doc.access is not None else self.source.default_access
-            record = self.existing.get(doc.object_id)
-            try:
-                self._stand_in(doc, record, tuple(access.principals()), error, doc.size)
-            except ConfigError as exc:
-                return self._refuse_access(doc, record, exc)
-        return self._fail(
-            failure, failure.stage, failure.error_class, failure.message, failure.permanent
-        )
-
-    def add_deleted(self, item: Deleted) -> Outcome:
-        """Decide a delete item: tombstone, stale, or ignored (unknown, or over budget)."""
-        record = self.existing.get(item.object_id)
-        if record is None or record.state != ACTIVE:
-            return Outcome.IGNORED
-        if (
-            item.sequence is not None
-            and record.sequence is not None
-            and item.sequence < record.sequence
-        ):
-            self.counts.stale += 1
-            return Outcome.STALE
-        reason = DELETED_IN_SOURCE
-        if item.inferred and self.inferred is not None:
-            if not self.inferred.allow():
-                self._mark_seen(item.object_id)  # kept active: it counts as present
-                return Outcome.IGNORED
-            reason = DELETED_IN_SOURCE if self.inferred.force else INFERRED_DELETED
-        elif item.inferred:
-            reason = INFERRED_DELETED
-        self.tombstone(record, reason, item.sequence)
-        return Outcome.DELETED
-
-    def _empty(self, record: DocumentRecord, doc: SourceDocument) -> None:
-        """Tombstone an active document whose new content has no text (``empty_document``);
-        its failure record says why, and text coming back makes it active again."""
-        if record.state == ACTIVE:
-            self.tombstone(record, EMPTIED, doc.sequence)
-
-    def tombstone(self, record: DocumentRecord, reason: str, sequence: int | None = None) -> None:
-        """Add a tombstone of ``record`` for ``reason`` to the batch."""
-        self.commit.tombstones.append(
-            TombstoneWrite(
-                document_id=record.document_id,
-                source_id=record.source_id,
-                object_id=record.object_id,
-                revision=record.revision + 1,
-                sequence=sequence,
-                reason=reason,
-                expect=RowVersion.of(record),
-            )
-        )
-        self.counts.deleted += 1
+        """Record a connector's failure item (``Batch.add_failure``), and first a
+        metadata-only document when it says what the object is (``document``: a container
+        member, or a container read whole)."""
+        if (doc := failure.document) is None:
+            return super().add_failure(failure)
+        error = ItemError(failure.error_class, failure.message, permanent=failure.permanent)
+        access = doc.access if doc.access is not None else self.source.default_access
+        record = self.existing.get(doc.object_id)
+        try:
+            self._stand_in(doc, record, tuple(access.principals()), error, doc.size)
+        except ConfigError as exc:
+            self.counts.seen += 1
+            if failure.prefix:
+                self.commit.seen_prefixes.append((self.source.source_id, failure.object_id))
+            return self._refuse_access(doc, record, exc)
+        return super().add_failure(failure)
 
     def add_document(self, doc: SourceDocument) -> Outcome:
         """Pass one document through both gates and add what they decide to the batch."""
         self.counts.seen += 1
         src = self.source
-        doc_id = src.document_id(doc.object_id)
         record = self.existing.get(doc.object_id)
+        doc_id = record.document_id if record is not None else src.document_id(doc.object_id)
         access = doc.access if doc.access is not None else src.default_access
         metadata = dict(doc.metadata)
         if record is not None and doc.sequence is not None:
@@ -200,7 +107,7 @@ class BatchBuilder:
                 self.counts.stale += 1  # even with a bad ACL: a late old version changes nothing
                 return Outcome.STALE
         try:
-            acl = tuple(access.principals())
+            acl = self._acl_of(access)
         except ConfigError as exc:  # an identity that could pass as another: never index it
             return self._refuse_access(doc, record, exc)
         dead = self.dead_versions.get(doc_id)
@@ -282,10 +189,19 @@ class BatchBuilder:
             return Outcome.UNCHANGED
         return self._write(doc, record, checksum, signature, acl, metadata, title)
 
+    def _acl_of(self, access: Access) -> tuple[str, ...]:
+        """``access``'s principals; the source's default access is computed once a batch
+        (most documents of a source carry it)."""
+        if access is not self.source.default_access:
+            return tuple(access.principals())
+        if self._default_acl is None:
+            self._default_acl = tuple(access.principals())
+        return self._default_acl
+
     def _unreadable(
         self,
         doc: SourceDocument,
-        record: DocumentRecord | None,
+        record: DocumentFields | None,
         acl: tuple[str, ...],
         stage: str,
         exc: ItemError,
@@ -301,7 +217,7 @@ class BatchBuilder:
     def _stand_in(
         self,
         doc: SourceDocument,
-        record: DocumentRecord | None,
+        record: DocumentFields | None,
         acl: tuple[str, ...],
         exc: ItemError,
         size: int | None,
@@ -329,7 +245,7 @@ class BatchBuilder:
         self._mark_seen(doc.object_id)
 
     def _refuse_access(
-        self, doc: SourceDocument, record: DocumentRecord | None, exc: ConfigError
+        self, doc: SourceDocument, record: DocumentFields | None, exc: ConfigError
     ) -> Outcome:
         """An ACL naming an identity that could pass as another: only this document fails.
 
@@ -349,7 +265,7 @@ class BatchBuilder:
     def _write(
         self,
         doc: SourceDocument,
-        record: DocumentRecord | None,
+        record: DocumentFields | None,
         checksum: str,
         signature: str,
         acl: tuple[str, ...],
@@ -383,7 +299,7 @@ class BatchBuilder:
     def _row(
         self,
         doc: SourceDocument,
-        record: DocumentRecord | None,
+        record: DocumentFields | None,
         checksum: str,
         signature: str,
         acl: tuple[str, ...],
@@ -418,6 +334,6 @@ class BatchBuilder:
         )
 
 
-def _unreadable_row(record: DocumentRecord) -> bool:
+def _unreadable_row(record: DocumentFields) -> bool:
     """An active metadata-only row (``sync.unavailable``): its content was never read."""
     return record.state == ACTIVE and record.metadata.get("content") == UNAVAILABLE

@@ -358,10 +358,11 @@ class SyncRunner:
         ids = [i.object_id for i in items if not isinstance(i, Checkpoint)]
         # a failure's stand-in (a container's member or the container) has a row too
         ids += [i.document.object_id for i in items if isinstance(i, Failure) and i.document]
-        existing = self.manifest.documents_by_object_ids(self.source.source_id, ids)
+        existing = self.manifest.fields_by_object_ids(self.source.source_id, ids)
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
-        doc_ids = [self.source.document_id(o) for o in ids]
+        held = {o: r.document_id for o, r in existing.items()}  # no hash to compute
+        doc_ids = [held.get(o) or self.source.document_id(o) for o in ids]
         dead = self.manifest.failures.dead_source_versions(doc_ids)
         fetch: Callable[[str], bytes] | None = None
         if isinstance(self.connector, LazyFetching):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from headwater.connectors.names import is_storable, printable, storable
+from headwater.connectors.names import all_storable, is_storable, printable, storable
 from headwater.types import Deleted, Failure, MetadataValue, SourceDocument, Stage
 
 __all__ = ["storable_item"]
@@ -44,6 +44,8 @@ def storable_item(
             error_class=storable(item.error_class),
             message=storable(item.message),
         )
+    if all_storable(_texts_of(item)):
+        return item  # the usual case, checked in one search: nothing to copy
     if not (is_storable(item.object_id) and is_storable(item.fetch_ref)):
         which = "object id" if not is_storable(item.object_id) else "fetch reference"
         return Failure(
@@ -70,6 +72,19 @@ def storable_item(
         media_type=None if item.media_type is None else storable(item.media_type),
         metadata=_metadata(item.metadata),
     )
+
+
+def _texts_of(item: SourceDocument) -> list[str]:
+    """Every text of ``item`` that is stored: ids, descriptions, metadata keys and values."""
+    texts = [item.object_id, item.fetch_ref or "", item.locator, item.title, item.version]
+    texts.append(item.media_type or "")
+    for key, value in item.metadata.items():
+        texts.append(key)
+        if isinstance(value, str):
+            texts.append(value)
+        else:
+            texts.extend(value)
+    return texts
 
 
 def _metadata_storable(metadata: Mapping[str, MetadataValue]) -> bool:

@@ -14,7 +14,7 @@ decides when, and writes what it returns.
 from __future__ import annotations
 
 from headwater.clock import iso
-from headwater.manifest.records import ACTIVE, DocumentRecord
+from headwater.manifest.records import ACTIVE, DocumentFields
 from headwater.pipeline.unavailable import UNAVAILABLE, Unavailable, unavailable
 from headwater.types import SourceDocument
 
@@ -25,7 +25,7 @@ UNAVAILABLE_CLASSES = frozenset({"too_large", "encrypted", "parse_error"})
 a format Headwater does not read is a choice to exclude, and not ``empty_document``)."""
 
 
-def stands_in(record: DocumentRecord | None) -> bool:
+def stands_in(record: DocumentFields | None) -> bool:
     """Whether a failed read may write a metadata-only row over ``record``: there is no
     row, or no active one, or the row is itself metadata-only."""
     return record is None or record.state != ACTIVE or record.metadata.get("content") == UNAVAILABLE

@@ -10,12 +10,8 @@ Symlinks are skipped unless ``follow_symlinks``, and even then a link is followe
 a target inside this source's own scope: under the root *and* selected by its include and
 exclude (two sources over one root, ``public/**`` and ``hr/**``, must not publish each
 other's files); any other link is a permanent ``link_out_of_scope`` failure. A read
-re-checks what the listing saw: the ``fetch_ref`` carries the file's device and inode,
-and ``fetch`` opens the path one component at a time with ``O_NOFOLLOW`` (so no link is
-followed at read time), then compares the open file's ``fstat`` with the listing. A file
-swapped for a link, a folder swapped for a link, or any other file put in its place
-between listing and read is not read (``replaced``, retried by the next sync); that
-read is ``_open``'s.
+re-checks what the listing saw (``_read``): the ``fetch_ref`` carries the file's device
+and inode, and no link and no file put in its place since is read.
 
 With ``containers`` (the default) an mbox, zip or tar file is read while listed and its
 members become documents (``docs.zip!/a.md``, ``connectors._archives``).
@@ -27,6 +23,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import ClassVar
 
@@ -45,7 +42,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.filesystem._open import open_listed, parse_ref
+from headwater.connectors.filesystem._read import fetch_ref, read_listed
 from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import is_utf8, printable
@@ -96,6 +93,7 @@ class FilesystemConnector:
         if not root.is_absolute() and context is not None and context.config_root is not None:
             root = context.config_root / root
         self.root = root.resolve()
+        self._prefix = str(self.root).rstrip("/") + "/"
         self.files_read = 0
         self._selects = KeyFilter(options.include, options.exclude)
         # The workspace's own state (manifest, indexes, content store) when it lies under
@@ -140,6 +138,13 @@ class FilesystemConnector:
         """Whether the config (include/exclude) still selects this path (for a member of
         a container, the container's)."""
         return self._selects(container_id(object_id))
+
+    def _listed_in_scope(self, rel: str) -> bool:
+        """``in_scope`` for a file the walk found: each folder above it was already asked
+        ``excludes_folder`` on the way down, so only the path itself is matched."""
+        if container_id(rel) != rel:
+            return self.in_scope(rel)
+        return self._selects.matches(rel)
 
     def _scandir(self, directory: Path) -> list[os.DirEntry[str]]:
         """The entries of one directory in name order (raises OSError if unlistable)."""
@@ -228,7 +233,7 @@ class FilesystemConnector:
                 if after is not None and here <= after:
                     continue
                 rel = "/".join(here)
-                if not self.in_scope(rel):
+                if not self._listed_in_scope(rel):
                     continue
                 if linked and (refused := self._out_of_scope(here, entry.path)):
                     yield refused
@@ -293,12 +298,12 @@ class FilesystemConnector:
                 yield from self._members(item)
             else:
                 yield item
-            yield Checkpoint(json.dumps({"after": list(parts)}))
+            yield Checkpoint(_after_cursor(parts))
         return None
 
     def _item(self, parts: tuple[str, ...], st: os.stat_result) -> SourceDocument | Failure:
         rel = "/".join(parts)
-        locator = str(self.root.joinpath(*parts))
+        locator = self._prefix + rel  # what str(self.root.joinpath(*parts)) gives, faster
         if not is_utf8(rel):
             shown = printable(rel)
             return Failure(
@@ -317,7 +322,7 @@ class FilesystemConnector:
             locator=locator,
             title="",
             version=f"{st.st_mtime_ns}:{st.st_size}",
-            fetch_ref=json.dumps({"path": rel, "file": [st.st_dev, st.st_ino]}),
+            fetch_ref=fetch_ref(rel, st),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
             # a file over max_file_bytes is listed (so it can be a metadata-only
             # document) but never read: its fetch is a permanent too_large failure
@@ -377,28 +382,10 @@ class FilesystemConnector:
         return refetch(self, object_ids)
 
     def fetch(self, ref: str) -> bytes:
-        """The bytes of the regular file the listing saw at ``ref``, never a link's target
-        outside this source's scope and never another file put in its place since
-        (``_open``)."""
-        path, listed = parse_ref(ref)
-        parts = self._parts_to_read(path)
-        with open_listed(self.root, path, parts, listed, self.options.max_file_bytes) as handle:
-            self.files_read += 1
-            return handle.read(self.options.max_file_bytes + 1)
+        """The bytes of the regular file the listing saw at ``ref`` (``_read``)."""
+        return read_listed(self, ref)
 
-    def _parts_to_read(self, path: str) -> tuple[str, ...]:
-        """The path parts to open under the root: ``path`` itself, or with
-        ``follow_symlinks`` its real location, which must still be in this source's scope."""
-        parts = tuple(p for p in path.split("/") if p not in ("", "."))
-        if ".." in parts:
-            raise ItemError("outside_root", f"{printable(path)} resolves outside the root")
-        if not self.options.follow_symlinks:
-            return parts
-        real = self._real_parts(str(self.root.joinpath(*parts)))
-        if real is None or not self.in_scope("/".join(real)):
-            raise ItemError(
-                "link_out_of_scope",
-                f"{printable(path)} now leads outside this source's root, include and "
-                "exclude; it was not read. Point the link inside the source, or exclude it.",
-            )
-        return real
+
+def _after_cursor(parts: tuple[str, ...]) -> str:
+    """``json.dumps({"after": list(parts)})``: the checkpoint after the file at ``parts``."""
+    return '{"after": [' + ", ".join(map(encode_basestring_ascii, parts)) + "]}"

@@ -70,7 +70,8 @@ class MemberFailure:
 
 def container_kind(name: str) -> str | None:
     """``"mbox"``, ``"zip"`` or ``"tar"`` for a container's file name; None otherwise."""
-    lower = PurePosixPath(name).name.lower()
+    # the name as it ends: the last component's suffix, without building a path
+    lower = (PurePosixPath(name).name if name.endswith(("/", "/.")) else name).lower()
     if lower.endswith(".mbox"):
         return "mbox"
     if lower.endswith(".zip"):
