@@ -76,8 +76,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "tombstone-complete-without-zero-count-check",
         INDEXER,
-        "                if remaining:\n",
-        "                if False:\n",
+        "        if remaining:\n",
+        "        if False:\n",
         (
             f"{EXTRA}::test_a_delete_the_sink_did_not_carry_out_never_completes_the_tombstone[sqlite]",
         ),

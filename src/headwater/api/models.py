@@ -8,20 +8,76 @@ the route answers with ``response_model_exclude_unset``, so a key absent from th
 workspace's report stays absent from the answer. ``extra="allow"`` keeps any key a
 report gains before its model does: a body never loses a key to its schema
 (tests/api/test_api_models.py holds every tested body to having none undeclared).
+``Body`` lives in ``headwater.api.body``; the bodies about documents and failures in
+``headwater.api.record_models``; this module names them all.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from headwater.api.body import Body
+from headwater.api.record_models import (
+    AppliedState,
+    DlqBody,
+    DocumentAccess,
+    DocumentBody,
+    DroppedBody,
+    Failure,
+    FailureCause,
+    FailuresBody,
+    FailureSummaryBody,
+    FixBody,
+    IndexDrift,
+    ReconcileBody,
+    RedriveBody,
+    RedriveSkipped,
+)
 
-class Body(BaseModel):
-    """A JSON response body (or a part of one)."""
-
-    model_config = ConfigDict(extra="allow")
-
+# The bodies about documents and failures live in record_models; every body is named here.
+__all__ = [
+    "AppliedState",
+    "Body",
+    "DlqBody",
+    "DlqStatus",
+    "DocumentAccess",
+    "DocumentBody",
+    "DroppedBody",
+    "EventsStatus",
+    "ExecutorStatus",
+    "Failure",
+    "FailureCause",
+    "FailureSummaryBody",
+    "FailuresBody",
+    "FixBody",
+    "HealthBody",
+    "HintState",
+    "HookBody",
+    "IndexDrift",
+    "IndexStatus",
+    "IndexesBody",
+    "JobBody",
+    "LastRun",
+    "Lease",
+    "PauseBody",
+    "PushBatchBody",
+    "PushResultBody",
+    "ReadyBody",
+    "ReconcileBody",
+    "RedriveBody",
+    "RedriveSkipped",
+    "RunCounts",
+    "RunRow",
+    "RunsBody",
+    "SearchBody",
+    "SearchHit",
+    "SourceStatus",
+    "SourcesBody",
+    "StatusBody",
+    "Window",
+]
 
 # -- search ---------------------------------------------------------------------------
 
@@ -266,153 +322,6 @@ class ReadyBody(Body):
     status: str = Field(description="ready or not ready")
     checks: dict[str, str]
     error: str | None = Field(default=None, description="Only when not ready.")
-
-
-# -- documents, failures, the DLQ, reconcile -------------------------------------------
-
-
-class DocumentAccess(Body):
-    """Who may read a document."""
-
-    users: list[str]
-    groups: list[str]
-    public: bool
-
-
-class AppliedState(Body):
-    """A document's state in one index: the revision applied and its chunks."""
-
-    applied_revision: int | None
-    chunks: int
-
-
-class DocumentBody(Body):
-    """``headwater doc show --json``."""
-
-    document_id: str
-    source: str
-    object_id: str
-    locator: str
-    title: str
-    state: str
-    revision: int
-    checksum: str | None
-    source_version: str | None
-    pipeline_version: str
-    access: DocumentAccess
-    metadata: dict[str, Any]
-    content: str  # "available", or "unavailable" for a metadata-only document
-    content_reason: str | None  # why the content is unavailable
-    indexes: dict[str, AppliedState]
-
-
-class Failure(Body):
-    """One failure record (``headwater failures --json``, a DLQ entry)."""
-
-    id: int
-    source: str
-    object_id: str
-    document_id: str
-    locator: str
-    stage: str
-    error_class: str
-    message: str
-    pipeline_version: str
-    attempts: int
-    permanent: bool
-    status: str
-    priority: int
-    first_failed_at: str | None
-    last_failed_at: str | None
-
-
-class FailuresBody(Body):
-    """``{"failures": [...]}``: open failure records."""
-
-    failures: list[Failure]
-
-
-class DlqBody(Body):
-    """``{"entries": [...]}``: dead-lettered failure records."""
-
-    entries: list[Failure]
-
-
-class FixBody(Body):
-    """What to do about a group of failures: a line to write ``where``, and why."""
-
-    kind: str
-    line: str
-    where: str
-    detail: str
-
-
-class FailureCause(Body):
-    """A group of open failures with one cause, and its fix."""
-
-    source: str
-    stage: str
-    error_class: str
-    extension: str | None
-    label: str
-    count: int
-    dead: int
-    retrying: int
-    examples: list[str]
-    fix: FixBody
-
-
-class FailureSummaryBody(Body):
-    """``headwater failures --summary --json``: the groups, largest first."""
-
-    total: int
-    groups: list[FailureCause]
-
-
-class RedriveSkipped(Body):
-    """A dead entry a redrive left dead, and why."""
-
-    id: int
-    source: str
-    stage: str
-    object_id: str
-    reason: str
-
-
-class RedriveBody(Body):
-    """``headwater dlq redrive --json``."""
-
-    redriven: int
-    resolved: int
-    still_failing: int
-    skipped: list[RedriveSkipped] | None = Field(default=None, description="Only when any.")
-
-
-class DroppedBody(Body):
-    """``{"dropped": n}``: DLQ entries forgotten."""
-
-    dropped: int
-
-
-class IndexDrift(Body):
-    """One index checked by reconcile: the drift found, and what was repaired."""
-
-    checked: int
-    in_sync: bool
-    missing: int
-    revision_mismatch: int
-    chunk_mismatch: int
-    unconfirmed: int
-    orphans: int
-    repaired: int
-    examples: list[str]
-
-
-class ReconcileBody(Body):
-    """``headwater reconcile --json``."""
-
-    sinks: dict[str, IndexDrift]
-    repair: bool
 
 
 # -- push -----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -25,6 +25,10 @@ from headwater.cli.runlog import log_sync, sync_exit
 from headwater.cli.tables import failures_summary, print_sync, schedule_state, sync_permissions
 from headwater.reports import failure_dict
 from headwater.scopes import Scope
+
+if TYPE_CHECKING:
+    from headwater.reports import SyncResult
+    from headwater.search.service import CallerPrincipals, SearchResult
 
 TEMPLATE = Path(__file__).with_name("init_template.toml")
 
@@ -111,20 +115,25 @@ def sync(
                     max_concurrent=max_concurrent or ws.config.scheduler.max_concurrent,
                     skip_busy=True,
                 )
-            log_sync(result)
-            if as_json:
-                print_json(result.as_dict())
-            else:
-                print_sync(result)
-            for skipped in result.skipped:  # stderr, with --json too
-                err.print(
-                    f"[yellow]{safe(skipped.source)}: skipped (busy)[/]: being synced by "
-                    f"{safe(skipped.holder)} until {skipped.until}; not run here. Run "
-                    f"`headwater sync {safe(skipped.source)}` once that run ends."
-                )
-            return sync_exit(result, cancelled=ws.cancel.is_set())
+            return _report_sync(result, as_json, cancelled=ws.cancel.is_set())
 
     raise typer.Exit(run_command(body))
+
+
+def _report_sync(result: SyncResult, as_json: bool, *, cancelled: bool) -> int:
+    """Log and print a sync's result, warn of the sources skipped as busy; the exit code."""
+    log_sync(result)
+    if as_json:
+        print_json(result.as_dict())
+    else:
+        print_sync(result)
+    for skipped in result.skipped:  # stderr, with --json too
+        err.print(
+            f"[yellow]{safe(skipped.source)}: skipped (busy)[/]: being synced by "
+            f"{safe(skipped.holder)} until {skipped.until}; not run here. Run "
+            f"`headwater sync {safe(skipped.source)}` once that run ends."
+        )
+    return sync_exit(result, cancelled=cancelled)
 
 
 def _enqueue_only(
@@ -293,32 +302,39 @@ def search(
                 min_score=min_score,
                 scopes=[Scope.parse(u) for u in under] or None,
             )
-        if as_json:
-            print_json(
-                {
-                    "results": [r.as_dict() for r in results],
-                    **({"principals": used.as_dict()} if explain else {}),
-                }
-            )
-            return
-        if explain:
-            synced = ", ".join(
-                f"{g.group}{f' {g.label}' if g.label != g.group else ''} (from {g.source_id}"
-                f"{f', via {g.via}' if g.via else ''})"
-                for g in used.synced_groups
-            )
-            out.print(
-                f"principals: user {safe(used.user or '-')}; groups given: "
-                f"{safe(', '.join(used.given_groups) or '-')}; groups synced: {safe(synced or '-')}"
-            )
-        if not results:
-            out.print("no results visible to this user")
-        for n, r in enumerate(results, 1):
-            out.print(
-                f"[bold]{n}. {safe(r.title)}[/]  ({safe(r.source)}, score {r.score:.4f})\n   {safe(r.locator)}\n   {safe(r.snippet)}"
-            )
+        _print_results(results, used, as_json=as_json, explain=explain)
 
     run_command(body)
+
+
+def _print_results(
+    results: list[SearchResult], used: CallerPrincipals, *, as_json: bool, explain: bool
+) -> None:
+    """Print a search's results (and, with ``--explain``, the principals it ran as)."""
+    if as_json:
+        print_json(
+            {
+                "results": [r.as_dict() for r in results],
+                **({"principals": used.as_dict()} if explain else {}),
+            }
+        )
+        return
+    if explain:
+        synced = ", ".join(
+            f"{g.group}{f' {g.label}' if g.label != g.group else ''} (from {g.source_id}"
+            f"{f', via {g.via}' if g.via else ''})"
+            for g in used.synced_groups
+        )
+        out.print(
+            f"principals: user {safe(used.user or '-')}; groups given: "
+            f"{safe(', '.join(used.given_groups) or '-')}; groups synced: {safe(synced or '-')}"
+        )
+    if not results:
+        out.print("no results visible to this user")
+    for n, r in enumerate(results, 1):
+        out.print(
+            f"[bold]{n}. {safe(r.title)}[/]  ({safe(r.source)}, score {r.score:.4f})\n   {safe(r.locator)}\n   {safe(r.snippet)}"
+        )
 
 
 @doc_app.command("show")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from headwater.cli import exits
@@ -137,21 +139,27 @@ def reconcile(
         if as_json:
             print_json(report)
             return exits.for_reconcile(report, repair=repair or taken is not None)
-        if taken is not None:
-            how = "adopted" if adopt else "emptied and re-indexed"
-            out.print(f"{how}: {', '.join(taken)}" if taken else "no index belonged to "
-                      "another manifest; nothing taken over")  # fmt: skip
-        for name, d in report["sinks"].items():
-            state = "in sync" if d["in_sync"] else "DRIFT"
-            out.print(
-                f"{name}: {state}; checked {d['checked']}, missing {d['missing']}, "
-                f"revision mismatch {d['revision_mismatch']}, chunk mismatch {d['chunk_mismatch']}, "
-                f"unconfirmed {d['unconfirmed']}, orphans {d['orphans']}, "
-                f"repaired {d['repaired']}"
-            )
+        _print_reconcile(report, taken, adopted=adopt)
         return exits.for_reconcile(report, repair=repair or taken is not None)
 
     raise typer.Exit(run_command(body))
+
+
+def _print_reconcile(report: dict[str, Any], taken: list[str] | None, *, adopted: bool) -> None:
+    """Print the indexes taken over (``taken``: None when none was asked) and each index's
+    drift, one line per index."""
+    if taken is not None:
+        how = "adopted" if adopted else "emptied and re-indexed"
+        out.print(f"{how}: {', '.join(taken)}" if taken else "no index belonged to "
+                  "another manifest; nothing taken over")  # fmt: skip
+    for name, d in report["sinks"].items():
+        state = "in sync" if d["in_sync"] else "DRIFT"
+        out.print(
+            f"{name}: {state}; checked {d['checked']}, missing {d['missing']}, "
+            f"revision mismatch {d['revision_mismatch']}, chunk mismatch {d['chunk_mismatch']}, "
+            f"unconfirmed {d['unconfirmed']}, orphans {d['orphans']}, "
+            f"repaired {d['repaired']}"
+        )
 
 
 @app.command()

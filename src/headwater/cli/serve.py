@@ -12,12 +12,18 @@ import logging
 import os
 import socket
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from headwater.cli.common import app, run_command, state
 from headwater.cli.logs import uvicorn_log_config
 from headwater.errors import ConfigError
+
+if TYPE_CHECKING:
+    from headwater.api.service import Service
+    from headwater.scheduler.daemon import Scheduler
 
 STARTUP_FAILURE = 3  # uvicorn's exit code when it could not start (bind, lifespan)
 
@@ -34,14 +40,8 @@ def serve(
     """Serve the HTTP API (/v1, /metrics, /admin) over this workspace."""
 
     def body() -> None:
-        import uvicorn
-
-        from headwater.api.app import CONFIG_ENV, HOST_ENV, create_app
         from headwater.api.auth import KeyRing, check_bind
-        from headwater.api.service import Service, open_workspace
         from headwater.config import load_config
-        from headwater.runtime import Runtime
-        from headwater.scheduler.daemon import Scheduler
 
         loaded = load_config(
             state.config if not state.config.is_dir() else state.config / "headwater.toml",
@@ -51,50 +51,11 @@ def serve(
         check_listen(host, port)
         # Open the workspace here, so a manifest or index that cannot be opened is the
         # usual one-line error and exit code, not a traceback from the ASGI lifespan.
-        service: Service | None = None
-        if workers > 1:
-            open_workspace(loaded.path).close()  # each worker opens its own
-        else:
-            service = Service.open(loaded.path)
-            try:
-                service.start()
-            except BaseException:
-                service.close()
-                raise
+        service = _open_service(loaded.path, workers)
         logging.getLogger("headwater").setLevel(logging.INFO)
-        scheduler = None
-        thread = None
-        if with_scheduler:
-            push_types = {"push": _push_type()}
-            scheduler = Scheduler(
-                loaded.path, open_runtime=lambda p: Runtime.open(p, connector_types=push_types)
-            )
-            thread = threading.Thread(
-                target=scheduler.serve, name="headwater-scheduler", daemon=True
-            )
-            thread.start()
+        scheduler = _start_scheduler(loaded.path) if with_scheduler else None
         try:
-            if workers > 1:
-                os.environ[CONFIG_ENV] = str(loaded.path)
-                os.environ[HOST_ENV] = host
-                uvicorn.run(
-                    "headwater.api.app:app_from_env",
-                    factory=True,
-                    host=host,
-                    port=port,
-                    workers=workers,
-                    log_level="info",
-                    log_config=uvicorn_log_config(loaded.path, workers)
-                    or uvicorn.config.LOGGING_CONFIG,
-                )
-            else:
-                uvicorn.run(
-                    create_app(loaded.path, host=host, service=service),
-                    host=host,
-                    port=port,
-                    log_level="info",
-                    log_config=uvicorn_log_config(loaded.path) or uvicorn.config.LOGGING_CONFIG,
-                )
+            _run_uvicorn(loaded.path, host, port, workers, service)
         except SystemExit as exc:
             if exc.code != STARTUP_FAILURE:
                 raise
@@ -105,11 +66,69 @@ def serve(
         finally:
             if service is not None:
                 service.close()  # idempotent: the lifespan closes it on a normal stop
-            if scheduler is not None and thread is not None:
-                scheduler.stop()
-                thread.join(timeout=60)
+            if scheduler is not None:
+                scheduler[0].stop()
+                scheduler[1].join(timeout=60)
 
     run_command(body)
+
+
+def _open_service(path: Path, workers: int) -> Service | None:
+    """The started service of a single worker; with several, None (each worker opens its
+    own) once the workspace is known to open."""
+    from headwater.api.service import Service, open_workspace
+
+    if workers > 1:
+        open_workspace(path).close()
+        return None
+    service = Service.open(path)
+    try:
+        service.start()
+    except BaseException:
+        service.close()
+        raise
+    return service
+
+
+def _start_scheduler(path: Path) -> tuple[Scheduler, threading.Thread]:
+    """The scheduler of ``headwater run``, serving in a daemon thread of this process."""
+    from headwater.runtime import Runtime
+    from headwater.scheduler.daemon import Scheduler
+
+    push_types = {"push": _push_type()}
+    scheduler = Scheduler(path, open_runtime=lambda p: Runtime.open(p, connector_types=push_types))
+    thread = threading.Thread(target=scheduler.serve, name="headwater-scheduler", daemon=True)
+    thread.start()
+    return scheduler, thread
+
+
+def _run_uvicorn(path: Path, host: str, port: int, workers: int, service: Service | None) -> None:
+    """Serve the app on uvicorn until it stops: in this process, or in ``workers``
+    processes that each build the app from the environment."""
+    import uvicorn
+
+    from headwater.api.app import CONFIG_ENV, HOST_ENV, create_app
+
+    if workers > 1:
+        os.environ[CONFIG_ENV] = str(path)
+        os.environ[HOST_ENV] = host
+        uvicorn.run(
+            "headwater.api.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+            log_config=uvicorn_log_config(path, workers) or uvicorn.config.LOGGING_CONFIG,
+        )
+    else:
+        uvicorn.run(
+            create_app(path, host=host, service=service),
+            host=host,
+            port=port,
+            log_level="info",
+            log_config=uvicorn_log_config(path) or uvicorn.config.LOGGING_CONFIG,
+        )
 
 
 def check_listen(host: str, port: int) -> None:

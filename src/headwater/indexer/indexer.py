@@ -265,6 +265,25 @@ class Indexer:
         self.stood_in |= preparer.stood_in
         return prepared, failed
 
+    def _delete_verified(
+        self, target: IndexTarget, record: DocumentRecord, report: IndexReport
+    ) -> Applied:
+        """Delete the document from ``target``'s sink and check it holds none of its chunks
+        (else a retryable ``ItemError``: the tombstone completes only once it is gone)."""
+        sink = target.sink
+        call_with_retry(lambda: sink.delete(record.document_id, record.revision), self.retry)
+        failpoints.failpoint(failpoints.MID_DELETE)
+        remaining = sink.count(record.document_id)
+        if remaining:
+            raise ItemError(
+                "delete_not_verified",
+                f"{target.name} still holds {remaining} chunks of {record.document_id} "
+                "after a delete; run `headwater reconcile --repair`",
+                permanent=False,
+            )
+        report.deleted += 1
+        return Applied(record.document_id, record.revision, None, target.version, 0)
+
     def _apply_one(
         self,
         target: IndexTarget,
@@ -277,30 +296,8 @@ class Indexer:
         stage = f"index:{target.name}" if record.state == ACTIVE else f"delete:{target.name}"
         try:
             if record.state != ACTIVE:
-                call_with_retry(
-                    lambda: sink.delete(record.document_id, record.revision), self.retry
-                )
-                failpoints.failpoint(failpoints.MID_DELETE)
-                remaining = sink.count(record.document_id)
-                if remaining:
-                    raise ItemError(
-                        "delete_not_verified",
-                        f"{target.name} still holds {remaining} chunks of {record.document_id} "
-                        "after a delete; run `headwater reconcile --repair`",
-                        permanent=False,
-                    )
-                report.deleted += 1
-                return Applied(record.document_id, record.revision, None, target.version, 0)
-            document = IndexDocument(
-                document_id=record.document_id,
-                source=record.source_id,
-                title=prepared.title if prepared and prepared.title is not None else record.title,
-                locator=record.locator,
-                access=record.access,
-                metadata=prepared.metadata
-                if prepared and prepared.metadata is not None
-                else record.metadata,
-            )
+                return self._delete_verified(target, record, report)
+            document = _index_document(record, prepared)
             if prepared is None:  # ACL-only change: no chunking, no embedding
                 outcome = call_with_retry(
                     lambda: sink.update_access(record.document_id, record.access, record.revision),
@@ -386,3 +383,18 @@ def _blocked(dead: dict[str, int | None], record: DocumentRecord) -> bool:
         return False
     died = dead[record.document_id]
     return died is None or record.revision <= died
+
+
+def _index_document(record: DocumentRecord, prepared: Prepared | None) -> IndexDocument:
+    """The document as a sink stores it: the manifest's record, with the title and
+    metadata its hooks gave it (when they gave any)."""
+    return IndexDocument(
+        document_id=record.document_id,
+        source=record.source_id,
+        title=prepared.title if prepared and prepared.title is not None else record.title,
+        locator=record.locator,
+        access=record.access,
+        metadata=prepared.metadata
+        if prepared and prepared.metadata is not None
+        else record.metadata,
+    )

@@ -100,36 +100,7 @@ class Preparer:
         those that could not (each a failure record, unless its content was superseded)."""
         prepared: dict[str, Prepared] = {}
         failed: set[str] = set()
-        chunked: dict[str, list[Chunk]] = {}
-        framing: dict[str, HookDocument] = {}
-        for doc in docs:
-            try:
-                assert doc.checksum is not None
-                try:
-                    text = self.content_store.get(doc.checksum)
-                except ContentMissing:
-                    if not self._superseded(doc):
-                        raise
-                    failed.add(doc.document_id)  # no failure: its new revision is pending
-                    continue
-                hooked = self._hooked(doc, text, report)
-                if hooked is None:  # dropped: it leaves every index (no chunks)
-                    prepared[doc.document_id] = Prepared()
-                    continue
-                framing[doc.document_id] = hooked
-                chunked[doc.document_id] = self._chunk(doc, hooked)
-            except ItemError as exc:
-                hook_failed = exc.error_class == "hook_error"
-                self._fail(doc, "hook" if hook_failed else "chunk", exc, report)
-                if hook_failed or not self._stood_in(doc, exc, chunked, framing):
-                    failed.add(doc.document_id)
-            except HeadwaterError:  # fatal or a config error: not this document's
-                raise
-            except Exception as exc:  # a tokenizer choking on this text
-                log.debug("chunking %s failed", doc.document_id, exc_info=True)
-                self._fail(doc, "chunk", exc, report)
-                if not self._stood_in(doc, exc, chunked, framing):
-                    failed.add(doc.document_id)
+        chunked, framing = self._chunk_each(docs, report, prepared, failed)
         texts = [c.embed_text for chunks in chunked.values() for c in chunks]
         vectors: list[list[float] | ItemError | None] = [None] * len(texts)
         if need_vectors and texts:
@@ -167,6 +138,49 @@ class Preparer:
             )
             report.chunks += len(chunks)
         return prepared, failed
+
+    def _chunk_each(
+        self,
+        docs: list[DocumentRecord],
+        report: IndexReport,
+        prepared: dict[str, Prepared],
+        failed: set[str],
+    ) -> tuple[dict[str, list[Chunk]], dict[str, HookDocument]]:
+        """Each document's chunks and the hooks' framing of it (title, metadata), by id.
+        A document a hook dropped goes to ``prepared`` with no chunks; one whose text could
+        not be read, hooked or chunked to ``failed`` (a failure record, unless superseded
+        or, for a chunking failure, stood in for by its metadata-only document)."""
+        chunked: dict[str, list[Chunk]] = {}
+        framing: dict[str, HookDocument] = {}
+        for doc in docs:
+            try:
+                assert doc.checksum is not None
+                try:
+                    text = self.content_store.get(doc.checksum)
+                except ContentMissing:
+                    if not self._superseded(doc):
+                        raise
+                    failed.add(doc.document_id)  # no failure: its new revision is pending
+                    continue
+                hooked = self._hooked(doc, text, report)
+                if hooked is None:  # dropped: it leaves every index (no chunks)
+                    prepared[doc.document_id] = Prepared()
+                    continue
+                framing[doc.document_id] = hooked
+                chunked[doc.document_id] = self._chunk(doc, hooked)
+            except ItemError as exc:
+                hook_failed = exc.error_class == "hook_error"
+                self._fail(doc, "hook" if hook_failed else "chunk", exc, report)
+                if hook_failed or not self._stood_in(doc, exc, chunked, framing):
+                    failed.add(doc.document_id)
+            except HeadwaterError:  # fatal or a config error: not this document's
+                raise
+            except Exception as exc:  # a tokenizer choking on this text
+                log.debug("chunking %s failed", doc.document_id, exc_info=True)
+                self._fail(doc, "chunk", exc, report)
+                if not self._stood_in(doc, exc, chunked, framing):
+                    failed.add(doc.document_id)
+        return chunked, framing
 
     def _chunk(self, doc: DocumentRecord, hooked: HookDocument) -> list[Chunk]:
         return chunk_document(

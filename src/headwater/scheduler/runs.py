@@ -22,6 +22,7 @@ from headwater.manifest.runs import CANCELLED, FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
 from headwater.runtime import Runtime
 from headwater.scheduler.outcome import HINTS, PERMISSIONS, SKIPPED, Feed, Outcome, ids
+from headwater.sync.report import RunReport
 
 log = logging.getLogger("headwater.scheduler")
 Drain = Callable[[Runtime], None]
@@ -64,12 +65,26 @@ def run_content(
         return Outcome(section.id, CANCELLED)
     report = result.runs[0]
     store.annotate(report.run_id, lease_owner(), kind, report.fetched)
+    _log_run(section.id, report)
+    if report.counts.new + report.counts.changed + report.counts.deleted:
+        drain(rt)
+    return Outcome(
+        section.id,
+        report.status,
+        report.run_id,
+        prune_blocked=report.prune_blocked is not None,
+        error=report.error,
+    )
+
+
+def _log_run(source_id: str, report: RunReport) -> None:
+    """The one line a finished content run logs: its outcome, time and counts."""
     c = report.counts
     log.info(
         "run %s of %s %s in %.1f s: %d seen, %d new, %d changed, %d unchanged, %d deleted, "
         "%d failed%s",
         report.run_id,
-        section.id,
+        source_id,
         report.status,
         report.duration_s,
         c.seen,
@@ -80,19 +95,10 @@ def run_content(
         c.failed,
         f"; error: {report.error}" if report.error else "",
         extra={
-            **ids(section.id, report.run_id, report.status),
+            **ids(source_id, report.run_id, report.status),
             "duration_s": round(report.duration_s, 3),
             **c.as_dict(),
         },
-    )
-    if report.counts.new + report.counts.changed + report.counts.deleted:
-        drain(rt)
-    return Outcome(
-        section.id,
-        report.status,
-        report.run_id,
-        prune_blocked=report.prune_blocked is not None,
-        error=report.error,
     )
 
 

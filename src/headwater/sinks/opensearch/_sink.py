@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from headwater.clock import iso, utcnow
-from headwater.errors import ConfigError, FatalError
+from headwater.errors import FatalError
 from headwater.scopes import scope_tokens
 from headwater.sinks.base import (
     InventoryRow,
@@ -33,7 +33,8 @@ from headwater.sinks.base import (
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
-from headwater.sinks.opensearch._client import OpensearchError, OsApi
+from headwater.sinks.opensearch._client import OsApi
+from headwater.sinks.opensearch._mapping import ensure_index
 from headwater.sinks.opensearch._options import (
     BINDING_ID,
     OpensearchOptions,
@@ -48,8 +49,6 @@ from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit
 
 # 2: chunks hold ``scopes``, their document's scope tokens (folder-scoped search).
 SCHEMA_VERSION = "2"
-# Fields an index of an older schema lacks, added to its mapping when it is opened.
-ADDABLE = ("scopes",)
 BULK_BATCH = 500
 PAGE = 500
 CHUNK_PAGE = 1000  # a document's chunks read per search
@@ -79,46 +78,15 @@ class OpensearchSink:
         self._api = OsApi(options.url, auth, options.timeout, options.verify_tls)
         self._closed = False
         try:
-            self._ensure(self.index, chunk_index_body(options, context.dimension))
-            self._ensure(self.records, record_index_body(options))
+            ensure_index(
+                self._api, options.url, self.index, chunk_index_body(options, context.dimension)
+            )
+            ensure_index(self._api, options.url, self.records, record_index_body(options))
             if self._api.call("GET", f"/_alias/{self.alias}", missing_ok=True) is None:
                 self.publish()  # the first generation opened names the alias
         except BaseException:
             self.close()
             raise
-
-    def _ensure(self, index: str, body: dict[str, Any]) -> None:
-        held = self._api.call("GET", f"/{index}/_mapping", missing_ok=True)
-        if held is None:
-            try:
-                self._api.call("PUT", f"/{index}", body)
-            except OpensearchError as exc:
-                if exc.type != "resource_already_exists_exception":
-                    raise
-            held = self._api.call("GET", f"/{index}/_mapping")
-        properties = held[index]["mappings"].get("properties", {})
-        added = {f: m for f, m in body["mappings"]["properties"].items() if f in ADDABLE}
-        added = {f: m for f, m in added.items() if f not in properties}
-        if added:  # an index made before the field existed (schema 1): add its mapping
-            self._api.call("PUT", f"/{index}/_mapping", {"properties": added})
-            properties = {**properties, **added}
-        for field, wanted in body["mappings"]["properties"].items():
-            have = properties.get(field, {})
-            for key in ("type", "dimension"):
-                if key in wanted and have.get(key) != wanted[key]:
-                    raise ConfigError(
-                        f"the opensearch index {index!r} at {self.options.url} maps "
-                        f"{field}.{key} = {have.get(key)!r}; Headwater needs {wanted[key]!r}. "
-                        "Build a new generation with `headwater rebuild`, or set another `index`"
-                    )
-            method, have_method = wanted.get("method"), have.get("method", {})
-            for key in ("engine", "space_type"):
-                if method is not None and have_method.get(key) != method[key]:
-                    raise ConfigError(
-                        f"the opensearch index {index!r} maps vector.method.{key} = "
-                        f"{have_method.get(key)!r}; the options say {method[key]!r}. Set "
-                        f"`{key}` back, or build a new generation with `headwater rebuild`"
-                    )
 
     def publish(self) -> None:
         """Point the read alias at this generation's index, in one ``_aliases`` call

@@ -48,7 +48,8 @@ from headwater.sinks.qdrant._options import (
     record_point,
     revision_point_id,
 )
-from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
+from headwater.sinks.qdrant._search import live_points, vector_query
+from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit
 
 # 3: each point's payload holds ``scopes``, the document's scope tokens (--under).
 SCHEMA_VERSION = "3"
@@ -266,37 +267,16 @@ class QdrantSink:
 
     def search(self, request: SearchRequest) -> list[SearchHit]:
         """The visible hits of ``request`` by vector (keyword mode is refused)."""
-        if request.mode is SearchMode.KEYWORD:
-            raise ConfigError(
-                "the qdrant index has no keyword search; use mode `vector` or `hybrid`, "
-                "or search an index of type `sqlite`"
-            )
-        if request.vector is None:
-            raise ConfigError("a qdrant search needs the query's vector; none was given")
-        if request.k <= 0 or not request.principals:
+        query = vector_query(request)
+        if query is None:
             return []
-        if (request.sources is not None and not request.sources) or (
-            request.scopes is not None and not request.scopes
-        ):
-            return []
-        must: list[qm.Condition] = [
-            qm.FieldCondition(key="principals", match=qm.MatchAny(any=list(request.principals)))
-        ]
-        if request.sources is not None:
-            must.append(
-                qm.FieldCondition(key="source", match=qm.MatchAny(any=list(request.sources)))
-            )
-        if request.scopes is not None:
-            must.append(
-                qm.FieldCondition(key="scopes", match=qm.MatchAny(any=list(request.scopes)))
-            )
-        query_filter = qm.Filter(must=must)
+        vector, query_filter = query
         limit = request.k * OVERFETCH
         while True:
             with guard(self.where):
                 found = self._client.query_points(
                     self.collection,
-                    query=list(request.vector),
+                    query=vector,
                     query_filter=query_filter,
                     limit=limit,
                     with_payload=True,
@@ -380,12 +360,7 @@ class QdrantSink:
             self.revisions, ids=[revision_point_id(d) for d in doc_ids], with_payload=True
         )
         live = {str(r.payload["document_id"]): r.payload.get("live") for r in records if r.payload}
-        return [
-            p
-            for p in points
-            if (p.payload or {}).get("write") is not None
-            and live.get(str((p.payload or {})["document_id"])) == (p.payload or {})["write"]
-        ]
+        return live_points(points, live)
 
     def _held_payload(self, document_id: str) -> dict[str, Any] | None:
         found = self._client.retrieve(

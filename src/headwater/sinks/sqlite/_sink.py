@@ -17,7 +17,7 @@ import json
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
@@ -32,6 +32,7 @@ from headwater.sinks.base import (
 from headwater.sinks.checks import check_unique_chunks
 from headwater.sinks.sqlite._driver import Database, connect
 from headwater.sinks.sqlite._options import SqliteOptions, generation_path
+from headwater.sinks.sqlite._rows import plan_rows, write_rows
 from headwater.sinks.sqlite._schema import (
     SCHEMA_VERSION,
     acl_text,
@@ -117,44 +118,12 @@ class SqliteSink:
             gone = [(rowid,) for chunk_id, rowid in old.items() if chunk_id not in wanted]
             db.executemany("DELETE FROM vectors WHERE id = ?", gone)
             db.executemany("DELETE FROM chunks WHERE id = ?", gone)
-            next_id = self._next_chunk_id()
-            kept: list[tuple[Any, ...]] = []
-            fresh: list[tuple[Any, ...]] = []
-            ids: list[int] = []
-            for item, blob in zip(chunks, blobs, strict=True):
-                c = item.chunk
-                values = (c.ordinal, document.source, document.title, document.locator, c.text)
-                rowid = old.get(c.chunk_id)
-                if rowid is None:
-                    fresh.append(
-                        (next_id, c.chunk_id, document.document_id, *values, acl, src, blob)
-                    )
-                    ids.append(next_id)
-                    next_id += 1
-                else:
-                    kept.append((*values, acl, src, rowid, blob))
-                    ids.append(rowid)
-            db.executemany(
-                "UPDATE chunks SET ordinal = ?, source = ?, title = ?, locator = ?, text = ?, "
-                "acl = ?, src = ? WHERE id = ?",
-                [row[:-1] for row in kept],
-            )
-            db.executemany(
-                "UPDATE vectors SET embedding = ? WHERE id = ?", [(r[-1], r[-2]) for r in kept]
-            )
-            db.executemany(
-                "INSERT INTO chunks (id, chunk_id, document_id, ordinal, source, title, locator, "
-                "text, acl, src) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [row[:-1] for row in fresh],
-            )
-            db.executemany(
-                "INSERT INTO vectors (id, embedding) VALUES (?, ?)",
-                [(r[0], r[-1]) for r in fresh],
-            )
+            plan = plan_rows(document, chunks, blobs, old, self._next_chunk_id(), acl, src)
+            write_rows(db, plan)
             from headwater.sinks.sqlite._ann import write_codes
 
             dim = self.context.dimension
-            write_codes(db, document.document_id, ids, b"".join(blobs), dim)
+            write_codes(db, document.document_id, plan.ids, b"".join(blobs), dim)
             self._add_fts(document.document_id)
             self._add_chunk_count(len(chunks) - len(old))
             self._write_document(document.document_id, revision, False, document.source, principals)
