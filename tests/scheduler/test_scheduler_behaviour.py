@@ -104,7 +104,7 @@ def test_runs_list_show_and_filters(tmp_path: Path) -> None:
     listed = json.loads(cli(config, "runs", "--json").stdout)["runs"]
     assert {r["source"] for r in listed} == {"a", "b"}
     keys = {"run_id", "short_id", "source", "kind", "status", "owner", "started_at", "finished_at"}
-    keys |= {"duration_s", "window", "counts", "fetched", "error", "resumed"}
+    keys |= {"duration_s", "window", "counts", "fetched", "error", "resumed", "phases"}
     assert all(set(r) == keys for r in listed)
     ok = next(r for r in listed if r["source"] == "a")
     assert ok["status"] == "succeeded" and ok["kind"] == "sync" and ok["fetched"] == 3
