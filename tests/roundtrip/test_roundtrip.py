@@ -49,9 +49,10 @@ from headwater.sync.push import PushOp, PushResult
 from headwater.types import Access, SourceDocument
 
 _CONNECTORS = Path(__file__).resolve().parents[1] / "connectors"
-for _name in ("", "s3", "sql", "git", "web", "webdav"):
+for _name in ("", "s3", "sql", "git", "web", "webdav", "azure_blob"):
     sys.path.insert(0, str(_CONNECTORS / _name) if _name else str(_CONNECTORS))
 
+from azure_support import Azurite, azurite  # noqa: E402
 from git_support import GitRepo  # noqa: E402
 from httpserver import LocalHttpServer, Reply  # noqa: E402
 from s3_support import S3Server, free_port  # noqa: E402
@@ -60,6 +61,10 @@ from web_site import urlset  # noqa: E402
 from webdav_support import PASSWORD as DAV_PASSWORD  # noqa: E402
 from webdav_support import USER as DAV_USER  # noqa: E402
 from webdav_support import DavServer  # noqa: E402
+
+from fakes.dropbox import FakeDropbox  # noqa: E402
+from fakes.jira import FakeJira  # noqa: E402
+from saas_cases import AzureBlobCase, DropboxCase, JiraCase  # noqa: E402
 
 # The webdav tests' session fixture (a WsgiDAV process), taken from their conftest under
 # another module name so pytest serves it here too.
@@ -70,6 +75,13 @@ assert _spec is not None and _spec.loader is not None
 _webdav_conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_webdav_conftest)
 dav_server = _webdav_conftest.dav_server
+
+
+@pytest.fixture(scope="module")
+def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    """Azurite's blob service, one per module (as tests/connectors/azure_blob)."""
+    with azurite(tmp_path_factory.mktemp("azurite")) as server:
+        yield server
 
 N = 500
 FIVE_PERCENT = N // 20
@@ -482,6 +494,15 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         yield PushCase()
     elif kind == "s3":
         yield S3Case(request.getfixturevalue("s3_server"))
+    elif kind == "jira":
+        with FakeJira() as site:
+            yield JiraCase(site)
+    elif kind == "dropbox":
+        with FakeDropbox() as dbx:
+            yield DropboxCase(dbx)
+    elif kind == "azure_blob":
+        azurite = request.getfixturevalue("azurite_server")
+        yield AzureBlobCase(azurite, container=azurite.container())
     else:
         yield GitCase(tmp_path / "repo")
 
@@ -510,6 +531,9 @@ OBJECT_IDS: dict[int, str] = {}
         "push",
         "gdrive",
         "confluence",
+        "jira",
+        "dropbox",
+        "azure_blob",
     ],
     indirect=True,
 )

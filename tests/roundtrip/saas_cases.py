@@ -1,0 +1,134 @@
+"""Round-trip cases for the SaaS connectors and Azure Blob (issue 29, goal 3): each
+fills its fake (``tests/fakes/<name>``, written from the vendor's documentation) or its
+real emulator (Azurite) with the 500 items of ``test_roundtrip``, and deletes, edits and
+re-permissions 5 % of them the way the vendor would report it.
+
+A case knows only its source: the test owns the shape (sync, mutate, re-sync, exact
+counts). ``reader`` is who may read every item before the ACL step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from azure_support import Azurite
+
+from fakes.dropbox import FakeDropbox
+from fakes.jira import FakeJira
+from headwater.connectors.azure_blob._auth import DEV_ACCOUNT, DEV_KEY
+
+N = 500
+STAFF = "staff"
+NEW_READER = "ann@example.com"
+OLD_READER = "kim@example.com"
+
+
+def text_of(i: int, edited: bool = False) -> str:
+    """A short text with a word only item ``i`` holds (keyword search finds exactly it)."""
+    tail = " It was edited today." if edited else ""
+    return f"# Item {i}\n\nItem {i} carries the marker mk{i:04d}x.{tail}\n"
+
+
+def body_of(i: int, edited: bool = False) -> str:
+    """``text_of`` without its heading: the body of an item that has a title of its own."""
+    return text_of(i, edited).split("\n\n", 1)[1].strip()
+
+
+@dataclass
+class JiraCase:
+    """The fake Jira site: one project that a group may browse; the ACL step puts 5 % of
+    the issues under a security level only ``NEW_READER`` is in (the issue's ``updated``
+    moves, as Jira's does when its security level is set)."""
+
+    site: FakeJira
+    per_object_acl: bool = True
+    reader: dict[str, Any] = field(default_factory=lambda: {"groups": ["src:group:g1"]})
+    ids: dict[int, str] = field(default_factory=dict)
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "jira"\nbase_url = "{self.site.url}"\n'
+            f'email = "{self.site.user}"\napi_token = "{self.site.token}"\n'
+            'projects = ["ENG"]\npage_size = 100\nretry_initial_wait = 0.0\n'
+        )
+
+    def object_id(self, i: int) -> str:
+        return self.ids[i]
+
+    def load(self) -> None:
+        self.site.users.update({"acc-kim": OLD_READER, "acc-ann": NEW_READER})
+        self.site.groups["g1"] = ("staff", ["acc-kim"])
+        self.site.add_project("ENG", [{"type": "group", "parameter": "staff", "value": "g1"}])
+        self.site.levels["10100"] = [{"type": "user", "parameter": "acc-ann"}]
+        for i in range(N):
+            self.ids[i] = self.site.add("ENG", f"Item {i}", body_of(i))
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            del self.site.issues[self.ids[i]]
+        for i in edited:
+            self.site.touch(self.ids[i], description=body_of(i, True))
+        for i in regranted:
+            self.site.touch(self.ids[i], security="10100")
+
+
+@dataclass
+class DropboxCase:
+    """The fake Dropbox API: 500 files in one folder of the token's owner (a file's ACL is
+    its shared folder's, so there is no per-object ACL to change)."""
+
+    dbx: FakeDropbox
+    per_object_acl: bool = False
+    reader: dict[str, Any] = field(default_factory=lambda: {"user": "owner@example.com"})
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "dropbox"\napi_url = "{self.dbx.url}"\n'
+            f'content_url = "{self.dbx.url}"\ntoken = "{self.dbx.token}"\npath = "/Docs"\n'
+            "page_size = 200\nretry_initial_wait = 0.0\nretry_max_wait = 0.0\n"
+        )
+
+    def object_id(self, i: int) -> str:
+        return f"/docs/item-{i:04d}.md"  # the connector's id: the lower-cased path
+
+    def load(self) -> None:
+        for i in range(N):
+            self.dbx.put(f"/Docs/item-{i:04d}.md", text_of(i).encode())
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            self.dbx.delete(self.object_id(i))
+        for i in edited:
+            self.dbx.put(f"/Docs/item-{i:04d}.md", text_of(i, True).encode())
+
+
+@dataclass
+class AzureBlobCase:
+    """Azurite, Microsoft's Blob emulator (a real server): 500 blobs in a fresh container."""
+
+    azurite: Azurite
+    per_object_acl: bool = False
+    container: str = ""
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "azure_blob"\ncontainer = "{self.container}"\n'
+            f'account_url = "{self.azurite.url}"\naccount_key = "{DEV_KEY}"\n'
+            f'page_size = 200\naccess = {{ groups = ["{STAFF}"] }}\n'
+        )
+
+    def object_id(self, i: int) -> str:
+        return f"items/{i:04d}.md"
+
+    def load(self) -> None:
+        assert self.azurite.url.endswith(DEV_ACCOUNT)
+        for i in range(N):
+            self.azurite.put(self.container, self.object_id(i), text_of(i), "text/markdown")
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            self.azurite.delete(self.container, self.object_id(i))
+        for i in edited:
+            self.azurite.put(self.container, self.object_id(i), text_of(i, True), "text/markdown")
+
