@@ -10,13 +10,16 @@ counts). ``reader`` is who may read every item before the ACL step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from azure_support import Azurite
+from gcs_support import GcsServer
 
 from fakes.dropbox import FakeDropbox
 from fakes.jira import FakeJira
-from headwater.connectors.azure_blob._auth import DEV_ACCOUNT, DEV_KEY
+from fakes.sharepoint import SITE, FakeGraph, user_grant
+from fakes.sharepoint import TOKEN as GRAPH_TOKEN
+from headwater.connectors.azure_blob._auth import DEV_KEY
 
 N = 500
 STAFF = "staff"
@@ -103,32 +106,91 @@ class DropboxCase:
             self.dbx.put(f"/Docs/item-{i:04d}.md", text_of(i, True).encode())
 
 
-@dataclass
-class AzureBlobCase:
-    """Azurite, Microsoft's Blob emulator (a real server): 500 blobs in a fresh container."""
+class BlobStore(Protocol):
+    """Azurite's and fake-gcs-server's helpers: what fills a container or bucket."""
 
-    azurite: Azurite
+    def put(self, bucket: str, key: str, body: str, content_type: str = ...) -> None: ...
+
+    def delete(self, bucket: str, key: str) -> None: ...
+
+
+@dataclass
+class BlobCase:
+    """A real emulator of a blob store (Azurite for ``azure_blob``, fake-gcs-server for
+    ``gcs``): 500 blobs in a fresh container; the ACL is the source's ``access``."""
+
+    store: BlobStore
+    bucket: str
+    source_keys: str  # the [[source]] keys that say where the blobs are
     per_object_acl: bool = False
-    container: str = ""
 
     def source(self) -> str:
         return (
-            f'[[source]]\nid = "src"\ntype = "azure_blob"\ncontainer = "{self.container}"\n'
-            f'account_url = "{self.azurite.url}"\naccount_key = "{DEV_KEY}"\n'
-            f'page_size = 200\naccess = {{ groups = ["{STAFF}"] }}\n'
+            f'[[source]]\nid = "src"\n{self.source_keys}page_size = 200\n'
+            f'access = {{ groups = ["{STAFF}"] }}\n'
         )
 
     def object_id(self, i: int) -> str:
         return f"items/{i:04d}.md"
 
     def load(self) -> None:
-        assert self.azurite.url.endswith(DEV_ACCOUNT)
         for i in range(N):
-            self.azurite.put(self.container, self.object_id(i), text_of(i), "text/markdown")
+            self.store.put(self.bucket, self.object_id(i), text_of(i), "text/markdown")
 
     def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
         for i in deleted:
-            self.azurite.delete(self.container, self.object_id(i))
+            self.store.delete(self.bucket, self.object_id(i))
         for i in edited:
-            self.azurite.put(self.container, self.object_id(i), text_of(i, True), "text/markdown")
+            self.store.put(self.bucket, self.object_id(i), text_of(i, True), "text/markdown")
 
+
+def azure_blob_case(azurite: Azurite) -> BlobCase:
+    """Azurite with the development account's key."""
+    container = azurite.container()
+    keys = (
+        f'type = "azure_blob"\ncontainer = "{container}"\naccount_url = "{azurite.url}"\n'
+        f'account_key = "{DEV_KEY}"\n'
+    )
+    return BlobCase(azurite, container, keys)
+
+
+def gcs_case(server: GcsServer) -> BlobCase:
+    """fake-gcs-server, read anonymously."""
+    bucket = server.bucket()
+    keys = f'type = "gcs"\nbucket = "{bucket}"\nendpoint_url = "{server.url}"\nanonymous = true\n'
+    return BlobCase(server, bucket, keys)
+
+
+@dataclass
+class SharepointCase:
+    """The fake Microsoft Graph: 500 files in one document library, each shared with one
+    user; the ACL step replaces 5 % of the files' permissions (delta reports them with
+    ``sharedChanged``), edits and deletes arrive through delta too."""
+
+    graph: FakeGraph
+    per_object_acl: bool = True
+    reader: dict[str, Any] = field(default_factory=lambda: {"user": OLD_READER})
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "sharepoint"\nbase_url = "{self.graph.url}/v1.0"\n'
+            f'token = "{GRAPH_TOKEN}"\nsite = "{SITE}"\npage_size = 200\n'
+            "retry_initial_wait = 0.01\n"
+        )
+
+    def object_id(self, i: int) -> str:
+        return f"lib1/i{i:04d}"
+
+    def load(self) -> None:
+        for i in range(N):
+            self.graph.put(
+                "lib1", f"i{i:04d}", f"item-{i:04d}.md", text_of(i), readers=(OLD_READER,)
+            )
+
+    def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
+        for i in deleted:
+            self.graph.delete("lib1", f"i{i:04d}")
+        for i in edited:
+            self.graph.put("lib1", f"i{i:04d}", f"item-{i:04d}.md", text_of(i, True))
+        for i in regranted:
+            self.graph.share("lib1", f"i{i:04d}", [user_grant(NEW_READER)])

@@ -49,13 +49,15 @@ from headwater.sync.push import PushOp, PushResult
 from headwater.types import Access, SourceDocument
 
 _CONNECTORS = Path(__file__).resolve().parents[1] / "connectors"
-for _name in ("", "s3", "sql", "git", "web", "webdav", "azure_blob"):
+for _name in ("", "s3", "sql", "git", "web", "webdav", "azure_blob", "gcs"):
     sys.path.insert(0, str(_CONNECTORS / _name) if _name else str(_CONNECTORS))
 
 from azure_support import Azurite, azurite  # noqa: E402
+from gcs_support import GcsServer, fake_gcs_server  # noqa: E402
 from git_support import GitRepo  # noqa: E402
 from httpserver import LocalHttpServer, Reply  # noqa: E402
 from s3_support import S3Server, free_port  # noqa: E402
+from saas_cases import DropboxCase, JiraCase, SharepointCase, azure_blob_case, gcs_case  # noqa: E402
 from sql_support import ENGINE_URLS, URLS  # noqa: E402
 from web_site import urlset  # noqa: E402
 from webdav_support import PASSWORD as DAV_PASSWORD  # noqa: E402
@@ -64,7 +66,7 @@ from webdav_support import DavServer  # noqa: E402
 
 from fakes.dropbox import FakeDropbox  # noqa: E402
 from fakes.jira import FakeJira  # noqa: E402
-from saas_cases import AzureBlobCase, DropboxCase, JiraCase  # noqa: E402
+from fakes.sharepoint import FakeGraph  # noqa: E402
 
 # The webdav tests' session fixture (a WsgiDAV process), taken from their conftest under
 # another module name so pytest serves it here too.
@@ -82,6 +84,14 @@ def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite
     """Azurite's blob service, one per module (as tests/connectors/azure_blob)."""
     with azurite(tmp_path_factory.mktemp("azurite")) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsServer]:
+    """fake-gcs-server, one per module (as tests/connectors/gcs)."""
+    with fake_gcs_server(tmp_path_factory.mktemp("gcs")) as server:
+        yield server
+
 
 N = 500
 FIVE_PERCENT = N // 20
@@ -500,9 +510,13 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif kind == "dropbox":
         with FakeDropbox() as dbx:
             yield DropboxCase(dbx)
+    elif kind == "sharepoint":
+        with FakeGraph() as graph:
+            yield SharepointCase(graph)
     elif kind == "azure_blob":
-        azurite = request.getfixturevalue("azurite_server")
-        yield AzureBlobCase(azurite, container=azurite.container())
+        yield azure_blob_case(request.getfixturevalue("azurite_server"))
+    elif kind == "gcs":
+        yield gcs_case(request.getfixturevalue("gcs_server"))
     else:
         yield GitCase(tmp_path / "repo")
 
@@ -534,6 +548,8 @@ OBJECT_IDS: dict[int, str] = {}
         "jira",
         "dropbox",
         "azure_blob",
+        "sharepoint",
+        "gcs",
     ],
     indirect=True,
 )
