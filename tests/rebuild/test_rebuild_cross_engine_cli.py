@@ -3,7 +3,9 @@
 generation, ``rebuild switch`` and ``rebuild rollback`` move between the engines (each
 rollback catching the older one up first), and the secret reaches the server (a wrong one
 is refused) yet never appears in any output, ``--json``, DEBUG log, ``status``, the
-manifest's recorded generation options or any other file under the state dir.
+manifest's recorded generation options or any other file under the state dir. When the
+config goes back to ``sqlite`` while pgvector serves, a search names the fix (the url was
+never recorded) and ``headwater rebuild`` moves on to a new sqlite generation.
 
 The server is a real PostgreSQL + pgvector (``pg_embedded``) of its own that checks
 passwords, so a secret that did not arrive fails the test. Every command is a real
@@ -139,6 +141,16 @@ def test_sqlite_to_pgvector_with_a_secret_url_switches_and_rolls_back_without_le
     assert _titles(cli, "holidays") == ["Vacation policy"]
     assert cli.ok("reconcile", "--json")["sinks"]["main"]["in_sync"]
     cli.ok("status", "--json")
+
+    # The config goes back to sqlite while pgvector serves: the url was never recorded, so
+    # a search says how to reach it again, and a rebuild moves on to a new sqlite one.
+    _configure(tmp_path, corpus, '[[index]]\nname = "main"\ntype = "sqlite"\n')
+    lost = cli.run("search", "holidays", "--group", "staff")
+    assert lost.returncode == 2, lost.stderr[-2000:]
+    assert "configure 'main' as type = 'pgvector'" in lost.stderr, lost.stderr[-2000:]
+    back = cli.ok("rebuild", "--json")["indexes"][0]
+    assert (back["result"], back["generation"]) == ("switched", 3), back
+    assert _titles(cli, "holidays") == ["Vacation policy"]
 
     leaks = [text for text in cli.printed if SECRET in text]
     assert not leaks, leaks[0][:2000]
