@@ -24,7 +24,7 @@ from headwater.connectors.azure_blob._auth import DEV_KEY
 N = 500
 STAFF = "staff"
 NEW_READER = "ann@example.com"
-OLD_READER = "kim@example.com"
+OLD_READER = "kim@example.com"  # the reader of the connectors whose ACLs name users
 
 
 def text_of(i: int, edited: bool = False) -> str:
