@@ -1,7 +1,8 @@
-"""Round-trip cases for the SaaS connectors and Azure Blob (issue 29, goal 3): each
-fills its fake (``tests/fakes/<name>``, written from the vendor's documentation) or its
-real emulator (Azurite) with the 500 items of ``test_roundtrip``, and deletes, edits and
-re-permissions 5 % of them the way the vendor would report it.
+"""Round-trip cases for SaaS connectors and blob stores (issue 29, goal 3): each fills
+its fake (``tests/fakes/<name>``, written from the vendor's documentation: jira, dropbox,
+sharepoint) or its real emulator (Azurite for azure_blob, fake-gcs-server for gcs) with
+the 500 items of ``test_roundtrip``, and deletes, edits and re-permissions 5 % of them
+the way the vendor would report it.
 
 A case knows only its source: the test owns the shape (sync, mutate, re-sync, exact
 counts). ``reader`` is who may read every item before the ACL step.
