@@ -160,6 +160,8 @@ def measure(paths: dict[str, Any], data: Any, args: argparse.Namespace) -> list[
         visible = np.flatnonzero(seen)
         for kind, sink in (("approximate", paths["ann"]), ("exact", paths["exact"])):
             n = args.queries if kind == "approximate" else args.exact_queries
+            if n == 0 or sink is None:
+                continue
             timings: list[float] = []
             answers: list[set[int]] = []
             for q in queries[:n]:

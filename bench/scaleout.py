@@ -11,11 +11,18 @@ the clock starts. Measured, each from enqueue to the last task's result:
 - ``index``: ``--docs`` filesystem documents already in the manifest (synced here, not
   timed), indexed with the fake embedder by ``headwater index`` (claimed batches).
 
+- ``sync + index, content in a shared folder / in S3``: ``--docs`` filesystem documents
+  synced and indexed (``headwater sync``: sync tasks, then index tasks) by 2 workers,
+  once with the content store in the shared ``state_dir`` (the default) and once in
+  S3-compatible storage (``[content] url = "s3://…"``, moto's server on 127.0.0.1, in
+  this process); nothing else differs, so the gap is what the object store costs.
+
 One web source is one sync task under one lease, so a single source never spreads over
 workers; its parallelism is the connector's own fetch pool (``concurrency``). Prints a
 Markdown table; ``docs/performance.md`` ("Scale-out") quotes a run.
 
     .venv/bin/python bench/scaleout.py --pages 1000 --docs 2000
+    .venv/bin/python bench/scaleout.py --docs 2000 --workloads content,moto --workers 2
 
 ``--compare`` runs instead, for each of ``--executors`` (``celery,nats``), the web sync
 of ``--pages`` pages over 4 sources on 2 workers twice: clean, and with worker 0
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -38,7 +46,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -265,6 +273,74 @@ def compare(args: argparse.Namespace) -> None:
     server.shutdown()
 
 
+@contextmanager
+def moto_bucket() -> Iterator[str]:
+    """A bucket on moto's S3 server (127.0.0.1, a thread here); its ``[content]`` table."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint, name = f"http://{host}:{port}", f"hw-bench-{uuid.uuid4().hex[:8]}"
+    keys = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **keys)
+    s3.create_bucket(Bucket=name)
+    try:
+        yield (
+            f'[content]\nurl = "s3://{name}/hw"\nendpoint_url = "{endpoint}"\n'
+            'region = "us-east-1"\naccess_key_id = "test"\nsecret_access_key = "test"\n'
+        )
+    finally:
+        server.stop()
+
+
+def moto_rate(requests: int = 900) -> float:
+    """Requests/s of moto's server alone here: HEAD, PUT, GET of 2 kB objects, the three
+    calls the content store makes per document (HEAD+PUT in a sync, GET in indexing)."""
+    import boto3
+
+    with moto_bucket() as content:
+        endpoint = content.split('endpoint_url = "')[1].split('"')[0]
+        bucket = content.split('"s3://')[1].split("/")[0]
+        keys = {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **keys)
+        started = time.monotonic()
+        for i in range(requests // 3):
+            with suppress(s3.exceptions.ClientError):
+                s3.head_object(Bucket=bucket, Key=f"k/{i}")
+            s3.put_object(Bucket=bucket, Key=f"k/{i}", Body=os.urandom(2000))
+            s3.get_object(Bucket=bucket, Key=f"k/{i}")["Body"].read()
+        return requests / (time.monotonic() - started)
+
+
+def full_sync(docs: int) -> Callable[[Workspace], int]:
+    """``headwater sync`` through the workers; the documents indexed (all, or an error)."""
+
+    def work(ws: Workspace) -> int:
+        result = ws.sync()
+        if [r.status for r in result.runs] != ["succeeded"] or result.index.replaced != docs:
+            raise RuntimeError(f"not every document was synced and indexed: {result.as_dict()}")
+        return result.index.replaced
+
+    return work
+
+
+def content_rows(docs: int, counts: list[int]) -> list[tuple[str, int, float, int]]:
+    """Sync + index of ``docs`` documents, content in the shared folder, then in S3."""
+    rows = []
+    for count in counts:
+        s, n = timed(count, lambda t: file_source(t, docs), full_sync(docs))
+        rows.append((f"sync + index, {docs} docs, content in the shared folder", count, s, n))
+        print(rows[-1], file=sys.stderr, flush=True)
+        with moto_bucket() as content:
+            s, n = timed(count, lambda t: file_source(t, docs) + content, full_sync(docs))
+        rows.append((f"sync + index, {docs} docs, content in S3 (moto)", count, s, n))
+        print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1000)
@@ -274,13 +350,15 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="NATS against Celery")
     parser.add_argument("--executors", default="celery,nats")
     parser.add_argument("--redeliver-s", type=int, default=10)
+    parser.add_argument("--workloads", default="web,index,content")
     args = parser.parse_args()
     if args.compare:
         compare(args)
         return
     counts = [int(w) for w in args.workers.split(",")]
+    workloads = set(args.workloads.split(","))
     rows: list[tuple[str, int, float, int]] = []
-    for sections in (1, 4):
+    for sections in (1, 4) if "web" in workloads else ():
         server = serve(args.pages, sections, args.delay_ms / 1000)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         for count in counts:
@@ -288,7 +366,7 @@ def main() -> None:
             rows.append((f"web, {args.pages} pages, {sections} source(s)", count, s, n))
             print(rows[-1], file=sys.stderr, flush=True)
         server.shutdown()
-    for count in counts:
+    for count in counts if "index" in workloads else ():
         s, n = timed(
             count,
             lambda t: file_source(t, args.docs),
@@ -297,6 +375,11 @@ def main() -> None:
         )
         rows.append((f"index, {args.docs} docs, fake embedder", count, s, n))
         print(rows[-1], file=sys.stderr, flush=True)
+    if "content" in workloads:
+        rows += content_rows(args.docs, counts)
+    if "moto" in workloads:
+        print(f"moto alone: {moto_rate():.0f} requests/s (HEAD, PUT, GET)", flush=True)
+    print(f"load average at the end: {os.getloadavg()}")
     print("| workload | workers | wall s | documents | per s |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, count, s, n in rows:

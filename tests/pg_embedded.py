@@ -8,6 +8,8 @@ removed at exit; should the test process die, the kernel sends the server SIGINT
 (``PR_SET_PDEATHSIG``), so no server outlives it. As root the server runs as ``nobody``
 (PostgreSQL refuses root). ``HEADWATER_TEST_PGVECTOR`` (a ``postgresql://`` admin URL)
 uses a server of your own instead. A missing wheel fails the tests, it does not skip them.
+``EmbeddedServer(password=...)`` starts one that checks passwords (scram-sha-256 for
+every TCP connection), for tests that must prove a secret reaches the server.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ _server: EmbeddedServer | None = None
 
 
 class EmbeddedServer:
-    """One PostgreSQL server; ``durable=False`` (tests) turns fsync and friends off."""
+    """One PostgreSQL server; ``durable=False`` (tests) turns fsync and friends off;
+    ``password`` makes it check the ``postgres`` user's password on every connection."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, password: str | None = None) -> None:
         self.bin = _binaries()
         self.root = Path(tempfile.mkdtemp(prefix="hw-pgvector-"))
         self.user = "nobody" if os.geteuid() == 0 else None
@@ -44,8 +47,15 @@ class EmbeddedServer:
             shutil.chown(self.root, self.user)
             self.bin = self._reachable_by(self.user)
         data = self.root / "data"
+        auth = ["--auth=trust"]
+        if password is not None:
+            pwfile = self.root / "pwfile"
+            pwfile.write_text(password + "\n")
+            if self.user is not None:
+                shutil.chown(pwfile, self.user)
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
         subprocess.run(
-            [str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+            [str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", *auth,
              "--encoding=UTF8", "--locale=C", "--no-sync"],
             check=True, capture_output=True, user=self.user,
         )  # fmt: skip
@@ -60,7 +70,8 @@ class EmbeddedServer:
             stdout=self.log, stderr=subprocess.STDOUT, user=self.user,
             preexec_fn=_die_with_parent,
         )  # fmt: skip
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        secret = "" if password is None else f":{password}"
+        self.url = f"postgresql://postgres{secret}@127.0.0.1:{self.port}/postgres"
         self._await_ready()
 
     def _reachable_by(self, user: str) -> Path:

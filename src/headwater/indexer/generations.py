@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from headwater.errors import ConfigError, HeadwaterError
 from headwater.indexer.indexer import Indexer, IndexTarget
@@ -55,6 +55,25 @@ def without_secrets(
     """``options`` less the keys a generation never records: API keys, and ``secrets``
     (a sink's ``SecretStr`` fields: a password, a url with credentials in it)."""
     return {k: v for k, v in options.items() if k not in secrets}
+
+
+def _recorded_options(generation: Generation, cls: Any, configured: str | None) -> Any:
+    """The options a generation of another sink type than the configured one was built
+    with; ConfigError when they lacked secrets (never recorded: the config had them)."""
+    recorded = generation.settings["sink"]
+    try:
+        return cls.Options.model_validate(recorded["options"])
+    except ValidationError as exc:
+        unrecorded = sorted(secret_fields(cls.Options) - set(recorded["options"]))
+        raise ConfigError(
+            f"generation {generation.label} is a {recorded['type']!r} index, but index "
+            f"{generation.index_name!r} is configured as {configured!r} now, and its options "
+            f"cannot be rebuilt from the manifest ({exc.error_count()} invalid or missing; "
+            f"secrets are never recorded: {', '.join(unrecorded) or 'none'}). To use it "
+            f"again, configure {generation.index_name!r} as type = {recorded['type']!r} with "
+            f"those options; or run `headwater rebuild {generation.index_name}` to build and "
+            "switch to a generation of the configured type"
+        ) from None
 
 
 def settings_changes(have: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
@@ -261,7 +280,7 @@ class Pipelines:
         if recorded["type"] == configured_type:
             options = configured_options or cls.Options()
         else:
-            options = cls.Options.model_validate(recorded["options"])
+            options = _recorded_options(generation, cls, configured_type)
         context = SinkContext(
             generation.index_name,
             self._state_dir,

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -57,6 +57,7 @@ class Azurite:
     """A running Azurite blob service and the signed requests the tests fill it with."""
 
     url: str  # the account's blob endpoint, path style: http://127.0.0.1:N/devstoreaccount1
+    _client: httpx.Client = field(default_factory=httpx.Client, repr=False)  # kept alive
 
     @property
     def credentials(self) -> Credentials:
@@ -64,8 +65,7 @@ class Azurite:
 
     def _call(self, method: str, path: str, body: bytes = b"", **headers: str) -> None:
         request = httpx.Request(method, f"{self.url}/{path}", content=body, headers=headers)
-        with httpx.Client() as client:
-            client.send(self.credentials.authorize(request)).raise_for_status()
+        self._client.send(self.credentials.authorize(request)).raise_for_status()
 
     def container(self) -> str:
         name = f"hw-{uuid.uuid4().hex[:12]}"

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -31,14 +31,15 @@ class GcsServer:
     """A running fake-gcs-server and the JSON API calls the tests make to fill it."""
 
     url: str
+    _client: httpx.Client = field(default_factory=httpx.Client, repr=False)  # kept alive
 
     def bucket(self) -> str:
         name = f"hw-{uuid.uuid4().hex[:12]}"
-        httpx.post(f"{self.url}/storage/v1/b", json={"name": name}).raise_for_status()
+        self._client.post(f"{self.url}/storage/v1/b", json={"name": name}).raise_for_status()
         return name
 
     def put(self, bucket: str, key: str, body: str, content_type: str = "text/plain") -> None:
-        httpx.post(
+        self._client.post(
             f"{self.url}/upload/storage/v1/b/{bucket}/o",
             params={"uploadType": "media", "name": key},
             content=body.encode(),
@@ -46,7 +47,7 @@ class GcsServer:
         ).raise_for_status()
 
     def delete(self, bucket: str, key: str) -> None:
-        httpx.delete(f"{self.url}/storage/v1/b/{bucket}/o/{quote(key, safe='')}")
+        self._client.delete(f"{self.url}/storage/v1/b/{bucket}/o/{quote(key, safe='')}")
 
 
 @contextmanager
