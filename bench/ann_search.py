@@ -57,6 +57,18 @@ class Space:
         return out.astype(np.float32)
 
 
+def bench_document_id(d: int) -> str:
+    """Document ``d``'s id: 64 hex digits like a real one (a sha256), its number in both
+    halves. A sink may key a document by the id's first 128 bits (qdrant's revision
+    records do), which real ids keep distinct; ``f"{d:064x}"`` would not (all zeros)."""
+    return f"{d:032x}" * 2
+
+
+def document_number(document_id: str) -> int:
+    """The ``d`` of ``bench_document_id(d)``."""
+    return int(document_id[:32], 16)
+
+
 def _groups(d: int, rng: random.Random) -> tuple[bool, tuple[str, ...]]:
     share = rng.random()
     if share < 0.10:
@@ -87,7 +99,7 @@ def load(sink: Any, space: Space, chunks: int, seed: int) -> tuple[dict[str, Any
             public, groups = _groups(d, rng)
             label = -1 if public else (20 if groups == ("narrow",) else int(groups[0][1:]))
             labels[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC] = label
-            document_id = f"{d:064x}"
+            document_id = bench_document_id(d)
             access = Access(public=public, groups=groups)
             document = IndexDocument(document_id, "bench", f"doc {d}", f"bench/{d}", access)
             items = []
@@ -171,7 +183,9 @@ def measure(paths: dict[str, Any], data: Any, args: argparse.Namespace) -> list[
                 started = time.perf_counter()
                 hits = sink.search(request)
                 timings.append((time.perf_counter() - started) * 1000)
-                answers.append({int(h.document_id, 16) * CHUNKS_PER_DOC + h.ordinal for h in hits})
+                answers.append(
+                    {document_number(h.document_id) * CHUNKS_PER_DOC + h.ordinal for h in hits}
+                )
             # Ground truth after the timed loop: numpy's BLAS threads would compete with it.
             recalls: list[float] = []
             for q, got in zip(queries[:n], answers, strict=True):

@@ -21,7 +21,16 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from ann_search import BATCH_DOCS, CHUNKS_PER_DOC, DIMENSION, SUBTOPICS, TOPICS, Space, _groups
+from ann_search import (
+    BATCH_DOCS,
+    CHUNKS_PER_DOC,
+    DIMENSION,
+    SUBTOPICS,
+    TOPICS,
+    Space,
+    _groups,
+    bench_document_id,
+)
 from psycopg import pq
 from psycopg.adapt import Dumper
 from psycopg.types import TypeInfo
@@ -62,7 +71,7 @@ def _chunk_rows(
             public, groups = _groups(d, rng)
             label = -1 if public else (20 if groups == ("narrow",) else int(groups[0][1:]))
             labels[d * CHUNKS_PER_DOC : (d + 1) * CHUNKS_PER_DOC] = label
-            document_id = f"{d:064x}"
+            document_id = bench_document_id(d)
             principals = Access(public=public, groups=groups).principals()
             documents.append((document_id, 1, False, "bench", principals))
             for o in range(CHUNKS_PER_DOC):

@@ -52,7 +52,7 @@ def load(sink: Any, chunks: int, seed: int) -> dict[str, Any]:
     docs = chunks // CHUNKS_PER_DOC
     started = time.perf_counter()
     for d in range(docs):
-        document_id = f"{d:064x}"
+        document_id = f"{d:032x}" * 2  # like a real id: distinct in its first 128 bits too
         share = rng.random()
         if share < 0.10:
             access = Access(public=True)

@@ -81,12 +81,12 @@ def corpus(tmp_path: Path) -> Path:
 #   Dovecot or a browser (its source names them);
 # - `process`: its module starts processes (`headwater` subprocesses, `serve`, signals).
 SERVER_PARAMS = {"postgres", "postgresql", "mariadb", "redis", "amqp"}
-SERVER_DIRS = ("executor", "connectors/sql", "connectors/imap")
+SERVER_DIRS = ("executor", "connectors/sql", "connectors/imap", "roundtrip")
 SERVER_HINTS = (
     "127.0.0.1:6379", "127.0.0.1:5672", "127.0.0.1:3306", "127.0.0.1:4222",
     "127.0.0.1:5432", "chromium", "playwright", "torture.py",
 )  # fmt: skip
-PROCESS_DIRS = ("api",)  # every API test drives a real `headwater serve`
+PROCESS_DIRS = ("api", "roundtrip")  # API: a real `headwater serve`; roundtrip: emulators
 PROCESS_HINTS = ("subprocess", "Popen", "sys.executable", "os.fork", "multiprocessing")
 _TESTS = Path(__file__).resolve().parent
 _sources: dict[Path, str] = {}
@@ -134,7 +134,8 @@ LONG_POLES = (  # longest first, as measured (`--durations`, summed per file)
     "executor/test_celery_workers.py",
     "rebuild/test_generation_states.py",
     "correctness/test_index_identity.py",
-    "roundtrip/test_roundtrip.py",  # 9 connectors x 500 items
+    "roundtrip/test_roundtrip_local.py",  # 10 connectors x 500 items
+    "roundtrip/test_roundtrip_saas.py",  # 5 connectors x 500 items
     "correctness/test_crash_matrix.py",
     "api/test_api_push_workers.py",
     "executor/test_celery_no_wait_and_dlq.py",

@@ -19,7 +19,9 @@ push (each document's ``access``), gdrive and sharepoint (each file's permission
 confluence (page restrictions) and jira (an issue's security level).
 
 The webdav case starts WsgiDAV in its own process (``subprocess.Popen`` in its conftest),
-so this module is marked ``process`` and runs outside the ``--fast`` tier.
+so the test modules are marked ``process`` and run outside the ``--fast`` tier. The cases
+run from two test modules, ``test_roundtrip_local.py`` and ``test_roundtrip_saas.py``, so
+that parallel workers take one each; this module holds their fixtures and the round trip.
 """
 
 from __future__ import annotations
@@ -178,28 +180,8 @@ def finds(ws: Workspace, i: int, **who: Any) -> bool:
 OBJECT_IDS: dict[int, str] = {}
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "filesystem",
-        "postgresql",
-        "mariadb",
-        "s3",
-        "git",
-        "web",
-        "webdav",
-        "push",
-        "gdrive",
-        "confluence",
-        "jira",
-        "dropbox",
-        "azure_blob",
-        "sharepoint",
-        "gcs",
-    ],
-    indirect=True,
-)
-def test_round_trip_500_items_exact_counts(case: Any, tmp_path: Path) -> None:
+def round_trip(case: Any, tmp_path: Path) -> None:
+    """Load, sync, delete, edit and re-permission 5 % each, re-sync; exact counts."""
     config = tmp_path / "headwater.toml"
     config.write_text(
         '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
