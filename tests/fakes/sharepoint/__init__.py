@@ -9,6 +9,8 @@ Follows the documented behaviour of:
   permission changes appear only with ``Prefer: deltashowsharingchanges``, marked
   ``@microsoft.graph.sharedChanged``:
   https://learn.microsoft.com/en-us/onedrive/developer/rest-api/concepts/scan-guidance)
+- GET /drives/{d}/items/{i} (404 itemNotFound once deleted):
+  https://learn.microsoft.com/en-us/graph/api/driveitem-get
 - GET /drives/{d}/items/{i}/content answers 302 to a download URL:
   https://learn.microsoft.com/en-us/graph/api/driveitem-get-content
 - GET /drives/{d}/items/{i}/permissions:

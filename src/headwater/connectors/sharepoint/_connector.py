@@ -18,7 +18,7 @@ https://learn.microsoft.com/en-us/graph/api/driveitem-delta
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -228,6 +228,31 @@ class SharepointConnector:
             found += body.get("value", [])
             url = body.get("@odata.nextLink")
         return found
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceItem]:
+        """Each file of ``object_ids`` (``drive/item``) as it is now, by ``GET
+        /drives/{d}/items/{i}`` and its permissions: no delta, no download (the content
+        is fetched lazily, as in a sync). ``Deleted`` when Graph answers 404 for the item of
+        a library it still lists (or the item carries a ``deleted`` facet); an item of a
+        library this source does not read, a folder or a type no parser reads yields nothing.
+        https://learn.microsoft.com/en-us/graph/api/driveitem-get
+        """
+        drives = {d for d, _ in self._libraries()}
+        for object_id in object_ids:
+            drive, _, item_id = object_id.partition("/")
+            if drive not in drives or not item_id or "/" in item_id:
+                continue
+            url = f"/drives/{drive}/items/{quote(item_id, safe='!')}"
+            response = self._client.get(url)
+            if response.status_code == 404:
+                yield Deleted(object_id)
+                continue
+            raise_for_status(response, url)
+            item = response.json()
+            if item.get("deleted") is not None:
+                yield Deleted(object_id)
+            elif self._selected(item):
+                yield self._document(drive, item)
 
     # -- enumerate, permissions, fetch, groups ---------------------------------------------
 
