@@ -10,6 +10,8 @@
   (which has no ``parents``): https://developers.google.com/drive/api/reference/rest/v3/files#File.FIELDS.parents,
   https://developers.google.com/drive/api/guides/folder (folders are files of mimeType
   ``application/vnd.google-apps.folder``)
+- files.get of a file by id (its resource; 404 ``notFound`` once deleted or unshared):
+  https://developers.google.com/drive/api/reference/rest/v3/files/get
 - permissions.list: https://developers.google.com/drive/api/reference/rest/v3/permissions/list
 - files.get ``alt=media`` and files.export (``mimeType=text/plain|text/csv``):
   https://developers.google.com/drive/api/guides/manage-downloads

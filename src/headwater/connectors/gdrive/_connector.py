@@ -24,7 +24,7 @@ reaches the paths of the files inside when they next change or are listed in ful
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -37,9 +37,15 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.gdrive._acl import access_from_permissions
-from headwater.connectors.gdrive._client import DriveClient, raise_for_status, token_refused
+from headwater.connectors.gdrive._acl import file_access
+from headwater.connectors.gdrive._client import (
+    FILE_FIELDS,
+    DriveClient,
+    raise_for_status,
+    token_refused,
+)
 from headwater.connectors.gdrive._directory import DirectoryGroups
+from headwater.connectors.gdrive._refetch import refetch
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.pipeline.parse import parser_for
 from headwater.retry import RetryPolicy
@@ -63,10 +69,6 @@ EXPORTS: dict[str, str] = {  # files.export target per Google Workspace type
     "application/vnd.google-apps.presentation": "text/plain",
     "application/vnd.google-apps.spreadsheet": "text/csv",
 }
-FILE_FIELDS = (
-    "id,name,mimeType,modifiedTime,md5Checksum,size,trashed,driveId,webViewLink,parents,"
-    "permissions(type,role,emailAddress,domain,deleted)"
-)
 COMMON = {"supportsAllDrives": "true", "includeItemsFromAllDrives": "true"}
 
 
@@ -324,23 +326,13 @@ class GdriveConnector:
         return self._folders[folder_id]
 
     def _access(self, file: dict[str, Any]) -> Access | None:
-        """From the file's permissions; items in shared drives need permissions.list."""
-        permissions = file.get("permissions")
-        if permissions is None and file.get("driveId"):
-            permissions = []
-            page: str | None = None
-            while True:
-                params = {"supportsAllDrives": "true", "fields": "nextPageToken,permissions"}
-                if page:
-                    params["pageToken"] = page
-                body = self._client.json(f"/drive/v3/files/{file['id']}/permissions", params)
-                permissions.extend(body.get("permissions", []))
-                page = body.get("nextPageToken")
-                if not page:
-                    break
-        if permissions is None:
-            return None  # the token cannot see who shares it: the source's `access` applies
-        return access_from_permissions(self.source_id, permissions)
+        """The file's readers (see ``_acl.file_access``)."""
+        return file_access(self._client, self.source_id, file)
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceItem]:
+        """Each file of ``object_ids`` as it is now, by ``files.get`` (see ``_refetch``)."""
+        self._folders.clear()  # a folder renamed since is read again, as by a run
+        return refetch(self, object_ids)
 
     # -- enumerate, permissions and fetch --------------------------------------------------
 
