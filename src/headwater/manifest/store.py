@@ -35,6 +35,7 @@ from headwater.manifest.push_sessions import SessionLedger
 from headwater.manifest.pushed_groups import PushedGroups
 from headwater.manifest.records import ACTIVE, DELETED, BatchCommit, DocumentRecord
 from headwater.manifest.runs import RunLedger
+from headwater.manifest.subscriptions import SubscriptionLedger
 from headwater.manifest.throttles import RateLedger
 
 LOCK_MARKERS = ("database is locked", "deadlock", "could not serialize", "lock timeout")
@@ -63,6 +64,7 @@ class Manifest:
         self.hints = HintQueue(engine)
         self.liveness = Liveness(engine)
         self.rates = RateLedger(engine)  # the rate-limit governor's shared budgets
+        self.subscriptions = SubscriptionLedger(engine)  # vendor subscriptions kept alive
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:
