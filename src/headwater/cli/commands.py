@@ -235,6 +235,15 @@ def status(
                     f"source {safe(s['id'])} throttled until {s['throttled_until']} "
                     "(the vendor answered 429; its credential waits, see docs/operations.md)"
                 )
+        for s in report["sources"]:
+            for sub in s.get("subscriptions", []):
+                if sub["last_error"]:
+                    out.print(
+                        f"source {safe(s['id'])} subscription {safe(sub['scope'] or '(all)')}: "
+                        f"{sub['failures']} failed renewal(s), retrying at {sub['retry_at']}: "
+                        f"{safe(sub['last_error'])}",
+                        markup=False,
+                    )
         for name, info in report["indexes"].items():
             out.print(f"index {name} ({info['type']}): {info['pending']} pending")
         dlq = report["dlq"]

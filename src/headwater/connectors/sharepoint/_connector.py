@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors._governed import governed_transport
@@ -31,7 +31,9 @@ from headwater.connectors.base import (
     ConnectorCapabilities,
     ReadStream,
     SourceContext,
+    Subscription,
 )
+from headwater.connectors.sharepoint import _subscriptions as graph_subscriptions
 from headwater.connectors.sharepoint._acl import (
     access_from_permissions,
     group_name,
@@ -54,7 +56,9 @@ from headwater.types import (
     Stage,
     Window,
 )
+from headwater.units import parse_duration
 
+MAX_LIFETIME = graph_subscriptions.MAX_LIFETIME
 PREFER = {"Prefer": "deltashowsharingchanges, hierarchicalsharing"}
 
 
@@ -69,6 +73,20 @@ class SharepointOptions(BearerApiOptions):
     base_url: str = Field(default="https://graph.microsoft.com/v1.0", pattern=r"^https?://")
     page_size: int = Field(default=200, ge=1, le=1000)
     max_object_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    # the lifetime asked for each change-notification subscription (with the source's
+    # `notification_url`); Graph allows at most 42,300 minutes for drive items
+    subscription_lifetime: str = "29d"
+
+    @field_validator("subscription_lifetime")
+    @classmethod
+    def _lifetime(cls, value: str) -> str:
+        lifetime = parse_duration(value)
+        if lifetime is None or not timedelta(minutes=1) <= lifetime <= MAX_LIFETIME:
+            raise ValueError(
+                f"subscription_lifetime {value!r} is outside what Graph grants; expected a "
+                'duration from "1m" to "29d" (42,300 minutes); fix `subscription_lifetime`'
+            )
+        return value
 
 
 class SharepointConnector:
@@ -253,6 +271,27 @@ class SharepointConnector:
                 yield Deleted(object_id)
             elif self._selected(item):
                 yield self._document(drive, item)
+
+    # -- change-notification subscriptions (the scheduler keeps them alive) -------------
+
+    def subscription_scopes(self) -> list[str]:
+        """One subscription per library: its drive id."""
+        return [drive for drive, _ in self._libraries()]
+
+    def subscribe(self, scope: str, address: str, secret: str, now: datetime) -> Subscription:
+        """A new Graph subscription to library ``scope`` (see ``_subscriptions``)."""
+        expires = now + self._lifetime()
+        return graph_subscriptions.subscribe(self._client, scope, address, secret, expires)
+
+    def renew(
+        self, current: Subscription, address: str, secret: str, now: datetime
+    ) -> Subscription:
+        """``current`` extended by ``subscription_lifetime`` from ``now``."""
+        expires = now + self._lifetime()
+        return graph_subscriptions.renew(self._client, current, address, secret, expires)
+
+    def _lifetime(self) -> timedelta:
+        return parse_duration(self.options.subscription_lifetime) or MAX_LIFETIME
 
     # -- enumerate, permissions, fetch, groups ---------------------------------------------
 
