@@ -15,6 +15,7 @@ The clock is a parameter, so tests drive it without sleeping.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -56,11 +57,37 @@ def renew_due(state: SubscriptionState, now: datetime) -> bool:
     return state.expires_at - now <= margin
 
 
-def keep_subscriptions(rt: Runtime, now: datetime | None = None) -> KeptSubscriptions:
-    """One pass over every source with ``notification_url`` (see the module)."""
+class SubscriptionKeeper:
+    """The scheduler's side: a pass at its first cycle, then every ``CHECK_EVERY``."""
+
+    def __init__(self) -> None:
+        self._last: datetime | None = None
+
+    def tick(self, rt: Runtime, sources: Sequence[str], now: datetime | None = None) -> None:
+        """Run a pass over ``sources`` when one is due; never raises (it logs)."""
+        now = now or utcnow()
+        if self._last is not None and now < self._last + CHECK_EVERY:
+            return
+        wanted = [s for s in rt.config.source if s.id in sources and s.notification_url]
+        if not wanted:
+            return
+        self._last = now
+        try:
+            keep_subscriptions(rt, now, sources)
+        except Exception:  # the manifest or a connector failed: the next pass tries again
+            log.exception("keeping the vendor subscriptions failed; trying again in %s",
+                          CHECK_EVERY)  # fmt: skip
+
+
+def keep_subscriptions(
+    rt: Runtime, now: datetime | None = None, sources: Sequence[str] | None = None
+) -> KeptSubscriptions:
+    """One pass over every source (of ``sources``) with ``notification_url``."""
     now = now or utcnow()
     kept = KeptSubscriptions()
     for section in rt.config.source:
+        if sources is not None and section.id not in sources:
+            continue
         if section.notification_url is None or section.webhook_secret is None:
             continue
         secret = section.webhook_secret.get_secret_value()

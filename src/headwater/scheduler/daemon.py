@@ -18,6 +18,8 @@ even when no run changes anything. Hints (docs/live.md): a ``watch = true`` sour
 watched while the scheduler runs, and each cycle reads the due hints of sources with no
 run in flight and not paused (``scheduler.runs.run_hints``), in the same pool and under
 the same lease; with a source that takes hints, it looks at least every ``HINT_POLL_S``.
+Vendor subscriptions that expire (a source's ``notification_url``) are created and
+renewed every minute (``hints.subscriptions``).
 even when no run changes anything. With ``[events]``, a pump thread sends the change
 events of the outbox while the scheduler runs (``headwater.events``), and drains once more
 before it exits.
@@ -50,6 +52,7 @@ from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import BrokerUnavailable, HeadwaterError
 from headwater.events import EventPump
+from headwater.hints.subscriptions import SubscriptionKeeper
 from headwater.hints.watch import Watcher
 from headwater.manifest.liveness import SCHEDULER, Heartbeat
 from headwater.manifest.runs import FAILED, lease_owner
@@ -115,6 +118,7 @@ class Scheduler:
         self._holds: dict[str, datetime] = {}
         self._attempted: set[str] = set()  # source ids, and "id:permissions", in --once
         self._housekept: datetime | None = None
+        self._subscriptions = SubscriptionKeeper()  # Graph subscriptions, Drive channels
         # --once drains at exit; with Celery, index tasks follow each run on the workers
         local = self.rt.config.executor.type != "celery"
         self._drain_at: datetime | None = utcnow() if local and not once else None
@@ -241,6 +245,7 @@ class Scheduler:
         wake_at = self._dispatch(pool, inflight)
         if self.once or self._stopping or self._reload:
             return wake_at
+        self._subscriptions.tick(self.rt, [s.id for s in self._sections()])
         return self._read_hints(pool, inflight, wake_at)
 
     def _read_hints(
