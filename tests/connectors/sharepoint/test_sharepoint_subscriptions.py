@@ -2,13 +2,19 @@
 clock: one per library is created with the source's ``clientState``; nothing is sent
 while they are fresh; each is renewed by PATCH inside its margin before expiry; a failed
 renewal is logged, shown in ``status`` and retried after its backoff; a subscription Graph
-lost (expired while the scheduler was down) is created again.
+lost (expired while the scheduler was down) is created again; a real ``headwater run``
+creates them at its first cycle.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -129,3 +135,29 @@ def test_notification_url_needs_https_a_secret_and_a_subscribing_type(tmp_path: 
         config.write_text(base + extra)
         with pytest.raises(ConfigError, match=expected):
             Workspace.open(config, connector_types={"sharepoint": SharepointConnector})
+
+
+def test_headwater_run_creates_the_subscriptions(graph: FakeGraph, tmp_path: Path) -> None:
+    """The scheduler (a real ``headwater run`` process) keeps them from its first cycle."""
+    config = tmp_path / "headwater.toml"
+    _workspace(graph.url, tmp_path).close()  # writes the config, migrates the manifest
+    env = dict(os.environ, HF_HUB_OFFLINE="1",
+               PYTHONPATH=str(Path(__file__).resolve().parents[3] / "src"))  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "headwater", "-c", str(config), "run"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(graph.subscriptions) < 2 and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            time.sleep(0.1)
+        assert {s["resource"] for s in graph.subscriptions.values()} == {
+            "drives/lib1/root", "drives/lib2/root"}  # fmt: skip
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr[-3000:]
+    with _workspace(graph.url, tmp_path) as ws:
+        states = ws.manifest.subscriptions.states("sp")
+    assert {s.vendor_id for s in states} == set(graph.subscriptions)
