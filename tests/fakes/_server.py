@@ -51,6 +51,9 @@ class FakeService:
             def do_POST(self) -> None:
                 service._serve(self, "POST")
 
+            def do_PATCH(self) -> None:
+                service._serve(self, "PATCH")
+
             def log_message(self, format: str, *args: Any) -> None:
                 return
 

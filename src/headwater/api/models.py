@@ -172,6 +172,18 @@ class HintState(Body):
     dropped: int
 
 
+class SubscriptionStatus(Body):
+    """A Graph subscription or Drive channel the scheduler keeps alive for a source."""
+
+    scope: str
+    id: str | None
+    expires_at: str | None
+    renewed_at: str | None
+    failures: int
+    last_error: str | None
+    retry_at: str | None
+
+
 class SourceStatus(Body):
     """One source in ``headwater status --json`` (schedule fields: configured ones only)."""
 
@@ -190,6 +202,10 @@ class SourceStatus(Body):
     throttled_until: str | None = Field(
         default=None,
         description="While the vendor throttles the source's credential (a 429): until when.",
+    )
+    subscriptions: list[SubscriptionStatus] | None = Field(
+        default=None,
+        description="Vendor subscriptions the scheduler renews (with `notification_url`).",
     )
 
 

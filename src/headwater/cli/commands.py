@@ -252,6 +252,14 @@ def status(
                     f"source {safe(s['id'])} syncing: {last['counts']['seen']} of "
                     f"{last['expected']} expected items seen, {eta}"
                 )
+            for sub in s.get("subscriptions", []):
+                if sub["last_error"]:
+                    out.print(
+                        f"source {safe(s['id'])} subscription {safe(sub['scope'] or '(all)')}: "
+                        f"{sub['failures']} failed renewal(s), retrying at {sub['retry_at']}: "
+                        f"{safe(sub['last_error'])}",
+                        markup=False,
+                    )
         for name, info in report["indexes"].items():
             out.print(f"index {name} ({info['type']}): {info['pending']} pending")
         dlq = report["dlq"]

@@ -39,6 +39,7 @@ COMMON_SOURCE_KEYS = {
     "rules",
     "watch",
     "webhook_secret",
+    "notification_url",
     "rate_limit",
 }
 

@@ -206,6 +206,7 @@ def _extension(value: str) -> str:
 
 
 WATCHABLE = frozenset({"filesystem", "imap"})  # source types with a watcher (`watch = true`)
+SUBSCRIBING = frozenset({"gdrive", "sharepoint"})  # types whose subscriptions Headwater renews
 
 
 class HookSection(BaseModel):
@@ -261,6 +262,10 @@ class SourceSection(BaseModel):
     # without one refuses every webhook).
     watch: bool = False
     webhook_secret: SecretStr | None = None
+    # The public address of POST /v1/hooks/{id} for vendors whose subscriptions expire
+    # (sharepoint: Graph subscriptions, gdrive: Drive push channels): the scheduler
+    # creates them there and renews them before they expire (hints.subscriptions).
+    notification_url: str | None = None
     # The rate-limit governor (docs/configuration.md): one rate ("10/s") or a list of
     # them (["10/s", "10000/day"]) in place of the vendor's documented default.
     rate_limit: str | list[str] | None = None
@@ -284,6 +289,30 @@ class SourceSection(BaseModel):
             raise ValueError(
                 f"`watch = true` is for sources of type {sorted(WATCHABLE)}, not {kind!r}; "
                 "remove `watch`, or use a webhook (`webhook_secret`) for this source"
+            )
+        return value
+
+    @field_validator("notification_url")
+    @classmethod
+    def _notified(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("type")
+        if value is None:
+            return value
+        if kind not in SUBSCRIBING:
+            raise ValueError(
+                f"`notification_url` is for sources of type {sorted(SUBSCRIBING)}, not "
+                f"{kind!r}; remove it (other vendors' webhooks are set up at the vendor)"
+            )
+        if not value.startswith("https://"):
+            raise ValueError(
+                f"`notification_url` {value!r} is not an https:// URL; expected the public "
+                "HTTPS address of POST /v1/hooks/<source id> (Graph and Drive deliver only "
+                "over HTTPS); fix `notification_url`"
+            )
+        if info.data.get("webhook_secret") is None:
+            raise ValueError(
+                "`notification_url` needs `webhook_secret` (the subscription's clientState "
+                'or channel token); add webhook_secret = "${ENV_VAR}"'
             )
         return value
 

@@ -102,6 +102,18 @@ class BearerClient:
         a search: safe to repeat); throttling and server faults are waited out."""
         return self._send("POST", path, None, body, headers, policy)
 
+    def patch(
+        self,
+        path: str,
+        body: object,
+        *,
+        headers: Mapping[str, str] | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> httpx.Response:
+        """The answer to PATCH ``path`` with the JSON ``body`` (an update that sets
+        values: safe to repeat); throttling and server faults are waited out."""
+        return self._send("PATCH", path, None, body, headers, policy)
+
     def _send(
         self,
         method: str,

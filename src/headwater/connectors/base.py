@@ -13,15 +13,17 @@ config still selects an object id, so a changed include/exclude is not mistaken 
 broken listing by the prune safety fraction), ``GroupListing`` (the source's groups and
 their members, for expansion at search), ``PermissionListing`` (every object's current
 ACL without its content, for ``headwater sync --permissions``), ``Refetching`` (the
-current state of named objects, for the targeted read a hint asks for) and
+current state of named objects, for the targeted read a hint asks for),
 ``ExpectingTotal`` (how many items the running listing holds, when the API says, for an
-ETA).
+ETA) and ``Subscribing`` (creating and renewing the vendor's expiring change-notification
+subscription, which the scheduler keeps alive).
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
@@ -184,3 +186,36 @@ class Refetching(Protocol):
 
     def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted | Failure]:
         """The current state of each selected object of ``object_ids``."""
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A change-notification subscription as the vendor granted it."""
+
+    scope: str  # what it watches: a library's drive id, a Drive scope ("" or a drive id)
+    vendor_id: str  # the Graph subscription id, the Drive channel id
+    resource_id: str  # Drive's resourceId of the channel ("" for Graph)
+    expires_at: datetime
+
+
+@runtime_checkable
+class Subscribing(Protocol):
+    """A connector whose vendor pushes change notifications to ``notification_url``
+    through a subscription that expires (Graph subscriptions, Drive push channels).
+
+    The scheduler (``hints.subscriptions``) calls ``subscribe`` for each scope that has
+    none, and ``renew`` before the current one expires; the webhook's deliveries carry
+    ``secret`` (Graph's ``clientState``, Drive's channel ``token``). ``renew`` returns
+    the subscription to keep: the same one extended, or a new one (the old one stopped).
+    """
+
+    def subscription_scopes(self) -> list[str]:
+        """The scopes that each need a subscription."""
+
+    def subscribe(self, scope: str, address: str, secret: str, now: datetime) -> Subscription:
+        """A new subscription of ``scope`` delivering to ``address``."""
+
+    def renew(
+        self, current: Subscription, address: str, secret: str, now: datetime
+    ) -> Subscription:
+        """``current`` extended (or replaced, when the vendor lost it or cannot extend)."""

@@ -13,7 +13,9 @@ naming objects (or the source's scope), and the targeted read asks the source it
 - slack: ``X-Slack-Signature: v0=HMAC-SHA256(secret, "v0:{timestamp}:{body}")`` with
   ``X-Slack-Request-Timestamp`` at most 5 minutes off; ``url_verification`` is answered
   with its ``challenge``. https://api.slack.com/authentication/verifying-requests-from-slack
-  https://api.slack.com/events/url_verification. Events are a scope hint.
+  https://api.slack.com/events/url_verification. A ``message`` event names its day
+  document (``{channel}/{YYYY-MM-DD}``) or its thread (``{channel}/thread/{ts}``) and
+  the root's day; other events are a scope hint.
 - jira, confluence: ``X-Hub-Signature: sha256=HMAC-SHA256(secret, body)`` (WebSub).
   https://developer.atlassian.com/cloud/jira/platform/webhooks/#secure-admin-webhooks
   A payload's ``issue.id`` (jira) or ``page.id``/``blogpost.id`` (confluence) is the
@@ -35,6 +37,7 @@ import hmac
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from headwater.manifest.hints import CHANGED, DELETED
@@ -123,8 +126,34 @@ def slack(
     if payload.get("type") == "url_verification":
         return Verdict(200, reply={"challenge": str(payload.get("challenge", ""))})
     if payload.get("type") == "event_callback":
-        return Verdict(202, scope=True)
+        event = payload.get("event")
+        ids = _slack_objects(event) if isinstance(event, dict) else ()
+        return Verdict(202, object_ids=ids) if ids else Verdict(202, scope=True)
     return Verdict(202)
+
+
+def _slack_objects(event: dict[str, Any]) -> tuple[str, ...]:
+    """The documents a ``message`` event touches: its day document, or its thread and the
+    day of the thread's root (the root leaves the day document when its first reply
+    comes). An edit or a delete names the message in ``message`` / ``previous_message``.
+    Anything else (membership, channel events) names nothing: a scope hint.
+    https://api.slack.com/events/message, https://api.slack.com/events/message/message_changed
+    https://api.slack.com/events/message/message_deleted
+    """
+    channel = event.get("channel")
+    if event.get("type") != "message" or not isinstance(channel, str) or not channel:
+        return ()
+    inner = event.get("message") or event.get("previous_message") or {}
+    ts = str(inner.get("ts") or event.get("deleted_ts") or event.get("ts") or "")
+    thread = str(event.get("thread_ts") or inner.get("thread_ts") or "")
+    try:
+        day = datetime.fromtimestamp(float(thread or ts), UTC).strftime("%Y-%m-%d")
+    except ValueError:
+        return ()
+    ids = [f"{channel}/{day}"]
+    if thread:
+        ids.insert(0, f"{channel}/thread/{thread}")
+    return tuple(ids)
 
 
 def _atlassian(id_keys: tuple[str, ...], deleted: tuple[str, ...]) -> Reader:

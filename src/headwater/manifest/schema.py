@@ -417,3 +417,23 @@ rate_sources = Table(
     Column("source_id", String(200), primary_key=True),
     Column("credential_key", String(64), nullable=False),
 )
+
+# Vendor subscriptions the scheduler keeps alive (migration 0019, ``manifest.subscriptions``):
+# one row per source and scope (a SharePoint library's drive id, a Drive scope: "" or a
+# shared drive id). ``vendor_id`` the Graph subscription id or the Drive channel id ("":
+# never created), ``resource_id`` Drive's resourceId (needed to stop the channel),
+# ``expires_at`` what the vendor granted; a failed create or renewal keeps the last good
+# values and sets ``failures``, ``last_error`` and ``retry_at``.
+subscriptions = Table(
+    "subscriptions",
+    metadata,
+    Column("source_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("vendor_id", String(200), nullable=False),
+    Column("resource_id", String(200), nullable=False),
+    Column("expires_at", TZ, nullable=True),
+    Column("renewed_at", TZ, nullable=True),
+    Column("failures", Integer, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("retry_at", TZ, nullable=True),
+)

@@ -44,6 +44,7 @@ from headwater.manifest.records import (
     DocumentRecord,
 )
 from headwater.manifest.runs import RunLedger
+from headwater.manifest.subscriptions import SubscriptionLedger
 from headwater.manifest.throttles import RateLedger
 
 LOCK_MARKERS = ("database is locked", "deadlock", "could not serialize", "lock timeout")
@@ -66,6 +67,7 @@ class Manifest:
         self.hints = HintQueue(engine)
         self.liveness = Liveness(engine)
         self.rates = RateLedger(engine)  # the rate-limit governor's shared budgets
+        self.subscriptions = SubscriptionLedger(engine)  # vendor subscriptions kept alive
 
     @classmethod
     def open(cls, url: str, *, max_attempts: int = 3, lease_seconds: int = 60) -> Manifest:

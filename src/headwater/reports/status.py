@@ -17,6 +17,7 @@ from headwater.clock import as_utc, utcnow
 from headwater.jsonview import JsonView
 from headwater.manifest.hints import HintSourceState
 from headwater.manifest.store import Manifest
+from headwater.manifest.subscriptions import SubscriptionState
 from headwater.ratelimit import Throttled
 from headwater.sync.report import RunReport
 
@@ -121,6 +122,8 @@ class SourceStatus(JsonView):
     hints: HintSourceState | None = None  # None: no hint ever came for it
     # the end of the block a 429 put on the source's credential (None: not throttled)
     throttled_until: datetime | None = None
+    # vendor subscriptions the scheduler keeps alive (a source with notification_url)
+    subscriptions: tuple[SubscriptionState, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON the command prints."""
@@ -138,6 +141,8 @@ class SourceStatus(JsonView):
         row["configured"] = self.configured
         until = self.throttled_until
         row["throttled_until"] = until.isoformat() if until is not None else None
+        if self.subscriptions:
+            row["subscriptions"] = [s.as_dict() for s in self.subscriptions]
         return row
 
 
@@ -214,6 +219,7 @@ def _source_row(
     schedule: SourceSchedule | None = None,
     hints: HintSourceState | None = None,
     throttled_until: datetime | None = None,
+    subscriptions: Sequence[SubscriptionState] = (),
 ) -> SourceStatus:
     record = manifest.runs.latest(source_id)
     return SourceStatus(
@@ -227,6 +233,7 @@ def _source_row(
         schedule=schedule,
         hints=hints,
         throttled_until=throttled_until,
+        subscriptions=tuple(subscriptions),
     )
 
 
@@ -265,6 +272,7 @@ def status_report(
     hints = manifest.hints.states()
     if throttled is None:
         throttled = manifest.rates.throttled()
+    kept = manifest.subscriptions.states()
     rows = [
         _source_row(
             manifest,
@@ -274,6 +282,7 @@ def status_report(
             schedule=schedule.get(source_id),
             hints=hints.get(source_id),
             throttled_until=throttled[source_id].until if source_id in throttled else None,
+            subscriptions=[k for k in kept if k.source_id == source_id],
         )
         for source_id, source_type in sources
     ]

@@ -22,6 +22,8 @@ With ``[executor] type = "nats"`` the due runs are published to the work-queue s
 instead (``publish``), after a reconcile at start. With ``[events]``, a pump thread sends
 the change events of the outbox while the scheduler runs (``headwater.events``), and
 drains once more before it exits.
+Vendor subscriptions that expire (a source's ``notification_url``) are created and
+renewed every minute (``hints.subscriptions``).
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases; a drain stops within one embedding
@@ -51,6 +53,7 @@ from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import HeadwaterError, TransientError
 from headwater.events import EventPump
+from headwater.hints.subscriptions import SubscriptionKeeper
 from headwater.manifest.liveness import SCHEDULER, Heartbeat
 from headwater.manifest.runs import FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
@@ -116,6 +119,7 @@ class Scheduler:
         self._holds: dict[str, datetime] = {}
         self._attempted: set[str] = set()  # source ids, and "id:permissions", in --once
         self._housekept: datetime | None = None
+        self._subscriptions = SubscriptionKeeper()  # Graph subscriptions, Drive channels
         # --once drains at exit; with Celery, index tasks follow each run on the workers
         local = self.rt.config.executor.type != "celery"
         self._drain_at: datetime | None = utcnow() if local and not once else None
@@ -247,6 +251,7 @@ class Scheduler:
         wake_at = self._dispatch(pool, inflight)
         if self.once or self._stopping or self._reload:
             return wake_at
+        self._subscriptions.tick(self.rt, [s.id for s in self._sections()])
         return self._read_hints(pool, inflight, wake_at)
 
     def _read_hints(

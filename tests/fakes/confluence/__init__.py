@@ -8,7 +8,11 @@ It follows the documented REST shapes the connector uses:
   ``_links.base`` (the ``/wiki`` context), with ``expand``:
   https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-search/#api-wiki-rest-api-content-search-get
   and CQL ``lastmodified``: https://developer.atlassian.com/cloud/confluence/cql-fields/#last-modified
-- v1 content by id with ``expand=body.storage`` (404 once deleted), read restrictions by
+- v1 content by id with ``expand`` (``body.storage``, or the listing's version, space,
+  ancestors and read restrictions; 404 once deleted or trashed: only ``current`` content
+  is answered by default):
+  https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-content/#api-wiki-rest-api-content-id-get
+  read restrictions by
   operation, users by accountId, groups by id and their members (offset paged):
   https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-content-restrictions/
   https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-users/
@@ -128,10 +132,12 @@ class FakeConfluence(FakeApi):
             item = self.content.get(m.group(1))
             if item is None:
                 return Answer(404, {"message": f"No content found with id: {m.group(1)}"})
-            return Answer(body={"id": item.id, "type": item.type, "title": item.title,
-                                "version": {"number": item.version},
-                                "body": {"storage": {"value": item.body,
-                                                     "representation": "storage"}}})  # fmt: skip
+            expand = q.get("expand", "")
+            row = self._row(item, expand)
+            row.setdefault("version", {"number": item.version})
+            if "body.storage" in expand:
+                row["body"] = {"storage": {"value": item.body, "representation": "storage"}}
+            return Answer(body=row)
         if path == "/wiki/rest/api/user":
             email = self.users.get(q.get("accountId", ""))
             if email is None:

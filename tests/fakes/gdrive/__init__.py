@@ -10,6 +10,17 @@
   (which has no ``parents``): https://developers.google.com/drive/api/reference/rest/v3/files#File.FIELDS.parents,
   https://developers.google.com/drive/api/guides/folder (folders are files of mimeType
   ``application/vnd.google-apps.folder``)
+- files.get of a file by id (its resource; 404 ``notFound`` once deleted or unshared):
+  https://developers.google.com/drive/api/reference/rest/v3/files/get
+- push notification channels: changes.watch (POST ``/drive/v3/changes/watch?pageToken=``,
+  body ``id``, ``type: web_hook``, an ``https`` ``address``, ``token``, ``expiration`` in
+  ms; the answer's ``expiration`` is what Drive grants, at most a week for changes;
+  ``resourceId`` names the watched resource):
+  https://developers.google.com/drive/api/reference/rest/v3/changes/watch and
+  https://developers.google.com/drive/api/guides/push; channels.stop (POST
+  ``/drive/v3/channels/stop`` with ``id`` and ``resourceId``; 204, 404 for an unknown
+  channel): https://developers.google.com/drive/api/reference/rest/v3/channels/stop.
+  Drive's first ``sync`` message to the address is not sent here.
 - permissions.list: https://developers.google.com/drive/api/reference/rest/v3/permissions/list
 - files.get ``alt=media`` and files.export (``mimeType=text/plain|text/csv``):
   https://developers.google.com/drive/api/guides/manage-downloads
@@ -46,6 +57,8 @@ The state is in memory; tests mutate it with ``put``, ``trash``, ``remove`` and
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -114,6 +127,10 @@ class FakeDrive(FakeService):
         self.directory_scope_ok = True
         self.directory_admin = True
         self.directory_page = 200  # the most rows a page holds (tests lower it)
+        self.channels: dict[str, dict[str, Any]] = {}  # open push channels by id
+        self.stopped: list[str] = []  # ids of the channels stopped, in order
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)  # tests set a clock
+        self.max_channel_lifetime = timedelta(days=7)  # the changes resource
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -195,6 +212,16 @@ class FakeDrive(FakeService):
             return 200, {"startPageToken": self._token(len(self.changes) + 1)}, {}
         if path == "/drive/v3/changes":
             return self._changes(query)
+        if path == "/drive/v3/changes/watch" and method == "POST":
+            return self._watch(query, body)
+        if path == "/drive/v3/channels/stop" and method == "POST":
+            request = json.loads(body or b"{}")
+            channel = self.channels.get(str(request.get("id")))
+            if channel is None or channel["resourceId"] != request.get("resourceId"):
+                return 404, google_error(404, "notFound", "Channel not found"), {}
+            del self.channels[channel["id"]]
+            self.stopped.append(channel["id"])
+            return 204, b"", {}
         parts = path.split("/")  # /drive/v3/files/{id}[/export|/permissions]
         if len(parts) == 5 and parts[3] == "files" and parts[4] in ("root", ROOT_ID):
             return 200, {"id": ROOT_ID, "name": "My Drive", "mimeType": FOLDER}, {}
@@ -214,6 +241,28 @@ class FakeDrive(FakeService):
                 return 200, file.content, {"Content-Type": file.mime}
             return 200, file.resource(True), {}
         return 404, google_error(404, "notFound", f"no route {path}"), {}
+
+    def _watch(self, query: dict[str, str], raw: bytes) -> Answer:
+        body = json.loads(raw or b"{}")
+        if not query.get("pageToken"):
+            return 400, google_error(400, "required", "Required parameter: pageToken"), {}
+        if body.get("type") != "web_hook" or not str(body.get("address", "")).startswith(
+            "https://"
+        ):
+            return 400, google_error(400, "invalid", "type web_hook and an https address"), {}
+        if body.get("id") in self.channels:
+            return 400, google_error(400, "channelIdNotUnique", "Channel id not unique"), {}
+        now = self.now()
+        cap = now + self.max_channel_lifetime
+        asked = int(body.get("expiration") or int(cap.timestamp() * 1000))
+        granted = min(asked, int(cap.timestamp() * 1000))
+        scope = query.get("driveId", "")
+        channel = {"kind": "api#channel", "id": body["id"], "resourceId": f"res-{scope or 'all'}",
+                   "resourceUri": f"{self.url}/drive/v3/changes?pageToken={query['pageToken']}",
+                   "token": body.get("token"), "expiration": str(granted),
+                   "address": body["address"], "driveId": scope}  # fmt: skip
+        self.channels[channel["id"]] = channel
+        return 200, channel, {}
 
     def add_group(
         self, email: str, name: str, members: list[tuple[str, str] | tuple[str, str, str]]

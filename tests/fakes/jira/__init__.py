@@ -5,7 +5,8 @@ It follows the documented REST v3 shapes the connector uses:
   https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-get
 - JQL ``updated`` compared in minutes (``"yyyy/MM/dd HH:mm"``):
   https://support.atlassian.com/jira-software-cloud/docs/jql-fields/#Updated
-- issues by id (404 once deleted), comments offset paged (``startAt``/``total``), ADF
+- issues by id with ``fields`` (404 once deleted or moved out of the account's reach),
+  JQL ``id = N`` (https://support.atlassian.com/jira-software-cloud/docs/jql-fields/#Issue-key), comments offset paged (``startAt``/``total``), ADF
   bodies: https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/
   https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-comments/
 - a project's permission scheme with ``expand=permissions`` (holder type/parameter),
@@ -150,8 +151,9 @@ class FakeJira(FakeApi):
             issue = self.issues.get(m.group(1))
             if issue is None:
                 return Answer(404, {"errorMessages": ["Issue does not exist"]})
-            return Answer(body={"id": issue.id, "key": issue.key, "fields": {
-                "summary": issue.summary, "description": adf(issue.description)}})  # fmt: skip
+            wanted = set(q.get("fields", "summary,description").split(","))
+            return Answer(body={"id": issue.id, "key": issue.key,
+                                "fields": self._fields(issue, wanted)})  # fmt: skip
         if m := re.fullmatch(r"/rest/api/3/issue/(\d+)/comment", path):
             issue = self.issues.get(m.group(1))
             if issue is None:
@@ -185,7 +187,9 @@ class FakeJira(FakeApi):
         project, tail = rest.group(1), rest.group(2)
         kind = re.search(r"AND \(issuetype = (\w+)\)", tail)
         since = re.search(r'AND updated >= "([^"]+)"', tail)
-        leftover = re.sub(r'AND \(issuetype = \w+\)|AND updated >= "[^"]+"', "", tail).strip()
+        only = re.search(r"AND id = (\d+)", tail)
+        leftover = re.sub(r'AND \(issuetype = \w+\)|AND updated >= "[^"]+"|AND id = \d+', "",
+                          tail).strip()  # fmt: skip
         if leftover:
             return Answer(400, {"errorMessages": [f"Error in the JQL Query: {leftover!r}"]})
         low = (
@@ -196,7 +200,8 @@ class FakeJira(FakeApi):
         found = sorted(
             (i for i in self.issues.values() if i.project == project
              and (kind is None or i.issuetype == kind.group(1))
-             and (low is None or i.updated >= low)),
+             and (low is None or i.updated >= low)
+             and (only is None or i.id == only.group(1))),
             key=lambda i: int(i.key.split("-")[1]),
         )  # fmt: skip
         start = int(q.get("nextPageToken") or 0)

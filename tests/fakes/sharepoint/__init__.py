@@ -9,10 +9,21 @@ Follows the documented behaviour of:
   permission changes appear only with ``Prefer: deltashowsharingchanges``, marked
   ``@microsoft.graph.sharedChanged``:
   https://learn.microsoft.com/en-us/onedrive/developer/rest-api/concepts/scan-guidance)
+- GET /drives/{d}/items/{i} (404 itemNotFound once deleted):
+  https://learn.microsoft.com/en-us/graph/api/driveitem-get
 - GET /drives/{d}/items/{i}/content answers 302 to a download URL:
   https://learn.microsoft.com/en-us/graph/api/driveitem-get-content
 - GET /drives/{d}/items/{i}/permissions:
   https://learn.microsoft.com/en-us/graph/api/driveitem-list-permissions
+- change-notification subscriptions: POST /subscriptions (201; ``changeType`` "updated"
+  on ``drives/{id}/root``, an ``https`` ``notificationUrl``, ``expirationDateTime`` in the
+  future and at most 42,300 minutes ahead for drive items, else 400):
+  https://learn.microsoft.com/en-us/graph/api/subscription-post-subscriptions and
+  https://learn.microsoft.com/en-us/graph/api/resources/subscription#subscription-lifetime;
+  PATCH /subscriptions/{id} with a new ``expirationDateTime`` (200; 404 once expired or
+  deleted): https://learn.microsoft.com/en-us/graph/api/subscription-update. Creating one
+  does not call the ``notificationUrl`` here (Graph's validation request is the hook
+  endpoint's part, tested in tests/api/test_api_hooks.py).
 - GET /groups, /groups/{id}/members: https://learn.microsoft.com/en-us/graph/api/group-list-members
 - throttling: 429 with Retry-After: https://learn.microsoft.com/en-us/graph/throttling;
   errors as ``{"error": {"code", "message"}}`` (401 InvalidAuthenticationToken, 403
@@ -21,6 +32,9 @@ Follows the documented behaviour of:
 
 from __future__ import annotations
 
+import json
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -82,6 +96,9 @@ class FakeGraph(FakeService):
         self.epoch = 1
         self.broken = False  # True: every delta page after the first answers 500
         self.denied = False  # True: 403 accessDenied (the app lacks Sites.Read.All)
+        self.subscriptions: dict[str, dict[str, Any]] = {}  # id -> the subscription resource
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)  # tests set a clock
+        self.max_lifetime = timedelta(minutes=42300)  # driveItem subscriptions
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -127,6 +144,8 @@ class FakeGraph(FakeService):
         if self.denied:
             return 403, graph_error("accessDenied", "Either scp or roles claim is needed."), {}
         path = path.removeprefix("/v1.0")
+        if path.startswith("/subscriptions"):
+            return self._subscription(method, path, body)
         if path.startswith("/sites/"):
             rest = path.removeprefix("/sites/")
             if rest == SITE:
@@ -189,6 +208,44 @@ class FakeGraph(FakeService):
         else:
             out["@odata.deltaLink"] = f"{base}?token={self.epoch}.{self.seq}"
         return 200, out, {}
+
+    def _subscription(self, method: str, path: str, raw: bytes) -> Answer:
+        body = json.loads(raw or b"{}")
+        now = self.now()
+        expires_text = str(body.get("expirationDateTime", ""))
+        try:
+            expires = datetime.fromisoformat(expires_text.replace("Z", "+00:00"))
+        except ValueError:
+            return (
+                400,
+                graph_error("InvalidRequest", f"bad expirationDateTime {expires_text!r}"),
+                {},
+            )
+        if not now < expires <= now + self.max_lifetime:
+            minutes = int(self.max_lifetime.total_seconds() // 60)
+            return 400, graph_error("InvalidRequest", "Subscription expiration can only be "
+                                    f"{minutes} minutes in the future."), {}  # fmt: skip
+        if method == "POST" and path == "/subscriptions":
+            drive = str(body.get("resource", "")).removeprefix("drives/").removesuffix("/root")
+            if body.get("changeType") != "updated" or drive not in self.drives:
+                return 400, graph_error("InvalidRequest", "unsupported resource or changeType"), {}
+            if not str(body.get("notificationUrl", "")).startswith("https://"):
+                return 400, graph_error("InvalidRequest", "notificationUrl must be https"), {}
+            sub = {"id": str(uuid.uuid4()), **body,
+                   "expirationDateTime": expires.isoformat().replace("+00:00", "Z")}  # fmt: skip
+            self.subscriptions[sub["id"]] = sub
+            return 201, sub, {}
+        sub_id = path.removeprefix("/subscriptions/")
+        sub = self.subscriptions.get(sub_id)
+        if method != "PATCH" or sub is None or self.expired(sub_id):
+            return 404, graph_error("ResourceNotFound", f"subscription {sub_id} not found"), {}
+        sub["expirationDateTime"] = expires.isoformat().replace("+00:00", "Z")
+        return 200, sub, {}
+
+    def expired(self, sub_id: str) -> bool:
+        """Whether subscription ``sub_id`` has run out (Graph then deletes it)."""
+        when = self.subscriptions[sub_id]["expirationDateTime"].replace("Z", "+00:00")
+        return datetime.fromisoformat(when) <= self.now()
 
     def _groups(self, path: str) -> Answer:
         if path == "/groups":

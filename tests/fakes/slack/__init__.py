@@ -20,6 +20,8 @@ Follows the documented behaviour of:
   replies leaves a parent with ``subtype: tombstone`` (history keeps listing it):
   https://api.slack.com/methods/conversations.replies
 - conversations.members: https://api.slack.com/methods/conversations.members
+- conversations.info (one channel: ``is_private``, ``is_archived``, ``is_member``;
+  ``channel_not_found``): https://api.slack.com/methods/conversations.info
 - users.info / users.list (``profile.email`` needs users:read.email):
   https://api.slack.com/methods/users.info, https://api.slack.com/methods/users.list
 - auth.test (``invalid_auth`` for a bad token): https://api.slack.com/methods/auth.test
@@ -39,6 +41,7 @@ SCOPES = {
     "conversations.history": "channels:history",
     "conversations.replies": "channels:history",
     "conversations.members": "channels:read",
+    "conversations.info": "channels:read",
     "users.info": "users:read",
     "users.list": "users:read",
 }
@@ -77,6 +80,7 @@ class Channel:
     members: list[str]
     messages: dict[str, Msg] = field(default_factory=dict)
     app_member: bool = True  # False: a public channel the app was not invited to
+    archived: bool = False
 
 
 class FakeSlack(FakeService):
@@ -154,9 +158,10 @@ class FakeSlack(FakeService):
         if name == "conversations.list":
             types = query.get("types", "public_channel").split(",")
             rows = [{"id": c.id, "name": c.name, "is_channel": True, "is_private": c.private,
-                     "is_archived": False, "is_member": c.app_member}
+                     "is_archived": c.archived, "is_member": c.app_member}
                     for c in sorted(self.channels.values(), key=lambda c: c.id)
-                    if ("private_channel" if c.private else "public_channel") in types]  # fmt: skip
+                    if ("private_channel" if c.private else "public_channel") in types
+                    and not (c.archived and query.get("exclude_archived") == "true")]  # fmt: skip
             return self._page(query, "channels", rows)
         if name in ("users.info", "users.list"):
             if "users:read.email" in self.missing:
@@ -174,6 +179,11 @@ class FakeSlack(FakeService):
             return 200, {"ok": False, "error": "channel_not_found"}, {}
         if name == "conversations.members":
             return self._page(query, "members", list(channel.members))
+        if name == "conversations.info":
+            return 200, {"ok": True, "channel": {
+                "id": channel.id, "name": channel.name, "is_channel": True,
+                "is_private": channel.private, "is_archived": channel.archived,
+                "is_member": channel.app_member}}, {}  # fmt: skip
         if not channel.app_member:  # history and replies need the app in the channel
             return 200, {"ok": False, "error": "not_in_channel"}, {}
         if name == "conversations.history":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal
 
@@ -45,6 +45,7 @@ from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Access,
     Checkpoint,
+    Deleted,
     KnownVersions,
     ListedGroup,
     SourceDocument,
@@ -261,6 +262,35 @@ class ConfluenceConnector:
         body = data.get("body", {}).get("storage", {}).get("value", "")
         title = html.escape(str(data.get("title", "")))
         return f"<html><head><title>{title}</title></head><body>{body}</body></html>".encode()
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted]:
+        """Each page or blog post of ``object_ids`` as it is now, by ``GET
+        /wiki/rest/api/content/{id}`` with the listing's ``expand`` (version, space,
+        ancestors, read restrictions) and its space's permissions; the body is fetched
+        lazily, as in a sync.
+
+        ``Deleted`` when Confluence answers 404 (deleted, trashed: only ``current`` content
+        is answered, or no longer visible to the account). Content of a space or a type
+        this source does not read yields nothing.
+        https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-content/#api-wiki-rest-api-content-id-get
+        """
+        spaces: dict[str, Access] = {}
+        for object_id in object_ids:
+            if not object_id.isdigit():
+                continue
+            try:
+                row = self._client.get(
+                    f"/wiki/rest/api/content/{object_id}", {"expand": EXPAND}, scope=SCOPE_CONTENT
+                )
+            except MissingAtServer:
+                yield Deleted(object_id=object_id)
+                continue
+            key = str((row.get("space") or {}).get("key", ""))
+            if key not in self.options.spaces or row.get("type") not in self.options.content_types:
+                continue
+            if key not in spaces:
+                spaces[key] = self._acl.space_access(self._lookup_spaces()[key])
+            yield self._document(row, spaces[key])
 
     def enumerate(self) -> Iterator[str]:
         """Every content id of every configured space; raises if any page of it fails."""

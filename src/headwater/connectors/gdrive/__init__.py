@@ -7,6 +7,7 @@ See docs/connectors/gdrive.md.
 """
 
 from headwater.connectors.gdrive._acl import access_from_permissions, principal_for_group
-from headwater.connectors.gdrive._connector import GdriveConnector, GdriveOptions
+from headwater.connectors.gdrive._connector import GdriveConnector
+from headwater.connectors.gdrive._options import GdriveOptions
 
 __all__ = ["GdriveConnector", "GdriveOptions", "access_from_permissions", "principal_for_group"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from headwater.connectors.gdrive._client import DriveClient
 from headwater.types import Access, fold_identity
 
 
@@ -46,3 +47,25 @@ def access_from_permissions(source_id: str, permissions: Iterable[Mapping[str, A
         elif kind == "anyone":
             public = True
     return Access(users=tuple(sorted(users)), groups=tuple(sorted(groups)), public=public)
+
+
+def file_access(client: DriveClient, source_id: str, file: Mapping[str, Any]) -> Access | None:
+    """From the file's permissions; items in shared drives need permissions.list (the
+    file resource leaves them out). None: the token cannot see who shares it (the
+    source's ``access`` applies)."""
+    permissions = file.get("permissions")
+    if permissions is None and file.get("driveId"):
+        permissions = []
+        page: str | None = None
+        while True:
+            params = {"supportsAllDrives": "true", "fields": "nextPageToken,permissions"}
+            if page:
+                params["pageToken"] = page
+            body = client.json(f"/drive/v3/files/{file['id']}/permissions", params)
+            permissions.extend(body.get("permissions", []))
+            page = body.get("nextPageToken")
+            if not page:
+                break
+    if permissions is None:
+        return None
+    return access_from_permissions(source_id, permissions)

@@ -21,6 +21,10 @@ from headwater.retry import RetryPolicy
 READONLY_SCOPE = "https://www.googleapis.com/auth/drive.readonly"
 RATE_LIMIT_REASONS = frozenset({"userRateLimitExceeded", "rateLimitExceeded"})
 SCOPE_REASONS = frozenset({"insufficientPermissions", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"})
+FILE_FIELDS = (  # what the connector reads of a file resource, in listings and files.get
+    "id,name,mimeType,modifiedTime,md5Checksum,size,trashed,driveId,webViewLink,parents,"
+    "permissions(type,role,emailAddress,domain,deleted)"
+)
 
 
 def error_reason(response: httpx.Response) -> tuple[str, str]:

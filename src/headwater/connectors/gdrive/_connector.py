@@ -24,22 +24,28 @@ reaches the paths of the files inside when they next change or are listed in ful
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field
-
-from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import (
     ConnectorCapabilities,
     ReadStream,
     SourceContext,
+    Subscription,
 )
-from headwater.connectors.gdrive._acl import access_from_permissions
-from headwater.connectors.gdrive._client import DriveClient, raise_for_status, token_refused
+from headwater.connectors.gdrive import _channels as channels
+from headwater.connectors.gdrive._acl import file_access
+from headwater.connectors.gdrive._client import (
+    FILE_FIELDS,
+    DriveClient,
+    raise_for_status,
+    token_refused,
+)
 from headwater.connectors.gdrive._directory import DirectoryGroups
+from headwater.connectors.gdrive._options import GdriveOptions
+from headwater.connectors.gdrive._refetch import refetch
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.pipeline.parse import parser_for
 from headwater.retry import RetryPolicy
@@ -63,22 +69,7 @@ EXPORTS: dict[str, str] = {  # files.export target per Google Workspace type
     "application/vnd.google-apps.presentation": "text/plain",
     "application/vnd.google-apps.spreadsheet": "text/csv",
 }
-FILE_FIELDS = (
-    "id,name,mimeType,modifiedTime,md5Checksum,size,trashed,driveId,webViewLink,parents,"
-    "permissions(type,role,emailAddress,domain,deleted)"
-)
 COMMON = {"supportsAllDrives": "true", "includeItemsFromAllDrives": "true"}
-
-
-class GdriveOptions(BearerApiOptions):
-    """The keys of a ``gdrive`` source."""
-
-    shared_drives: list[str] = Field(default_factory=list)
-    base_url: str = Field(default="https://www.googleapis.com", pattern=r"^https?://")
-    page_size: int = Field(default=100, ge=1, le=1000)
-    max_object_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
-    groups_domain: str | None = Field(default=None, pattern=r"^[A-Za-z0-9.-]+\.[A-Za-z]+$")
-    directory_url: str = Field(default="https://admin.googleapis.com", pattern=r"^https?://")
 
 
 class GdriveConnector:
@@ -103,6 +94,7 @@ class GdriveConnector:
             policy=policy,
         )
         self._scopes: list[str] = list(options.shared_drives) or [""]
+        self._lifetime = options.lifetime()
         self._directory = (
             DirectoryGroups(
                 DriveClient(
@@ -324,23 +316,29 @@ class GdriveConnector:
         return self._folders[folder_id]
 
     def _access(self, file: dict[str, Any]) -> Access | None:
-        """From the file's permissions; items in shared drives need permissions.list."""
-        permissions = file.get("permissions")
-        if permissions is None and file.get("driveId"):
-            permissions = []
-            page: str | None = None
-            while True:
-                params = {"supportsAllDrives": "true", "fields": "nextPageToken,permissions"}
-                if page:
-                    params["pageToken"] = page
-                body = self._client.json(f"/drive/v3/files/{file['id']}/permissions", params)
-                permissions.extend(body.get("permissions", []))
-                page = body.get("nextPageToken")
-                if not page:
-                    break
-        if permissions is None:
-            return None  # the token cannot see who shares it: the source's `access` applies
-        return access_from_permissions(self.source_id, permissions)
+        """The file's readers (see ``_acl.file_access``)."""
+        return file_access(self._client, self.source_id, file)
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceItem]:
+        """Each file of ``object_ids`` as it is now, by ``files.get`` (see ``_refetch``)."""
+        self._folders.clear()  # a folder renamed since is read again, as by a run
+        return refetch(self, object_ids)
+
+    # -- push notification channels (the scheduler keeps them alive) -------------------
+
+    def subscription_scopes(self) -> list[str]:
+        """One channel per scope: ``""`` (all the token sees) or each shared drive."""
+        return list(self._scopes)
+
+    def subscribe(self, scope: str, address: str, secret: str, now: datetime) -> Subscription:
+        """A new channel on the changes of ``scope`` (see ``_channels``)."""
+        return channels.watch(self._client, scope, address, secret, now + self._lifetime)
+
+    def renew(
+        self, current: Subscription, address: str, secret: str, now: datetime
+    ) -> Subscription:
+        """A new channel in place of ``current``, which is then stopped."""
+        return channels.renew(self._client, current, address, secret, now + self._lifetime)
 
     # -- enumerate, permissions and fetch --------------------------------------------------
 

@@ -8,15 +8,17 @@ one ``EXAMINE`` and one ``SEARCH``, and no body is read. A
 new UIDVALIDITY starts that mailbox from UID 0: every message gets a new id, and the old
 ones disappear from ``enumerate()`` (the UIDs of every configured mailbox), which is how
 deletes are found. Attachments, when enabled, are their own documents
-(``<mailbox>/<uidvalidity>/<uid>/<part>``).
+(``<mailbox>/<uidvalidity>/<uid>/<part>``). A hint's targeted read (``refetch``) fetches
+exactly the named UIDs, without a SEARCH.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from pydantic import Field, SecretStr
@@ -32,6 +34,7 @@ from headwater.connectors.imap._client import ImapAddress, ImapSession
 from headwater.connectors.imap._message import attachment_parts, parse_message
 from headwater.types import (
     Checkpoint,
+    Deleted,
     Failure,
     KnownVersions,
     MetadataValue,
@@ -44,6 +47,7 @@ from headwater.types import (
 log = logging.getLogger(__name__)
 
 Cursor = dict[str, list[int]]  # mailbox -> [uidvalidity, last_uid, max_message_bytes]
+MESSAGE_TAIL = re.compile(r"(\d+)/(\d+)(?:/(\d+(?:\.\d+)*))?")  # uidvalidity/uid[/part]
 
 
 class ImapOptions(ConnectorOptions):
@@ -194,6 +198,58 @@ class ImapConnector:
                 updated_at=message.date,
                 metadata={**metadata, "filename": attachment.filename, "message": object_id},
             )
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted | Failure]:
+        """Each message (or attachment) of ``object_ids`` as it is now: per mailbox one
+        ``EXAMINE``, one ``UID FETCH (RFC822.SIZE)`` of exactly the named UIDs and one of
+        their bodies; no ``SEARCH``. ``Deleted`` when the server confirms the object is gone:
+        the mailbox's UIDVALIDITY changed (every old UID is void), the UID FETCH answers
+        nothing for the UID (expunged), or the message has no such attachment. An id of a
+        mailbox this source does not read yields nothing."""
+        wanted: dict[str, list[tuple[str, int, int]]] = {}
+        for object_id in object_ids:
+            mailbox = max((m for m in self.options.mailboxes if object_id.startswith(m + "/")),
+                          key=len, default=None)  # fmt: skip
+            found = MESSAGE_TAIL.fullmatch(object_id[len(mailbox) + 1 :]) if mailbox else None
+            if (
+                mailbox is None
+                or found is None
+                or (found.group(3) and not self.options.attachments)
+            ):
+                continue
+            wanted.setdefault(mailbox, []).append(
+                (object_id, int(found.group(1)), int(found.group(2)))
+            )
+        if not wanted:
+            return
+        with self._session() as session:
+            for mailbox, items in wanted.items():
+                yield from self._refetch_mailbox(session, mailbox, items)
+
+    def _refetch_mailbox(
+        self, session: ImapSession, mailbox: str, items: list[tuple[str, int, int]]
+    ) -> Iterator[SourceDocument | Deleted | Failure]:
+        uidvalidity = session.examine(mailbox)
+        uids = sorted({uid for _, validity, uid in items if validity == uidvalidity})
+        sizes = {uid: _size(line) for uid, line, _ in session.fetch(uids, "(RFC822.SIZE)")}
+        small = [u for u in uids if u in sizes and sizes[u] <= self.options.max_message_bytes]
+        bodies = {uid: raw for uid, _, raw in session.fetch(small, "(BODY.PEEK[])") if raw}
+        for object_id, validity, uid in items:
+            message_id = f"{mailbox}/{validity}/{uid}"
+            locator = f"imap://{self.address.where}/{mailbox};UIDVALIDITY={validity}/;UID={uid}"
+            if validity != uidvalidity or uid not in sizes:
+                yield Deleted(object_id=object_id)
+            elif uid not in small:
+                yield Failure(object_id, locator, Stage.FETCH.value, "too_large",
+                              f"message is over max_message_bytes="
+                              f"{self.options.max_message_bytes}; raise `max_message_bytes` "
+                              "to index it", permanent=True)  # fmt: skip
+            elif uid not in bodies:
+                yield Deleted(object_id=object_id)  # expunged between the two FETCHes
+            else:
+                docs = self._documents(message_id, locator, bodies[uid])
+                doc = next((d for d in docs if d.object_id == object_id), None)
+                yield doc if doc is not None else Deleted(object_id=object_id)
 
     def enumerate(self) -> Iterator[str]:
         """Every current message id (and attachment id) of every configured mailbox."""

@@ -14,7 +14,7 @@ issue id the JQL selects). See docs/connectors/jira.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -35,7 +35,14 @@ from headwater.connectors.jira._acl import SCOPE_ADMIN, SCOPE_PROJECT, Grant, Ji
 from headwater.connectors.jira._adf import adf_to_text
 from headwater.errors import ConfigError, ItemError, TransientError
 from headwater.retry import RetryPolicy
-from headwater.types import Checkpoint, KnownVersions, ListedGroup, SourceDocument, Window
+from headwater.types import (
+    Checkpoint,
+    Deleted,
+    KnownVersions,
+    ListedGroup,
+    SourceDocument,
+    Window,
+)
 from headwater.units import parse_duration
 
 SEARCH = "/rest/api/3/search/jql"
@@ -240,6 +247,45 @@ class JiraConnector:
             },
             access=access,
         )
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted]:
+        """Each issue of ``object_ids`` as it is now, with its project's (or security
+        level's) readers, by ``GET /rest/api/3/issue/{id}`` with the listing's fields; the
+        description and comments are fetched lazily, as in a sync.
+
+        ``Deleted`` when Jira answers 404 (the issue is gone, or the account may no longer
+        browse it: a listing would not see it either), or when it no longer matches
+        ``jql``. An issue of a project this source does not read yields nothing.
+        https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get
+        """
+        grants: dict[str, Grant] = {}
+        for object_id in object_ids:
+            if not object_id.isdigit():
+                continue
+            try:
+                issue = self._client.get(
+                    f"/rest/api/3/issue/{object_id}", {"fields": LIST_FIELDS}, scope=SCOPE_PROJECT
+                )
+            except MissingAtServer:
+                yield Deleted(object_id=object_id)
+                continue
+            key = str((issue.get("fields", {}).get("project") or {}).get("key", ""))
+            if key not in self.options.projects:
+                continue
+            if self.options.jql and not self._matches(key, object_id):
+                yield Deleted(object_id=object_id)
+                continue
+            if key not in grants:
+                grants[key] = self._acl.project_grant(key)
+            yield self._document(key, issue, grants[key])
+
+    def _matches(self, key: str, issue_id: str) -> bool:
+        """Whether the configured ``jql`` selects the issue (one search for its id)."""
+        jql = self._jql(key, None).replace(" ORDER BY", f" AND id = {issue_id} ORDER BY")
+        data = self._client.get(
+            SEARCH, {"jql": jql, "fields": "id", "maxResults": 1}, scope=SCOPE_PROJECT
+        )
+        return any(str(i.get("id")) == issue_id for i in data.get("issues", []))
 
     def fetch(self, ref: str) -> bytes:
         """The issue as markdown: key and summary, description, then every comment."""

@@ -18,12 +18,12 @@ https://learn.microsoft.com/en-us/graph/api/driveitem-delta
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
-from datetime import datetime
+from collections.abc import Generator, Iterator, Sequence
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors._governed import governed_transport
@@ -31,7 +31,9 @@ from headwater.connectors.base import (
     ConnectorCapabilities,
     ReadStream,
     SourceContext,
+    Subscription,
 )
+from headwater.connectors.sharepoint import _subscriptions as graph_subscriptions
 from headwater.connectors.sharepoint._acl import (
     access_from_permissions,
     group_name,
@@ -54,7 +56,9 @@ from headwater.types import (
     Stage,
     Window,
 )
+from headwater.units import parse_duration
 
+MAX_LIFETIME = graph_subscriptions.MAX_LIFETIME
 PREFER = {"Prefer": "deltashowsharingchanges, hierarchicalsharing"}
 
 
@@ -69,6 +73,20 @@ class SharepointOptions(BearerApiOptions):
     base_url: str = Field(default="https://graph.microsoft.com/v1.0", pattern=r"^https?://")
     page_size: int = Field(default=200, ge=1, le=1000)
     max_object_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    # the lifetime asked for each change-notification subscription (with the source's
+    # `notification_url`); Graph allows at most 42,300 minutes for drive items
+    subscription_lifetime: str = "29d"
+
+    @field_validator("subscription_lifetime")
+    @classmethod
+    def _lifetime(cls, value: str) -> str:
+        lifetime = parse_duration(value)
+        if lifetime is None or not timedelta(minutes=1) <= lifetime <= MAX_LIFETIME:
+            raise ValueError(
+                f"subscription_lifetime {value!r} is outside what Graph grants; expected a "
+                'duration from "1m" to "29d" (42,300 minutes); fix `subscription_lifetime`'
+            )
+        return value
 
 
 class SharepointConnector:
@@ -228,6 +246,52 @@ class SharepointConnector:
             found += body.get("value", [])
             url = body.get("@odata.nextLink")
         return found
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceItem]:
+        """Each file of ``object_ids`` (``drive/item``) as it is now, by ``GET
+        /drives/{d}/items/{i}`` and its permissions: no delta, no download (the content
+        is fetched lazily, as in a sync). ``Deleted`` when Graph answers 404 for the item of
+        a library it still lists (or the item carries a ``deleted`` facet); an item of a
+        library this source does not read, a folder or a type no parser reads yields nothing.
+        https://learn.microsoft.com/en-us/graph/api/driveitem-get
+        """
+        drives = {d for d, _ in self._libraries()}
+        for object_id in object_ids:
+            drive, _, item_id = object_id.partition("/")
+            if drive not in drives or not item_id or "/" in item_id:
+                continue
+            url = f"/drives/{drive}/items/{quote(item_id, safe='!')}"
+            response = self._client.get(url)
+            if response.status_code == 404:
+                yield Deleted(object_id)
+                continue
+            raise_for_status(response, url)
+            item = response.json()
+            if item.get("deleted") is not None:
+                yield Deleted(object_id)
+            elif self._selected(item):
+                yield self._document(drive, item)
+
+    # -- change-notification subscriptions (the scheduler keeps them alive) -------------
+
+    def subscription_scopes(self) -> list[str]:
+        """One subscription per library: its drive id."""
+        return [drive for drive, _ in self._libraries()]
+
+    def subscribe(self, scope: str, address: str, secret: str, now: datetime) -> Subscription:
+        """A new Graph subscription to library ``scope`` (see ``_subscriptions``)."""
+        expires = now + self._lifetime()
+        return graph_subscriptions.subscribe(self._client, scope, address, secret, expires)
+
+    def renew(
+        self, current: Subscription, address: str, secret: str, now: datetime
+    ) -> Subscription:
+        """``current`` extended by ``subscription_lifetime`` from ``now``."""
+        expires = now + self._lifetime()
+        return graph_subscriptions.renew(self._client, current, address, secret, expires)
+
+    def _lifetime(self) -> timedelta:
+        return parse_duration(self.options.subscription_lifetime) or MAX_LIFETIME
 
     # -- enumerate, permissions, fetch, groups ---------------------------------------------
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,6 +37,7 @@ from headwater.connectors.base import (
 from headwater.connectors.slack._acl import user_names, workspace_principal
 from headwater.connectors.slack._client import SlackApiError, SlackClient
 from headwater.connectors.slack._messages import Message, day_of, in_thread, plain, thread_sig
+from headwater.connectors.slack._refetch import refetch
 from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.retry import RetryPolicy
 from headwater.types import (
@@ -304,7 +305,9 @@ class SlackConnector:
             return f"https://slack.com/archives/{cid}/p{ts.replace('.', '')}", meta
         return f"https://slack.com/archives/{cid}?day={rest}", meta
 
-    def _thread_doc(self, channel: Message, replies: list[Message], access: Access) -> SourceItem:
+    def _thread_doc(
+        self, channel: Message, replies: list[Message], access: Access
+    ) -> SourceDocument:
         root = replies[0]
         object_id = f"{channel['id']}/thread/{root['ts']}"
         locator, meta = self._meta(channel, object_id)
@@ -319,7 +322,7 @@ class SlackConnector:
 
     def _day_doc(
         self, channel: Message, day: str, messages: list[Message], access: Access
-    ) -> SourceItem:
+    ) -> SourceDocument:
         object_id = f"{channel['id']}/{day}"
         messages = sorted(messages, key=lambda m: float(m["ts"]))
         locator, meta = self._meta(channel, object_id)
@@ -340,6 +343,10 @@ class SlackConnector:
         locator, meta = self._meta(channel, object_id)
         return SourceDocument(object_id=object_id, locator=locator, title="", version=version,
                               metadata=meta, access=access)  # fmt: skip
+
+    def refetch(self, object_ids: Sequence[str]) -> Iterator[SourceDocument | Deleted]:
+        """Each named thread or day document as it is now (see ``_refetch``)."""
+        return refetch(self, object_ids)
 
     # -- enumerate, groups ------------------------------------------------------------------
 
