@@ -13,17 +13,17 @@ under the same lease; its time is recorded in the manifest (see ``plans``), so a
 keeps it. Housekeeping (tombstone and run-history retention, content-store garbage, the
 embedding-cache cap; see ``housekeeping``) runs at start and every ten minutes. Work
 left pending before the start (a killed or stopped scheduler, ``sync --no-index``) is
-drained once at start in the background, and a failed drain is retried a minute later,
-even when no run changes anything. Hints (docs/live.md): a ``watch = true`` source is
-watched while the scheduler runs, and each cycle reads the due hints of sources with no
-run in flight and not paused (``scheduler.runs.run_hints``), in the same pool and under
-the same lease; with a source that takes hints, it looks at least every ``HINT_POLL_S``.
-With ``[executor] type = "nats"`` the due runs are published to the work-queue stream
-instead (``publish``), after a reconcile at start. With ``[events]``, a pump thread sends
-the change events of the outbox while the scheduler runs (``headwater.events``), and
-drains once more before it exits.
-Vendor subscriptions that expire (a source's ``notification_url``) are created and
-renewed every minute (``hints.subscriptions``).
+drained once at start in the background (``background``), and a failed drain is retried
+a minute later, even when no run changes anything. Hints (docs/live.md): a ``watch =
+true`` source is watched while the scheduler runs, and each cycle reads the due hints of
+sources with no run in flight and not paused (``scheduler.runs.run_hints``), in the same
+pool and under the same lease; with a source that takes hints, it looks at least every
+``HINT_POLL_S``. With ``[executor] type = "nats"`` the due runs are published to the
+work-queue stream instead (``publish``), after a reconcile at start. With ``[events]``,
+a pump thread sends the change events of the outbox while the scheduler runs
+(``headwater.events``), and drains once more before it exits. Vendor subscriptions that
+expire (a source's ``notification_url``) are created and renewed every minute
+(``hints.subscriptions``).
 
 Signals: SIGTERM or SIGINT stops claiming, sets the runtime's cancel event (runs stop
 after their current batch and release their leases; a drain stops within one embedding
@@ -52,35 +52,30 @@ from sqlalchemy.exc import SQLAlchemyError
 from headwater.clock import utcnow
 from headwater.config import SourceSection
 from headwater.errors import HeadwaterError, TransientError
-from headwater.events import EventPump
 from headwater.hints.subscriptions import SubscriptionKeeper
 from headwater.manifest.liveness import SCHEDULER, Heartbeat
 from headwater.manifest.runs import FAILED, lease_owner
 from headwater.manifest.schedule import ScheduleStore
 from headwater.runtime import Runtime
-from headwater.runtime.executor import executor_factory
+from headwater.scheduler.background import Drains, Pumping
 from headwater.scheduler.due import PRUNE, SYNC, SourcePlan, decide
 from headwater.scheduler.housekeeping import housekeep_logged
 from headwater.scheduler.outcome import (
-    HINTS,
     PERMISSIONS,
-    SKIPPED,
     Feed,
     Outcome,
     exit_code,
     ids,
-    summary,
 )
 from headwater.scheduler.plans import backoff_of, source_states
 from headwater.scheduler.publish import RemoteRuns
+from headwater.scheduler.reaping import permissions_ran, reap
 from headwater.scheduler.runs import run_content, run_hints, run_permissions
 
 log = logging.getLogger("headwater.scheduler")
 Inflight = dict[str, Future[Outcome]]  # source id -> its run in the thread pool
 
 HOUSEKEEPING_EVERY = timedelta(minutes=10)
-DRAIN_RETRY = timedelta(minutes=1)
-LEASE_HELD_RETRY = timedelta(seconds=5)
 BROKER_RETRY = timedelta(seconds=30)
 MAX_SLEEP_S = 5.0
 MIN_SLEEP_S = 0.2
@@ -112,7 +107,6 @@ class Scheduler:
         self.max_concurrent = max_concurrent or self.rt.config.scheduler.max_concurrent
         self.outcomes: list[Outcome] = []
         self._wake = threading.Event()
-        self._index_lock = threading.Lock()
         self._stopping = False
         self._interrupted = False
         self._reload = False
@@ -122,12 +116,9 @@ class Scheduler:
         self._subscriptions = SubscriptionKeeper()  # Graph subscriptions, Drive channels
         # --once drains at exit; with Celery, index tasks follow each run on the workers
         local = self.rt.config.executor.type != "celery"
-        self._drain_at: datetime | None = utcnow() if local and not once else None
-        self._drainer: threading.Thread | None = None
-        self._drain_ok = True  # the last drain's outcome (--once: a failed one exits 1)
+        self._drains = Drains(progress, utcnow() if local and not once else None, not once)
         self._inflight: Inflight = {}
-        self._indexing = False  # a drain is running (in its own thread or after a run)
-        self._pump: EventPump | None = None  # sends change events ([events]) meanwhile
+        self._pumping = Pumping()  # sends change events ([events]) meanwhile
         self._remote = RemoteRuns()  # queues due runs for Celery or NATS workers
 
     def install_signal_handlers(self) -> None:
@@ -163,7 +154,7 @@ class Scheduler:
         """What a stop waits for, in words: the runs in flight and a drain."""
         running = sorted(sid for sid, f in self._inflight.items() if not f.done())
         parts = [f"runs of {', '.join(running)} (each stops after its current batch)"]
-        if self._indexing:
+        if self._drains.indexing:
             parts.append("indexing (stops within one embedding slice of 64 chunks)")
         return " and ".join(parts[0 if running else 1 :])
 
@@ -191,7 +182,7 @@ class Scheduler:
         from headwater.hints.watch import Watcher  # watchdog and imapclient: only when run
 
         watcher = None if self.once else Watcher(lambda: self.rt, on_queued=self._wake.set)
-        self._start_pump()
+        self._pumping.start(self.rt)
         try:
             self._remote.reconcile(self.rt, [s.id for s in self._sections()])
             if watcher is not None:
@@ -213,13 +204,12 @@ class Scheduler:
                 watcher.stop()
             self._wait_for_work(inflight)
             pool.shutdown(wait=True)
-            if self._drainer is not None:
-                self._drainer.join()
+            self._drains.join()
             self._reap(inflight)
             if not self._stopping and self.once:
                 self._drain()
             heartbeat.stop()
-            self._stop_pump()
+            self._pumping.stop(self.rt)
             self._remote.close()
             self.rt.close()
         log.info("scheduler %s stopped", lease_owner())
@@ -231,7 +221,7 @@ class Scheduler:
         said = time.monotonic()
         while True:
             running = [f for f in inflight.values() if not f.done()]
-            drainer = self._drainer if self._drainer and self._drainer.is_alive() else None
+            drainer = self._drains.background()
             if not running and drainer is None:
                 return
             if running:
@@ -244,10 +234,10 @@ class Scheduler:
 
     def _cycle(self, pool: ThreadPoolExecutor, inflight: Inflight) -> datetime | None:
         self._reap(inflight)
-        if self._reload and not inflight and not self._draining():
+        if self._reload and not inflight and self._drains.background() is None:
             self._reopen()
         self._housekeeping()
-        self._catch_up()
+        self._drains.catch_up(self.rt)
         wake_at = self._dispatch(pool, inflight)
         if self.once or self._stopping or self._reload:
             return wake_at
@@ -277,7 +267,7 @@ class Scheduler:
     def exit_code(self) -> int:
         """The process's exit code from the outcomes so far."""
         return exit_code(
-            self.outcomes, once=self.once, interrupted=self._interrupted, drain=self._drain_ok
+            self.outcomes, once=self.once, interrupted=self._interrupted, drain=self._drains.ok
         )
 
     def _sections(self) -> list[SourceSection]:
@@ -370,34 +360,10 @@ class Scheduler:
         self._wake.clear()
 
     def _reap(self, inflight: Inflight) -> None:
-        for source_id, future in list(inflight.items()):
-            if not future.done():
-                continue
-            del inflight[source_id]
-            try:
-                outcome = future.result()
-            except Exception as exc:  # a bug in a run thread: logged, the loop goes on
-                log.exception("run of %s crashed", source_id)
-                outcome = Outcome(source_id, FAILED, error=f"{type(exc).__name__}: {exc}")
-            if outcome.kind == HINTS:
-                continue  # a hint read: no run, no history, no hold
-            self.outcomes.append(outcome)
-            if outcome.status != SKIPPED and outcome.kind == PERMISSIONS:
-                self._permissions_ran(source_id)  # failed too: next interval
-                continue
-            if outcome.status == SKIPPED:
-                self._holds[source_id] = utcnow() + LEASE_HELD_RETRY
-            elif outcome.status == FAILED and outcome.run_id is None:
-                # It failed before a run record existed: no history to back off from.
-                self._holds[source_id] = utcnow() + backoff_of(self.rt.config.scheduler).initial
-            else:
-                self._holds.pop(source_id, None)
-
-    def _permissions_ran(self, source_id: str) -> None:
-        try:
-            ScheduleStore(self.rt.manifest.engine).set_permissions_done(source_id, utcnow())
-        except (HeadwaterError, SQLAlchemyError) as exc:  # due again next plan: not fatal
-            log.error("could not record the permission sync of %s: %s", source_id, exc)
+        """Take the finished runs out of ``inflight`` into ``outcomes`` (``reaping``)."""
+        backoff = backoff_of(self.rt.config.scheduler).initial
+        for source_id in reap(inflight, self.outcomes, self._holds, backoff):
+            permissions_ran(self.rt, source_id)
 
     def _reopen(self) -> None:
         self._reload = False
@@ -406,30 +372,14 @@ class Scheduler:
         except HeadwaterError as exc:
             log.error("config not reloaded (keeping the old one): %s", exc)
             return
-        self._stop_pump()
+        self._pumping.stop(self.rt)
         self.rt.close()
         self.rt = fresh
-        self._start_pump()
+        self._pumping.start(self.rt)
         gone = [s for s in self.only if s not in {x.id for x in fresh.config.source}]
         if gone:
             log.warning("sources no longer configured, no longer scheduled: %s", ", ".join(gone))
         log.info("config reloaded: %d sources", len(self._sections()))
-
-    def _start_pump(self) -> None:
-        """Send change events in the background while the scheduler runs (``[events]``)."""
-        events = self.rt.events
-        self._pump = EventPump(events).start() if events is not None else None
-
-    def _stop_pump(self) -> None:
-        """Stop the events pump after one last drain (events of the last runs go out)."""
-        if self._pump is not None:
-            self._pump.stop()
-            self._pump = None
-        if self.rt.events is not None:
-            try:
-                self.rt.events.drain()
-            except SQLAlchemyError as exc:  # the manifest is gone: the events wait in it
-                log.error("change events not drained at exit: %s", exc)
 
     def _run_one(self, rt: Runtime, section: SourceSection, kind: str) -> Outcome:
         return run_content(rt, section, kind, self.progress, self._drain)
@@ -437,38 +387,9 @@ class Scheduler:
     def _run_permissions(self, rt: Runtime, section: SourceSection) -> Outcome:
         return run_permissions(rt, section, self._drain)
 
-    def _draining(self) -> bool:
-        return self._drainer is not None and self._drainer.is_alive()
-
-    def _catch_up(self) -> None:
-        """Drain in the background what no run of this process left pending: at start,
-        then a minute after a failed drain (a run that changes nothing drains nothing)."""
-        if self._drain_at is None or utcnow() < self._drain_at or self._draining():
-            return
-        self._drain_at = None
-        self._drainer = threading.Thread(target=self._drain, name="headwater-drain")
-        self._drainer.start()
-
     def _drain(self, rt: Runtime | None = None) -> None:
-        rt = rt or self.rt
-        if rt.controls.cancel.is_set():
-            return
-        with self._index_lock:
-            rt.controls.index_progress = self.progress.index if self.progress else None
-            self._indexing = True
-            try:
-                report = executor_factory(rt.config.executor.type)(rt).index()
-            except HeadwaterError as exc:
-                log.error("indexing failed (the pending work stays pending): %s", exc)
-                self._drain_at = None if self.once else utcnow() + DRAIN_RETRY
-                self._drain_ok = False
-                return
-            finally:
-                self._indexing = False
-                if self.progress is not None:
-                    self.progress.finish("indexing")
-        self._drain_ok = True
-        log.info("indexed: %s", summary(report.__dict__))
+        """Index what the runtime holds pending (``drains``), after a run or at exit."""
+        self._drains.drain(rt or self.rt)
 
     def _housekeeping(self) -> None:
         now = utcnow()
