@@ -71,7 +71,7 @@ def test_sync_json_shape_and_status_and_doc_show(workspace: Path) -> None:
 
 
 def test_human_status_says_when_the_scheduler_will_not_start_a_source(workspace: Path) -> None:
-    from headwater.cli.commands import schedule_state
+    from headwater.cli.tables import schedule_state
 
     assert run(["source", "pause", "docs"], workspace).returncode == 0
     paused = run(["status"], workspace)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
 from headwater.cli.common import (
     app,
@@ -22,7 +21,12 @@ from headwater.cli.common import (
 from headwater.cli.lines import indexed_line, print_fields
 from headwater.cli.progress import reporter
 from headwater.cli.runlog import log_sync, sync_exit
-from headwater.cli.tables import failures_summary, print_sync, schedule_state, sync_permissions
+from headwater.cli.tables import (
+    failures_summary,
+    print_status,
+    print_sync,
+    sync_permissions,
+)
 from headwater.reports import failure_dict
 from headwater.scopes import Scope
 
@@ -196,18 +200,6 @@ def index(
     run_command(body)
 
 
-def hint_state(hints: dict[str, Any] | None) -> str:
-    """The status table's "last hint" cell: when the last hint came and the last lag."""
-    if not hints or not hints["last_hint_at"]:
-        return ""
-    lag = hints["last_lag_s"]
-    return (
-        f"{hints['last_hint_at'][:19]} (lag {lag:.1f}s)"
-        if lag is not None
-        else hints["last_hint_at"][:19]
-    )
-
-
 @app.command()
 def status(
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
@@ -220,54 +212,7 @@ def status(
         if as_json:
             print_json(report)
             return
-        table = Table(box=None)
-        columns = ("source", "type", "documents", "deleted", "failures", "last run", "at")
-        for column in (*columns, "schedule", "last hint"):
-            table.add_column(column)
-        for s in report["sources"]:
-            last = s["last_run"]
-            table.add_row(
-                safe(s["id"]) + ("" if s.get("configured", True) else " (not configured)"),
-                s["type"],
-                str(s["documents"]),
-                str(s["deleted"]),
-                str(s["failures_open"]),
-                last["status"] if last else "never",
-                (last["window"]["end"] or "") if last else "",
-                schedule_state(s),
-                hint_state(s.get("hints")),
-            )
-        out.print(table)
-        for s in report["sources"]:
-            if s.get("throttled_until"):
-                out.print(
-                    f"source {safe(s['id'])} throttled until {s['throttled_until']} "
-                    "(the vendor answered 429; its credential waits, see docs/operations.md)"
-                )
-        for s in report["sources"]:
-            last = s["last_run"]
-            if last and last["status"] == "running" and last.get("expected") is not None:
-                eta = "ETA -" if last["eta_s"] is None else f"ETA {last['eta_s']:.0f} s"
-                out.print(
-                    f"source {safe(s['id'])} syncing: {last['counts']['seen']} of "
-                    f"{last['expected']} expected items seen, {eta}"
-                )
-            for sub in s.get("subscriptions", []):
-                if sub["last_error"]:
-                    out.print(
-                        f"source {safe(s['id'])} subscription {safe(sub['scope'] or '(all)')}: "
-                        f"{sub['failures']} failed renewal(s), retrying at {sub['retry_at']}: "
-                        f"{safe(sub['last_error'])}",
-                        markup=False,
-                    )
-        for name, info in report["indexes"].items():
-            out.print(f"index {name} ({info['type']}): {info['pending']} pending")
-        dlq = report["dlq"]
-        out.print(
-            f"pipeline {report['pipeline_version']}; DLQ {dlq['depth']}"
-            + (f" (oldest {dlq['oldest_age_s']:.0f}s)" if dlq["oldest_age_s"] is not None else "")
-            + f", failed deletes {dlq['failed_deletes']}"
-        )
+        print_status(report)
 
     run_command(body)
 
