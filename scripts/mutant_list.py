@@ -406,7 +406,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "a-zero-interval-is-accepted",
-        "src/headwater/config/sections.py",
+        "src/headwater/config/strict.py",
         "    check_duration(value, MIN_INTERVAL)\n",
         "    check_duration(value)\n",
         ("tests/core/test_config.py::test_a_zero_interval_is_refused_and_a_zero_retention_is_not",),
