@@ -51,3 +51,17 @@ def test_a_timeout_is_reported_as_such_not_as_a_kill(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(script, "MUTANTS", [hangs])
     monkeypatch.setattr(script, "run_mutant", lambda *_args: (verdict, detail))
     assert script.main(["-k", "hangs"]) == 1
+
+
+def test_every_mutant_patch_applies_exactly_once() -> None:
+    # The full run above reports a moved guard as `stale-patch` only after minutes; this
+    # says at once (and in the --fast tier) which mutant a refactor left behind.
+    script = mutants_script()
+    stale = [
+        f"{m.name}: {m.file} holds its old text {(ROOT / m.file).read_text().count(m.old)} times"
+        if (ROOT / m.file).is_file()
+        else f"{m.name}: {m.file} does not exist"
+        for m in script.MUTANTS
+        if not (ROOT / m.file).is_file() or (ROOT / m.file).read_text().count(m.old) != 1
+    ]
+    assert not stale, "move each mutant with its guard:\n" + "\n".join(stale)
