@@ -1,4 +1,5 @@
-"""What a run reports: the shape of ``headwater sync --json``."""
+"""What a run reports: the shape of ``headwater sync --json``; and the record of a run that
+could not start."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 from headwater.clock import as_utc, iso, utcnow
 from headwater.jsonview import JsonView
 from headwater.manifest.records import RunCounts, RunRecord
-from headwater.manifest.runs import RUNNING
+from headwater.manifest.runs import FAILED, RUNNING
+from headwater.manifest.store import Manifest
 
 
 @dataclass(frozen=True)
@@ -182,3 +184,26 @@ class SkippedRun:
             "holder": self.holder,
             "until": self.until,
         }
+
+
+def record_unstarted_run(
+    manifest: Manifest, source_id: str, source_type: str, error: str
+) -> RunReport:
+    """Record a run that could not start (an index could not be opened) as ``failed``.
+
+    Nothing was read, so nothing is certified: the next run covers the same window. A run
+    left interrupted is closed with the error instead of being hidden by a new one.
+    """
+    runs = manifest.runs
+    manifest.ensure_source(source_id, source_type)
+    interrupted = runs.interrupted(source_id)
+    if interrupted is not None:
+        run_id, counts = interrupted.run_id, interrupted.counts
+    else:
+        last = runs.last_successful(source_id)
+        start = as_utc(last.window_end) if last else None
+        run_id, counts = runs.start(source_id, start, utcnow()), RunCounts()
+    runs.finish(run_id, FAILED, counts, 0.0, error=error)
+    record = runs.get(run_id)
+    assert record is not None
+    return RunReport.from_record(record, source_type)

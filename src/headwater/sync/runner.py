@@ -35,7 +35,7 @@ from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceId
 from headwater.sync.gates import BatchBuilder
 from headwater.sync.phases import COMMIT, FETCH_PARSE, PRUNE, READ, PhaseTimes
 from headwater.sync.prune import EXCLUDED_BY_CONFIG, Pruner, inferred_blocked_report
-from headwater.sync.report import PruneReport, PruneResult, RunReport
+from headwater.sync.report import PruneReport, PruneResult, RunReport, record_unstarted_run
 from headwater.sync.settings import (
     BatchLimit,
     Progress,
@@ -57,29 +57,6 @@ from headwater.types import (
 log = logging.getLogger(__name__)
 
 __all__ = ["Progress", "SyncOptions", "SyncRunner", "record_unstarted_run"]
-
-
-def record_unstarted_run(
-    manifest: Manifest, source_id: str, source_type: str, error: str
-) -> RunReport:
-    """Record a run that could not start (an index could not be opened) as ``failed``.
-
-    Nothing was read, so nothing is certified: the next run covers the same window. A run
-    left interrupted is closed with the error instead of being hidden by a new one.
-    """
-    runs = manifest.runs
-    manifest.ensure_source(source_id, source_type)
-    interrupted = runs.interrupted(source_id)
-    if interrupted is not None:
-        run_id, counts = interrupted.run_id, interrupted.counts
-    else:
-        last = runs.last_successful(source_id)
-        start = as_utc(last.window_end) if last else None
-        run_id, counts = runs.start(source_id, start, utcnow()), RunCounts()
-    runs.finish(run_id, FAILED, counts, 0.0, error=error)
-    record = runs.get(run_id)
-    assert record is not None
-    return RunReport.from_record(record, source_type)
 
 
 class SyncRunner:
