@@ -12,6 +12,7 @@ used, so the same script measures an older checkout:
     PYTHONPATH=/path/to/main/src .venv/bin/python bench/formats.py  # before
     .venv/bin/python bench/formats.py --root /usr/share/doc --files 2000 --json out.json
     .venv/bin/python bench/formats.py --office   # generated xlsx, pptx, eml: speed and peak
+    .venv/bin/python bench/formats.py --ocr 10   # OCR pages/s: 10 page images, one scanned PDF
 
 ``--office`` writes one large file of each office format with its own library (20,000
 rows x 6 columns, 300 slides, a 2,000-paragraph message) and reports parse seconds, MB/s
@@ -165,15 +166,74 @@ def office() -> dict[str, dict[str, float]]:
     return results
 
 
+def ocr_pages(pages: int) -> dict[str, dict[str, float]]:
+    """OCR speed: ``pages`` page images (A4 at 150 dpi, 30 lines of words drawn with
+    Pillow), each as a PNG and all as one scanned PDF (reportlab, no text layer), parsed
+    with ``[parse] ocr = true`` (Tesseract); pages/s and the words read back."""
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    from headwater.pipeline.parse import ParseOptions, parse
+
+    font = ImageFont.load_default(28)
+    words = [
+        "harbour",
+        "inspection",
+        "quarterly",
+        "report",
+        "lighthouse",
+        "keeper",
+        "tide",
+        "schedule",
+    ]
+    images = []
+    for n in range(pages):
+        image = Image.new("L", (1240, 1754), "white")
+        draw = ImageDraw.Draw(image)
+        for line in range(30):
+            text = " ".join(words[(n + line + k) % len(words)] for k in range(9))
+            draw.text((90, 90 + line * 52), text, fill="black", font=font)
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        images.append(buffer.getvalue())
+    pdf_buffer = io.BytesIO()
+    pdf = canvas.Canvas(pdf_buffer, pagesize=A4, invariant=1)
+    for png in images:
+        pdf.drawImage(ImageReader(io.BytesIO(png)), 0, 0, width=A4[0], height=A4[1])
+        pdf.showPage()
+    pdf.save()
+    options = ParseOptions(ocr=True)
+    results: dict[str, dict[str, float]] = {}
+    began = time.perf_counter()
+    read = sum(len(parse(png, name=f"p{n}.png", media_type=None, options=options).text.split())
+               for n, png in enumerate(images))  # fmt: skip
+    seconds = time.perf_counter() - began
+    results["png pages"] = {"pages": pages, "seconds": round(seconds, 2),
+                            "pages_per_s": round(pages / seconds, 2), "words": read}  # fmt: skip
+    began = time.perf_counter()
+    text = parse(pdf_buffer.getvalue(), name="scan.pdf", media_type=None, options=options).text
+    seconds = time.perf_counter() - began
+    results["scanned pdf"] = {"pages": pages, "seconds": round(seconds, 2),
+                              "pages_per_s": round(pages / seconds, 2),
+                              "words": len(text.split())}  # fmt: skip
+    results["expected words per page"] = {"words": 30 * 9}
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", type=Path, default=Path("/usr/share/doc"))
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument("--office", action="store_true", help="generated office files instead")
+    parser.add_argument("--ocr", type=int, default=0, help="OCR speed on N generated pages")
     args = parser.parse_args()
-    if args.office:
-        figures = office()
+    if args.office or args.ocr:
+        figures = ocr_pages(args.ocr) if args.ocr else office()
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2))
         for name, row in figures.items():
