@@ -55,8 +55,9 @@ def recognize(image: bytes, language: str) -> str:
     except subprocess.TimeoutExpired as exc:
         raise ItemError(
             "too_large",
-            "OCR took more than what was left of the time budget a document; raise "
-            "[parse] time_budget, or exclude the file.",
+            "OCR ran past what was left of the document's time budget ([parse] "
+            "time_budget, default 60s; a page takes seconds); raise time_budget, or "
+            "exclude the file.",
         ) from exc
     if done.returncode != 0:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
