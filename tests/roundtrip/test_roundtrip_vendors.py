@@ -1,4 +1,4 @@
-"""The round trip (``roundtrip_run``) for the code-hosting and knowledge-base connectors
+"""The round trip (``roundtrip_run.round_trip``) for the code-hosting and knowledge-base connectors
 on their fakes: github, gitlab, notion, zendesk and servicenow (``vendor_cases``)."""
 
 from __future__ import annotations
