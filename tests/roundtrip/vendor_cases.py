@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
+from httpserver import LocalHttpServer, Reply
 from saas_cases import NEW_READER, OLD_READER, STAFF, N, body_of, text_of
 
 from fakes.github import FakeGithub
@@ -246,3 +248,54 @@ class ServicenowCase:
         for i in regranted:
             rows[f"a{i:04d}"] |= {"can_read_user_criteria": "uc_ann", "sys_updated_on": now}
         self.sn.tables["kb_knowledge"] = list(rows.values())
+
+
+@dataclass
+class RssCase:
+    """One RSS 2.0 feed of 500 entries on the local HTTP server, dated a minute apart
+    from ``T0``. A feed shows only its latest entries, so an entry that leaves it has not
+    been deleted: the connector has no ``enumerate()`` and never deletes (docs/connectors/
+    rss.md). ``feed_round_trip`` asserts exactly that: 5 % of the entries leave the feed
+    and stay, 5 % are edited with a new date and arrive."""
+
+    server: LocalHttpServer
+    per_object_acl: bool = False
+    reader: dict[str, Any] = field(default_factory=lambda: {"groups": [STAFF]})
+    entries: dict[int, tuple[str, datetime]] = field(default_factory=dict)
+
+    def source(self) -> str:
+        return (
+            f'[[source]]\nid = "src"\ntype = "rss"\nurl = "{self.server.url("/feed.xml")}"\n'
+            'user_agent = "HeadwaterTest/1.0"\nrequests_per_second = 1000.0\n'
+            f'max_attempts = 1\naccess = {{ groups = ["{STAFF}"] }}\n'
+        )
+
+    def object_id(self, i: int) -> str:
+        return f"item-{i:04d}"
+
+    def publish(self) -> None:
+        items = "".join(
+            f"<item><guid isPermaLink='false'>{self.object_id(i)}</guid><title>Item {i}</title>"
+            f"<pubDate>{format_datetime(when, usegmt=True)}</pubDate>"
+            f"<description>{html.escape(text)}</description></item>"
+            for i, (text, when) in sorted(self.entries.items())
+        )
+        feed = (
+            '<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel>'
+            f"<title>Items</title><link>{self.server.url()}</link>"
+            f"<description>Items</description>{items}</channel></rss>"
+        )
+        self.server.route("/feed.xml", Reply(feed.encode(), content_type="application/rss+xml"))
+
+    def load(self) -> None:
+        for i in range(N):
+            self.entries[i] = (body_of(i), T0 + timedelta(minutes=i))
+        self.publish()
+
+    def mutate(self, dropped: list[int], edited: list[int]) -> None:
+        now = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
+        for i in dropped:
+            del self.entries[i]
+        for i in edited:
+            self.entries[i] = (body_of(i, True), now)
+        self.publish()

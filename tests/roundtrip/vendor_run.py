@@ -1,8 +1,9 @@
 """The ``vendor_case`` fixture of the round trip's vendor modules
 (``test_roundtrip_vendors.py``, ``test_roundtrip_messages.py``): a case's fake, started
 in this process and filled directly (no HTTP calls to fill it), or for imap an account
-on the real Dovecot of ``tests/connectors/imap`` (one per session); and
-``mail_round_trip``, the round trip of sources whose items never change.
+on the real Dovecot of ``tests/connectors/imap`` (one per session); ``mail_round_trip``,
+the round trip of sources whose items never change; and ``feed_round_trip``, the one of
+a feed, whose entries are never deleted.
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from httpserver import LocalHttpServer
 from message_cases import BoxCase, GmailCase, ImapCase, MailCase, SlackCase, TeamsCase
 from roundtrip_run import FIVE_PERCENT, OBJECT_IDS, assert_exact, finds, sync
 from saas_cases import NEW_READER, N
-from vendor_cases import GithubCase, GitlabCase, NotionCase, ServicenowCase, ZendeskCase
+from vendor_cases import (
+    GithubCase,
+    GitlabCase,
+    NotionCase,
+    RssCase,
+    ServicenowCase,
+    ZendeskCase,
+)
 
 from fakes.box import FakeBox
 from fakes.github import FakeGithub
@@ -52,6 +61,7 @@ FAKES: dict[str, tuple[Any, Any]] = {  # case name: (fake, case on it)
     "teams": (FakeTeams, TeamsCase),
     "box": (FakeBox, BoxCase),
     "gmail": (FakeGmail, GmailCase),
+    "rss": (LocalHttpServer, RssCase),
 }
 
 
@@ -97,3 +107,34 @@ def mail_round_trip(case: MailCase, tmp_path: Path) -> None:
         for i in added:
             assert finds(ws, i, **case.reader), f"{i}: a new message is not found"
         assert finds(ws, 3, **case.reader) and not finds(ws, 3, user=NEW_READER)
+
+
+def feed_round_trip(case: RssCase, tmp_path: Path) -> None:
+    """Load a 500-entry feed, sync, let 5 % of the entries leave the feed and edit 5 %,
+    re-sync; exact counts: the edits arrive and nothing is deleted (a feed shows only its
+    latest entries: leaving it is not a delete, docs/connectors/rss.md)."""
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 16\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n' + case.source(),
+        encoding="utf-8",
+    )
+    dropped, edited = list(range(0, N, 20)), list(range(1, N, 20))
+    with Workspace.open(config) as ws:
+        case.load()
+        OBJECT_IDS.clear()
+        OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
+        first = sync(ws, case)
+        assert (first["new"], first["failed"]) == (N, 0), first
+        assert_exact(ws, active=N, deleted=[], revision_2=[])
+
+        case.mutate(dropped, edited)
+        second = sync(ws, case)
+        assert second == {"new": 0, "changed": FIVE_PERCENT, "deleted": 0, "failed": 0}
+        assert_exact(ws, active=N, deleted=[], revision_2=edited)
+        for i in edited[:3]:
+            hits = ws.search(f"mk{i:04d}x", mode="keyword", k=1, **case.reader)
+            assert "edited today" in hits[0]["chunk"]
+        for i in dropped:
+            assert finds(ws, i, **case.reader), f"{i}: an entry that left the feed is gone"
