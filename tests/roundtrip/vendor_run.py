@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +72,8 @@ def vendor_case(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield ImapCase(account.port, account.username, PASSWORD)
         return
     fake, case = FAKES[kind]
-    with ExitStack() as stack:
-        yield case(stack.enter_context(fake()))
+    with fake() as started:
+        yield case(started)
 
 
 def mail_round_trip(case: MailCase, tmp_path: Path) -> None:
