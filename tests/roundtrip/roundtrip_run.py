@@ -22,6 +22,11 @@ The webdav case starts WsgiDAV in its own process (``subprocess.Popen`` in its c
 so the test modules are marked ``process`` and run outside the ``--fast`` tier. The cases
 run from two test modules, ``test_roundtrip_local.py`` and ``test_roundtrip_saas.py``, so
 that parallel workers take one each; this module holds their fixtures and the round trip.
+The other eleven connectors (github, gitlab, notion, zendesk, servicenow, slack, teams, box,
+gmail, imap and rss) run from ``test_roundtrip_vendors.py`` and
+``test_roundtrip_messages.py`` with their cases in ``vendor_cases`` and ``message_cases``
+and their fixture in ``vendor_run``, which also holds the round trips of mail (never
+edited) and of a feed (never deleted).
 """
 
 from __future__ import annotations

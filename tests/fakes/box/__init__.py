@@ -21,6 +21,11 @@ collaborations and groups, written from Box's reference.
   (``accessible_by`` a user with ``login`` or a group, ``status`` ``accepted`` or
   ``pending``): https://developer.box.com/reference/get-files-id-collaborations and
   https://developer.box.com/reference/get-folders-id-collaborations
+- ``DELETE /2.0/collaborations/{id}`` removes one collaboration and answers 204 with a
+  blank body (404 ``not_found`` for an id it does not hold); the changes stream then
+  names the item with ``COLLAB_REMOVE_COLLABORATOR``:
+  https://developer.box.com/reference/delete-collaborations-id and
+  https://developer.box.com/guides/events/user-events/for-user
 - ``GET /2.0/groups`` and ``GET /2.0/groups/{id}/memberships`` (offset paging,
   ``total_count``; ``user.login``): https://developer.box.com/reference/get-groups and
   https://developer.box.com/reference/get-groups-id-memberships
@@ -39,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from fakes.confluence.server import Answer, Call, FakeApi
@@ -152,6 +158,26 @@ class FakeBox(FakeApi):
             })  # fmt: skip
             self._event("COLLAB_ADD", self.nodes[node_id])
 
+    def uncollaborate(self, collaboration_id: str) -> bool:
+        """Remove one collaboration (what ``DELETE /2.0/collaborations/{id}`` does)."""
+        with self.lock:
+            for node in self.nodes.values():
+                kept = [c for c in node.collabs if c["id"] != collaboration_id]
+                if len(kept) < len(node.collabs):
+                    node.collabs = kept
+                    self._event("COLLAB_REMOVE_COLLABORATOR", node)
+                    return True
+            return False
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        base: Any = super()._handler()
+
+        class Handler(base):  # type: ignore[misc]
+            def do_DELETE(self) -> None:
+                self._serve("DELETE")
+
+        return Handler
+
     # -- representations -----------------------------------------------------------------
 
     def _path(self, node: Node) -> list[dict[str, Any]]:
@@ -212,6 +238,10 @@ class FakeBox(FakeApi):
             return self._events(call.query)
         if parts[0] == "groups":
             return self._groups(parts, call.query)
+        if call.method == "DELETE":
+            if parts[0] == "collaborations" and len(parts) == 2 and self.uncollaborate(parts[1]):
+                return Answer(204, None)
+            return error(404, "not_found", "Not Found")
         if parts[0] not in ("files", "folders") or len(parts) < 2:
             return error(404, "not_found", "Not Found")
         node = self.nodes.get(parts[1])

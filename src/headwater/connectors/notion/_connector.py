@@ -4,9 +4,13 @@ Pages are listed with ``POST /v1/search`` (``filter`` object = page, ``sort``
 ``last_edited_time`` descending, cursor paged by ``start_cursor``/``next_cursor``), with
 a checkpoint after every page of results. After the first run the listing stops at the
 first page edited before the newest ``last_edited_time`` seen minus ``window_overlap``
-(Notion keeps that time to the minute, so the overlap re-lists the boundary). A saved
-cursor Notion refuses (``validation_error``) lists again from the top. Text is fetched
-lazily: the page (for a row's properties) and its block tree, rendered to Markdown.
+(Notion keeps that time to the minute, so the overlap re-lists the boundary). A page
+whose minute may still take edits (edited within ``OPEN_FOR`` of the read) cannot be
+proved unchanged by that time: its version carries the read time, so every run reads it
+again (the checksum gate skips what did not change), and the saved bound stays at or
+before its minute until a run sees that minute closed. A saved cursor Notion refuses
+(``validation_error``) lists again from the top. Text is fetched lazily: the page (for a
+row's properties) and its block tree, rendered to Markdown.
 Archived or trashed pages in the listing are ``Deleted``; pages trashed or unshared are
 seen by ``enumerate()`` (a full search). The API exposes no page permissions: documents
 get the source's ``access``; ``groups()`` lists the workspace's members as one group,
@@ -26,7 +30,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from headwater.clock import as_utc
+from headwater.clock import as_utc, utcnow
 from headwater.connectors._bearer import BearerApiOptions
 from headwater.connectors._governed import governed_transport
 from headwater.connectors.base import ConnectorCapabilities, ReadStream, SourceContext
@@ -52,6 +56,10 @@ from headwater.types import (
 from headwater.units import parse_duration
 
 MAX_DEPTH = 8  # nested blocks deeper than this are not read
+# A `last_edited_time` minute counts as open (more edits may come inside it, invisible in
+# the minute-rounded time) until this long after its start: the minute, plus a minute of
+# clock difference between Notion and this host.
+OPEN_FOR = timedelta(minutes=2)
 
 
 def principal_for_group(source_id: str, name: str) -> str:
@@ -139,13 +147,15 @@ class NotionConnector:
         self._parents.clear()  # a page moved since the last run is read again
         at: dict[str, Any] | None = state.get("at")
         before: str | None = state.get("newest")
+        opened: str | None = None  # the oldest open minute listed (see OPEN_FOR)
         if at is not None:
             since, cursor, newest = at.get("since"), at.get("cursor"), at.get("newest")
+            opened = at.get("open")
         else:
             last = _time(before)
             since = (last - self._overlap).isoformat() if last is not None else None
             cursor, newest = None, None
-        bound = _time(since)
+        bound, now = _time(since), utcnow()
         while True:
             try:
                 answer = self._client.post(
@@ -164,27 +174,34 @@ class NotionConnector:
                     break
                 if edited is not None and (newest is None or edited.isoformat() > newest):
                     newest = edited.isoformat()
+                if edited is not None and edited > now - OPEN_FOR:
+                    opened = min(opened or edited.isoformat(), edited.isoformat())
                 if page.get("archived") or page.get("in_trash"):
                     yield Deleted(f"page/{page['id']}")
                     continue
-                yield self._document(page)
+                yield self._document(page, now)
             cursor = answer.get("next_cursor")
             if stop or not answer.get("has_more") or not cursor:
                 break
-            spot = {"since": since, "cursor": cursor, "newest": newest}
+            spot = {"since": since, "cursor": cursor, "newest": newest, "open": opened}
             yield Checkpoint(json.dumps({"newest": before, "at": spot}))
         if before is not None and (newest is None or before > newest):
             newest = before
+        if opened is not None and newest is not None and opened < newest:
+            newest = opened  # the next run lists that minute again, once it is closed
         return Checkpoint(json.dumps({"newest": newest}))
 
-    def _document(self, page: dict[str, Any]) -> SourceDocument:
+    def _document(self, page: dict[str, Any], now: datetime) -> SourceDocument:
         edited = _time(page.get("last_edited_time"))
         parent = page.get("parent") or {}
+        version = str(page.get("last_edited_time", ""))
+        if edited is not None and edited > now - OPEN_FOR:
+            version += f" read {now.isoformat()}"  # its minute is open: no proof of no edit
         return SourceDocument(
             object_id=f"page/{page['id']}",
             locator=str(page.get("url") or f"https://www.notion.so/{page['id']}"),
             title=title_of(page),
-            version=str(page.get("last_edited_time", "")),
+            version=version,
             fetch_ref=str(page["id"]),
             media_type="text/markdown",
             updated_at=edited,
