@@ -136,6 +136,8 @@ LONG_POLES = (  # longest first, as measured (`--durations`, summed per file)
     "correctness/test_index_identity.py",
     "roundtrip/test_roundtrip_local.py",  # 10 connectors x 500 items
     "roundtrip/test_roundtrip_saas.py",  # 5 connectors x 500 items
+    "roundtrip/test_roundtrip_vendors.py",  # 6 connectors x 500 items
+    "roundtrip/test_roundtrip_messages.py",  # 5 connectors x 500 items (Dovecot)
     "correctness/test_crash_matrix.py",
     "api/test_api_push_workers.py",
     "executor/test_celery_no_wait_and_dlq.py",
