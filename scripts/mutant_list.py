@@ -509,6 +509,7 @@ MUTANTS: list[Mutant] = [
         "                sink.close()\n                raise self._owned_elsewhere(generation, bound)\n",
         "                sink.bind(mine, empty=True)\n",
         (
+            "tests/correctness/test_index_identity.py::test_an_index_bound_to_another_manifest_is_refused_on_open_and_left_intact[sqlite]",
             "tests/correctness/test_index_identity.py::test_a_wrong_manifest_url_is_refused_and_leaves_the_index_intact[sqlite]",
         ),
     ),

@@ -23,7 +23,7 @@ from headwater.sync.parallel import run_each
 from headwater.types import Checkpoint, KnownVersions, SourceDocument, Window
 from workspace_helpers import write_config
 
-WAIT_S = 60.0  # a deadline for a broken test, never reached by a passing one
+WAIT_S = 20.0  # a deadline for a broken test, never reached by a passing one
 
 
 class Meeting:

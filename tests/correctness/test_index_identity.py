@@ -118,13 +118,29 @@ def test_reconcile_adopt_takes_the_index_over_and_reset_rebuilds_it(
     assert again["taken_over"] == []
 
 
+def synced_then_misconfigured(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> tuple[tuple[int, str], Path]:
+    """Sync in-process, then point the config at another manifest: (index rows, config)."""
+    with Workspace.open(configure(tmp_path, manifest_url, corpus)) as ws:
+        ws.sync()
+    return index_rows(tmp_path), configure(tmp_path, f"sqlite:///{tmp_path / 'other.db'}", corpus)
+
+
+def test_an_index_bound_to_another_manifest_is_refused_on_open_and_left_intact(
+    tmp_path: Path, manifest_url: str, corpus: Path
+) -> None:
+    # In-process twin of the CLI test above (the cheap killer of its mutant).
+    before, wrong = synced_then_misconfigured(tmp_path, manifest_url, corpus)
+    with Workspace.open(wrong) as ws, pytest.raises(IndexOwnedElsewhere, match="belongs to"):
+        ws.indexes.sink("main")
+    assert index_rows(tmp_path) == before  # nothing emptied, nothing rebound
+
+
 def test_storage_of_an_index_bound_to_another_manifest_is_never_dropped(
     tmp_path: Path, manifest_url: str, corpus: Path
 ) -> None:
-    configure(tmp_path, manifest_url, corpus)
-    ok(tmp_path, "sync")
-    before = index_rows(tmp_path)
-    wrong = configure(tmp_path, f"sqlite:///{tmp_path / 'other.db'}", corpus)
+    before, wrong = synced_then_misconfigured(tmp_path, manifest_url, corpus)
     with Workspace.open(wrong) as ws:
         live = ws.manifest.generations.get("main", 1)
         with pytest.raises(IndexOwnedElsewhere, match="belongs to manifest"):

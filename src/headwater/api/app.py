@@ -175,7 +175,11 @@ def create_app(
 
 
 def app_from_env() -> FastAPI:
-    """The factory uvicorn workers import (``--workers N``): config from $HEADWATER_CONFIG."""
+    """The factory uvicorn workers import (``--workers N``): config from $HEADWATER_CONFIG.
+    The worker ends with the master that spawned it (``parent_watch``)."""
+    from headwater.api.parent_watch import end_with_master
+
+    end_with_master()
     return create_app(
         os.environ.get(CONFIG_ENV, "headwater.toml"),
         host=os.environ.get(HOST_ENV, "127.0.0.1"),
