@@ -34,6 +34,13 @@ LIMITS = "tests/api/test_api_body_limits.py"
 
 MUTANTS: list[Mutant] = [
     Mutant(
+        "a-batch-commits-before-its-content-is-written",
+        "src/headwater/sync/runner.py",
+        "                staged.flush()  # every text the commit points at is written first\n",
+        "",
+        ("tests/core/test_staged_content.py::test_every_text_a_sync_commits_is_in_the_store_at_its_commit",),
+    ),
+    Mutant(
         "applied-recorded-when-the-sink-raised",
         INDEXER,
         "        return None\n\n    def _fail(",

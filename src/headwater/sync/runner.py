@@ -29,6 +29,7 @@ from headwater.manifest.runs import (
     SUCCEEDED,
     lease_owner,
 )
+from headwater.manifest.staged import StagedContent
 from headwater.manifest.store import Manifest
 from headwater.retry import call_with_retry
 from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
@@ -289,7 +290,8 @@ class SyncRunner:
         quiet_before = before + counts.failed + counts.stale
         for part in distinct_parts(items):
             with self.phases.measure(FETCH_PARSE):
-                builder = self._builder(run_id, part, counts, options)
+                staged = StagedContent(self.content_store)
+                builder = self._builder(run_id, part, counts, options, staged)
                 for item in part:
                     if isinstance(item, SourceDocument):
                         if not self._ruled_out(item, builder):
@@ -298,6 +300,7 @@ class SyncRunner:
                         builder.add_deleted(item)
                     elif isinstance(item, Failure):
                         builder.add_failure(item)
+                staged.flush()  # every text the commit points at is written first
             self.fetched += builder.fetched
             failpoints.failpoint(failpoints.AFTER_FETCH_BEFORE_COMMIT)
             with self.phases.measure(COMMIT):
@@ -330,7 +333,12 @@ class SyncRunner:
         return True
 
     def _builder(
-        self, run_id: str, items: list[SourceItem], counts: RunCounts, options: SyncOptions
+        self,
+        run_id: str,
+        items: list[SourceItem],
+        counts: RunCounts,
+        options: SyncOptions,
+        content_store: ContentStore,
     ) -> BatchBuilder:
         ids = [i.object_id for i in items if not isinstance(i, Checkpoint)]
         # a failure's stand-in (a container's member or the container) has a row too
@@ -354,7 +362,7 @@ class SyncRunner:
             existing=existing,
             tombstone_sequences=tombs,
             dead_versions=dead,
-            content_store=self.content_store,
+            content_store=content_store,
             fetch=fetch,
             counts=counts,
             trust_hints=not self._full,
