@@ -16,7 +16,7 @@ No acknowledged version is ever replaced by an older one; a lost race is answere
 the newer state (``stale``), never a server error.
 
 The content of a part is staged while it is decided and written to the content store
-just before the commit, on several threads at once (``StagedContent``): every object is
+just before the commit, on several threads at once (``manifest/staged.py``): every object is
 still written (and fsynced) before the manifest row that points at it, but a batch of 500
 waits for its fsyncs side by side instead of one after another.
 """
@@ -26,20 +26,19 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from headwater.errors import TransientError
-from headwater.manifest.content import ContentStore, StoredObject
+from headwater.manifest.content import ContentStore
 from headwater.manifest.records import ACTIVE, DELETED, DocumentWrite, RunCounts, TombstoneWrite
+from headwater.manifest.staged import StagedContent
 from headwater.manifest.store import Manifest
 from headwater.sync.gates import BatchBuilder, Outcome, SourceIdentity
 from headwater.types import Deleted, SourceDocument
 
 MAX_ATTEMPTS = 50  # a conflict means another commit won: each retry sees a newer state
-FLUSH_THREADS = 8  # content writes of one part in flight at once (each waits on its fsync)
 
 
 @dataclass(frozen=True)
@@ -76,59 +75,6 @@ class PushResult:
         if self.error is not None:
             out["error"] = self.error
         return out
-
-
-@dataclass
-class StagedContent:
-    """A content store whose puts wait in memory until ``flush`` writes them to ``store``,
-    side by side; everything else goes straight to ``store``. The push commits a part only
-    after its flush returned, so no manifest row ever points at content not written."""
-
-    store: ContentStore
-    pending: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def location(self) -> str:
-        """The real store's location."""
-        return self.store.location
-
-    def put(self, checksum: str, text: str) -> None:
-        """Stage ``text`` under ``checksum`` (written by ``flush``)."""
-        self.pending[checksum] = text
-
-    def flush(self) -> None:
-        """Write every staged object to the real store (an error is raised after the
-        writes in flight ended, and nothing may be committed then)."""
-        staged = list(self.pending.items())
-        self.pending.clear()
-        if len(staged) < 2:
-            for checksum, text in staged:
-                self.store.put(checksum, text)
-            return
-        with ThreadPoolExecutor(min(FLUSH_THREADS, len(staged))) as pool:
-            for _ in pool.map(lambda item: self.store.put(*item), staged):
-                pass
-
-    def get(self, checksum: str) -> str:
-        """Staged text first, then the real store's."""
-        staged = self.pending.get(checksum)
-        return staged if staged is not None else self.store.get(checksum)
-
-    def prefixes(self) -> list[str]:
-        """The real store's prefixes."""
-        return self.store.prefixes()
-
-    def objects(self, prefix: str) -> Iterator[StoredObject]:
-        """The real store's objects under ``prefix``."""
-        return self.store.objects(prefix)
-
-    def stat(self, prefix: str, name: str) -> StoredObject | None:
-        """The real store's entry."""
-        return self.store.stat(prefix, name)
-
-    def remove(self, prefix: str, name: str) -> bool:
-        """Remove from the real store."""
-        return self.store.remove(prefix, name)
 
 
 def dead_letter_message(version: int) -> str:
