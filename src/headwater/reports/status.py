@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
+
 from headwater.clock import as_utc, utcnow
 from headwater.jsonview import JsonView
+from headwater.manifest import schema as t
 from headwater.manifest.hints import HintSourceState
 from headwater.manifest.store import Manifest
 from headwater.manifest.subscriptions import SubscriptionState
@@ -242,14 +245,24 @@ def _count(value: object) -> int:
     return value
 
 
+def known_sources(manifest: Manifest) -> dict[str, str]:
+    """Every source the manifest remembers (registered, or holding active documents),
+    mapped to its type ("" when only documents name it): the sources with documents come
+    from the maintained counts, not from a walk of the documents table."""
+    found = dict.fromkeys(manifest.index_state.counts.sources_with_active(), "")
+    with manifest.engine.connect() as conn:
+        found.update(
+            {r[0]: r[1] for r in conn.execute(select(t.sources.c.source_id, t.sources.c.type))}
+        )
+    return found
+
+
 def unconfigured_sources(manifest: Manifest, configured: set[str]) -> list[SourceStatus]:
     """Sources the manifest still holds but the config no longer names (never searched;
     `headwater source remove ID` deletes them)."""
-    from headwater.sync.removal import known_source_ids
-
     return [
         _source_row(manifest, source_id, source_type, configured=False)
-        for source_id, source_type in sorted(known_source_ids(manifest).items())
+        for source_id, source_type in sorted(known_sources(manifest).items())
         if source_id not in configured
     ]
 
