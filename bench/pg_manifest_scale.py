@@ -1,21 +1,20 @@
 """A PostgreSQL manifest at millions of documents: fill, migrate, time the hot reads.
 
-Issue 29, goal 5. The bench creates its own database (``createdb``), brings it to schema
-``--from`` (default 0019, today's schema before migration 0020), and fills it by bulk
-``INSERT ... SELECT generate_series`` in chunks: ``--docs`` documents over ``--sources``
-sources (one in ten deleted and tombstoned), an index row for each active document but
-one in a thousand (those are pending), runs and failure records. The big tables' indexes
-are dropped for the fill and rebuilt after it (the fill is resumable: each chunk is
-recorded in ``bench_fill``; ``--keep`` keeps the database for the next call). Then
-``VACUUM ANALYZE``, the upgrade to head timed as ``Manifest.open`` does it, and the real
-functions behind ``status``, the search gate, a source's no-op lookups, ``runs`` and
-``failures`` are called ``--repeat`` times each (p50/p95), plus ``headwater status
---json`` as a process. Prints a Markdown table; raw figures go to ``--out``.
+Issue 29, goal 5. Creates its own database, brings it to schema ``--from`` (0019: before
+migration 0020) and fills it by ``INSERT ... SELECT generate_series`` in resumable chunks
+(``bench_fill``; ``--keep`` keeps the database): ``--docs`` documents over ``--sources``
+sources, one in ten tombstoned, an index row for each active one but one in a thousand,
+runs and failures, with the big tables' indexes dropped for the fill and rebuilt after.
+Then ``VACUUM ANALYZE``, the upgrade to head (probed: how long a read and a write wait),
+and the functions behind ``status``, the search gate, a source's no-op lookups, ``runs``
+and ``failures`` ``--repeat`` times each (p50/p95), the statements ``status`` sent before
+0020, and ``headwater status --json`` as a process. Prints a Markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -23,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +32,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 
 SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
+QUIET: dict[str, Any] = {"capture_output": True, "text": True}
 BIG = ("documents", "document_indexes", "tombstones", "failures", "runs")
 FILLED = BIG[:4]  # indexes dropped for the fill (runs is small and others point at it)
 
@@ -82,36 +83,29 @@ def sql(statement: str) -> str:
 
 
 def doc_id(g: int) -> str:
-    import hashlib
-
+    """The id the fill gave row ``g``."""
     return hashlib.md5(f"d{g}".encode()).hexdigest() + hashlib.md5(f"e{g}".encode()).hexdigest()
 
 
 def ensure_database(name: str) -> str:
     """Create ``name`` unless it exists (a kept run); its URL."""
-    listed = subprocess.run(
-        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc", "SELECT datname FROM pg_database"],
-        check=True, capture_output=True, text=True,
-    ).stdout.split()  # fmt: skip
-    if name not in listed:
-        subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", name], check=True)
+    made = subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", name], **QUIET)
+    if made.returncode and "already exists" not in made.stderr:
+        raise RuntimeError(made.stderr)
     return f"{SERVER}/{name}"
 
 
 def drop_database(name: str) -> None:
-    subprocess.run(
-        ["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--force", "--if-exists", name], check=True
-    )
+    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--force", name], check=True)
 
 
 def upgrade(engine: Engine, target: str) -> float:
     """Alembic's upgrade to ``target`` the way ``Manifest.open`` runs it; seconds taken."""
-    from alembic import command
-    from alembic.config import Config
+    from alembic import command, config as alembic_config  # noqa: I001
 
     from headwater.manifest.db import MIGRATE_LOCK, MIGRATIONS, begin_write
 
-    config = Config()
+    config = alembic_config.Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     started = time.perf_counter()
     with begin_write(engine) as connection:
@@ -125,30 +119,24 @@ def probed_upgrade(engine: Engine, target: str) -> dict[str, float]:
     """The upgrade, while one thread reads a document and another rewrites one (a
     no-op's last-seen mark) every 50 ms: the longest each waited says whether the
     migration blocked readers or writers, and for how long."""
-    import threading
-
     stop = threading.Event()
     worst = {"read": 0.0, "write": 0.0}
-    probe = doc_id(3)
+    target = doc_id(3)
 
     def loop(kind: str, statement: str) -> None:
         with engine.connect() as conn:
             while not stop.is_set():
                 t0 = time.perf_counter()
-                conn.execute(text(statement), {"d": probe})
+                conn.execute(text(statement), {"d": target})
                 conn.commit()
                 worst[kind] = max(worst[kind], time.perf_counter() - t0)
                 time.sleep(0.05)
 
-    threads = [
-        threading.Thread(
-            target=loop, args=("read", "SELECT * FROM documents WHERE document_id = :d")
-        ),
-        threading.Thread(
-            target=loop,
-            args=("write", "UPDATE documents SET last_seen_run = 'probe' WHERE document_id = :d"),
-        ),
-    ]
+    probes = {
+        "read": "SELECT * FROM documents WHERE document_id = :d",
+        "write": "UPDATE documents SET last_seen_run = 'probe' WHERE document_id = :d",
+    }
+    threads = [threading.Thread(target=loop, args=probe) for probe in probes.items()]
     for thread in threads:
         thread.start()
     time.sleep(0.5)
@@ -163,6 +151,7 @@ def probed_upgrade(engine: Engine, target: str) -> dict[str, float]:
 
 
 def revision(engine: Engine) -> str | None:
+    """The schema revision alembic recorded (None: a new database)."""
     with engine.connect() as conn:
         if conn.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
             return None
@@ -174,7 +163,10 @@ def drop_indexes(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE IF NOT EXISTS bench_ddl (seq serial, ddl text)"))
         if conn.execute(text("SELECT count(*) FROM bench_ddl")).scalar_one():
-            return
+            return  # dropped by an earlier call, not rebuilt yet
+        done = conn.execute(text("SELECT to_regclass('bench_fill')")).scalar() is not None
+        if done and conn.execute(text("SELECT count(*) FROM bench_fill WHERE a = 0")).scalar():
+            return  # the fill is complete and its indexes rebuilt
         cons = conn.execute(text(
             "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM "
             "pg_constraint WHERE contype IN ('p', 'u') AND conrelid::regclass::text = ANY(:t)"
@@ -183,15 +175,12 @@ def drop_indexes(engine: Engine) -> None:
         idx = conn.execute(text(
             "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ANY(:t)"
         ), {"t": list(FILLED)}).all()  # fmt: skip
+        save = text("INSERT INTO bench_ddl (ddl) VALUES (:d)")
         for table, name, definition in cons:
-            conn.execute(text("INSERT INTO bench_ddl (ddl) VALUES (:d)"), {
-                "d": f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'
-            })  # fmt: skip
+            conn.execute(save, {"d": f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'})
             conn.execute(text(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"'))
-        for name, definition in idx:
-            if name in named:
-                continue
-            conn.execute(text("INSERT INTO bench_ddl (ddl) VALUES (:d)"), {"d": definition})
+        for name, definition in (i for i in idx if i[0] not in named):
+            conn.execute(save, {"d": definition})
             conn.execute(text(f'DROP INDEX "{name}"'))
 
 
@@ -208,9 +197,7 @@ def fill(engine: Engine, docs: int, sources: int, chunk: int) -> float:
             ), {"s": sources})  # fmt: skip
             runs = {"a": 1, "b": max(docs // 50, 1000), "sources": sources}
             conn.execute(text(sql(RUNS_SQL)), runs)
-    for a in range(1, docs + 1, chunk):
-        if a in done:
-            continue
+    for a in (a for a in range(1, docs + 1, chunk) if a not in done):
         b = min(a + chunk - 1, docs)
         t0 = time.perf_counter()
         with engine.begin() as conn:
@@ -228,6 +215,7 @@ def rebuild_indexes(engine: Engine) -> float:
         for (ddl,) in conn.execute(text("SELECT ddl FROM bench_ddl ORDER BY seq")).all():
             conn.execute(text(ddl))
         conn.execute(text("DROP TABLE bench_ddl"))
+        conn.execute(text("INSERT INTO bench_fill (a) VALUES (0)"))  # complete
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
     return time.perf_counter() - started
@@ -241,7 +229,7 @@ def timed(call: Callable[[], Any], repeat: int) -> dict[str, float]:
         call()
         took.append(1000 * (time.perf_counter() - t0))
     took.sort()
-    p95 = took[min(len(took) - 1, round(0.95 * (len(took) - 1)))]
+    p95 = took[round(0.95 * (len(took) - 1))]
     return {"p50_ms": statistics.median(took), "p95_ms": p95, "max_ms": took[-1]}
 
 
@@ -266,14 +254,12 @@ def legacy(url: str, sources: int) -> dict[str, Callable[[], Any]]:
 
         return call
 
+    count = "SELECT count(*) FROM documents WHERE source_id = :s AND state = :st"
+
     def per_source() -> None:
         for i in range(sources):
             for state in ("active", "deleted"):
-                run(
-                    "SELECT count(*) FROM documents WHERE source_id = :s AND state = :st",
-                    s=f"src{i}",
-                    st=state,
-                )()
+                run(count, s=f"src{i}", st=state)()
 
     return {
         "before 0020: pending count (join)": run(LEGACY_PENDING),
@@ -291,8 +277,7 @@ def calls(url: str, docs: int, sources: int) -> dict[str, Callable[[], Any]]:
 
     m = Manifest.open(url)
     rng = random.Random(7)
-    sample = [g for g in rng.sample(range(1, docs + 1), 500)]
-    ids = [doc_id(g) for g in sample]
+    ids = [doc_id(g) for g in rng.sample(range(1, docs + 1), 500)]
     objects = [f"obj/{g}" for g in range(sources + 1, docs + 1, sources)][:500]  # of src1
     src = [(f"src{i}", "filesystem") for i in range(sources)]
     main = [IndexInfo("main", "sqlite", "pv1", live_key="main", live_version="pv1")]
@@ -314,8 +299,9 @@ def calls(url: str, docs: int, sources: int) -> dict[str, Callable[[], Any]]:
     }
 
 
-def cli_status(url: str, sources: int, repeat: int) -> dict[str, float]:
-    """``headwater status --json`` as a process, from start to exit."""
+def cli_status(url: str, sources: int, repeat: int, src: str = "") -> dict[str, float]:
+    """``headwater status --json`` as a process, from start to exit (with ``src`` on
+    PYTHONPATH: another checkout's code, e.g. main's before migration 0020)."""
     with tempfile.TemporaryDirectory() as work:
         blocks = "".join(
             f'[[source]]\nid = "src{i}"\ntype = "filesystem"\nroot = "{work}"\n'
@@ -328,12 +314,52 @@ def cli_status(url: str, sources: int, repeat: int) -> dict[str, float]:
             f'[[index]]\nname = "main"\ntype = "sqlite"\n\n{blocks}'
         )
         env = dict(os.environ, HF_HUB_OFFLINE="1")
+        if src:
+            env["PYTHONPATH"] = src
         command = [sys.executable, "-m", "headwater", "status", "--json"]
 
         def call() -> None:
             subprocess.run(command, cwd=work, env=env, check=True, capture_output=True)
 
         return timed(call, repeat)
+
+
+def prepare(engine: Engine, url: str, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Schema ``--from``, the fill, its indexes, then the probed upgrade to head."""
+    if revision(engine) is None:
+        upgrade(engine, args.start)
+    report["schema_filled"] = revision(engine)
+    drop_indexes(engine)
+    report["fill_s"] = fill(engine, args.docs, args.sources, args.chunk)
+    with engine.connect() as conn:
+        if conn.execute(text("SELECT to_regclass('bench_ddl')")).scalar() is not None:
+            report["index_build_and_analyze_s"] = rebuild_indexes(engine)
+    report["migrate_from"] = revision(engine)
+    if args.before_src and not args.no_cli:
+        report["cli_before"] = cli_status(url, args.sources, 3, args.before_src)
+    report["migrate"] = probed_upgrade(engine, "head")
+    report["migrated_to"] = revision(engine)
+
+
+def measure(engine: Engine, url: str, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Table sizes, then each call ``--repeat`` times (the slow legacy ones fewer)."""
+    with engine.connect() as conn:
+        report["sizes"] = {
+            t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in BIG
+        }
+        report["db_bytes"] = conn.execute(
+            text("SELECT pg_database_size(current_database())")
+        ).scalar_one()
+    report["timings"] = {
+        label: timed(call, args.repeat)
+        for label, call in calls(url, args.docs, args.sources).items()
+    }
+    few = max(3, args.repeat // 4)
+    for label, call in legacy(url, args.sources).items():
+        report["timings"][label] = timed(call, few)
+    if not args.no_cli:
+        label = "`headwater status --json` (process)"
+        report["timings"][label] = cli_status(url, args.sources, few)
 
 
 def main() -> None:
@@ -347,41 +373,15 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--no-cli", action="store_true", help="skip `headwater status` runs")
     parser.add_argument("--out", default="")
+    parser.add_argument("--before-src", default="", help="time the CLI on this src first")
     args = parser.parse_args()
     name = args.db or f"hw_pg10m_scale_{args.docs}"
     url = ensure_database(name)
     engine = create_engine(url)
     report: dict[str, Any] = {"docs": args.docs, "sources": args.sources, "db": name}
     try:
-        if revision(engine) is None:
-            upgrade(engine, args.start)
-        report["schema_filled"] = revision(engine)
-        drop_indexes(engine)
-        report["fill_s"] = fill(engine, args.docs, args.sources, args.chunk)
-        with engine.connect() as conn:
-            if conn.execute(text("SELECT to_regclass('bench_ddl')")).scalar() is not None:
-                report["index_build_and_analyze_s"] = rebuild_indexes(engine)
-        before = revision(engine)
-        report["migrate_from"] = before
-        report["migrate"] = probed_upgrade(engine, "head")
-        report["migrated_to"] = revision(engine)
-        with engine.connect() as conn:
-            report["sizes"] = {
-                t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in BIG
-            }
-            report["db_bytes"] = conn.execute(
-                text("SELECT pg_database_size(current_database())")
-            ).scalar_one()
-        report["timings"] = {
-            label: timed(call, args.repeat)
-            for label, call in calls(url, args.docs, args.sources).items()
-        }
-        for label, call in legacy(url, args.sources).items():
-            report["timings"][label] = timed(call, max(3, args.repeat // 4))
-        if not args.no_cli:
-            report["timings"]["`headwater status --json` (process)"] = cli_status(
-                url, args.sources, max(3, args.repeat // 4)
-            )
+        prepare(engine, url, args, report)
+        measure(engine, url, args, report)
     finally:
         engine.dispose()
         if not args.keep:

@@ -3,8 +3,8 @@
 Full-replace push sessions and their objects, pushed groups, the hint queue and each
 source's hint state, process heartbeats and persisted counters, the change-events outbox,
 the shared rate-limit buckets and blocks, the vendors' change-notification
-subscriptions and the trigger-kept document counts: one ``metadata`` with the core tables (``tables_core``); ``schema`` is the
-one place callers import tables from.
+subscriptions and the trigger-kept document counts: one ``metadata`` with the core
+tables (``tables_core``); ``schema`` is the one place callers import tables from.
 """
 
 from __future__ import annotations
