@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import bindparam, text
 
 from headwater.manifest.counts import lock_sources
-from headwater.manifest.db import begin_write
+from headwater.manifest.db import MIGRATIONS, begin_write, create_manifest_engine
 from headwater.manifest.index_state import Applied
 from headwater.manifest.store import Manifest
 
@@ -127,6 +127,38 @@ def test_counts_follow_every_change(manifest_url: str) -> None:
         assert any(v for v in truth(m)[1].values()) and any(truth(m)[0].values())
         m.index_state.counts.fold()  # folding keeps the sums (and empties PostgreSQL's log)
         assert counted(m) == truth(m)
+    finally:
+        m.close()
+
+
+def test_the_migration_counts_a_filled_manifest(manifest_url: str) -> None:
+    """A manifest filled at 0019 (before the triggers) gets its counts from 0020's seed."""
+    from alembic import command
+    from alembic.config import Config
+
+    engine = create_manifest_engine(manifest_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    rng = random.Random(20)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0019")
+        for n in range(300):
+            state = "deleted" if n % 4 == 0 else "active"
+            insert(conn, f"d{n}", SOURCES[n % 3], state, revision=1 + n % 3)
+            for index in INDEXES[: n % 3]:
+                conn.execute(
+                    text(
+                        "INSERT INTO document_indexes VALUES (:d, :i, :r, NULL, :v, 1, "
+                        "CURRENT_TIMESTAMP)"
+                    ),
+                    {"d": f"d{n}", "i": index, "r": rng.randint(0, 3), "v": rng.choice(VERSIONS)},
+                )
+    engine.dispose()
+    m = Manifest.open(manifest_url)  # migrates to head: 0020 seeds the counts
+    try:
+        docs, pending = truth(m)
+        assert all(pending.values()) and counted(m) == (docs, pending)
     finally:
         m.close()
 
