@@ -121,16 +121,18 @@ def probed_upgrade(engine: Engine, target: str) -> dict[str, float]:
     migration blocked readers or writers, and for how long."""
     stop = threading.Event()
     worst = {"read": 0.0, "write": 0.0}
-    target = doc_id(3)
+    probe_id = doc_id(3)
 
     def loop(kind: str, statement: str) -> None:
-        with engine.connect() as conn:
+        own = create_engine(engine.url)  # its own connection, apart from the migration's
+        with own.connect() as conn:
             while not stop.is_set():
                 t0 = time.perf_counter()
-                conn.execute(text(statement), {"d": target})
+                conn.execute(text(statement), {"d": probe_id})
                 conn.commit()
                 worst[kind] = max(worst[kind], time.perf_counter() - t0)
                 time.sleep(0.05)
+        own.dispose()
 
     probes = {
         "read": "SELECT * FROM documents WHERE document_id = :d",
@@ -161,12 +163,12 @@ def revision(engine: Engine) -> str | None:
 def drop_indexes(engine: Engine) -> None:
     """Save and drop the big tables' indexes and primary keys (rebuilt after the fill)."""
     with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE IF NOT EXISTS bench_ddl (seq serial, ddl text)"))
-        if conn.execute(text("SELECT count(*) FROM bench_ddl")).scalar_one():
-            return  # dropped by an earlier call, not rebuilt yet
         done = conn.execute(text("SELECT to_regclass('bench_fill')")).scalar() is not None
         if done and conn.execute(text("SELECT count(*) FROM bench_fill WHERE a = 0")).scalar():
             return  # the fill is complete and its indexes rebuilt
+        conn.execute(text("CREATE TABLE IF NOT EXISTS bench_ddl (seq serial, ddl text)"))
+        if conn.execute(text("SELECT count(*) FROM bench_ddl")).scalar_one():
+            return  # dropped by an earlier call, not rebuilt yet
         cons = conn.execute(text(
             "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM "
             "pg_constraint WHERE contype IN ('p', 'u') AND conrelid::regclass::text = ANY(:t)"
@@ -215,7 +217,7 @@ def rebuild_indexes(engine: Engine) -> float:
         for (ddl,) in conn.execute(text("SELECT ddl FROM bench_ddl ORDER BY seq")).all():
             conn.execute(text(ddl))
         conn.execute(text("DROP TABLE bench_ddl"))
-        conn.execute(text("INSERT INTO bench_fill (a) VALUES (0)"))  # complete
+        conn.execute(text("INSERT INTO bench_fill VALUES (0) ON CONFLICT DO NOTHING"))  # done
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
     return time.perf_counter() - started
