@@ -306,7 +306,6 @@ class Manifest:
                     fence(conn, lease)
                 failpoints.failpoint(failpoints.INSIDE_BATCH_COMMIT)
                 write_batch(conn, run_id, batch, self.failures, self.outbox)
-            self.index_state.counts.note_write()  # folds PostgreSQL's count rows now and then
         except IntegrityError as exc:
             raise WriteConflict(
                 f"a concurrent batch wrote the same document first ({exc.orig}); "
@@ -327,6 +326,7 @@ class Manifest:
                     f"the manifest was busy ({exc.orig}); the batch will be retried"
                 ) from exc
             raise
+        self.index_state.counts.note_write()  # committed: fold the count rows now and then
 
     # -- maintenance -------------------------------------------------------------------
 
