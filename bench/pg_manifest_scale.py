@@ -121,18 +121,16 @@ def probed_upgrade(engine: Engine, target: str) -> dict[str, float]:
     migration blocked readers or writers, and for how long."""
     stop = threading.Event()
     worst = {"read": 0.0, "write": 0.0}
-    probe_id = doc_id(3)
+    probe_id = doc_id(3)  # an active document
 
     def loop(kind: str, statement: str) -> None:
-        own = create_engine(engine.url)  # its own connection, apart from the migration's
-        with own.connect() as conn:
+        with engine.connect() as conn:  # a pooled connection apart from the migration's
             while not stop.is_set():
                 t0 = time.perf_counter()
                 conn.execute(text(statement), {"d": probe_id})
                 conn.commit()
                 worst[kind] = max(worst[kind], time.perf_counter() - t0)
                 time.sleep(0.05)
-        own.dispose()
 
     probes = {
         "read": "SELECT * FROM documents WHERE document_id = :d",
@@ -153,7 +151,6 @@ def probed_upgrade(engine: Engine, target: str) -> dict[str, float]:
 
 
 def revision(engine: Engine) -> str | None:
-    """The schema revision alembic recorded (None: a new database)."""
     with engine.connect() as conn:
         if conn.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
             return None
