@@ -21,6 +21,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from headwater.clock import utcnow
 from headwater.errors import WriteConflict
 from headwater.manifest import schema as t
+from headwater.manifest.counts import lock_sources
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.outbox import ACCESS_CHANGED, UPSERTED, ChangeEvent, Outbox
 from headwater.manifest.outbox import DELETED as DELETED_EVENT
@@ -65,6 +66,9 @@ def write_batch(
     events in ``outbox`` (when that is enabled)."""
     now = utcnow()
     events: list[ChangeEvent] | None = [] if outbox is not None and outbox.enabled else None
+    # The counts' triggers lock each changed document's source; take them in order now.
+    changed = [w.source_id for w in batch.writes] + [w.source_id for w in batch.tombstones]
+    lock_sources(conn, changed, shared=False)
     floors: dict[str, int] = {}  # rows inserted here: the floor their revision starts above
     for write in batch.writes:
         floor = _write_document(conn, write, now, events)

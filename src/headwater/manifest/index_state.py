@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine, and_, delete, func, insert, or_, sele
 
 from headwater.clock import utcnow
 from headwater.manifest import schema as t
+from headwater.manifest.counts import DocumentCounts, lock_sources, lock_sources_of
 from headwater.manifest.db import begin_write
 from headwater.manifest.outbox import APPLIED, ChangeEvent, Outbox
 from headwater.manifest.records import ACTIVE, DELETED, DocumentRecord
@@ -80,6 +81,7 @@ class IndexState:
     def __init__(self, engine: Engine, outbox: Outbox | None = None) -> None:
         self.engine = engine
         self.outbox = outbox
+        self.counts = DocumentCounts(engine)
 
     def _pending_condition(self, index_version: str):  # type: ignore[no-untyped-def]
         return or_(
@@ -134,18 +136,9 @@ class IndexState:
             ]
 
     def pending_count(self, index_name: str, index_version: str) -> int:
-        """How many documents are pending for the index."""
-        join = d.outerjoin(
-            di, and_(di.c.document_id == d.c.document_id, di.c.index_name == index_name)
-        )
-        with self.engine.connect() as conn:
-            return int(
-                conn.execute(
-                    select(func.count())
-                    .select_from(join)
-                    .where(self._pending_condition(index_version))
-                ).scalar_one()
-            )
+        """How many documents are pending for the index: read from the maintained
+        ``document_counts`` (migration 0020), not counted from the documents."""
+        return self.counts.pending(index_name, index_version)
 
     def record_applied(self, index_name: str, applied: Sequence[Applied]) -> None:
         """Record what the index's sink confirmed for these documents."""
@@ -154,6 +147,7 @@ class IndexState:
         now = utcnow()
         ids = [a.document_id for a in applied]
         with begin_write(self.engine) as conn:
+            lock_sources_of(conn, ids, shared=True)  # the counts' triggers' locks, in order
             conn.execute(delete(di).where(di.c.index_name == index_name, di.c.document_id.in_(ids)))
             conn.execute(
                 insert(di),
@@ -172,6 +166,7 @@ class IndexState:
             )
             if self.outbox is not None and self.outbox.enabled:
                 self.outbox.add(conn, _applied_events(conn, index_name, applied))
+        self.counts.note_write()
 
     def for_document(self, document_id: str) -> dict[str, tuple[int, int]]:
         """Each index's applied revision and chunk count for ``document_id``."""
@@ -238,6 +233,7 @@ class IndexState:
     def forget(self, index_name: str, document_ids: Sequence[str]) -> None:
         """Drop applied rows so the documents are pending again (reconcile repair)."""
         with begin_write(self.engine) as conn:
+            lock_sources_of(conn, list(document_ids), shared=True)
             conn.execute(
                 delete(di).where(
                     di.c.index_name == index_name, di.c.document_id.in_(list(document_ids))
@@ -247,6 +243,10 @@ class IndexState:
     def forget_index(self, index_name: str) -> None:
         """Drop every applied row of an index (it was emptied): all of it is pending."""
         with begin_write(self.engine) as conn:
+            held = conn.execute(
+                select(t.document_counts.c.scope).where(t.document_counts.c.kind == "docs")
+            )
+            lock_sources(conn, [r[0] for r in held], shared=True)
             conn.execute(delete(di).where(di.c.index_name == index_name))
 
     def totals(self, index_name: str) -> tuple[int, int]:
@@ -265,9 +265,4 @@ class IndexState:
 
     def active_documents(self) -> int:
         """How many active documents the manifest holds (what every index must hold)."""
-        with self.engine.connect() as conn:
-            return int(
-                conn.execute(
-                    select(func.count()).select_from(d).where(d.c.state == ACTIVE)
-                ).scalar_one()
-            )
+        return self.counts.active()

@@ -38,6 +38,7 @@ from headwater.manifest.tables_core import (
 )
 from headwater.manifest.tables_live import (
     counters,
+    document_counts,
     events_outbox,
     heartbeats,
     hint_sources,
@@ -55,6 +56,7 @@ __all__ = [
     "TZ",
     "checkpoints",
     "counters",
+    "document_counts",
     "document_indexes",
     "documents",
     "enumerations",

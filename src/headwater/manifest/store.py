@@ -20,6 +20,7 @@ from headwater.clock import utcnow
 from headwater.errors import TransientError, WriteConflict
 from headwater.manifest import schema as t
 from headwater.manifest.batch import write_batch
+from headwater.manifest.counts import DocumentCounts, lock_sources_of
 from headwater.manifest.db import begin_write, create_manifest_engine, migrate
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.generations import PREVIOUS, Generations, generation_key
@@ -233,15 +234,8 @@ class Manifest:
             return {r[0]: r[1] for r in rows}
 
     def count_documents(self, source_id: str, state: str = ACTIVE) -> int:
-        """How many documents of ``source_id`` are in ``state``."""
-        with self.engine.connect() as conn:
-            return int(
-                conn.execute(
-                    select(func.count()).where(
-                        t.documents.c.source_id == source_id, t.documents.c.state == state
-                    )
-                ).scalar_one()
-            )
+        """How many documents of ``source_id`` are in ``state`` (maintained counts)."""
+        return DocumentCounts(self.engine).documents(source_id, state)
 
     def count_tombstones(self, source_id: str, reason: str) -> int:
         """The source's tombstones with ``reason`` still held: not yet purged after the
@@ -332,6 +326,7 @@ class Manifest:
                     f"the manifest was busy ({exc.orig}); the batch will be retried"
                 ) from exc
             raise
+        self.index_state.counts.note_write()  # committed: fold the count rows now and then
 
     # -- maintenance -------------------------------------------------------------------
 
@@ -369,6 +364,7 @@ class Manifest:
                 )
             ]
             ids = [doc_id for doc_id, _ in old]
+            lock_sources_of(conn, ids, shared=False)  # the counts' triggers' locks, in order
             revisions = dict(old)
             for part in chunked(ids):
                 for doc_id, revision in conn.execute(

@@ -155,6 +155,8 @@ document_indexes = Table(
     Column("pipeline_version", String(32), nullable=False),
     Column("chunks", Integer, nullable=False),
     Column("applied_at", TZ, nullable=False),
+    # migration 0020: the admin chart sampler's "applied since the last sample"
+    Index("ix_document_indexes_applied_at", "applied_at"),
 )
 
 tombstones = Table(

@@ -2,9 +2,9 @@
 
 Full-replace push sessions and their objects, pushed groups, the hint queue and each
 source's hint state, process heartbeats and persisted counters, the change-events outbox,
-the shared rate-limit buckets and blocks, and the vendors' change-notification
-subscriptions: one ``metadata`` with the core tables (``tables_core``); ``schema`` is the
-one place callers import tables from.
+the shared rate-limit buckets and blocks, the vendors' change-notification
+subscriptions and the trigger-kept document counts: one ``metadata`` with the core
+tables (``tables_core``); ``schema`` is the one place callers import tables from.
 """
 
 from __future__ import annotations
@@ -170,4 +170,20 @@ subscriptions = Table(
     Column("failures", Integer, nullable=False),
     Column("last_error", Text, nullable=True),
     Column("retry_at", TZ, nullable=True),
+)
+
+# Maintained document counts (migration 0020, ``manifest.counts``), kept by triggers on
+# ``documents`` and ``document_indexes`` in the writer's transaction: ``kind`` ``docs``
+# (``scope`` a source, ``detail`` a state), ``applied`` (an index, a pipeline version:
+# index rows of active documents at their revision) or ``stale`` (an index: index rows of
+# deleted documents below the tombstone). ``tx`` is 0 on SQLite and for folded rows; on
+# PostgreSQL each writing transaction adds to rows of its own ``txid_current()``.
+document_counts = Table(
+    "document_counts",
+    metadata,
+    Column("kind", String(10), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("detail", String(32), primary_key=True),
+    Column("tx", BigInteger, primary_key=True),
+    Column("value", BigInteger, nullable=False),
 )

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
+
 from headwater.clock import as_utc, utcnow
 from headwater.jsonview import JsonView
+from headwater.manifest import schema as t
 from headwater.manifest.hints import HintSourceState
 from headwater.manifest.store import Manifest
 from headwater.manifest.subscriptions import SubscriptionState
@@ -220,13 +223,17 @@ def _source_row(
     hints: HintSourceState | None = None,
     throttled_until: datetime | None = None,
     subscriptions: Sequence[SubscriptionState] = (),
+    docs: Mapping[tuple[str, str, str], int] | None = None,
 ) -> SourceStatus:
+    """``docs``: the maintained document counts, read once for every row (None: read)."""
     record = manifest.runs.latest(source_id)
+    if docs is None:
+        docs = manifest.index_state.counts.totals("docs")
     return SourceStatus(
         id=source_id,
         type=source_type,
-        documents=manifest.count_documents(source_id, "active"),
-        deleted=manifest.count_documents(source_id, "deleted"),
+        documents=docs.get(("docs", source_id, "active"), 0),
+        deleted=docs.get(("docs", source_id, "deleted"), 0),
         failures_open=_count(manifest.failures.counts(source_id)["open"]),
         last_run=RunReport.from_record(record, source_type) if record else None,
         configured=configured,
@@ -242,14 +249,28 @@ def _count(value: object) -> int:
     return value
 
 
-def unconfigured_sources(manifest: Manifest, configured: set[str]) -> list[SourceStatus]:
+def known_sources(manifest: Manifest) -> dict[str, str]:
+    """Every source the manifest remembers (registered, or holding active documents),
+    mapped to its type ("" when only documents name it): the sources with documents come
+    from the maintained counts, not from a walk of the documents table."""
+    found = dict.fromkeys(manifest.index_state.counts.sources_with_active(), "")
+    with manifest.engine.connect() as conn:
+        found.update(
+            {r[0]: r[1] for r in conn.execute(select(t.sources.c.source_id, t.sources.c.type))}
+        )
+    return found
+
+
+def unconfigured_sources(
+    manifest: Manifest,
+    configured: set[str],
+    docs: Mapping[tuple[str, str, str], int] | None = None,
+) -> list[SourceStatus]:
     """Sources the manifest still holds but the config no longer names (never searched;
     `headwater source remove ID` deletes them)."""
-    from headwater.sync.removal import known_source_ids
-
     return [
-        _source_row(manifest, source_id, source_type, configured=False)
-        for source_id, source_type in sorted(known_source_ids(manifest).items())
+        _source_row(manifest, source_id, source_type, configured=False, docs=docs)
+        for source_id, source_type in sorted(known_sources(manifest).items())
         if source_id not in configured
     ]
 
@@ -273,6 +294,7 @@ def status_report(
     if throttled is None:
         throttled = manifest.rates.throttled()
     kept = manifest.subscriptions.states()
+    docs = manifest.index_state.counts.totals("docs")  # one read for every source's counts
     rows = [
         _source_row(
             manifest,
@@ -283,10 +305,11 @@ def status_report(
             hints=hints.get(source_id),
             throttled_until=throttled[source_id].until if source_id in throttled else None,
             subscriptions=[k for k in kept if k.source_id == source_id],
+            docs=docs,
         )
         for source_id, source_type in sources
     ]
-    rows.extend(unconfigured_sources(manifest, {source_id for source_id, _ in sources}))
+    rows.extend(unconfigured_sources(manifest, {source_id for source_id, _ in sources}, docs))
     totals = manifest.failures.counts()
     oldest = totals["oldest"]
     age = None
