@@ -14,7 +14,9 @@ Steps, each resumable (a finished step is skipped when run again):
    files is skipped, so an interrupted generation continues where it stopped);
 2. the workspace ``bench/out/noop-ws-<N>-<manifest>``: one filesystem source over the
    tree, the fake embedder, one ``sqlite`` index; its initial ``headwater sync --json``
-   (``--no-index`` with ``--no-index``, which the no-ops then pass too);
+   (``--no-index`` with ``--no-index``, which the no-ops then pass too; with
+   ``--prepare-no-fsync`` that untimed sync runs with ``os.fsync`` a no-op, since the
+   content store's fsync per new text makes a 1M preparation take hours here);
 3. measured, interleaved ``--repeats`` times: the plain walk in a child process, then a
    no-op ``headwater sync --json`` in a child process (``measure.run_measured``: wall,
    CPU, the child's own peak RSS).
@@ -159,9 +161,16 @@ def vacuum(url: str) -> None:
     engine.dispose()
 
 
-def sync(work: Path, no_index: bool) -> Measured:
-    """``headwater sync --json`` in a child process, from ``work``."""
-    command = [sys.executable, "-m", "headwater", "sync", "--json"]
+# The preparing sync with ``--prepare-no-fsync``: the CLI with ``os.fsync`` a no-op (the
+# content store fsyncs each new text, ~4 ms here: a 1M initial sync would take hours).
+NO_FSYNC = "import os; os.fsync = lambda fd: None; from headwater.cli.app import main; main()"
+
+
+def sync(work: Path, no_index: bool, no_fsync: bool = False) -> Measured:
+    """``headwater sync --json`` in a child process, from ``work``; ``no_fsync`` only for
+    the untimed initial sync that prepares the workspace."""
+    start = ["-c", NO_FSYNC] if no_fsync else ["-m", "headwater"]
+    command = [sys.executable, *start, "sync", "--json"]
     return run_measured(command + (["--no-index"] if no_index else []), cwd=work)
 
 
@@ -195,6 +204,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="no-ops measured (median)")
     parser.add_argument("--no-index", action="store_true", help="pass --no-index to every sync")
     parser.add_argument("--fresh", action="store_true", help="a new workspace and database")
+    parser.add_argument(
+        "--prepare-no-fsync",
+        action="store_true",
+        help="the initial (untimed) sync without fsync: a faster preparation, never measured",
+    )
     parser.add_argument("--tree", type=Path, help="where the tree is (default bench/out/)")
     parser.add_argument("--out", type=Path, help="the JSON file (default bench/out/)")
     args = parser.parse_args()
@@ -215,8 +229,9 @@ def main() -> None:
         print("initial sync: done before, skipped", flush=True)
     else:
         print("initial sync ...", flush=True)
-        first = sync(work, args.no_index)
+        first = sync(work, args.no_index, args.prepare_no_fsync)
         initial = {
+            "no_fsync": args.prepare_no_fsync,
             "wall_s": first.wall_s,
             "cpu_s": first.cpu_s,
             "peak_rss_mb": first.peak_rss_mb,

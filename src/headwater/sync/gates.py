@@ -125,8 +125,10 @@ class BatchBuilder(Batch):
             # failure still dead at this version was skipped above, so this is a redrive.
             assert record.checksum is not None
             title = doc.title or record.title
-            for key in PARSED_METADATA_KEYS & record.metadata.keys() - metadata.keys():
-                metadata[key] = record.metadata[key]  # the parser's, from unchanged content
+            held = record.metadata
+            for key in PARSED_METADATA_KEYS:
+                if key in held and key not in metadata:
+                    metadata[key] = held[key]  # the parser's, from unchanged content
             signature = signature_of(record.checksum, title, doc.locator, metadata)
             if signature == record.signature and acl == record.acl:
                 self.commit.seen.append(record.document_id)
