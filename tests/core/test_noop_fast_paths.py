@@ -18,11 +18,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 from sqlalchemy import select
 
-from headwater.connectors.filesystem import (
-    FilesystemConnector,
-    FilesystemOptions,
-    _after_cursor,
-)
+from headwater.connectors.filesystem import FilesystemConnector, FilesystemOptions
+from headwater.connectors.filesystem._items import _after_cursor
 from headwater.connectors.filesystem._read import fetch_ref
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import all_storable, is_storable

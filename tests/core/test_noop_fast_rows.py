@@ -102,3 +102,12 @@ def test_stored_metadata_answers_as_the_decoded_object(text: str) -> None:
     assert stored == plain and plain == stored and dict(stored) == plain
     assert list(stored) == list(plain) and len(stored) == len(plain)
     assert stored == StoredMetadata(text) and stored != {"other": "x"}
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_may_hold_any_is_false_only_when_none_is_held(text: str) -> None:
+    stored, plain = StoredMetadata(text), json.loads(text)
+    for keys in (["from", "to"], ["content"], ["con"], ["path", "x"], ["é"], ['q"k', "zz"]):
+        if not stored.may_hold_any(frozenset(keys)):
+            assert not any(key in plain for key in keys), keys
+    assert not StoredMetadata('{"a": "b"}').may_hold_any(frozenset({"from", "subject"}))

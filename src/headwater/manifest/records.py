@@ -119,12 +119,13 @@ class StoredMetadata(Mapping[str, MetadataValue]):
 
     def _absent(self, key: object) -> bool:
         """Whether the text alone shows that ``key`` is not held."""
-        return (
-            isinstance(key, str)
-            and key.replace("_", "a").isalnum()
-            and key.isascii()
-            and f'"{key}"' not in self._text
-        )
+        quoted = _quoted(key) if isinstance(key, str) else ""
+        return bool(quoted) and quoted not in self._text
+
+    def may_hold_any(self, keys: frozenset[str]) -> bool:
+        """False when the text alone shows that none of ``keys`` is held."""
+        quoted = _all_quoted(keys)
+        return quoted is None or any(q in self._text for q in quoted)
 
     def __getitem__(self, key: str) -> MetadataValue:
         if self._absent(key):
@@ -151,6 +152,20 @@ class StoredMetadata(Mapping[str, MetadataValue]):
 
     def __repr__(self) -> str:
         return repr(self._decoded())
+
+
+@lru_cache(maxsize=256)
+def _quoted(key: str) -> str:
+    """``"key"`` for a key of ASCII letters, digits and ``_`` (written so by any JSON
+    encoder), else "" (its JSON form varies: decode to know)."""
+    return f'"{key}"' if key.isascii() and key.replace("_", "a").isalnum() else ""
+
+
+@lru_cache(maxsize=16)
+def _all_quoted(keys: frozenset[str]) -> tuple[str, ...] | None:
+    """``_quoted`` of each key; None when one of them has no fixed JSON form."""
+    quoted = tuple(_quoted(key) for key in keys)
+    return None if not all(quoted) else quoted
 
 
 @lru_cache(maxsize=256)

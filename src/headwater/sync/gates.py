@@ -25,6 +25,7 @@ from headwater.manifest.records import (
     DocumentFields,
     DocumentWrite,
     RowVersion,
+    StoredMetadata,
 )
 from headwater.pipeline.parse import PARSED_METADATA_KEYS, parse
 from headwater.sync.batch import Batch
@@ -126,8 +127,8 @@ class BatchBuilder(Batch):
             assert record.checksum is not None
             title = doc.title or record.title
             held = record.metadata
-            for key in PARSED_METADATA_KEYS:
-                if key in held and key not in metadata:
+            if not isinstance(held, StoredMetadata) or held.may_hold_any(PARSED_METADATA_KEYS):
+                for key in PARSED_METADATA_KEYS & held.keys() - metadata.keys():
                     metadata[key] = held[key]  # the parser's, from unchanged content
             signature = signature_of(record.checksum, title, doc.locator, metadata)
             if signature == record.signature and acl == record.acl:

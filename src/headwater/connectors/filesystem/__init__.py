@@ -42,6 +42,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.connectors.filesystem._items import _checkpoint, _cursor_head, _document
 from headwater.connectors.filesystem._read import fetch_ref, read_listed
 from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
@@ -62,6 +63,7 @@ from headwater.types import (
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
 Listed = tuple[tuple[str, ...], str, os.stat_result]  # a file's path parts, path and stat
+_NONE = dict.fromkeys(("content", "media_type", "sequence", "access"))
 
 
 class FilesystemOptions(ConnectorOptions):
@@ -292,9 +294,8 @@ class FilesystemConnector:
     ) -> ReadStream:
         """Yield every selected file (content fetched lazily), resuming after the checkpoint."""
         after = tuple(json.loads(checkpoint.cursor)["after"]) if checkpoint else None
-        containers = self.options.containers
-        folder: tuple[str, ...] | None = None
-        head = ""
+        folder: tuple[str, ...] = ()  # the cursor's folder part, once a folder
+        containers, head = self.options.containers, _cursor_head(folder)
         for found in self._listing(after):
             if isinstance(found, Failure):
                 yield found
@@ -305,7 +306,7 @@ class FilesystemConnector:
                 yield from self._members(item)
             else:
                 yield item
-            if parts[:-1] != folder:  # the cursor's folder part, once a folder
+            if parts[:-1] != folder:
                 folder = parts[:-1]
                 head = _cursor_head(folder)
             yield _checkpoint(head + encode_basestring_ascii(parts[-1]) + "]}")
@@ -333,17 +334,14 @@ class FilesystemConnector:
                 "locator": locator,
                 "title": "",
                 "version": f"{st.st_mtime_ns}:{size}",
-                "content": None,
+                **_NONE,  # content, media_type, sequence, access
                 "fetch_ref": fetch_ref(rel, st),
-                "media_type": None,
                 "updated_at": datetime.fromtimestamp(st.st_mtime, UTC),
-                "sequence": None,
                 # a file over max_file_bytes is listed (so it can be a metadata-only
                 # document) but never read: its fetch is a permanent too_large failure
                 "metadata": {"path": rel, HIERARCHY_KEY: rel}
                 if size <= self.options.max_file_bytes
                 else {"path": rel, HIERARCHY_KEY: rel, "size": str(size)},
-                "access": None,
                 "size": size,
             }
         )
@@ -400,30 +398,3 @@ class FilesystemConnector:
     def fetch(self, ref: str) -> bytes:
         """The bytes of the regular file the listing saw at ``ref`` (``_read``)."""
         return read_listed(self, ref)
-
-
-def _after_cursor(parts: tuple[str, ...]) -> str:
-    """``json.dumps({"after": list(parts)})``: the checkpoint after the file at ``parts``."""
-    return _cursor_head(parts[:-1]) + encode_basestring_ascii(parts[-1]) + "]}"
-
-
-def _cursor_head(folder: tuple[str, ...]) -> str:
-    """The start of ``_after_cursor`` of every file in ``folder``: all but its name."""
-    return '{"after": [' + "".join(encode_basestring_ascii(p) + ", " for p in folder)
-
-
-# Built once per listed file, so without the frozen dataclasses' __init__ (one
-# object.__setattr__ per field, keyword arguments): the same objects, a few times faster
-# (tests/core/test_noop_fast_paths.py compares them with the constructors' own).
-def _document(values: dict[str, object]) -> SourceDocument:
-    """``SourceDocument(**values)``; ``values`` names every field."""
-    doc = object.__new__(SourceDocument)
-    doc.__dict__.update(values)
-    return doc
-
-
-def _checkpoint(cursor: str) -> Checkpoint:
-    """``Checkpoint(cursor)``."""
-    point = object.__new__(Checkpoint)
-    point.__dict__["cursor"] = cursor
-    return point
