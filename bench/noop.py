@@ -29,7 +29,7 @@ docs/s is files over the no-op's wall time from process start to exit (imports i
 ``run docs/s`` is files over the run's own ``duration_s`` (the manifest work without the
 process start); ``CPU docs/s`` is files over the child's user + system seconds, and
 ``CPU ÷ walk`` the same ratio in CPU time (what a shared machine's load distorts least).
-The PostgreSQL manifest is database ``hw_bench_noop_<N>`` on
+The PostgreSQL manifest is database ``hw_bench_noop_<N>`` (or ``--pg-database``) on
 ``HW_BENCH_PG`` (default the local server), kept for a resumed run, and gets a
 ``VACUUM ANALYZE`` (untimed) before each no-op, as autovacuum would give it; ``--fresh`` starts
 both the workspace and that database over. Raw figures: ``bench/out/noop-<N>-<manifest>.json``.
@@ -136,7 +136,7 @@ def manifest_url(args: argparse.Namespace) -> str:
         return "sqlite:///.headwater/manifest.db"
     from sqlalchemy import create_engine, text
 
-    name = f"hw_bench_noop_{args.files}"
+    name = args.pg_database or f"hw_bench_noop_{args.files}"
     admin = create_engine(f"{PG}/postgres", isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         if args.fresh:
@@ -242,6 +242,7 @@ def main() -> None:
         help="the initial (untimed) sync without fsync and inserting new rows in bulk",
     )
     parser.add_argument("--tree", type=Path, help="where the tree is (default bench/out/)")
+    parser.add_argument("--pg-database", help="the PostgreSQL database (hw_bench_noop_<N>)")
     parser.add_argument("--out", type=Path, help="the JSON file (default bench/out/)")
     args = parser.parse_args()
 
