@@ -167,7 +167,7 @@ NO_FSYNC = "import os; os.fsync = lambda fd: None; from headwater.cli.app import
 # ``--prepare-bulk`` also inserts a batch of only new documents (a fresh workspace) with
 # one executemany: the rows the gates decided, as ``batch.write_batch`` would insert them
 # (no outbox events, no floors: a fresh workspace has none); any other batch commits as
-# usual. The per-row statements cost ~3.6 ms a document here: 1M would take a day.
+# usual. The per-row statements cost ~3.6 ms of CPU a document here: hours for 1M.
 BULK = """
 import os
 os.fsync = lambda fd: None
