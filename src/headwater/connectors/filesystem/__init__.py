@@ -192,9 +192,8 @@ class FilesystemConnector:
         seen_dirs: frozenset[tuple[int, int]],
         via_link: bool = False,
     ) -> Iterator[Listed | Failure]:
-        """Files (path parts, relative path and stat, the target's for a followed link)
-        under ``directory``; ``via_link`` when a followed link led here (so every file's
-        real path is checked against this source's scope)."""
+        """Files (path parts, path and stat, the target's for a followed link) under
+        ``directory``; ``via_link``: a followed link led here (check each real path)."""
         try:
             entries = self._scandir(directory)
         except OSError as exc:
@@ -211,8 +210,7 @@ class FilesystemConnector:
             here = (*parts, entry.name)
             if after is not None and here < after[: len(here)]:
                 continue  # this entry and everything under it came before the checkpoint
-            is_link = entry.is_symlink()
-            if is_link and not follow:
+            if (is_link := entry.is_symlink()) and not follow:
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)
