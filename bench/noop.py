@@ -14,7 +14,9 @@ Steps, each resumable (a finished step is skipped when run again):
    files is skipped, so an interrupted generation continues where it stopped);
 2. the workspace ``bench/out/noop-ws-<N>-<manifest>``: one filesystem source over the
    tree, the fake embedder, one ``sqlite`` index; its initial ``headwater sync --json``
-   (``--no-index`` with ``--no-index``, which the no-ops then pass too);
+   (``--no-index`` with ``--no-index``, which the no-ops then pass too; with
+   ``--prepare-no-fsync`` that untimed sync runs with ``os.fsync`` a no-op, since the
+   content store's fsync per new text makes a 1M preparation take hours here);
 3. measured, interleaved ``--repeats`` times: the plain walk in a child process, then a
    no-op ``headwater sync --json`` in a child process (``measure.run_measured``: wall,
    CPU, the child's own peak RSS).
@@ -27,7 +29,7 @@ docs/s is files over the no-op's wall time from process start to exit (imports i
 ``run docs/s`` is files over the run's own ``duration_s`` (the manifest work without the
 process start); ``CPU docs/s`` is files over the child's user + system seconds, and
 ``CPU ÷ walk`` the same ratio in CPU time (what a shared machine's load distorts least).
-The PostgreSQL manifest is database ``hw_bench_noop_<N>`` on
+The PostgreSQL manifest is database ``hw_bench_noop_<N>`` (or ``--pg-database``) on
 ``HW_BENCH_PG`` (default the local server), kept for a resumed run, and gets a
 ``VACUUM ANALYZE`` (untimed) before each no-op, as autovacuum would give it; ``--fresh`` starts
 both the workspace and that database over. Raw figures: ``bench/out/noop-<N>-<manifest>.json``.
@@ -134,7 +136,7 @@ def manifest_url(args: argparse.Namespace) -> str:
         return "sqlite:///.headwater/manifest.db"
     from sqlalchemy import create_engine, text
 
-    name = f"hw_bench_noop_{args.files}"
+    name = args.pg_database or f"hw_bench_noop_{args.files}"
     admin = create_engine(f"{PG}/postgres", isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         if args.fresh:
@@ -159,9 +161,43 @@ def vacuum(url: str) -> None:
     engine.dispose()
 
 
-def sync(work: Path, no_index: bool) -> Measured:
-    """``headwater sync --json`` in a child process, from ``work``."""
-    command = [sys.executable, "-m", "headwater", "sync", "--json"]
+# The preparing sync with ``--prepare-no-fsync``: the CLI with ``os.fsync`` a no-op (the
+# content store fsyncs each new text, ~4 ms here: a 1M initial sync would take hours).
+NO_FSYNC = "import os; os.fsync = lambda fd: None; from headwater.cli.app import main; main()"
+# ``--prepare-bulk`` also inserts a batch of only new documents (a fresh workspace) with
+# one executemany: the rows the gates decided, as ``batch.write_batch`` would insert them
+# (no outbox events, no floors: a fresh workspace has none); any other batch commits as
+# usual. The per-row statements cost ~3.6 ms of CPU a document here: hours for 1M.
+BULK = """
+import os
+os.fsync = lambda fd: None
+from sqlalchemy import insert
+from headwater.clock import utcnow
+from headwater.manifest import schema as t
+from headwater.manifest.db import begin_write
+from headwater.manifest.store import Manifest
+commit = Manifest.commit_batch
+def bulk(self, run_id, batch, *, lease=None):
+    other = (batch.seen, batch.seen_prefixes, batch.tombstones, batch.cleared_tombstones,
+             batch.failures, batch.still_failing)
+    if not batch.writes or any(other) or not all(w.is_new for w in batch.writes):
+        return commit(self, run_id, batch, lease=lease)
+    now = utcnow()
+    rows = [dict(w.values(), created_at=now, updated_at=now) for w in batch.writes]
+    with begin_write(self.engine) as conn:
+        conn.execute(insert(t.documents), rows)
+Manifest.commit_batch = bulk
+from headwater.cli.app import main
+main()
+"""
+
+
+def sync(work: Path, no_index: bool, no_fsync: bool = False, bulk: bool = False) -> Measured:
+    """``headwater sync --json`` in a child process, from ``work``; ``no_fsync`` and
+    ``bulk`` only for the untimed initial sync that prepares the workspace."""
+    start = ["-c", NO_FSYNC] if no_fsync else ["-m", "headwater"]
+    start = ["-c", BULK] if bulk else start
+    command = [sys.executable, *start, "sync", "--json"]
     return run_measured(command + (["--no-index"] if no_index else []), cwd=work)
 
 
@@ -195,7 +231,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="no-ops measured (median)")
     parser.add_argument("--no-index", action="store_true", help="pass --no-index to every sync")
     parser.add_argument("--fresh", action="store_true", help="a new workspace and database")
+    parser.add_argument(
+        "--prepare-no-fsync",
+        action="store_true",
+        help="the initial (untimed) sync without fsync: a faster preparation, never measured",
+    )
+    parser.add_argument(
+        "--prepare-bulk",
+        action="store_true",
+        help="the initial (untimed) sync without fsync and inserting new rows in bulk",
+    )
     parser.add_argument("--tree", type=Path, help="where the tree is (default bench/out/)")
+    parser.add_argument("--pg-database", help="the PostgreSQL database (hw_bench_noop_<N>)")
     parser.add_argument("--out", type=Path, help="the JSON file (default bench/out/)")
     args = parser.parse_args()
 
@@ -215,8 +262,10 @@ def main() -> None:
         print("initial sync: done before, skipped", flush=True)
     else:
         print("initial sync ...", flush=True)
-        first = sync(work, args.no_index)
+        first = sync(work, args.no_index, args.prepare_no_fsync, args.prepare_bulk)
         initial = {
+            "no_fsync": args.prepare_no_fsync or args.prepare_bulk,
+            "bulk": args.prepare_bulk,
             "wall_s": first.wall_s,
             "cpu_s": first.cpu_s,
             "peak_rss_mb": first.peak_rss_mb,

@@ -9,14 +9,17 @@ positionally against rows read by name.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 import pytest
 from sqlalchemy import select
 
-from headwater.connectors.filesystem import _after_cursor
+from headwater.connectors.filesystem import FilesystemConnector, FilesystemOptions
+from headwater.connectors.filesystem._items import _after_cursor
 from headwater.connectors.filesystem._read import fetch_ref
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import all_storable, is_storable
@@ -24,6 +27,9 @@ from headwater.manifest import schema as t
 from headwater.manifest.records import BatchCommit, DocumentFields, DocumentRecord, DocumentWrite
 from headwater.manifest.store import Manifest
 from headwater.pipeline.parse._members import container_kind
+from headwater.sync.decisions import signature_of
+from headwater.sync.storable import storable_item
+from headwater.types import Checkpoint, SourceDocument, Window
 
 NAMES = ["a.md", 'q"uote', "back\\slash", "é/日本.txt", "\udcff-undecodable", "tab\there", ""]
 
@@ -112,3 +118,78 @@ def test_rows_read_positionally_equal_rows_read_by_name(tmp_path: Path) -> None:
             n: getattr(record, n) for n in names
         }
     manifest.close()
+
+
+AWKWARD = ["a", 'q"uote', "back\\slash", "é日本", "tab\there", "line\nbreak", "\u2028", ""]
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {},
+        {"path": "a/b.md", "hierarchy": "a/b.md"},
+        {name: name for name in AWKWARD},
+        {"z": ["x", 'y"', "é"], "a": [], "m": "v"},
+        {"n": 1},  # not a string: the encoder's own form
+        {"t": ("a", "b")},
+        {"none": None},
+        {"k": ["a", 2]},
+    ],
+)
+def test_the_signature_is_the_sha256_of_the_sorted_json(metadata: dict[str, object]) -> None:
+    for title, locator in (("T", "/r/a.md"), ('q"é\\', "/r/日本\t.md"), ("", "")):
+        payload = json.dumps(["c" * 64, title, locator, metadata], sort_keys=True)
+        wanted = hashlib.sha256(payload.encode()).hexdigest()
+        assert signature_of("c" * 64, title, locator, metadata) == wanted  # type: ignore[arg-type]
+
+
+def test_a_listed_file_is_the_document_and_checkpoint_the_constructors_make(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    for rel in ["a.md", 'q"d/b.md', "é/日本.txt", "d/e/f/g.md", "back\\slash/x.md"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    big = root / "big.md"
+    big.write_text("x" * 100)
+    connector = FilesystemConnector(FilesystemOptions(root=str(root), max_file_bytes=50))
+    items = list(connector.read(Window(None, None), None, lambda _: None))
+    docs = [i for i in items if isinstance(i, SourceDocument)]
+    points = [i for i in items if isinstance(i, Checkpoint)]
+    assert len(docs) == len(points) == 6
+    for doc, point in zip(docs, points, strict=True):
+        st = (root / doc.object_id).stat()
+        path = doc.object_id
+        made = SourceDocument(
+            object_id=path,
+            locator=str(root.resolve().joinpath(*path.split("/"))),
+            title="",
+            version=f"{st.st_mtime_ns}:{st.st_size}",
+            fetch_ref=json.dumps({"path": path, "file": [st.st_dev, st.st_ino]}),
+            updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
+            metadata={"path": path, "hierarchy": path}
+            | ({"size": str(st.st_size)} if st.st_size > 50 else {}),
+            size=st.st_size,
+        )
+        assert type(doc) is SourceDocument and doc == made and vars(doc) == vars(made)
+        assert type(point) is Checkpoint
+        assert point == Checkpoint(json.dumps({"after": path.split("/")}))
+    assert [d.object_id for d in docs] == sorted(
+        (d.object_id for d in docs), key=lambda p: p.split("/")
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "storable"),
+    [("plain", True), ("nul\x00", False), ("é日本", True), ("\ud800", False), ("\U0001f600", True),
+     ("\ud83d\ude00", False)],  # two lone surrogates, not the pair's emoji
+)  # fmt: skip
+def test_storable_passes_an_item_as_it_is_only_when_all_its_text_is(
+    text: str, storable: bool
+) -> None:
+    for where in ("object_id", "title", "locator", "metadata"):
+        values: dict[str, object] = {"object_id": "o", "locator": "l", "title": "t"}
+        values["version"] = "1"
+        values[where] = {"k": text} if where == "metadata" else text
+        item = SourceDocument(**values)  # type: ignore[arg-type]
+        assert (storable_item(item) is item) == storable, (where, text)

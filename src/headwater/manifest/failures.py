@@ -16,7 +16,6 @@ from sqlalchemy import (
     Connection,
     Engine,
     and_,
-    bindparam,
     delete,
     func,
     insert,
@@ -29,6 +28,7 @@ from headwater.clock import utcnow
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
 from headwater.manifest.failure_groups import FailureGroup, GroupKey, entries_of, summarize
+from headwater.manifest.lookups import bound_ids, in_ids
 from headwater.manifest.records import SOURCE_STAGES, FailureRecord, FailureWrite
 
 RETRYING = "retrying"
@@ -160,16 +160,17 @@ class FailureLedger:
     ) -> dict[str, tuple[str | None, str]]:
         """For dead source-stage entries: document -> (source version, pipeline version)."""
         found: dict[str, tuple[str | None, str]] = {}
+        dialect = self.engine.dialect.name
         query = select(
             t.failures.c.document_id, t.failures.c.source_version, t.failures.c.pipeline_version
         ).where(
-            t.failures.c.document_id.in_(bindparam("ids", expanding=True)),
+            in_ids(t.failures.c.document_id, dialect),
             t.failures.c.status == DEAD,
             t.failures.c.stage.in_(SOURCE_STAGES),
-        )  # built once, its ids bound per part
+        )  # built once, its ids bound per part as one value
         with self.engine.connect() as conn:
             for part in _chunks(list(document_ids)):
-                rows = conn.execute(query, {"ids": list(part)})
+                rows = conn.execute(query, {"ids": bound_ids(part, dialect)})
                 for r in rows:
                     found[r[0]] = (r[1], r[2])
         return found

@@ -7,7 +7,7 @@ frozen dataclasses, and writes are described by them too.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import lru_cache
@@ -51,13 +51,16 @@ class DocumentFields:
     def from_fields(cls, row: Sequence[Any]) -> DocumentFields:
         """The fields of a ``documents`` row selected as ``FIELD_COLUMNS``, in that order
         (no timestamps): what the sync gates decide from, one per object a run lists."""
-        (doc_id, source_id, object_id, locator, title, media_type, version, checksum) = row[:8]
-        (signature, pipeline, revision, sequence, state, acl, metadata, last_seen) = row[8:]
-        return cls(
-            doc_id, source_id, object_id, locator, title, media_type, version, checksum,
-            signature, pipeline, revision, sequence, state, _acl(acl),
-            json.loads(metadata), last_seen,
-        )  # fmt: skip
+        # Not through the frozen dataclass's __init__ (one object.__setattr__ per field):
+        # the same object, a few times faster (tests/core/test_noop_fast_paths.py).
+        # The metadata stays JSON until read (``StoredMetadata``): a no-op asks it only
+        # whether it holds a few keys.
+        values = dict(zip(FIELD_COLUMNS, row, strict=True))
+        values["acl"] = _acl(values["acl"])
+        values["metadata"] = StoredMetadata(values["metadata"])
+        record = object.__new__(cls)
+        record.__dict__.update(values)
+        return record
 
     def values(self) -> dict[str, Any]:
         """The row's values as the manifest stores them (JSON for ACL and metadata)."""
@@ -92,6 +95,77 @@ class DocumentRecord(DocumentFields):
             signature, pipeline, revision, sequence, state, _acl(acl),
             json.loads(metadata), last_seen, created, updated,
         )  # fmt: skip
+
+
+class StoredMetadata(Mapping[str, MetadataValue]):
+    """A row's metadata as the manifest stores it (a JSON object), decoded when first read.
+
+    Whether it holds a key made of letters, digits and ``_`` is answered from the text
+    while the text does not name the key at all: any JSON encoder writes such a key as
+    ``"key"``. The sync gates ask a row that much (``content``, the parsed headers) and
+    nothing else when its version hint is unchanged.
+    """
+
+    __slots__ = ("_text", "_value")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._value: dict[str, MetadataValue] | None = None
+
+    def _decoded(self) -> dict[str, MetadataValue]:
+        if self._value is None:
+            self._value = json.loads(self._text)
+        return self._value
+
+    def _absent(self, key: object) -> bool:
+        """Whether the text alone shows that ``key`` is not held."""
+        quoted = _quoted(key) if isinstance(key, str) else ""
+        return bool(quoted) and quoted not in self._text
+
+    def may_hold_any(self, keys: frozenset[str]) -> bool:
+        """False when the text alone shows that none of ``keys`` is held."""
+        quoted = _all_quoted(keys)
+        return quoted is None or any(q in self._text for q in quoted)
+
+    def __getitem__(self, key: str) -> MetadataValue:
+        if self._absent(key):
+            raise KeyError(key)
+        return self._decoded()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return not self._absent(key) and key in self._decoded()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default``."""
+        return default if self._absent(key) else self._decoded().get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decoded())
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StoredMetadata) and other._text == self._text:
+            return True
+        return isinstance(other, Mapping) and self._decoded() == dict(other.items())
+
+    def __repr__(self) -> str:
+        return repr(self._decoded())
+
+
+@lru_cache(maxsize=256)
+def _quoted(key: str) -> str:
+    """``"key"`` for a key of ASCII letters, digits and ``_`` (written so by any JSON
+    encoder), else "" (its JSON form varies: decode to know)."""
+    return f'"{key}"' if key.isascii() and key.replace("_", "a").isalnum() else ""
+
+
+@lru_cache(maxsize=16)
+def _all_quoted(keys: frozenset[str]) -> tuple[str, ...] | None:
+    """``_quoted`` of each key; None when one of them has no fixed JSON form."""
+    quoted = tuple(_quoted(key) for key in keys)
+    return None if not all(quoted) else quoted
 
 
 @lru_cache(maxsize=256)

@@ -11,11 +11,12 @@ reads or writes anything; ``sync.gates.BatchBuilder`` applies these decisions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from hashlib import sha256
+from json.encoder import encode_basestring_ascii
 
 from headwater.identity import document_id
 from headwater.manifest.records import ACTIVE, DocumentFields, DocumentWrite
@@ -76,13 +77,41 @@ class Outcome(StrEnum):
 def signature_of(
     checksum: str, title: str, locator: str, metadata: Mapping[str, MetadataValue]
 ) -> str:
-    """What a sink shows besides the ACL: a change here means the chunks must be re-written."""
-    payload = _SORTED_JSON.encode([checksum, title, locator, dict(metadata)])
-    return hashlib.sha256(payload.encode()).hexdigest()
+    """What a sink shows besides the ACL: a change here means the chunks must be re-written.
+
+    The sha256 of ``json.dumps([checksum, title, locator, metadata], sort_keys=True)``; a
+    no-op re-sync computes one per object it lists, so the JSON of plain strings and
+    lists of strings is written here directly (the same text, ``_signed_json``)."""
+    payload = _signed_json(checksum, title, locator, metadata)
+    if payload is None:
+        payload = _SORTED_JSON.encode([checksum, title, locator, dict(metadata)])
+    return sha256(payload.encode()).hexdigest()
 
 
 # json.dumps(..., sort_keys=True) builds an encoder per call; this one is built once
 _SORTED_JSON = json.JSONEncoder(sort_keys=True)
+_text = encode_basestring_ascii  # a JSON string as the default encoder writes it
+
+
+def _signed_json(
+    checksum: str, title: str, locator: str, metadata: Mapping[str, MetadataValue]
+) -> str | None:
+    """``_SORTED_JSON.encode([checksum, title, locator, dict(metadata)])`` when every value
+    is a ``str`` or a list of them (None otherwise: the encoder decides)."""
+    if not (type(checksum) is str and type(title) is str and type(locator) is str):
+        return None
+    if not all(type(key) is str for key in metadata):
+        return None
+    items: list[str] = []
+    for key in sorted(metadata):
+        value = metadata[key]
+        if type(value) is str:
+            items.append(f"{_text(key)}: {_text(value)}")
+        elif type(value) is list and all(type(v) is str for v in value):
+            items.append(f"{_text(key)}: [{', '.join(map(_text, value))}]")
+        else:
+            return None
+    return f"[{_text(checksum)}, {_text(title)}, {_text(locator)}, {{{', '.join(items)}}}]"
 
 
 def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:

@@ -25,6 +25,7 @@ from headwater.manifest.records import (
     DocumentFields,
     DocumentWrite,
     RowVersion,
+    StoredMetadata,
 )
 from headwater.pipeline.parse import PARSED_METADATA_KEYS, parse
 from headwater.sync.batch import Batch
@@ -125,8 +126,7 @@ class BatchBuilder(Batch):
             # failure still dead at this version was skipped above, so this is a redrive.
             assert record.checksum is not None
             title = doc.title or record.title
-            for key in PARSED_METADATA_KEYS & record.metadata.keys() - metadata.keys():
-                metadata[key] = record.metadata[key]  # the parser's, from unchanged content
+            _keep_parsed_keys(record, metadata)
             signature = signature_of(record.checksum, title, doc.locator, metadata)
             if signature == record.signature and acl == record.acl:
                 self.commit.seen.append(record.document_id)
@@ -332,6 +332,15 @@ class BatchBuilder(Batch):
             checked=True,
             expect=RowVersion.of(record) if record is not None else None,
         )
+
+
+def _keep_parsed_keys(record: DocumentFields, metadata: dict[str, MetadataValue]) -> None:
+    """Copy into ``metadata`` the keys the parser set on ``record`` from its unchanged
+    content (a stored row answers "none" from its text, without decoding it)."""
+    held = record.metadata
+    if not isinstance(held, StoredMetadata) or held.may_hold_any(PARSED_METADATA_KEYS):
+        for key in PARSED_METADATA_KEYS & held.keys() - metadata.keys():
+            metadata[key] = held[key]
 
 
 def _unreadable_row(record: DocumentFields) -> bool:

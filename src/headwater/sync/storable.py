@@ -44,8 +44,9 @@ def storable_item(
             error_class=storable(item.error_class),
             message=storable(item.message),
         )
-    if all_storable(_texts_of(item)):
-        return item  # the usual case, checked in one search: nothing to copy
+    joined = "".join(_texts_of(item))
+    if (joined.isascii() and "\x00" not in joined) or all_storable((joined,)):
+        return item  # the usual case, checked at once (ASCII holds no surrogate): no copy
     if not (is_storable(item.object_id) and is_storable(item.fetch_ref)):
         which = "object id" if not is_storable(item.object_id) else "fetch reference"
         return Failure(

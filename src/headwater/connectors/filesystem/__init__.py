@@ -42,6 +42,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
+from headwater.connectors.filesystem._items import _checkpoint, _cursor_head, _document
 from headwater.connectors.filesystem._read import fetch_ref, read_listed
 from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
@@ -60,6 +61,9 @@ from headwater.types import (
 )
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+
+Listed = tuple[tuple[str, ...], str, os.stat_result]  # a file's path parts, path and stat
+_NONE = dict.fromkeys(("content", "media_type", "sequence", "access"))
 
 
 class FilesystemOptions(ConnectorOptions):
@@ -96,6 +100,8 @@ class FilesystemConnector:
         self._prefix = str(self.root).rstrip("/") + "/"
         self.files_read = 0
         self._selects = KeyFilter(options.include, options.exclude)
+        # the default include and no exclude: every listed file is in scope, unasked
+        self._selects_every_file = self._selects._everything
         # The workspace's own state (manifest, indexes, content store) when it lies under
         # the root, e.g. `root = "."` beside headwater.toml: never read as documents.
         self._state_dir: tuple[int, int] | None = None
@@ -185,10 +191,9 @@ class FilesystemConnector:
         after: tuple[str, ...] | None,
         seen_dirs: frozenset[tuple[int, int]],
         via_link: bool = False,
-    ) -> Iterator[tuple[tuple[str, ...], os.stat_result] | Failure]:
-        """Files (path parts and stat, the target's for a followed link) under
-        ``directory``; ``via_link`` when a followed link led here (so every file's real
-        path is checked against this source's scope)."""
+    ) -> Iterator[Listed | Failure]:
+        """Files (path parts, path and stat, the target's for a followed link) under
+        ``directory``; ``via_link``: a followed link led here (check each real path)."""
         try:
             entries = self._scandir(directory)
         except OSError as exc:
@@ -199,12 +204,13 @@ class FilesystemConnector:
                 ) from exc
             yield self._unlistable(parts, exc)
             return
+        folder = "/".join(parts) + "/" if parts else ""  # each file's path is folder + name
+        follow, every = self.options.follow_symlinks, self._selects_every_file
         for entry in entries:
             here = (*parts, entry.name)
             if after is not None and here < after[: len(here)]:
                 continue  # this entry and everything under it came before the checkpoint
-            is_link = entry.is_symlink()
-            if is_link and not self.options.follow_symlinks:
+            if (is_link := entry.is_symlink()) and not follow:
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)
@@ -218,7 +224,7 @@ class FilesystemConnector:
                     yield self._unlistable(here, exc, what)
                 continue
             linked = via_link or is_link
-            if entry.is_dir(follow_symlinks=self.options.follow_symlinks):
+            if entry.is_dir(follow_symlinks=follow):
                 if self._selects.excludes_folder("/".join(here)):
                     continue  # excluded whole: never listed, so never an unlistable failure
                 if linked and (refused := self._out_of_scope(here, entry.path, folder=True)):
@@ -229,16 +235,16 @@ class FilesystemConnector:
                 if key in seen_dirs or key == self._state_dir:
                     continue  # a symlink cycle, or Headwater's own state_dir
                 yield from self._walk(Path(entry.path), here, after, seen_dirs | {key}, linked)
-            elif entry.is_file(follow_symlinks=self.options.follow_symlinks):
+            elif entry.is_file(follow_symlinks=follow):
                 if after is not None and here <= after:
                     continue
-                rel = "/".join(here)
-                if not self._listed_in_scope(rel):
+                rel = folder + entry.name
+                if not (every or self._listed_in_scope(rel)):
                     continue
                 if linked and (refused := self._out_of_scope(here, entry.path)):
                     yield refused
                     continue
-                yield here, st
+                yield here, rel, st
 
     def _real_parts(self, path: str) -> tuple[str, ...] | None:
         """The parts of ``path``'s real location relative to the root, links resolved;
@@ -276,9 +282,7 @@ class FilesystemConnector:
             permanent=True,
         )
 
-    def _listing(
-        self, after: tuple[str, ...] | None = None
-    ) -> Iterator[tuple[tuple[str, ...], os.stat_result] | Failure]:
+    def _listing(self, after: tuple[str, ...] | None = None) -> Iterator[Listed | Failure]:
         self.validate()
         st = self.root.stat()
         return self._walk(self.root, (), after, frozenset({(st.st_dev, st.st_ino)}))
@@ -288,23 +292,27 @@ class FilesystemConnector:
     ) -> ReadStream:
         """Yield every selected file (content fetched lazily), resuming after the checkpoint."""
         after = tuple(json.loads(checkpoint.cursor)["after"]) if checkpoint else None
+        folder: tuple[str, ...] = ()  # the cursor's folder part, once a folder
+        containers, head = self.options.containers, _cursor_head(folder)
         for found in self._listing(after):
             if isinstance(found, Failure):
                 yield found
                 continue
-            parts, st = found
-            item = self._item(parts, st)
-            if isinstance(item, SourceDocument) and self._is_container(item.object_id):
+            parts, rel, st = found
+            item = self._item(rel, st)
+            if containers and type(item) is SourceDocument and container_kind(rel) is not None:
                 yield from self._members(item)
             else:
                 yield item
-            yield Checkpoint(_after_cursor(parts))
+            if parts[:-1] != folder:
+                folder = parts[:-1]
+                head = _cursor_head(folder)
+            yield _checkpoint(head + encode_basestring_ascii(parts[-1]) + "]}")
         return None
 
-    def _item(self, parts: tuple[str, ...], st: os.stat_result) -> SourceDocument | Failure:
-        rel = "/".join(parts)
+    def _item(self, rel: str, st: os.stat_result) -> SourceDocument | Failure:
         locator = self._prefix + rel  # what str(self.root.joinpath(*parts)) gives, faster
-        if not is_utf8(rel):
+        if not (rel.isascii() or is_utf8(rel)):
             shown = printable(rel)
             return Failure(
                 object_id=shown,
@@ -317,19 +325,23 @@ class FilesystemConnector:
                 ),
                 permanent=True,
             )
-        return SourceDocument(
-            object_id=rel,
-            locator=locator,
-            title="",
-            version=f"{st.st_mtime_ns}:{st.st_size}",
-            fetch_ref=fetch_ref(rel, st),
-            updated_at=datetime.fromtimestamp(st.st_mtime, UTC),
-            # a file over max_file_bytes is listed (so it can be a metadata-only
-            # document) but never read: its fetch is a permanent too_large failure
-            metadata={"path": rel, HIERARCHY_KEY: rel}
-            if st.st_size <= self.options.max_file_bytes
-            else {"path": rel, HIERARCHY_KEY: rel, "size": str(st.st_size)},
-            size=st.st_size,
+        size = st.st_size
+        return _document(
+            {
+                "object_id": rel,
+                "locator": locator,
+                "title": "",
+                "version": f"{st.st_mtime_ns}:{size}",
+                **_NONE,  # content, media_type, sequence, access
+                "fetch_ref": fetch_ref(rel, st),
+                "updated_at": datetime.fromtimestamp(st.st_mtime, UTC),
+                # a file over max_file_bytes is listed (so it can be a metadata-only
+                # document) but never read: its fetch is a permanent too_large failure
+                "metadata": {"path": rel, HIERARCHY_KEY: rel}
+                if size <= self.options.max_file_bytes
+                else {"path": rel, HIERARCHY_KEY: rel, "size": str(size)},
+                "size": size,
+            }
         )
 
     def _is_container(self, object_id: str) -> bool:
@@ -368,8 +380,8 @@ class FilesystemConnector:
                     raise FatalError(found.message)
                 yield found.object_id
                 continue
-            rel = printable("/".join(found[0]))
-            if not self._is_container(rel) or found[1].st_size > self.options.max_file_bytes:
+            rel = printable(found[1])
+            if not self._is_container(rel) or found[2].st_size > self.options.max_file_bytes:
                 yield rel
                 continue
             try:  # a container that cannot be listed now must delete none of its members
@@ -384,8 +396,3 @@ class FilesystemConnector:
     def fetch(self, ref: str) -> bytes:
         """The bytes of the regular file the listing saw at ``ref`` (``_read``)."""
         return read_listed(self, ref)
-
-
-def _after_cursor(parts: tuple[str, ...]) -> str:
-    """``json.dumps({"after": list(parts)})``: the checkpoint after the file at ``parts``."""
-    return '{"after": [' + ", ".join(map(encode_basestring_ascii, parts)) + "]}"

@@ -32,7 +32,7 @@ class _Listing(Protocol):
     def _out_of_scope(
         self, parts: tuple[str, ...], path: str, *, folder: bool = ...
     ) -> Failure | None: ...
-    def _item(self, parts: tuple[str, ...], st: os.stat_result) -> SourceDocument | Failure: ...
+    def _item(self, rel: str, st: os.stat_result) -> SourceDocument | Failure: ...
 
 
 def refetch(
@@ -67,4 +67,4 @@ def refetch(
         if follow and (refused := conn._out_of_scope(parts, str(path))):
             yield refused
             continue
-        yield conn._item(parts, st)
+        yield conn._item(object_id, st)  # object_id is "/".join(parts)

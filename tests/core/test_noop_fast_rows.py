@@ -1,0 +1,113 @@
+"""The no-op's manifest reads give exactly what the plain forms give, on both databases.
+
+A part of ids is bound as one value (``manifest.lookups.in_ids``: a JSON array for
+SQLite's ``json_each``, an array for PostgreSQL's ``= ANY``), so each awkward id (quotes,
+backslashes, non-ASCII, control characters, more ids than one part) must find exactly its
+row; and a row's metadata stays JSON until read (``StoredMetadata``), so every question
+asked of it must answer as the decoded object would.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from headwater.manifest.prunes import CHUNK
+from headwater.manifest.records import (
+    BatchCommit,
+    DocumentWrite,
+    FailureWrite,
+    StoredMetadata,
+)
+from headwater.manifest.store import Manifest
+
+IDS = ["a.md", 'q"uote', "back\\slash", "é/日本.txt", "tab\there", "line\nbreak", "%_like", ""]
+
+
+def _write(object_id: str, n: int) -> DocumentWrite:
+    return DocumentWrite(
+        document_id=f"doc{n}",
+        source_id="s",
+        object_id=object_id,
+        locator=f"/r/{object_id}",
+        title="T",
+        media_type=None,
+        source_version=f"{n}:1",
+        checksum="c",
+        signature="g",
+        pipeline_version="p",
+        revision=1,
+        sequence=None,
+        state="active",
+        acl=("public",),
+        metadata={"path": object_id},
+        last_seen_run=None,
+        is_new=True,
+    )
+
+
+def test_rows_and_dead_failures_are_found_by_exactly_their_ids(manifest_url: str) -> None:
+    manifest = Manifest.open(manifest_url)
+    try:
+        manifest.ensure_source("s", "filesystem")
+        object_ids = IDS + [f"n{i:05d}" for i in range(CHUNK + 10)]  # more than one part
+        writes = [_write(o, n) for n, o in enumerate(object_ids)]
+        dead = [
+            FailureWrite("s", w.object_id, w.document_id, w.locator, "fetch", "corrupt", "m",
+                         "p", w.source_version, None, permanent=True)
+            for w in writes[: len(IDS)]
+        ]  # fmt: skip
+        manifest.commit_batch("run", BatchCommit(writes=writes, failures=dead))
+        asked = [*object_ids, "missing", "A.MD", "q'uote"]
+        found = manifest.fields_by_object_ids("s", asked)
+        assert sorted(found) == sorted(object_ids)
+        for write in writes:
+            assert found[write.object_id].document_id == write.document_id
+            assert found[write.object_id].source_version == write.source_version
+        assert manifest.fields_by_object_ids("other", object_ids) == {}
+        doc_ids = [w.document_id for w in writes] + ["nope"]
+        versions = manifest.failures.dead_source_versions(doc_ids)
+        assert versions == {w.document_id: (w.source_version, "p") for w in writes[: len(IDS)]}
+    finally:
+        manifest.close()
+
+
+TEXTS = [
+    "{}",
+    '{"path": "a"}',
+    '{"content": "unavailable", "path": "x"}',
+    '{"path": "content"}',  # the key's name in a value only
+    '{"from": ["a@b"], "subject": "s", "x_y": "1"}',
+    '{"\\u00e9": "1", "q\\"k": "2", "": "3"}',
+    '{"content":"compact"}',
+    json.dumps({"é": "ascii-escaped"}),
+    json.dumps({"é": "raw"}, ensure_ascii=False),
+]
+KEYS = ["content", "path", "from", "subject", "x_y", "é", 'q"k', "", "missing", "con", 1]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_stored_metadata_answers_as_the_decoded_object(text: str) -> None:
+    stored, plain = StoredMetadata(text), json.loads(text)
+    for key in KEYS:
+        assert (key in stored) == (key in plain), key
+        assert stored.get(key) == plain.get(key), key  # type: ignore[call-overload]
+        assert stored.get(key, "d") == plain.get(key, "d"), key  # type: ignore[call-overload]
+        if key in plain:
+            assert stored[key] == plain[key]  # type: ignore[index]
+        else:
+            with pytest.raises(KeyError):
+                stored[key]  # type: ignore[index]
+    assert stored == plain and plain == stored and dict(stored) == plain
+    assert list(stored) == list(plain) and len(stored) == len(plain)
+    assert stored == StoredMetadata(text) and stored != {"other": "x"}
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_may_hold_any_is_false_only_when_none_is_held(text: str) -> None:
+    stored, plain = StoredMetadata(text), json.loads(text)
+    for keys in (["from", "to"], ["content"], ["con"], ["path", "x"], ["é"], ['q"k', "zz"]):
+        if not stored.may_hold_any(frozenset(keys)):
+            assert not any(key in plain for key in keys), keys
+    assert not StoredMetadata('{"a": "b"}').may_hold_any(frozenset({"from", "subject"}))
