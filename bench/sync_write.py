@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from workspace_helpers import filesystem_source, write_config  # noqa: E402
-
-from headwater import Workspace  # noqa: E402
+from headwater import Workspace
+from workspace_helpers import filesystem_source, write_config
 
 
 def make_corpus(root: Path, docs: int) -> None:
@@ -52,7 +51,8 @@ def main() -> None:
         make_corpus(corpus, args.docs)
         seconds = [one_run(corpus, Path(tmp) / "work") for _ in range(args.runs)]
     rates = [round(args.docs / s, 1) for s in seconds]
-    print(json.dumps({"docs": args.docs, "seconds": [round(s, 2) for s in seconds], "docs_s": rates}))
+    rounded = [round(s, 2) for s in seconds]
+    print(json.dumps({"docs": args.docs, "seconds": rounded, "docs_s": rates}))
 
 
 if __name__ == "__main__":
