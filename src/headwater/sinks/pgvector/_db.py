@@ -4,7 +4,7 @@ SQLAlchemy's ``QueuePool`` (with ``pool_pre_ping``) hands out psycopg 3 connecti
 ``transaction`` runs one call's statements in one transaction and maps failures to
 Headwater's error groups: an unreachable server or a dropped connection is transient,
 a refused login a credential error. ``ensure_tables`` creates the extension (when
-allowed), the schema, the three tables and their indexes under an advisory lock, so
+allowed), the schema, the four tables and their indexes under an advisory lock, so
 workers opening the same index at once do not race.
 """
 
@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from headwater.errors import ConfigError, CredentialError, FatalError, TransientError
+from headwater.sinks.pgvector._counts import ensure_counts
 from headwater.sinks.pgvector._options import PgvectorOptions, Tables
 
 # 2: chunks carry ``scopes text[]``, their document's scope tokens (folder-scoped search);
@@ -215,6 +216,7 @@ def ensure_tables(
     ]
     for statement in statements:
         cur.execute(statement)
+    ensure_counts(cur, tables)
     return version
 
 
