@@ -167,6 +167,7 @@ def main() -> int:
         "--server", action="append", default=[], metavar="NAME=VALUE",
         help="a server setting for --keep (repeatable), e.g. --server shared_buffers=6GB",
     )  # fmt: skip
+    parser.add_argument("--schema", help="the sink's schema (default bench_<chunks> with --keep)")
     parser.add_argument("--prewarm", action="store_true", help="pg_prewarm the table and HNSW")
     parser.add_argument(
         "--no-fsync",
@@ -196,7 +197,7 @@ def main() -> int:
         server = EmbeddedServer(durable=not args.no_fsync)
         url = server.url
     try:
-        schema = f"bench_{args.chunks}" if args.keep else f"bench_{os.getpid()}"
+        schema = args.schema or (f"bench_{args.chunks}" if args.keep else f"bench_{os.getpid()}")
         options: dict[str, Any] = {"url": url, "schema": schema}
         options.update(o.split("=", 1) for o in args.option)
         context = SinkContext(name="bench", state_dir=Path("/tmp"), dimension=DIMENSION)

@@ -147,3 +147,19 @@ def test_a_table_written_before_the_counts_gets_them_on_open(
 def test_count_deltas(old: Any, new: Any, expected: dict[str, int]) -> None:
     assert deltas(old, new) == expected
     assert list(deltas(old, new)) == sorted(expected)  # the upsert's lock order
+
+
+def test_vectors_are_kept_in_their_rows(
+    open_sink: Callable[..., PgvectorSink],
+    pgvector_database: str,  # noqa: F811
+) -> None:
+    """``STORAGE MAIN`` on a new table: the exact path reads no TOAST for a vector."""
+    sink = open_sink()
+    with psycopg.connect(pgvector_database) as conn:
+        row = conn.execute(
+            "SELECT a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s AND a.attname = 'embedding'",
+            [sink.tables.schema, sink.tables.chunks],
+        ).fetchone()
+    assert row == ("m",)

@@ -214,6 +214,13 @@ def ensure_tables(
             "ON CONFLICT (key) DO NOTHING"
         ).format(meta, sql.Literal(SCHEMA_VERSION), sql.Literal(str(dimension))),
     ]
+    if held is None:
+        # Keep each vector in its row (MAIN: out of line only if the row would not fit a
+        # page), not in the TOAST table, so the exact path reads one page per chunk.
+        statements.insert(
+            3,
+            sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE MAIN").format(chunks),
+        )
     for statement in statements:
         cur.execute(statement)
     ensure_counts(cur, tables)
