@@ -48,10 +48,14 @@ class PgvectorOptions(SinkOptions):
     )
     m: int = Field(default=16, ge=2, le=100, description="HNSW: links per node.")
     ef_construction: int = Field(
-        default=64, ge=4, le=1000, description="HNSW: candidate list size while building."
+        default=200,
+        ge=4,
+        le=1000,
+        description="HNSW: candidate list size while building (64 gave recall@10 0.90 at 1M "
+        "chunks where 200 gave 0.96-0.98; docs/performance.md).",
     )
     ef_search: int = Field(
-        default=200, ge=1, le=1000, description="HNSW: candidate list size per search."
+        default=400, ge=1, le=1000, description="HNSW: candidate list size per search."
     )
     max_scan_tuples: int = Field(
         default=20_000,
