@@ -147,7 +147,7 @@ def qdrant_side(space: Space, data: Any, args: Any) -> dict[str, Any]:
     return {**loaded, "index_mb": round(size_mb, 1), "results": rows}
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -180,12 +180,14 @@ def main() -> int:
     parser.add_argument("--sqlite-dir", type=Path, help="also load and measure the sqlite sink")
     parser.add_argument("--qdrant-chunks", type=int, default=0, help="qdrant local: first N")
     parser.add_argument("--out", type=Path, default=Path("bench/out/pgvector-ann.json"))
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def pgvector_side(args: argparse.Namespace, space: Space) -> tuple[Any, ...]:
+    """Load (or reuse) and measure the pgvector sink; (sink, loaded, data, size, rows)."""
     from headwater.sinks.base import SinkContext
     from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
 
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
     server: Any = None
     url = args.url
     if args.keep is not None:
@@ -202,7 +204,6 @@ def main() -> int:
         options.update(o.split("=", 1) for o in args.option)
         context = SinkContext(name="bench", state_dir=Path("/tmp"), dimension=DIMENSION)
         sink = PgvectorSink(PgvectorOptions.model_validate(options), context)
-        space = Space(args.seed, args.noise)
         kept = args.keep is not None and (
             loaded_rows(url, schema, sink.tables.chunks) == args.chunks
         )
@@ -230,6 +231,14 @@ def main() -> int:
     finally:
         if server is not None:
             server.stop()
+    return sink, loaded, data, size, rows
+
+
+def main() -> int:
+    args = parse_args()
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    space = Space(args.seed, args.noise)
+    sink, loaded, data, size, rows = pgvector_side(args, space)
     side: dict[str, Any] = {}
     if args.sqlite_dir is not None:
         side["sqlite"] = sqlite_side(space, data, args)

@@ -142,12 +142,7 @@ def ensure_tables(
             f"PostgreSQL at {where} has pgvector {version}; HNSW indexes need 0.5.0 or newer "
             "(0.8.0 for iterative scans); run `ALTER EXTENSION vector UPDATE` after upgrading"
         )
-    schema = sql.Identifier(tables.schema)
-    chunks = sql.Identifier(tables.schema, tables.chunks)
-    documents = sql.Identifier(tables.schema, tables.documents)
-    meta = sql.Identifier(tables.schema, tables.meta)
-    config = sql.Literal(options.text_search_config)
-    cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+    cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(tables.schema)))
     held = _held_dimension(cur, tables)
     if held is not None and held != dimension:
         raise ConfigError(
@@ -155,7 +150,30 @@ def ensure_tables(
             f"{held}-dimensional vectors; the embedder makes {dimension}; rebuild it with "
             "`headwater rebuild` or set another `table_prefix`"
         )
-    statements = [
+    statements = _table_statements(tables, options, dimension)
+    if held is None:
+        # Keep each vector in its row (MAIN: out of line only if the row would not fit a
+        # page), not in the TOAST table, so the exact path reads one page per chunk.
+        statements.append(
+            sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE MAIN").format(
+                sql.Identifier(tables.schema, tables.chunks)
+            )
+        )
+    for statement in [*statements, *_index_statements(tables, options, dimension)]:
+        cur.execute(statement)
+    ensure_counts(cur, tables)
+    return version
+
+
+def _table_statements(
+    tables: Tables, options: PgvectorOptions, dimension: int
+) -> list[sql.Composed]:
+    """CREATE TABLE IF NOT EXISTS for the meta, documents and chunks tables."""
+    chunks = sql.Identifier(tables.schema, tables.chunks)
+    documents = sql.Identifier(tables.schema, tables.documents)
+    meta = sql.Identifier(tables.schema, tables.meta)
+    config = sql.Literal(options.text_search_config)
+    return [
         sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)").format(
             meta
         ),
@@ -185,6 +203,16 @@ def ensure_tables(
             "  setweight(to_tsvector({}::regconfig, text), 'A') ||"
             "  setweight(to_tsvector({}::regconfig, title), 'B')) STORED)"
         ).format(chunks, sql.Literal(dimension), config, config),
+    ]
+
+
+def _index_statements(
+    tables: Tables, options: PgvectorOptions, dimension: int
+) -> list[sql.Composed]:
+    """The chunks table's indexes (and its schema-1 upgrade), and the meta rows."""
+    chunks = sql.Identifier(tables.schema, tables.chunks)
+    meta = sql.Identifier(tables.schema, tables.meta)
+    return [
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (document_id, ordinal)").format(
             sql.Identifier(tables.index("document")), chunks
         ),
@@ -214,17 +242,6 @@ def ensure_tables(
             "ON CONFLICT (key) DO NOTHING"
         ).format(meta, sql.Literal(SCHEMA_VERSION), sql.Literal(str(dimension))),
     ]
-    if held is None:
-        # Keep each vector in its row (MAIN: out of line only if the row would not fit a
-        # page), not in the TOAST table, so the exact path reads one page per chunk.
-        statements.insert(
-            3,
-            sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE MAIN").format(chunks),
-        )
-    for statement in statements:
-        cur.execute(statement)
-    ensure_counts(cur, tables)
-    return version
 
 
 def _ensure_extension(cur: psycopg.Cursor[Any], where: str) -> str:
