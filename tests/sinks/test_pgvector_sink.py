@@ -1,7 +1,6 @@
-"""pgvector-specific behaviour against the real PostgreSQL + pgvector of ``pg_embedded``:
-the ACL filter never starves a caller (HNSW path and exact fallback), a replace is one
-transaction even when the connection dies half-way, the indexes exist, and options and
-failures name the key and the fix."""
+"""pgvector-specific behaviour against the real PostgreSQL + pgvector of ``pg_embedded``: the
+ACL filter never starves a caller (HNSW path and exact fallback), a replace is one transaction
+even when the connection dies half-way, the indexes exist, options and failures name the fix."""
 
 from __future__ import annotations
 
@@ -82,7 +81,8 @@ def _analyze(url: str, sink: PgvectorSink) -> str:
 
 
 @pytest.mark.parametrize(
-    ("extra", "least_recall"), [({}, 0.8), ({"max_scan_tuples": 1, "ef_search": 1}, 0.0)]
+    ("extra", "least_recall"),
+    [({"exact_below": 0}, 0.8), ({"max_scan_tuples": 1, "ef_search": 1, "exact_below": 0}, 0.0)],
 )
 def test_a_caller_hidden_from_the_nearest_chunks_still_gets_k_visible_chunks_best_first(
     open_sink: Callable[..., PgvectorSink],
@@ -115,7 +115,7 @@ def test_the_hnsw_scan_alone_would_starve_so_the_exact_fallback_answers(
 ) -> None:
     """The planner takes the HNSW index for a caller who sees most chunks; with a one-row
     scan budget that scan returns fewer than k (the nearest are hidden); the sink does not."""
-    sink = open_sink(max_scan_tuples=1, ef_search=1)
+    sink = open_sink(max_scan_tuples=1, ef_search=1, exact_below=0)
     _hidden_near_and_seen_far(sink)
     table = _analyze(pgvector_database, sink)
     literal = "[" + ",".join(map(str, unit_vector("crowd"))) + "]"

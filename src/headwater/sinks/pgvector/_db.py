@@ -4,7 +4,7 @@ SQLAlchemy's ``QueuePool`` (with ``pool_pre_ping``) hands out psycopg 3 connecti
 ``transaction`` runs one call's statements in one transaction and maps failures to
 Headwater's error groups: an unreachable server or a dropped connection is transient,
 a refused login a credential error. ``ensure_tables`` creates the extension (when
-allowed), the schema, the three tables and their indexes under an advisory lock, so
+allowed), the schema, the four tables and their indexes under an advisory lock, so
 workers opening the same index at once do not race.
 """
 
@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from headwater.errors import ConfigError, CredentialError, FatalError, TransientError
+from headwater.sinks.pgvector._counts import ensure_counts
 from headwater.sinks.pgvector._options import PgvectorOptions, Tables
 
 # 2: chunks carry ``scopes text[]``, their document's scope tokens (folder-scoped search);
@@ -141,12 +142,7 @@ def ensure_tables(
             f"PostgreSQL at {where} has pgvector {version}; HNSW indexes need 0.5.0 or newer "
             "(0.8.0 for iterative scans); run `ALTER EXTENSION vector UPDATE` after upgrading"
         )
-    schema = sql.Identifier(tables.schema)
-    chunks = sql.Identifier(tables.schema, tables.chunks)
-    documents = sql.Identifier(tables.schema, tables.documents)
-    meta = sql.Identifier(tables.schema, tables.meta)
-    config = sql.Literal(options.text_search_config)
-    cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+    cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(tables.schema)))
     held = _held_dimension(cur, tables)
     if held is not None and held != dimension:
         raise ConfigError(
@@ -154,7 +150,30 @@ def ensure_tables(
             f"{held}-dimensional vectors; the embedder makes {dimension}; rebuild it with "
             "`headwater rebuild` or set another `table_prefix`"
         )
-    statements = [
+    statements = _table_statements(tables, options, dimension)
+    if held is None:
+        # Keep each vector in its row (MAIN: out of line only if the row would not fit a
+        # page), not in the TOAST table, so the exact path reads one page per chunk.
+        statements.append(
+            sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE MAIN").format(
+                sql.Identifier(tables.schema, tables.chunks)
+            )
+        )
+    for statement in [*statements, *_index_statements(tables, options, dimension)]:
+        cur.execute(statement)
+    ensure_counts(cur, tables)
+    return version
+
+
+def _table_statements(
+    tables: Tables, options: PgvectorOptions, dimension: int
+) -> list[sql.Composed]:
+    """CREATE TABLE IF NOT EXISTS for the meta, documents and chunks tables."""
+    chunks = sql.Identifier(tables.schema, tables.chunks)
+    documents = sql.Identifier(tables.schema, tables.documents)
+    meta = sql.Identifier(tables.schema, tables.meta)
+    config = sql.Literal(options.text_search_config)
+    return [
         sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)").format(
             meta
         ),
@@ -184,6 +203,16 @@ def ensure_tables(
             "  setweight(to_tsvector({}::regconfig, text), 'A') ||"
             "  setweight(to_tsvector({}::regconfig, title), 'B')) STORED)"
         ).format(chunks, sql.Literal(dimension), config, config),
+    ]
+
+
+def _index_statements(
+    tables: Tables, options: PgvectorOptions, dimension: int
+) -> list[sql.Composed]:
+    """The chunks table's indexes (and its schema-1 upgrade), and the meta rows."""
+    chunks = sql.Identifier(tables.schema, tables.chunks)
+    meta = sql.Identifier(tables.schema, tables.meta)
+    return [
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (document_id, ordinal)").format(
             sql.Identifier(tables.index("document")), chunks
         ),
@@ -213,9 +242,6 @@ def ensure_tables(
             "ON CONFLICT (key) DO NOTHING"
         ).format(meta, sql.Literal(SCHEMA_VERSION), sql.Literal(str(dimension))),
     ]
-    for statement in statements:
-        cur.execute(statement)
-    return version
 
 
 def _ensure_extension(cur: psycopg.Cursor[Any], where: str) -> str:

@@ -4,7 +4,13 @@ The ACL is a ``text[]`` column with a GIN index; ``principals && caller`` sits i
 same ``WHERE`` as the ranking, so only visible chunks are ever ranked. Scope tokens
 (``scopes text[]``, GIN) are filtered the same way.
 
-*Vector*: ``ORDER BY embedding <=> q LIMIT k`` over the HNSW index (cosine). With
+*Vector*: a caller whose principals carry at most ``exact_below`` chunks (an upper bound
+read from the ``…_principals`` counts, see ``_counts``) is answered exactly: the visible
+rows are read through the GIN index and sorted by distance, so a narrow caller gets the
+true top k. A graph walk filtered to a small share of the rows is where HNSW loses
+recall (the visible nearest chunks are not on the path), and ranking a few thousand rows
+costs less than the walk. Any other caller gets
+``ORDER BY embedding <=> q LIMIT k`` over the HNSW index (cosine). With
 pgvector 0.8 or newer the search sets ``hnsw.iterative_scan = strict_order``, so the
 index scan goes on past ``ef_search`` candidates until ``k`` visible chunks are found
 (or ``max_scan_tuples`` rows were visited); older versions stop at ``ef_search``. When the
@@ -28,6 +34,7 @@ import psycopg
 from psycopg import sql
 
 from headwater.sinks.base import SearchRequest
+from headwater.sinks.pgvector._counts import visible_bound
 from headwater.sinks.pgvector._db import vector_literal
 from headwater.sinks.pgvector._options import Tables
 from headwater.types import SearchHit
@@ -61,10 +68,21 @@ def vector_search(
     ef_search: int,
     iterative: bool,
     max_scan_tuples: int,
+    exact_below: int,
 ) -> list[SearchHit]:
-    """The ``k`` visible chunks nearest to ``vector``: HNSW, or exact when it found fewer."""
+    """The ``k`` visible chunks nearest to ``vector``: exact for a caller who sees at most
+    ``exact_below`` chunks; else HNSW, and exact when the walk found fewer than ``k``."""
     where, params = _filters(request)
     params["q"] = vector_literal(vector)
+    columns = sql.SQL(_COLUMNS.format(score="1 - (embedding <=> %(q)s::vector)"))
+    chunks = sql.Identifier(tables.schema, tables.chunks)
+    # `+ 0` hides the distance from the planner's index matching: an exact sort.
+    exact = sql.SQL(
+        "SELECT {} FROM {} WHERE {} "
+        "ORDER BY (embedding <=> %(q)s::vector) + 0, chunk_id LIMIT %(k)s"
+    ).format(columns, chunks, where)
+    if exact_below and visible_bound(cur, tables, request.principals) <= exact_below:
+        return [_hit(row) for row in cur.execute(exact, params).fetchall()]
     settings = {"hnsw.ef_search": str(ef_search)}
     if iterative:
         settings["hnsw.iterative_scan"] = "strict_order"
@@ -75,18 +93,11 @@ def vector_search(
         for k, v in settings.items()
     )
     cur.execute(sql.SQL("SELECT {}").format(calls))
-    columns = sql.SQL(_COLUMNS.format(score="1 - (embedding <=> %(q)s::vector)"))
-    chunks = sql.Identifier(tables.schema, tables.chunks)
     approximate = sql.SQL(
         "SELECT {} FROM {} WHERE {} ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s"
     ).format(columns, chunks, where)
     rows = cur.execute(approximate, params).fetchall()
     if len(rows) < request.k:
-        # `+ 0` hides the distance from the planner's index matching: an exact sort.
-        exact = sql.SQL(
-            "SELECT {} FROM {} WHERE {} "
-            "ORDER BY (embedding <=> %(q)s::vector) + 0, chunk_id LIMIT %(k)s"
-        ).format(columns, chunks, where)
         rows = cur.execute(exact, params).fetchall()
     return [_hit(row) for row in rows]
 

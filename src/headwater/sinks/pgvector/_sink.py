@@ -27,6 +27,7 @@ from headwater.sinks.base import (
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
+from headwater.sinks.pgvector import _counts as counts
 from headwater.sinks.pgvector._db import (
     SCHEMA_VERSION,
     ensure_tables,
@@ -79,6 +80,7 @@ class PgvectorSink:
         self._chunks = sql.Identifier(self.tables.schema, self.tables.chunks)
         self._documents = sql.Identifier(self.tables.schema, self.tables.documents)
         self._meta = sql.Identifier(self.tables.schema, self.tables.meta)
+        self._principals = sql.Identifier(self.tables.schema, self.tables.principals)
 
     def _tx(self) -> Any:
         return transaction(self._engine, self.where)
@@ -112,11 +114,13 @@ class PgvectorSink:
             held = self._lock_and_read(cur, doc_id)
             if held is not None and (held[0] > revision or (held[1] and held[0] >= revision)):
                 return WriteOutcome.STALE
+            old = counts.held(cur, self.tables, doc_id)
             cur.execute(
                 sql.SQL("DELETE FROM {} WHERE document_id = %s").format(self._chunks), [doc_id]
             )
             self._insert_chunks(cur, rows)
             self._write_document(cur, doc_id, revision, False, document.source, principals)
+            counts.apply(cur, self.tables, old, [(principals, len(rows))])
         return WriteOutcome.APPLIED
 
     def _insert_chunks(self, cur: psycopg.Cursor[Any], rows: Sequence[tuple[Any, ...]]) -> None:
@@ -135,11 +139,13 @@ class PgvectorSink:
             held = self._lock_and_read(cur, document_id)
             if held is not None and held[0] > revision:
                 return WriteOutcome.STALE
+            old = counts.held(cur, self.tables, document_id)
             cur.execute(
                 sql.SQL("DELETE FROM {} WHERE document_id = %s").format(self._chunks),
                 [document_id],
             )
             self._write_document(cur, document_id, revision, True, None, [])
+            counts.apply(cur, self.tables, old, [])
         return WriteOutcome.APPLIED
 
     def update_access(self, document_id: str, access: Access, revision: int) -> WriteOutcome:
@@ -157,6 +163,7 @@ class PgvectorSink:
                 return WriteOutcome.STALE
             if held[1]:
                 return WriteOutcome.ABSENT
+            old = counts.held(cur, self.tables, document_id)
             cur.execute(
                 sql.SQL(
                     "UPDATE {} SET principals = %s::text[], revision = %s WHERE document_id = %s"
@@ -164,6 +171,7 @@ class PgvectorSink:
                 [principals, revision, document_id],
             )
             self._write_document(cur, document_id, revision, False, None, principals)
+            counts.apply(cur, self.tables, old, [(principals, sum(n for _, n in old))])
         return WriteOutcome.APPLIED
 
     def forget_tombstones(self, document_ids: Sequence[str]) -> None:
@@ -187,7 +195,11 @@ class PgvectorSink:
         """Bind the index to ``manifest_id`` (``empty``: chunks and revisions go first)."""
         with self._tx() as cur:
             if empty:
-                cur.execute(sql.SQL("TRUNCATE {}, {}").format(self._chunks, self._documents))
+                cur.execute(
+                    sql.SQL("TRUNCATE {}, {}, {}").format(
+                        self._chunks, self._documents, self._principals
+                    )
+                )
             cur.execute(
                 sql.SQL(
                     "INSERT INTO {} (key, value) VALUES ('manifest_id', %s) "
@@ -268,6 +280,7 @@ class PgvectorSink:
                 ef_search=self.options.ef_search,
                 iterative=self.iterative_scan,
                 max_scan_tuples=self.options.max_scan_tuples,
+                exact_below=self.options.exact_below,
             )
 
     def chunk_texts(self, document_id: str) -> list[str]:
@@ -281,11 +294,11 @@ class PgvectorSink:
         return [str(r[0]) for r in rows]
 
     def drop(self) -> None:
-        """Drop this generation's three tables (their indexes go with them) and close."""
+        """Drop this generation's four tables (their indexes go with them) and close."""
         with self._tx() as cur:
             cur.execute(
-                sql.SQL("DROP TABLE IF EXISTS {}, {}, {}").format(
-                    self._chunks, self._documents, self._meta
+                sql.SQL("DROP TABLE IF EXISTS {}, {}, {}, {}").format(
+                    self._chunks, self._documents, self._meta, self._principals
                 )
             )
         self.close()
