@@ -355,8 +355,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "parsed-metadata-lost-on-a-hint-skip",
         GATES,
-        "                metadata[key] = record.metadata[key]  # the parser's, from unchanged content\n",
-        "                pass\n",
+        "            metadata[key] = held[key]\n",
+        "            pass\n",
         (
             "tests/pipeline/test_parse_sync.py::test_every_new_format_is_searchable_and_a_resync_changes_nothing[sqlite]",
         ),
