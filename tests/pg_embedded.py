@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import importlib.util
+import math
 import os
 import shutil
 import signal
@@ -25,11 +26,15 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
+
+from headwater.sinks.base import SinkContext
+from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
 
 _PR_SET_PDEATHSIG = 1
 _server: EmbeddedServer | None = None
@@ -183,3 +188,30 @@ def fresh_schema(pgvector_database: str) -> Iterator[str]:
     yield schema
     with psycopg.connect(pgvector_database, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def open_sink(
+    pgvector_database: str, fresh_schema: str, tmp_path: Path
+) -> Iterator[Callable[..., PgvectorSink]]:
+    """Open pgvector sinks (``dim`` dimensions, other options as keywords) in this test's
+    schema; each is closed after the test."""
+    opened: list[PgvectorSink] = []
+
+    def open_one(dim: int = 8, **extra: Any) -> PgvectorSink:
+        options = PgvectorOptions.model_validate(
+            {"url": pgvector_database, "schema": fresh_schema, **extra}
+        )
+        sink = PgvectorSink(options, SinkContext("main", tmp_path, dim))
+        opened.append(sink)
+        return sink
+
+    yield open_one
+    for sink in opened:
+        sink.close()
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    """The cosine of two vectors (the ground truth the sinks' scores are checked against)."""
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))

@@ -1,63 +1,35 @@
+# ruff: noqa: F811  (fixtures imported from pg_embedded are parameters here)
 """The pgvector sink's search path, against the real PostgreSQL + pgvector of ``pg_embedded``:
 a caller who sees few chunks is answered exactly whatever the HNSW graph, and the
 chunks-per-principal counts that decide it stay exact through every kind of write."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 import pytest
 
-from headwater.sinks.base import SinkContext
-from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
+from headwater.sinks.pgvector import PgvectorSink
 from headwater.sinks.pgvector._counts import deltas
 from headwater.sinks.testing import ask, make_chunks, make_document, unit_vector
 from headwater.types import Access, SearchMode
-from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
+from pg_embedded import cosine, fresh_schema, open_sink, pgvector_database  # noqa: F401
 
 pytestmark = pytest.mark.server
 DIM = 64  # random 64-dimension vectors: a 2-link graph cannot walk them exactly
 
 
-@pytest.fixture
-def open_sink(
-    pgvector_database: str,  # noqa: F811
-    fresh_schema: str,  # noqa: F811
-    tmp_path: Path,
-) -> Iterator[Callable[..., PgvectorSink]]:
-    opened: list[PgvectorSink] = []
-
-    def open_one(**extra: Any) -> PgvectorSink:
-        options = PgvectorOptions.model_validate(
-            {"url": pgvector_database, "schema": fresh_schema, **extra}
-        )
-        sink = PgvectorSink(options, SinkContext("main", tmp_path, DIM))
-        opened.append(sink)
-        return sink
-
-    yield open_one
-    for sink in opened:
-        sink.close()
-
-
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
-
-
 def test_a_narrow_caller_gets_the_exact_top_k_however_poor_the_graph(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
     """2,000 chunks, 5 % of them visible to ``group:few``; the graph is as poor as pgvector
     allows (``m = 2``, ``ef_construction = 4``, ``ef_search = 1``), which the walk alone
     answers with k visible chunks that are not the nearest. The caller's principals carry
     100 chunks, under ``exact_below``, so every query gets the exact top 10."""
-    sink = open_sink(m=2, ef_construction=4, ef_search=1)
+    sink = open_sink(DIM, m=2, ef_construction=4, ef_search=1)
     assert sink.options.exact_below >= 100  # the default puts this caller on the exact path
     few: dict[str, list[float]] = {}
     for i in range(200):
@@ -73,7 +45,7 @@ def test_a_narrow_caller_gets_the_exact_top_k_however_poor_the_graph(
     for q in range(20):
         query = unit_vector(f"query{q}", DIM)
         hits = sink.search(ask(SearchMode.VECTOR, vector=query, principals=["group:few"]))
-        exact = sorted(few, key=lambda cid: -_cosine(few[cid], query))[:10]
+        exact = sorted(few, key=lambda cid: -cosine(few[cid], query))[:10]
         assert [h.chunk_id for h in hits] == exact, f"query {q}"
 
 
@@ -92,9 +64,9 @@ def _counts(url: str, sink: PgvectorSink) -> tuple[dict[str, int], dict[str, int
 
 def test_the_chunks_per_principal_follow_every_write(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
-    sink = open_sink()
+    sink = open_sink(DIM)
     a = make_document("a", Access(groups=("g1", "g2")))
     b = make_document("b", Access(public=True))
     sink.replace(
@@ -120,16 +92,16 @@ def test_the_chunks_per_principal_follow_every_write(
 
 def test_a_table_written_before_the_counts_gets_them_on_open(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
-    sink = open_sink()
+    sink = open_sink(DIM)
     for i, access in enumerate([Access(public=True), Access(groups=("g1",)), Access()]):
         doc = make_document(f"d{i}", access)
         texts = [f"d{i} c{j}" for j in range(i + 1)]
         sink.replace(doc, make_chunks(doc, texts, [unit_vector(t, DIM) for t in texts]), 1)
     with psycopg.connect(pgvector_database) as conn:
         conn.execute(f'DROP TABLE "{sink.tables.schema}"."{sink.tables.principals}"')
-    reopened = open_sink()
+    reopened = open_sink(DIM)
     kept, true = _counts(pgvector_database, reopened)
     assert kept == true == {"public": 1, "group:g1": 2}
 
@@ -151,10 +123,10 @@ def test_count_deltas(old: Any, new: Any, expected: dict[str, int]) -> None:
 
 def test_vectors_are_kept_in_their_rows(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
     """``STORAGE MAIN`` on a new table: the exact path reads no TOAST for a vector."""
-    sink = open_sink()
+    sink = open_sink(DIM)
     with psycopg.connect(pgvector_database) as conn:
         row = conn.execute(
             "SELECT a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "

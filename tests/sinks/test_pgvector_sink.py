@@ -1,14 +1,14 @@
+# ruff: noqa: F811  (fixtures imported from pg_embedded are parameters here)
 """pgvector-specific behaviour against the real PostgreSQL + pgvector of ``pg_embedded``: the
 ACL filter never starves a caller (HNSW path and exact fallback), a replace is one transaction
 even when the connection dies half-way, the indexes exist, options and failures name the fix."""
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,36 +23,16 @@ from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
 from headwater.sinks.pgvector._db import supports_iterative_scan
 from headwater.sinks.testing import ask, make_chunks, make_document, near, unit_vector
 from headwater.types import Access, EmbeddedChunk, SearchMode
-from pg_embedded import _free_port, fresh_schema, pgvector_database  # noqa: F401 - fixtures
+from pg_embedded import (  # noqa: F401 - fixtures
+    _free_port,
+    cosine,
+    fresh_schema,
+    open_sink,
+    pgvector_database,
+)
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def open_sink(
-    pgvector_database: str,  # noqa: F811
-    fresh_schema: str,  # noqa: F811
-    tmp_path: Path,
-) -> Iterator[Callable[..., PgvectorSink]]:
-    opened: list[PgvectorSink] = []
-
-    def open_one(dim: int = 8, **extra: Any) -> PgvectorSink:
-        options = PgvectorOptions.model_validate(
-            {"url": pgvector_database, "schema": fresh_schema, **extra}
-        )
-        sink = PgvectorSink(options, SinkContext("main", tmp_path, dim))
-        opened.append(sink)
-        return sink
-
-    yield open_one
-    for sink in opened:
-        sink.close()
-
-
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
 def _hidden_near_and_seen_far(sink: PgvectorSink) -> dict[str, list[float]]:
@@ -86,7 +66,7 @@ def _analyze(url: str, sink: PgvectorSink) -> str:
 )
 def test_a_caller_hidden_from_the_nearest_chunks_still_gets_k_visible_chunks_best_first(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
     extra: dict[str, Any],
     least_recall: float,
 ) -> None:
@@ -102,16 +82,16 @@ def test_a_caller_hidden_from_the_nearest_chunks_still_gets_k_visible_chunks_bes
     hits = sink.search(ask(SearchMode.VECTOR, vector=query, principals=["group:seen"], k=10))
     assert len(hits) == 10 and all(h.chunk_id in seen for h in hits)
     assert [h.score for h in hits] == pytest.approx(
-        [_cosine(seen[h.chunk_id], query) for h in hits]
+        [cosine(seen[h.chunk_id], query) for h in hits]
     )
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    exact = sorted(seen, key=lambda cid: -_cosine(seen[cid], query))[:10]
+    exact = sorted(seen, key=lambda cid: -cosine(seen[cid], query))[:10]
     assert len({h.chunk_id for h in hits} & set(exact)) >= least_recall * 10
 
 
 def test_the_hnsw_scan_alone_would_starve_so_the_exact_fallback_answers(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
     """The planner takes the HNSW index for a caller who sees most chunks; with a one-row
     scan budget that scan returns fewer than k (the nearest are hidden); the sink does not."""
@@ -168,7 +148,7 @@ def test_text_search_config_decides_stemming(open_sink: Callable[..., PgvectorSi
 
 def test_a_replace_is_one_transaction_even_when_the_connection_dies(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
     sink = open_sink()
     reader = open_sink()
@@ -248,7 +228,7 @@ def test_concurrent_writers_and_readers_see_one_whole_revision(
 
 def test_hnsw_and_gin_indexes_are_built(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
     sink = open_sink(m=8, ef_construction=32)
     with psycopg.connect(pgvector_database) as conn:
@@ -346,7 +326,7 @@ def test_an_unreachable_server_is_transient_and_hides_the_password(tmp_path: Pat
 
 
 def test_an_unknown_role_is_a_credential_error_and_an_unknown_database_a_config_error(
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
     tmp_path: Path,
 ) -> None:
     server, _ = pgvector_database.rsplit("/", 1)
@@ -375,7 +355,7 @@ def test_the_entry_point_is_declared() -> None:
 
 def test_a_table_of_schema_1_gains_the_scopes_column_on_open(
     open_sink: Callable[..., PgvectorSink],
-    pgvector_database: str,  # noqa: F811
+    pgvector_database: str,
 ) -> None:
     """A chunks table made before folder scopes gets ``scopes`` (empty) and its GIN index
     when opened; its old rows stay searchable and new writes carry their tokens."""
