@@ -185,15 +185,21 @@ def finds(ws: Workspace, i: int, **who: Any) -> bool:
 OBJECT_IDS: dict[int, str] = {}
 
 
-def round_trip(case: Any, tmp_path: Path) -> None:
-    """Load, sync, delete, edit and re-permission 5 % each, re-sync; exact counts."""
+def write_config(tmp_path: Path, source: str) -> Path:
+    """The round trip's workspace: the fake embedder, one sqlite index, ``source``."""
     config = tmp_path / "headwater.toml"
     config.write_text(
         '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
         '[embedder]\ntype = "fake"\ndimension = 16\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n' + case.source(),
+        '[[index]]\nname = "main"\ntype = "sqlite"\n' + source,
         encoding="utf-8",
     )
+    return config
+
+
+def round_trip(case: Any, tmp_path: Path) -> None:
+    """Load, sync, delete, edit and re-permission 5 % each, re-sync; exact counts."""
+    config = write_config(tmp_path, case.source())
     # Deterministic, disjoint 5 % slices spread over the whole key range.
     deleted = list(range(0, N, 20))
     edited = list(range(1, N, 20))

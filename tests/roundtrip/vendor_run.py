@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from httpserver import LocalHttpServer
 from message_cases import BoxCase, GmailCase, ImapCase, MailCase, SlackCase, TeamsCase
-from roundtrip_run import FIVE_PERCENT, OBJECT_IDS, assert_exact, finds, sync
+from roundtrip_run import FIVE_PERCENT, OBJECT_IDS, assert_exact, finds, sync, write_config
 from saas_cases import NEW_READER, N
 from vendor_cases import (
     GithubCase,
@@ -79,13 +79,7 @@ def vendor_case(request: pytest.FixtureRequest) -> Iterator[Any]:
 def mail_round_trip(case: MailCase, tmp_path: Path) -> None:
     """Load 500 messages, sync, delete 5 % and add 5 % new ones, re-sync; exact counts
     (a message is never edited, and its ACL is its mailbox's or the source's)."""
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 16\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n' + case.source(),
-        encoding="utf-8",
-    )
+    config = write_config(tmp_path, case.source())
     deleted = list(range(0, N, 20))
     added = list(range(N, N + FIVE_PERCENT))
     with Workspace.open(config) as ws:
@@ -112,13 +106,7 @@ def feed_round_trip(case: RssCase, tmp_path: Path) -> None:
     """Load a 500-entry feed, sync, let 5 % of the entries leave the feed and edit 5 %,
     re-sync; exact counts: the edits arrive and nothing is deleted (a feed shows only its
     latest entries: leaving it is not a delete, docs/connectors/rss.md)."""
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 16\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n' + case.source(),
-        encoding="utf-8",
-    )
+    config = write_config(tmp_path, case.source())
     dropped, edited = list(range(0, N, 20)), list(range(1, N, 20))
     with Workspace.open(config) as ws:
         case.load()
