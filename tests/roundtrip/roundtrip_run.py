@@ -185,6 +185,16 @@ def finds(ws: Workspace, i: int, **who: Any) -> bool:
 OBJECT_IDS: dict[int, str] = {}
 
 
+def load_and_sync(ws: Workspace, case: Any) -> None:
+    """Fill the case's source with its N items and sync them: all new, exact counts."""
+    case.load()
+    OBJECT_IDS.clear()
+    OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
+    first = sync(ws, case)
+    assert (first["new"], first["failed"]) == (N, 0), first
+    assert_exact(ws, active=N, deleted=[], revision_2=[])
+
+
 def write_config(tmp_path: Path, source: str) -> Path:
     """The round trip's workspace: the fake embedder, one sqlite index, ``source``."""
     config = tmp_path / "headwater.toml"
@@ -214,12 +224,7 @@ def round_trip(case: Any, tmp_path: Path) -> None:
         },
     ) as ws:
         case.ws = ws
-        case.load()
-        OBJECT_IDS.clear()
-        OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
-        first = sync(ws, case)
-        assert (first["new"], first["failed"]) == (N, 0), first
-        assert_exact(ws, active=N, deleted=[], revision_2=[])
+        load_and_sync(ws, case)
 
         case.mutate(deleted, edited, regranted)
         second = sync(ws, case)

@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 from httpserver import LocalHttpServer
 from message_cases import BoxCase, GmailCase, ImapCase, MailCase, SlackCase, TeamsCase
-from roundtrip_run import FIVE_PERCENT, OBJECT_IDS, assert_exact, finds, sync, write_config
+from roundtrip_run import (
+    FIVE_PERCENT,
+    OBJECT_IDS,
+    assert_exact,
+    finds,
+    load_and_sync,
+    sync,
+    write_config,
+)
 from saas_cases import NEW_READER, N
 from vendor_cases import (
     GithubCase,
@@ -83,12 +91,7 @@ def mail_round_trip(case: MailCase, tmp_path: Path) -> None:
     deleted = list(range(0, N, 20))
     added = list(range(N, N + FIVE_PERCENT))
     with Workspace.open(config) as ws:
-        case.load()
-        OBJECT_IDS.clear()
-        OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
-        first = sync(ws, case)
-        assert (first["new"], first["failed"]) == (N, 0), first
-        assert_exact(ws, active=N, deleted=[], revision_2=[])
+        load_and_sync(ws, case)
 
         case.mutate(deleted, added)
         OBJECT_IDS.update({i: case.object_id(i) for i in added})
@@ -109,12 +112,7 @@ def feed_round_trip(case: RssCase, tmp_path: Path) -> None:
     config = write_config(tmp_path, case.source())
     dropped, edited = list(range(0, N, 20)), list(range(1, N, 20))
     with Workspace.open(config) as ws:
-        case.load()
-        OBJECT_IDS.clear()
-        OBJECT_IDS.update({i: case.object_id(i) for i in range(N)})
-        first = sync(ws, case)
-        assert (first["new"], first["failed"]) == (N, 0), first
-        assert_exact(ws, active=N, deleted=[], revision_2=[])
+        load_and_sync(ws, case)
 
         case.mutate(dropped, edited)
         second = sync(ws, case)
