@@ -39,12 +39,15 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from api_support import KEYS, Server, free_port
+from api_support import KEYS, Server
 from corpus import _TOPIC_TERMS, _VOCAB, TOPICS
 from measure import percentile
 from pgdb import PG, database
 from sqlalchemy import create_engine, text
+
+from ports import free_port
 
 GROUPS = 20
 CONFIG = """

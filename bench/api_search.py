@@ -23,7 +23,10 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
-from api_support import KEYS, Server, free_port, make_workspace, server_env
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from api_support import KEYS, Server, make_workspace, server_env
+
+from ports import free_port
 
 WORDS = [
     "river",

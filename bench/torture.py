@@ -2,7 +2,9 @@
 
 The idea: correctness across processes is only believable when the processes really are
 many, really share one manifest and really get stopped and killed at arbitrary moments.
-For ``--seconds`` this script runs, on a fresh PostgreSQL database and fresh Redis queues:
+For ``--seconds`` (then on until ``--min-pushes`` pushes were acknowledged and
+``--min-faults`` faults injected, at most ``--max-seconds``) this script runs, on a fresh
+PostgreSQL database and fresh Redis queues:
 
 - ``--syncs`` loops of ``headwater sync`` (local executor), each relaunched when it exits;
 - one ``headwater run`` (the scheduler, Celery executor, ``refresh_every = "2s"``);
@@ -307,6 +309,7 @@ class Torture:
             thread.start()
         started = time.monotonic()
         self.stop.wait(self.args.seconds)
+        self.wait_for_enough(started)
         self.stop.set()
         for thread in threads:
             thread.join()
@@ -334,6 +337,22 @@ class Torture:
         report.update(self.settle())
         report.update(self.oracle())
         return report
+
+    def wait_for_enough(self, started: float) -> None:
+        """Past ``--seconds``, go on until the run saw ``--min-pushes`` acknowledged pushes
+        and ``--min-faults`` faults (a loaded machine is slower, not less faulted), for at
+        most ``--max-seconds`` in all."""
+
+        def enough() -> bool:
+            with self.ledger.lock:
+                return (
+                    self.ledger.pushes_acked >= self.args.min_pushes
+                    and sum(self.ledger.faults.values()) >= self.args.min_faults
+                )
+
+        limit = started + max(self.args.max_seconds, self.args.seconds)
+        while not enough() and time.monotonic() < limit:
+            self.stop.wait(0.2)
 
     def settle(self) -> dict[str, object]:
         """Syncs with nothing else running (one that may resume a killed run, then a fresh
@@ -467,6 +486,24 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--fault-every", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--min-pushes",
+        type=int,
+        default=0,
+        help="Run past --seconds until this many pushes were acknowledged.",
+    )
+    parser.add_argument(
+        "--min-faults",
+        type=int,
+        default=0,
+        help="Run past --seconds until this many faults were injected.",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=300,
+        help="The most the faulted phase may run, --min-* or not.",
+    )
     parser.add_argument("--keep", action="store_true", help="Keep the temporary directory.")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="hw-torture-"))

@@ -21,7 +21,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -35,6 +34,7 @@ import pytest
 
 from headwater.sinks.base import SinkContext
 from headwater.sinks.pgvector import PgvectorOptions, PgvectorSink
+from ports import free_port
 
 _PR_SET_PDEATHSIG = 1
 _server: EmbeddedServer | None = None
@@ -64,7 +64,7 @@ class EmbeddedServer:
              "--encoding=UTF8", "--locale=C", "--no-sync"],
             check=True, capture_output=True, user=self.user,
         )  # fmt: skip
-        self.port = _free_port()
+        self.port = free_port()
         self.log = (self.root / "server.log").open("wb")
         fast = [] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off",
                                    "-c", "full_page_writes=off"]  # fmt: skip
@@ -135,12 +135,6 @@ def _binaries() -> Path:
             "(a dev dependency), or set HEADWATER_TEST_PGVECTOR to an admin URL of your own"
         )
     return Path(spec.origin).parent / "pginstall" / "bin"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _die_with_parent() -> None:

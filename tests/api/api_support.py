@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -66,12 +65,6 @@ secret = "${{HW_BACKEND_KEY}}"
 role = "search"
 assert_principals = true
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def server_env() -> dict[str, str]:

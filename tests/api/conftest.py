@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from api_support import Server, free_port, make_workspace
+from api_support import Server, make_workspace
+
+from ports import free_port
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_support import KEYS, Server, free_port, make_workspace, server_env, wait_for
+from api_support import KEYS, Server, make_workspace, server_env, wait_for
 from playwright.sync_api import Page, expect, sync_playwright
+
+from ports import free_port
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 GONE = """

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_support import KEYS, Server, free_port, make_workspace
+from api_support import KEYS, Server, make_workspace
 
 from headwater.api.guard import BODY_LIMIT
+from ports import free_port
 
 PUSH_LIMIT = 2 * 1024 * 1024
 MB = 1024 * 1024

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_support import KEYS, Server, free_port, make_workspace
+from api_support import KEYS, Server, make_workspace
+
+from ports import free_port
 
 
 @pytest.fixture(scope="module")

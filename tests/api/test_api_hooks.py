@@ -23,7 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import Server, free_port, make_workspace, server_env
+from api_support import Server, make_workspace, server_env
+
+from ports import free_port
 
 SECRET = "hook-secret-0123456789"
 FAKE_API = "http://127.0.0.1:9"  # never called: a webhook only queues hints

@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import Server, free_port
+from api_support import Server
 
 from fakes.github import FakeGithub
+from ports import free_port
 
 SECRET = "live-hook-secret-0123456789"
 ITEM = re.compile(r"/repos/octo/site/(issues|pulls)/(\d+)(/comments)?")

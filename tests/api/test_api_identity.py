@@ -16,10 +16,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_support import Server, free_port, make_workspace, server_env, wait_for
+from api_support import Server, make_workspace, server_env, wait_for
 from typer.testing import CliRunner
 
 from headwater.cli.app import register_commands
+from ports import free_port
 
 EXTRA = '\n[[source]]\nid = "people"\ntype = "push"\n\n[identity]\naliases_file = "aliases.csv"\n'
 

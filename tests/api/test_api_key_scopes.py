@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_support import KEYS, Server, free_port, make_workspace
+from api_support import KEYS, Server, make_workspace
 
 from headwater.config import load_config
 from headwater.errors import ConfigError
+from ports import free_port
 
 UNSCOPED = "unscoped-secret-0123456789abcdef"
 EXTRA = f"""

@@ -18,7 +18,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from api_support import KEYS, Server, free_port, make_workspace, server_env, wait_for
+from api_support import KEYS, Server, make_workspace, server_env, wait_for
+
+from ports import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SAMPLE = re.compile(r"^(\w+)(?:\{(.*)\})? (\S+)$")

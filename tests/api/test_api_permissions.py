@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from api_support import Server, free_port, make_workspace, wait_for
+from api_support import Server, make_workspace, wait_for
 
 from headwater.types import caller_principals
+from ports import free_port
 
 GROUPS = [f"g{i}" for i in range(6)]
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from api_support import Server, free_port, make_workspace, server_env, wait_for
+from api_support import Server, make_workspace, server_env, wait_for
+
+from ports import free_port
 
 DOC = "/v1/sources/inbox/documents/"
 

@@ -12,7 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import Server, free_port, make_workspace, wait_for
+from api_support import Server, make_workspace, wait_for
+
+from ports import free_port
 
 SOURCES = ("inbox", "full", "guarded", "scrap", "people")
 EXTRA = "".join(f'\n[[source]]\nid = "{s}"\ntype = "push"\n' for s in SOURCES[1:])

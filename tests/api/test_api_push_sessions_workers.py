@@ -12,7 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from api_support import Server, free_port, make_workspace
+from api_support import Server, make_workspace
+
+from ports import free_port
 
 
 @pytest.fixture

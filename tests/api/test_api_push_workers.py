@@ -21,10 +21,11 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import KEYS, Server, free_port, make_workspace
+from api_support import KEYS, Server, make_workspace
 from sqlalchemy import Engine, create_engine, select
 
 from headwater.manifest import schema as t
+from ports import free_port
 
 OBJECTS = 30
 VERSIONS = 12

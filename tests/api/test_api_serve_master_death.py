@@ -9,7 +9,9 @@ from pathlib import Path
 
 import httpx
 import psutil
-from api_support import Server, free_port, make_workspace
+from api_support import Server, make_workspace
+
+from ports import free_port
 
 
 def spawned_workers(master: int) -> list[psutil.Process]:

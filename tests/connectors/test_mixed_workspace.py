@@ -23,6 +23,7 @@ from httpserver import LocalHttpServer, Reply
 from moto.server import ThreadedMotoServer
 
 from headwater import Workspace
+from ports import free_port
 from workspace_helpers import filesystem_source, write_config
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -30,14 +31,6 @@ GIT_ENV = {
     "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T",
     "GIT_COMMITTER_EMAIL": "t@x", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null",
 }  # fmt: skip
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ which is why the object store exists (issue 25 item 4).
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -28,18 +27,13 @@ from headwater.manifest.content import ContentStore, FolderContentStore
 from headwater.manifest.content_s3 import S3ContentStore, S3Location
 from headwater.manifest.garbage import collect_garbage
 from headwater.manifest.store import Manifest
+from ports import free_port
 from workspace_helpers import filesystem_source, write_config
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     yield f"http://127.0.0.1:{port}"

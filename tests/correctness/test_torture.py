@@ -3,8 +3,9 @@
 ``bench/torture.py`` runs ``headwater sync`` loops, the scheduler, two Celery workers and
 ``serve --workers 2`` (taking interleaved pushes) over one PostgreSQL manifest while a
 driver mutates the sources and sends SIGSTOP/SIGCONT/SIGKILL to random processes; then it
-quiesces and checks its oracle. Here it runs for 30 seconds (docs/guarantees.md quotes a
-full run): the oracle must hold, and the run must really have been faulted.
+quiesces and checks its oracle. Here it runs for 30 seconds, longer where a loaded machine
+needs it to reach 101 acknowledged pushes and 60 faults (docs/guarantees.md quotes a full
+run): the oracle must hold, and the run must really have been faulted.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ def test_every_process_kind_faulted_at_random_loses_and_leaks_nothing() -> None:
             "0.25",
             "--seed",
             "7",
+            "--min-pushes",
+            "101",
+            "--min-faults",
+            "60",
+            "--max-seconds",
+            "150",
         ],
         capture_output=True,
         text=True,

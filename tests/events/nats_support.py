@@ -104,12 +104,6 @@ def nats_server_binary() -> str:
     return found
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def answers(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)

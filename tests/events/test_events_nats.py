@@ -19,7 +19,6 @@ from nats_support import (
     StreamName,
     consume,
     drop_stream,
-    free_port,
     fresh_stream,
     private_nats,
     wait_for,
@@ -31,6 +30,7 @@ from headwater.api.service import Service
 from headwater.errors import WriteConflict
 from headwater.events import EventPump
 from headwater.manifest.records import BatchCommit, RowVersion, TombstoneWrite
+from ports import free_port
 from workspace_helpers import filesystem_source, write_config
 
 

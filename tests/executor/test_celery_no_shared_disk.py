@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -28,20 +27,15 @@ from moto.server import ThreadedMotoServer
 from headwater import Workspace
 from headwater.sinks.pgvector import PgvectorSink
 from pg_embedded import fresh_schema, pgvector_database  # noqa: F401 - fixtures
+from ports import free_port
 from workspace_helpers import filesystem_source, write_config
 
 DOCS = 9
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def bucket() -> Iterator[tuple[str, str]]:
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

@@ -66,7 +66,7 @@ from local_cases import (  # noqa: E402
     WebCase,
     WebdavCase,
 )
-from s3_support import S3Server, free_port  # noqa: E402
+from s3_support import S3Server  # noqa: E402
 from saas_cases import (  # noqa: E402
     NEW_READER,
     STAFF,
@@ -81,6 +81,7 @@ from saas_cases import (  # noqa: E402
 from fakes.dropbox import FakeDropbox  # noqa: E402
 from fakes.jira import FakeJira  # noqa: E402
 from fakes.sharepoint import FakeGraph  # noqa: E402
+from ports import free_port  # noqa: E402
 
 # The webdav tests' session fixture (a WsgiDAV process), taken from their conftest under
 # another module name so pytest serves it here too.

@@ -24,12 +24,12 @@ from headwater.sinks.pgvector._db import supports_iterative_scan
 from headwater.sinks.testing import ask, make_chunks, make_document, near, unit_vector
 from headwater.types import Access, EmbeddedChunk, SearchMode
 from pg_embedded import (  # noqa: F401 - fixtures
-    _free_port,
     cosine,
     fresh_schema,
     open_sink,
     pgvector_database,
 )
+from ports import free_port
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,9 +81,7 @@ def test_a_caller_hidden_from_the_nearest_chunks_still_gets_k_visible_chunks_bes
     query = unit_vector("crowd")
     hits = sink.search(ask(SearchMode.VECTOR, vector=query, principals=["group:seen"], k=10))
     assert len(hits) == 10 and all(h.chunk_id in seen for h in hits)
-    assert [h.score for h in hits] == pytest.approx(
-        [cosine(seen[h.chunk_id], query) for h in hits]
-    )
+    assert [h.score for h in hits] == pytest.approx([cosine(seen[h.chunk_id], query) for h in hits])
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     exact = sorted(seen, key=lambda cid: -cosine(seen[cid], query))[:10]
     assert len({h.chunk_id for h in hits} & set(exact)) >= least_recall * 10
@@ -318,7 +316,7 @@ def test_a_too_long_table_name_names_table_prefix(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_server_is_transient_and_hides_the_password(tmp_path: Path) -> None:
-    url = f"postgresql://hw:s3cret@127.0.0.1:{_free_port()}/db"
+    url = f"postgresql://hw:s3cret@127.0.0.1:{free_port()}/db"
     with pytest.raises(TransientError) as caught:
         PgvectorSink(PgvectorOptions.model_validate({"url": url}), SinkContext("m", tmp_path, 8))
     assert "s3cret" not in str(caught.value) and "127.0.0.1" in str(caught.value)

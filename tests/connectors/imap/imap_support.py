@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import imaplib
-import socket
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -16,12 +15,6 @@ from headwater.connectors.base import SourceContext
 from headwater.connectors.imap import ImapConnector, ImapOptions
 
 PASSWORD = "s3cret-pass"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from imap_support import Account, free_port, make_connector, message
+from imap_support import Account, make_connector, message
 
 from headwater.connectors.imap import ImapConnector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
+from ports import free_port
 
 
 class TestImapConformance(ConnectorConformance, connector=ImapConnector):

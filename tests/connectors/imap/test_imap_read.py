@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from imap_support import Account, free_port, make_connector, message
+from imap_support import Account, make_connector, message
 
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.pipeline.parse import parse
 from headwater.types import Checkpoint, Failure, Window
+from ports import free_port
 
 WINDOW = Window(None, FAR_FUTURE)
 

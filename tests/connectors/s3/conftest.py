@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 from moto.server import DomainDispatcherApplication, create_backend_app
-from s3_support import S3Server, free_port
+from s3_support import S3Server
 from werkzeug.serving import make_server
+
+from ports import free_port
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@ a connector factory pointed at it."""
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,12 +12,6 @@ from pydantic import SecretStr
 
 from headwater.connectors.base import SourceContext
 from headwater.connectors.s3 import S3Connector, S3Options
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -6,10 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from s3_support import S3Server, free_port, make_connector
+from s3_support import S3Server, make_connector
 
 from headwater.connectors.s3 import S3Connector
 from headwater.connectors.testing import ConnectorConformance, ConnectorHarness
+from ports import free_port
 
 
 class TestS3Conformance(ConnectorConformance, connector=S3Connector):

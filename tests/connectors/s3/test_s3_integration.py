@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
-from s3_support import S3Server, free_port, make_connector
+from s3_support import S3Server, make_connector
 
 from headwater.connectors.base import Scoped, SourceContext
 from headwater.connectors.s3 import S3Connector, S3Options
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, ItemError, TransientError
 from headwater.types import Checkpoint, Failure, SourceDocument, Window
+from ports import free_port
 
 WINDOW = Window(None, FAR_FUTURE)
 

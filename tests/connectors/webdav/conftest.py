@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from webdav_support import PASSWORD, USER, DavServer, free_port
+from webdav_support import PASSWORD, USER, DavServer
+
+from ports import free_port
 
 
 @pytest.fixture(scope="session")

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from webdav_support import DavServer, free_port, make_connector
+from webdav_support import DavServer, make_connector
 
 from headwater.connectors.testing import FAR_FUTURE, collect, no_known
 from headwater.errors import ConfigError, CredentialError, TransientError
 from headwater.types import Window
+from ports import free_port
 
 WINDOW = Window(None, FAR_FUTURE)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,12 +12,6 @@ from headwater.connectors.base import SourceContext
 from headwater.connectors.webdav import WebdavConnector, WebdavOptions
 
 USER, PASSWORD = "ann", "dav-pass"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
