@@ -92,8 +92,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "tombstone-complete-at-commit-time",
         "src/headwater/manifest/batch.py",
-        "                detected_at=now,\n                completed_at=None,",
-        "                detected_at=now,\n                completed_at=now,",
+        "            detected_at=now,\n            completed_at=None,",
+        "            detected_at=now,\n            completed_at=now,",
         (
             f"{EXTRA}::test_a_delete_the_sink_did_not_carry_out_never_completes_the_tombstone[sqlite]",
         ),
@@ -221,9 +221,10 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "push-commit-ignores-the-row-it-decided-from",
         "src/headwater/manifest/batch.py",
-        "    if expect is None:\n        return []",
-        "    if True:\n        return []",
+        '        where += _at(bindparam("w_revision")',
+        '        where += [] if True else _at(bindparam("w_revision")',
         (  # cheapest first: `-x` stops at the first kill
+            "tests/core/test_manifest_batch_writes.py::test_a_checked_edit_of_a_row_that_moved_on_writes_nothing_and_names_it[sqlite]",
             "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[sqlite]",
             "tests/core/test_push_core.py::test_an_older_push_decided_before_a_newer_commit_in_another_process_is_stale[postgres]",
             "tests/api/test_api_push_workers.py::test_interleaved_pushes_into_two_workers_keep_every_highest_acknowledged_version[postgres]",
