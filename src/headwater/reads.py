@@ -246,9 +246,12 @@ def search(
         return []
     names = [index] if index else [s.name for s in rt.indexes.sections]
     caller = expand_principals(rt.manifest.groups, user, groups, rt.aliases)  # synced groups
+    # Each index's live generation read once: its sink and its query embedder are the same
+    # generation's even if a switch commits meanwhile (and one manifest read, not two).
+    live = {name: rt.indexes.live_generation(name) for name in names}
     return run_search(
-        [(name, rt.indexes.sink(name)) for name in names],
-        lambda name, text: rt.indexes.query_embedder(name).embed([text])[0],
+        [(name, rt.indexes.generation_sink(live[name])) for name in names],
+        lambda name, text: rt.indexes.generation_embedder(live[name]).embed([text])[0],
         query,
         user=caller.user,
         groups=caller.groups,

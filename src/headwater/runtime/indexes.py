@@ -131,7 +131,11 @@ class Indexes:
 
     def query_embedder(self, name: str) -> Embedder:
         """The embedder of the index's live generation (queries meet its vectors)."""
-        return self.pipelines.pipeline(self.live_generation(name)).embedder()
+        return self.generation_embedder(self.live_generation(name))
+
+    def generation_embedder(self, generation: Generation) -> Embedder:
+        """The embedder of ``generation``'s pipeline (its queries meet its vectors)."""
+        return self.pipelines.pipeline(generation).embedder()
 
     def generation_sink(self, generation: Generation) -> Sink:
         """The generation's sink, bound to this manifest. One bound to another manifest is
