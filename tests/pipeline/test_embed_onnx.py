@@ -264,3 +264,28 @@ def test_batches_run_side_by_side_give_the_vectors_of_one_at_a_time_in_input_ord
     monkeypatch.setattr(side_by_side, "_run", fails_on_the_third_batch)
     with pytest.raises(RuntimeError, match="failed on one batch"):
         side_by_side.embed(texts)
+
+
+@pytest.mark.model
+def test_texts_with_their_token_ids_embed_as_the_texts_and_are_not_tokenized_again(
+    int8_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = OnnxEmbedder(cache_dir=int8_cache)
+    texts = [f"{i}: " + HELD_OUT[i % len(HELD_OUT)] * (1 + i % 7) for i in range(40)]
+    ids = embedder.token_ids_batch(texts)  # what the chunker counted
+    assert max(len(i) for i in ids) > 256  # the longest are truncated
+    expected = np.asarray(embedder.embed(texts))
+    session = embedder._loaded()
+    tokenizer, tokenized = session._tokenizer, []
+
+    class Spy:
+        def encode_batch(self, batch: list[str], **options: bool) -> list[object]:
+            tokenized.append(len(batch))
+            return list(tokenizer.encode_batch(batch, **options))
+
+    monkeypatch.setattr(session, "_tokenizer", Spy())
+    assert np.allclose(embedder.embed_tokens(texts, ids), expected, atol=1e-6)
+    assert tokenized == []
+    some = [None if n % 2 else i for n, i in enumerate(ids)]
+    assert np.allclose(embedder.embed_tokens(texts, some), expected, atol=1e-6)
+    assert tokenized == [len(texts) // 2]

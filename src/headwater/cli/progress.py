@@ -171,7 +171,9 @@ class Reporter:
     def index(self, progress: IndexProgress) -> None:
         """The indexer's callback: documents done of the pending set, chunks written."""
         with self._lock:
-            if progress.documents_done == 0:  # a new drain: earlier drains are finished
+            # a new drain opens at (0, total, 0): earlier drains are finished. Its first
+            # batch's slices report (0, total, chunks): the same drain, counting chunks
+            if progress.documents_done == 0 and progress.chunks == 0:
                 docs, chunks = self._index_base
                 last = self._index_last
                 self._index_base = (docs + last.documents_done, chunks + last.chunks)

@@ -9,11 +9,15 @@ whose chunking fails is, when its source wants metadata-only documents, indexed 
 metadata in place of its text (``pipeline.unavailable``): still findable by its name,
 its failure record open (``stood_in``).
 
-The texts of a batch are embedded in slices of ``EMBED_SLICE``: after each slice the
-progress callback hears how many chunks are embedded (a batch of long documents took
-minutes with its progress at zero), and before each one ``should_stop`` is asked, so a
-stop request (SIGTERM, Ctrl-C) abandons the batch within one slice: ``Cancelled`` is
-raised, nothing of the batch is written, and its documents stay pending.
+The texts of a batch are sorted by length, as sentence-transformers sorts them, so each
+of the model's calls pads little (their vectors go back in the texts' order), and carry
+the token ids the chunker counted (``pipeline.embed.tokens``) when the embedder takes
+them, so no chunk is tokenized twice. They are embedded in slices of ``EMBED_SLICE``:
+after each slice the progress callback hears how many chunks are embedded (a batch of
+long documents took minutes with its progress at zero), and before each one
+``should_stop`` is asked, so a stop request (SIGTERM, Ctrl-C) abandons the batch within
+one slice: ``Cancelled`` is raised, nothing of the batch is written, and its documents
+stay pending.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from headwater.manifest.content import ContentStore
 from headwater.manifest.records import DocumentRecord
 from headwater.pipeline.chunk import ChunkerSettings, chunk_document
 from headwater.pipeline.embed.base import Embedder
-from headwater.pipeline.embed.each import embed_each
+from headwater.pipeline.embed.tokens import TokenEmbedder, embed_tokens
 from headwater.pipeline.hooks import Drop, HookChain, HookDocument, split_sections
 from headwater.pipeline.unavailable import unavailable
 from headwater.retry import RetryPolicy, call_with_retry
@@ -87,6 +91,7 @@ class Preparer:
         self._superseded = superseded
         self._should_stop = should_stop
         self._embedded = embedded  # told the chunks embedded so far in this batch
+        self._ids: dict[str, list[int]] | None = None  # the chunker's ids by embed text
 
     @property
     def embedder(self) -> Embedder:
@@ -100,6 +105,8 @@ class Preparer:
         those that could not (each a failure record, unless its content was superseded)."""
         prepared: dict[str, Prepared] = {}
         failed: set[str] = set()
+        takes_ids = need_vectors and isinstance(self.embedder, TokenEmbedder)
+        self._ids = {} if takes_ids else None
         chunked, framing = self._chunk_each(docs, report, prepared, failed)
         texts = [c.embed_text for chunks in chunked.values() for c in chunks]
         vectors: list[list[float] | ItemError | None] = [None] * len(texts)
@@ -191,6 +198,7 @@ class Preparer:
             metadata=hooked.metadata,
             counter=self.embedder,
             settings=self.chunker,
+            token_ids=self._ids,
         )
 
     def _stood_in(
@@ -236,20 +244,36 @@ class Preparer:
         return True
 
     def _embed_in_slices(self, texts: list[str]) -> list[list[float] | ItemError]:
-        """``texts`` embedded ``EMBED_SLICE`` at a time; ``Cancelled`` between slices
-        once a stop was asked for."""
-        vectors: list[list[float] | ItemError] = []
-        for at in range(0, len(texts), EMBED_SLICE):
+        """``texts`` embedded ``EMBED_SLICE`` at a time, shortest first (in tokens when
+        the chunker gave their ids, else in characters), their vectors in ``texts``'s
+        order; ``Cancelled`` between slices once a stop was asked for."""
+        ids = self._ids_of(texts)
+        sizes = [len(t) for t in texts]
+        if ids is not None:
+            sizes = [len(t) if i is None else len(i) for t, i in zip(texts, ids, strict=True)]
+        order = sorted(range(len(texts)), key=sizes.__getitem__)
+        vectors: list[list[float] | ItemError | None] = [None] * len(texts)
+        for at in range(0, len(order), EMBED_SLICE):
             if self._should_stop():
                 raise Cancelled(
                     f"stopped while embedding a batch ({at} of {len(texts)} chunks embedded); "
                     "nothing of it was written, and its documents stay pending for the "
                     "next drain"
                 )
-            vectors.extend(self._embed(texts[at : at + EMBED_SLICE]))
+            part = order[at : at + EMBED_SLICE]
+            outcomes = self._embed(
+                [texts[n] for n in part], None if ids is None else [ids[n] for n in part]
+            )
+            for n, outcome in zip(part, outcomes, strict=True):
+                vectors[n] = outcome
             if self._embedded is not None:
-                self._embedded(len(vectors))
-        return vectors
+                self._embedded(at + len(part))
+        return vectors  # type: ignore[return-value]  # every position is filled
+
+    def _ids_of(self, texts: list[str]) -> list[list[int] | None] | None:
+        """The chunker's token ids of each text, when the embedder takes them."""
+        known = self._ids
+        return None if known is None else [known.get(t) for t in texts]
 
     def _hooked(self, doc: DocumentRecord, text: str, report: IndexReport) -> HookDocument | None:
         """The document after the hooks (itself without any); None when one dropped it,
@@ -277,8 +301,10 @@ class Preparer:
             return None
         return outcome
 
-    def _embed(self, texts: list[str]) -> list[list[float] | ItemError]:
-        return call_with_retry(lambda: embed_each(self.embedder, texts), self.retry)
+    def _embed(
+        self, texts: list[str], ids: list[list[int] | None] | None = None
+    ) -> list[list[float] | ItemError]:
+        return call_with_retry(lambda: embed_tokens(self.embedder, texts, ids), self.retry)
 
     def _embed_by_document(
         self,
@@ -295,7 +321,8 @@ class Preparer:
             if chunks is None:
                 continue
             try:
-                vectors.extend(self._embed([c.embed_text for c in chunks]))
+                texts = [c.embed_text for c in chunks]
+                vectors.extend(self._embed(texts, self._ids_of(texts)))
             except HeadwaterError as exc:
                 if not isinstance(exc, ItemError | TransientError):
                     raise

@@ -16,7 +16,9 @@ Choosing the cuts lives in ``_cuts``; it is linear in the number of units on any
 
 Budgets are measured with the model's own tokenizer, each unit counted once, in batches;
 every finished ``embed_text`` (title line + chunk text + metadata line) is counted again
-exactly and re-split if a tokenizer proved the per-unit sums too optimistic.
+exactly and re-split if a tokenizer proved the per-unit sums too optimistic. That exact
+count's token ids are handed on (``token_ids``) when the counter gives them, so the
+embedder does not tokenize the chunk again (``pipeline.embed.tokens``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from headwater.identity import chunk_id
 from headwater.pipeline._cuts import ChunkWork, Unit, cut, halve
 from headwater.pipeline.embed.base import TokenCounter
 from headwater.pipeline.embed.counting import count_tokens_many
+from headwater.pipeline.embed.tokens import token_ids_of
 from headwater.types import Chunk, MetadataValue
 
 __all__ = ["CHUNKER_VERSION", "ChunkWork", "ChunkerSettings", "chunk_document"]
@@ -87,13 +90,16 @@ def chunk_document(
     counter: TokenCounter,
     settings: ChunkerSettings,
     work: ChunkWork | None = None,
+    token_ids: dict[str, list[int]] | None = None,
 ) -> list[Chunk]:
     """Cut ``text`` into chunks whose ``embed_text`` fits ``settings.max_tokens``.
 
     Returns no chunk for blank text. Raises ``ItemError("too_large")`` for a text over
     ``settings.max_document_chars``, and ``ItemError("chunk_error")`` only when a single
     character cannot fit the budget left after the title and metadata. The work done is
-    linear in the length of the text; ``work``, when given, is added to.
+    linear in the length of the text; ``work``, when given, is added to. ``token_ids``,
+    when given and the counter gives ids (``TokenIdCounter``), receives the plain token
+    ids of each chunk's ``embed_text``, keyed by that text.
     """
     if len(text) > settings.max_document_chars:
         raise ItemError(
@@ -106,7 +112,7 @@ def chunk_document(
         )
     if not text.strip():
         return []
-    cutter = _Cutter(text, counter, settings.max_tokens, work or ChunkWork())
+    cutter = _Cutter(text, counter, settings.max_tokens, work or ChunkWork(), token_ids)
     cutter.frame(title, _metadata_line(metadata))
     units = _join_bare_headings(cutter.units(), text)
     cutter.work.units += len(units)
@@ -165,8 +171,16 @@ def _sections(units: Sequence[Unit]) -> list[tuple[int, int]]:
 class _Cutter:
     """The per-document state: text, counter, budgets and the framing lines."""
 
-    def __init__(self, text: str, counter: TokenCounter, budget: int, work: ChunkWork) -> None:
+    def __init__(
+        self,
+        text: str,
+        counter: TokenCounter,
+        budget: int,
+        work: ChunkWork,
+        token_ids: dict[str, list[int]] | None = None,
+    ) -> None:
         self.text = text
+        self.token_ids = token_ids
         self.work = work
         self.counter = counter
         self.budget = budget
@@ -266,11 +280,15 @@ class _Cutter:
         done: list[tuple[int, str]] = []
         for _round in range(8):
             bodies = [self._body(group) for group in pending]
-            counts = count_tokens_many(self.counter, [self.embed_text(b) for b in bodies])
+            texts = [self.embed_text(b) for b in bodies]
+            ids = None if self.token_ids is None else token_ids_of(self.counter, texts)
+            counts = count_tokens_many(self.counter, texts) if ids is None else map(len, ids)
             retry: list[list[Unit]] = []
-            for group, body, tokens in zip(pending, bodies, counts, strict=True):
+            for at, (group, body, tokens) in enumerate(zip(pending, bodies, counts, strict=True)):
                 if tokens <= self.budget:
                     done.append((group[0].start, body))
+                    if ids is not None and self.token_ids is not None:
+                        self.token_ids[texts[at]] = ids[at]
                     continue
                 tighter = max(1, sum(u.tokens for u in group) - (tokens - self.budget))
                 finer = self.fitting(group, tighter)

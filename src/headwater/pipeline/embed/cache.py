@@ -28,7 +28,8 @@ from headwater.errors import ItemError
 from headwater.jsonview import JsonView
 from headwater.pipeline.embed.base import Embedder
 from headwater.pipeline.embed.counting import count_tokens_many
-from headwater.pipeline.embed.each import EmbedOutcome, embed_each, first_error
+from headwater.pipeline.embed.each import EmbedOutcome, first_error
+from headwater.pipeline.embed.tokens import TokenEmbedder, TokenIds, embed_tokens, token_ids_of
 from headwater.retry import retry_while_sqlite_busy
 
 _LOOKUP_BATCH = 500  # SQLite allows 999+ parameters; stay well under
@@ -239,22 +240,38 @@ class CachedEmbedder:
         """One vector per text (cached or computed), or the first error."""
         return first_error(self.embed_each(texts))
 
+    def token_ids_batch(self, texts: Sequence[str]) -> list[list[int]] | None:
+        """The wrapped model's plain token ids of each text, when it gives ids and takes
+        them back (``embed_tokens``); else None."""
+        if isinstance(self.inner, TokenEmbedder):
+            return token_ids_of(self.inner, texts)
+        return None
+
     def embed_each(self, texts: Sequence[str]) -> list[EmbedOutcome]:
         """One vector or error per text: cached ones read, the rest embedded and stored."""
+        return self.embed_tokens(texts, None)
+
+    def embed_tokens(
+        self, texts: Sequence[str], ids: Sequence[TokenIds | None] | None
+    ) -> list[EmbedOutcome]:
+        """As ``embed_each``; the misses' token ids (when given) go to the wrapped model."""
         if not texts:
             return []
         model_id = self.inner.model_id
         keys = [cache_key(model_id, t) for t in texts]
         found = self.cache.get_many(keys)
         missing: dict[bytes, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            if key not in found:
-                missing.setdefault(key, text)
+        missing_ids: dict[bytes, TokenIds | None] = {}
+        for at, (key, text) in enumerate(zip(keys, texts, strict=True)):
+            if key not in found and key not in missing:
+                missing[key] = text
+                missing_ids[key] = None if ids is None else ids[at]
         fresh: dict[bytes, EmbedOutcome] = {}
         if missing:
             import numpy as np
 
-            outcomes = embed_each(self.inner, list(missing.values()))
+            given = None if ids is None else list(missing_ids.values())
+            outcomes = embed_tokens(self.inner, list(missing.values()), given)
             stored: list[tuple[bytes, list[float]]] = []
             for key, outcome in zip(missing, outcomes, strict=True):
                 if isinstance(outcome, ItemError):

@@ -2,7 +2,9 @@
 
 The embedder prepares the model on first use (``onnx_prepare``: export, quantize, quality
 gate) and then runs texts through one session (``onnx_session``: the Rust tokenizer, ONNX
-Runtime and numpy, mean-pooled and L2-normalized as sentence-transformers does). Torch is
+Runtime and numpy, mean-pooled and L2-normalized as sentence-transformers does). It gives
+the chunker the token ids it counts and takes them back with the texts to embed
+(``pipeline.embed.tokens``), so a chunk is tokenized once. Torch is
 never imported here: it is needed only once, to prepare the model.
 
 The runtime is part of ``model_id``, so a change of runtime is a change of the index
@@ -34,6 +36,7 @@ from headwater.pipeline.embed.onnx_prepare import (
     read_prepared,
 )
 from headwater.pipeline.embed.onnx_session import OPTIMIZED_FILE, OnnxSession
+from headwater.pipeline.embed.tokens import TokenIds
 
 ONNX_RUNTIMES = ("onnx-int8", "onnx")
 log = logging.getLogger(__name__)
@@ -121,6 +124,11 @@ class OnnxEmbedder:
         """Tokens the model would read for each text."""
         return self._counter.count_tokens_batch(texts)
 
+    def token_ids_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """The plain token ids of each text (what ``count_tokens_batch`` counts), which
+        ``embed_tokens`` takes instead of tokenizing the texts again."""
+        return self._counter.ids_batch(texts)
+
     def prepare(self) -> PreparedModel:
         """Prepare the model now if the cache does not hold it (``headwater`` does this
         on the first embed); return what was prepared."""
@@ -167,3 +175,14 @@ class OnnxEmbedder:
     def embed_each(self, texts: Sequence[str]) -> list[EmbedOutcome]:
         """The model reads any text (it truncates), so no text fails alone."""
         return list(self.embed(texts))
+
+    def embed_tokens(
+        self, texts: Sequence[str], ids: Sequence[TokenIds | None]
+    ) -> list[EmbedOutcome]:
+        """As ``embed_each``, the texts whose plain ids are given not tokenized again."""
+        if not texts:
+            return []
+        vectors = self._loaded().embed_ids(texts, ids)
+        self.embedded += len(texts)
+        result: list[EmbedOutcome] = vectors.tolist()
+        return result

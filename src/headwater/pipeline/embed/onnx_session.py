@@ -4,7 +4,10 @@ The hot path is the Rust tokenizer, one ONNX Runtime session and numpy: texts ar
 tokenized (truncated to the model's ``max_seq_length``), sorted by token count so each
 batch pads little, run through the transformer, mean-pooled over real tokens and
 L2-normalized exactly as the sentence-transformers pipeline of all-MiniLM-L6-v2
-(Transformer, mean Pooling, Normalize) does, then put back in input order.
+(Transformer, mean Pooling, Normalize) does, then put back in input order. Texts the
+chunker already tokenized come as plain ids (``embed_ids``): the special tokens the
+tokenizer's template adds around a text are added to them, and they are truncated as
+the tokenizer truncates, so they run exactly as their texts would.
 
 Loading a session optimizes the graph (fusing attention, layer norms, quantized matmuls),
 which is most of its cost; the first load of a prepared model saves the optimized graph
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.pipeline.embed.local import _read_json as read_model_json
+from headwater.pipeline.embed.local import encode_batch
 
 # The inputs of the exported graph, in order (``onnx_prepare`` exports with these names).
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -71,6 +75,8 @@ class OnnxSession:
         tokenizer.enable_truncation(max_length=int(sbert.get("max_seq_length", 256)))
         tokenizer.no_padding()
         self._tokenizer = tokenizer
+        self._max_length = int(sbert.get("max_seq_length", 256))
+        self._frame = _template(tokenizer)
         self._ort = ort
         threads = threads or os.cpu_count() or 1
         # Two small batches side by side on one session, half the threads each, keep both
@@ -119,10 +125,15 @@ class OnnxSession:
 
     def embed(self, texts: Sequence[str]) -> Any:
         """A float32 array of unit vectors, one row per text, in input order."""
+        return self.embed_ids(texts, [None] * len(texts))
+
+    def embed_ids(self, texts: Sequence[str], ids: Sequence[Sequence[int] | None]) -> Any:
+        """As ``embed``; ``ids[i]``, when given, are ``texts[i]``'s plain token ids (no
+        special tokens, untruncated), used instead of tokenizing that text again."""
         np = self._np
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        lengths = [len(e.ids) for e in encodings]
+        tokens = model_rows(self._tokenizer, self._frame, self._max_length, texts, ids)
+        lengths = [len(row) for row in tokens]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
         pending = list(_batches(order, lengths, self._batch_size))
         pending.reverse()  # popped from the end: shortest first, as sorted
         done: list[tuple[list[int], Any]] = []
@@ -135,7 +146,7 @@ class OnnxSession:
                 except IndexError:
                     return
                 try:
-                    done.append((batch, self._run([encodings[i].ids for i in batch])))
+                    done.append((batch, self._run([tokens[i] for i in batch])))
                 except BaseException as exc:  # re-raised in the caller's thread
                     errors.append(exc)
 
@@ -180,6 +191,42 @@ class OnnxSession:
         pooled = (tokens_out * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled / np.clip(norms, 1e-12, None)
+
+
+def model_rows(
+    tokenizer: Any,
+    frame: tuple[list[int], list[int]] | None,
+    max_length: int,
+    texts: Sequence[str],
+    ids: Sequence[Sequence[int] | None],
+) -> list[list[int]]:
+    """The model's input ids of each text: its plain ids in ``frame`` (the template's
+    special tokens), cut to ``max_length`` as the tokenizer truncates, or, given no ids or
+    no frame, what the tokenizer (truncating, special tokens added) makes of the text."""
+    rows: list[list[int] | None] = [None] * len(texts)
+    if frame is not None:
+        start, end = frame
+        most = max_length - len(start) - len(end)
+        rows = [None if i is None else [*start, *i[:most], *end] for i in ids]
+    missing = [n for n, row in enumerate(rows) if row is None]
+    if missing:
+        encodings = encode_batch(tokenizer, [texts[n] for n in missing], add_special_tokens=True)
+        for n, encoding in zip(missing, encodings, strict=True):
+            rows[n] = encoding.ids
+    return rows  # type: ignore[return-value]  # every row is filled
+
+
+def _template(tokenizer: Any) -> tuple[list[int], list[int]] | None:
+    """The ids the tokenizer's template puts before and after a single text (BERT's
+    ``[CLS]`` and ``[SEP]``), or None when a probe does not show them as a frame around
+    the text's plain ids (then every text is tokenized here)."""
+    probe = "headwater probe text"
+    plain = tokenizer.encode(probe, add_special_tokens=False).ids
+    full = tokenizer.encode(probe, add_special_tokens=True).ids
+    for at in range(len(full) - len(plain) + 1):
+        if full[at : at + len(plain)] == plain:
+            return full[:at], full[at + len(plain) :]
+    return None
 
 
 def _batches(order: list[int], lengths: list[int], most: int) -> Iterator[list[int]]:
