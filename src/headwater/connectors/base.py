@@ -219,3 +219,13 @@ class Subscribing(Protocol):
         self, current: Subscription, address: str, secret: str, now: datetime
     ) -> Subscription:
         """``current`` extended (or replaced, when the vendor lost it or cannot extend)."""
+
+
+def versions_of(known: KnownVersions, object_ids: Sequence[str]) -> dict[str, str | None]:
+    """``known`` of each of ``object_ids``, in one manifest query per 500 ids where the
+    sync runner's ``KnownVersions`` answers many at once (``sync.known``), else one by one
+    (a test's plain function)."""
+    many = getattr(known, "many", None)
+    if callable(many):
+        return dict(many(object_ids))
+    return {object_id: known(object_id) for object_id in object_ids}

@@ -21,6 +21,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from headwater.manifest import schema as t
 from headwater.manifest.prunes import CHUNK
+from headwater.manifest.records import ACTIVE
 
 
 def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
@@ -59,3 +60,18 @@ def rows_by_object_ids(
     with engine.connect() as conn:
         for part in chunked(list(object_ids)):
             yield from conn.execute(query, {"ids": bound_ids(part, dialect)}).all()
+
+
+def known_versions(
+    engine: Engine, source_id: str, object_ids: Sequence[str], pipeline_version: str
+) -> dict[str, str | None]:
+    """``Manifest.known_version`` of many objects at once: the stored version hint of each
+    active row of this pipeline version, by object id (an object absent: no key)."""
+    columns = ("object_id", "source_version", "state", "pipeline_version")
+    return {
+        object_id: version
+        for object_id, version, state, pipeline in rows_by_object_ids(
+            engine, source_id, object_ids, columns
+        )
+        if state == ACTIVE and pipeline == pipeline_version
+    }

@@ -34,6 +34,7 @@ from headwater.manifest.store import Manifest
 from headwater.retry import call_with_retry
 from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
 from headwater.sync.gates import BatchBuilder
+from headwater.sync.known import ManifestVersions
 from headwater.sync.phases import COMMIT, FETCH_PARSE, PRUNE, PhaseTimes
 from headwater.sync.prune import EXCLUDED_BY_CONFIG, Pruner, inferred_blocked_report
 from headwater.sync.report import PruneReport, PruneResult, RunReport, record_unstarted_run
@@ -230,7 +231,10 @@ class SyncRunner:
         options: SyncOptions,
         owner: str,
     ) -> Checkpoint | None:
-        known = self._known
+        source = self.source
+        known = ManifestVersions(
+            self.manifest, source.source_id, source.pipeline_version, full=self._full
+        )
         stream = self.connector.read(window, checkpoint, known)
         pending: list[SourceItem] = []
         last_checkpoint: Checkpoint | None = None
@@ -266,16 +270,6 @@ class SyncRunner:
                     pending = []
         self._flush(run_id, pending, last_checkpoint, counts, options, owner)
         return final
-
-    def _known(self, object_id: str) -> str | None:
-        version = self.manifest.known_version(
-            self.source.source_id, object_id, self.source.pipeline_version
-        )
-        if self._full and version is not None:
-            # Known, but a full sync proves nothing by hint: "" asks for no conditional
-            # request (no 304), while "known at all" checks (a 404 is a delete) still hold.
-            return ""
-        return version
 
     def _flush(
         self,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sql_support import Database
 
 from headwater import Workspace
+from headwater.sync.known import ManifestVersions
 
 
 def test_sync_follows_the_table(db: Database, docs: str, tmp_path: Path) -> None:
@@ -98,3 +100,36 @@ def test_a_padded_principal_in_an_array_is_refused_not_trimmed(
         (failure,) = ws.failures("rows")
         assert (failure.object_id, failure.error_class) == ("1", "invalid_principal")
         assert "Alpha" not in _titles(ws, "kim@x.com")
+
+
+def test_a_no_op_asks_the_manifest_once_a_page_not_once_a_row(
+    db: Database, docs: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = ", ".join(f"({100 + i}, 'Row {i}', 'body {i}', 'group:staff')" for i in range(1, 251))
+    db.execute(f"INSERT INTO {docs} (id, title, body, readers) VALUES {rows}")
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 32\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+        'id_columns = ["id"]\ncontent_template = "# {title}\\n\\n{body}\\n"\n'
+        'access_column = "readers"\npage_size = 100\n'
+    )
+    with Workspace.open(config) as ws:
+        assert ws.sync(index=False).runs[0].counts.new == 254
+        single: list[str] = []
+        pages: list[int] = []
+        one, many = ManifestVersions.__call__, ManifestVersions.many
+        monkeypatch.setattr(
+            ManifestVersions, "__call__", lambda s, i: single.append(i) or one(s, i)
+        )
+        monkeypatch.setattr(
+            ManifestVersions, "many", lambda s, ids: pages.append(len(ids)) or many(s, ids)
+        )
+        again = ws.sync(index=False).runs[0]
+        assert (again.counts.unchanged, again.counts.changed, again.counts.new) == (254, 0, 0)
+        assert single == [] and pages == [100, 100, 54], (len(single), pages)
+        db.execute(f"UPDATE {docs} SET body = 'edited' WHERE id = 150")
+        edited = ws.sync(index=False, full=True).runs[0]  # full: held hints certify nothing
+        assert (edited.counts.changed, edited.counts.unchanged) == (1, 253), edited.counts

@@ -30,6 +30,7 @@ from headwater.connectors.base import (
     ConnectorOptions,
     ReadStream,
     SourceContext,
+    versions_of,
 )
 from headwater.connectors.sql import _rows
 from headwater.connectors.sql._database import classify, make_engine, parse_url, safe_url
@@ -231,8 +232,10 @@ class SqlConnector:
         after = _resume_after(checkpoint)
         while True:
             rows = self._page(window, after)
+            ids = [_rows.object_id_of([row[c] for c in self.options.id_columns]) for row in rows]
+            versions = versions_of(known, ids)  # one manifest query a page, not one a row
             for row in rows:
-                yield self._item(row, known)
+                yield self._item(row, versions)
             if not rows:
                 break
             after = [_rows.cursor_value(row[c]) for c in self.options.id_columns]
@@ -254,7 +257,9 @@ class SqlConnector:
 
     # -- one row -------------------------------------------------------------------------
 
-    def _item(self, row: Mapping[str, Any], known: KnownVersions) -> SourceDocument | Failure:
+    def _item(
+        self, row: Mapping[str, Any], known: Mapping[str, str | None]
+    ) -> SourceDocument | Failure:
         object_id = _rows.object_id_of([row[c] for c in self.options.id_columns])
         locator = f"{self._where}#{self.options.table or 'query'}/{object_id}"
         try:
@@ -263,7 +268,7 @@ class SqlConnector:
             return Failure(object_id, locator, Stage.FETCH.value, exc.error_class, str(exc))
 
     def _document(
-        self, row: Mapping[str, Any], object_id: str, locator: str, known: KnownVersions
+        self, row: Mapping[str, Any], object_id: str, locator: str, known: Mapping[str, str | None]
     ) -> SourceDocument:
         opts = self.options
         if opts.content_template is not None:
@@ -290,7 +295,7 @@ class SqlConnector:
         version = _rows.version_of(
             title=title, content=content, metadata=metadata, access=access, updated_at=updated_at
         )
-        unchanged = known(object_id) == version
+        unchanged = known.get(object_id) == version
         return SourceDocument(
             object_id=object_id,
             locator=locator,
