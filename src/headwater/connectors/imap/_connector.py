@@ -29,6 +29,7 @@ from headwater.connectors.base import (
     ConnectorOptions,
     ReadStream,
     SourceContext,
+    versions_of,
 )
 from headwater.connectors.imap._client import ImapAddress, ImapSession
 from headwater.connectors.imap._message import attachment_parts, parse_message
@@ -133,7 +134,8 @@ class ImapConnector:
         known: KnownVersions,
     ) -> Iterator[SourceItem]:
         prefix = f"{mailbox}/{uidvalidity}"
-        wanted = [u for u in uids if known(f"{prefix}/{u}") != f"{prefix}/{u}"]
+        versions = versions_of(known, [f"{prefix}/{u}" for u in uids])  # one query a batch
+        wanted = [u for u in uids if versions.get(f"{prefix}/{u}") != f"{prefix}/{u}"]
         sizes = {uid: line for uid, line, _ in session.fetch(wanted, "(RFC822.SIZE)")}
         small = [u for u in wanted if _size(sizes.get(u, b"")) <= self.options.max_message_bytes]
         bodies = {
