@@ -139,7 +139,8 @@ class ZendeskCase:
     """N Help Center articles, each restricted to a user segment: segment 1 holds the
     reader (an agent of group 500), segment 2 ``NEW_READER`` (group 501). The ACL step
     moves 5 % of the articles to segment 2; edits and segment changes move ``updated_at``
-    in the incremental export, and a deleted article leaves the article list."""
+    in the incremental export, and a deleted article leaves the article list. The edits
+    and segment changes share one second: N // 10 of them, at most a page up to N = 10,000."""
 
     zd: FakeZendesk
     per_object_acl: bool = True
@@ -164,9 +165,13 @@ class ZendeskCase:
         for sid, group in ((1, 500), (2, 501)):
             segment = {"id": sid, "name": f"Group {group}", "user_type": "staff"}
             self.zd.segments[sid] = segment | {"group_ids": [group]}
+        # A second apart: the time-based export pages by ``updated_at`` and cannot page
+        # past more than a page (1,000) of articles changed in one second (the connector
+        # then stops and says so), which an N over 1,000 written at T0 would be.
         for i in range(N):
+            written = T0 + timedelta(seconds=i)
             self.zd.articles[1000 + i] = Article(
-                1000 + i, f"Item {i}", html_body(i), T0, segments=[1]
+                1000 + i, f"Item {i}", html_body(i), written, segments=[1]
             )
 
     def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
