@@ -5,9 +5,11 @@ goal 3; only ``HEADWATER_ROUNDTRIP_ITEMS`` changes. Each chosen case runs as its
 ``python -m pytest -q -n 0 -p no:cacheprovider <module> -k <case>`` child through
 ``measure.run_measured``, so its wall time, CPU time (user + sys) and peak RSS
 (``ru_maxrss`` from ``os.wait4``) are that one test process's: load, first sync, the
-5 % delete / edit / ACL step, re-sync and the exact-count asserts. Servers in their own
-processes (PostgreSQL, MariaDB, WsgiDAV, Azurite, fake-gcs-server, Dovecot) are not in
-the CPU or RSS figures; in-process fakes (moto, the SaaS fakes, the HTTP server) are.
+5 % delete / edit / ACL step, re-sync and the exact-count asserts. Linux adds in the
+children it waits for (the git CLI; WsgiDAV, Azurite, fake-gcs-server and Dovecot, which
+fixtures start): their CPU is summed and the peak RSS is the largest single process's.
+In-process fakes (moto, the SaaS fakes, the HTTP server) are in the test process's own
+figures; PostgreSQL and MariaDB, running outside, are not counted.
 A case passes when pytest passes (every count exact) and is flagged when its peak RSS
 is over its memory budget (``BUDGET_MB``). A Markdown table goes to stdout, the JSON to
 ``bench/out/roundtrip-<N>.json``.
@@ -37,7 +39,7 @@ MODULES = {
 }
 CASES = {case: module for module, names in MODULES.items() for case in names.split()}
 # The memory budget: peak RSS of the test process at 10,000 items, per case. Chosen from
-# the 500- and 2,000-item runs (docs/performance.md, "10,000 items"): the process holds
+# the 500-item run (docs/performance.md, "10,000 items"): the process holds
 # ~150 MB of imports and the workspace before any item; what grows with N is the fake's
 # or server's in-process copy of the items and the sync's batches. 400 MB everywhere
 # leaves room for linear growth of the larger in-process fakes; moto keeps every object
