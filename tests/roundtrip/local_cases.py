@@ -1,6 +1,6 @@
 """Round-trip cases for the connectors with a local server or files (issue 29, goal 3):
 a folder, the real PostgreSQL and MariaDB, moto, git, the local HTTP server, WsgiDAV,
-the push API and the fake Drive and Confluence; each fills its source with the 500 items
+the push API and the fake Drive and Confluence; each fills its source with the N items
 of ``test_roundtrip`` and deletes, edits and re-permissions 5 % of them. The shape of the
 test (sync, mutate, re-sync, exact counts) lives in ``test_roundtrip``.
 """
@@ -175,7 +175,7 @@ class GitCase:
     def load(self) -> None:
         for i in range(N):
             self.repo.write(self.object_id(i), text_of(i))
-        self.repo.commit("500 items")
+        self.repo.commit(f"{N} items")
 
     def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
         for i in deleted:
@@ -187,7 +187,7 @@ class GitCase:
 
 @dataclass
 class WebCase:
-    """A site on the local HTTP server: a sitemap of 500 pages, each with an ETag."""
+    """A site on the local HTTP server: a sitemap of N pages, each with an ETag."""
 
     server: LocalHttpServer
     per_object_acl: bool = False
@@ -229,7 +229,8 @@ class WebCase:
             self.server.remove(f"/p/{i:04d}")
         for i in edited:
             self.page(i, edited=True)
-        self.sitemap([i for i in range(N) if i not in set(deleted)])
+        gone = set(deleted)
+        self.sitemap([i for i in range(N) if i not in gone])
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Round-trip cases for the message and file-sharing connectors: slack, teams and box on
 their fakes (``tests/fakes/<name>``, from the vendors' documentation), gmail on its fake
 and imap on a real Dovecot. Each fills its source in-process (Dovecot through one IMAP
-session) with the 500 items of ``roundtrip_run``.
+session) with the N items of ``roundtrip_run``.
 
 slack, teams and box take the shared round trip (5 % deleted, edited and, for box whose
 files carry their own collaborations, re-permissioned). A mail message never changes (its
@@ -27,7 +27,7 @@ from fakes.teams import FakeTeams
 
 @dataclass
 class SlackCase:
-    """500 threads (a root and one reply each) in one private channel whose one member is
+    """N threads (a root and one reply each) in one private channel whose one member is
     the reader (a thread's ACL is its channel's); an edit sets the root's ``edited``, a
     deleted root leaves a ``tombstone`` parent (it had a reply)."""
 
@@ -63,7 +63,7 @@ class SlackCase:
 
 @dataclass
 class TeamsCase:
-    """500 root messages in a standard channel of a team whose member is the reader (a
+    """N root messages in a standard channel of a team whose member is the reader (a
     thread's ACL is its team's); edits and deletes arrive through the channel's delta."""
 
     graph: FakeTeams
@@ -96,7 +96,7 @@ class TeamsCase:
 
 @dataclass
 class BoxCase:
-    """500 files in one folder, each shared with the reader by its own collaboration; the
+    """N files in one folder, each shared with the reader by its own collaboration; the
     ACL step removes that collaboration (``DELETE /2.0/collaborations/{id}``, over HTTP)
     and shares the file with ``NEW_READER``. Uploads, trashes and collaboration changes
     arrive through the changes event stream."""
@@ -163,7 +163,7 @@ def raw_message(i: int) -> bytes:
 
 @dataclass
 class GmailCase:
-    """One mailbox (the reader's: its owner reads it) of 500 messages in the inbox;
+    """One mailbox (the reader's: its owner reads it) of N messages in the inbox;
     deletes and new messages arrive through ``users.history.list``."""
 
     gm: FakeGmail

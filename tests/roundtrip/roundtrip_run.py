@@ -1,4 +1,4 @@
-"""The round trip per connector, at CI size (issue 29, goal 3): 500 items in the real
+"""The round trip per connector, at CI size (issue 29, goal 3): N items (500 in CI) in the real
 server or its fake, a sync, then 5 % deleted, 5 % edited and (where the connector carries
 an ACL per object) 5 % re-permissioned, a re-sync, and EXACT counts in the run, the
 manifest and the sqlite index. A delete that never happens, an edit left stale or a

@@ -1,8 +1,10 @@
 """Round-trip cases for SaaS connectors and blob stores (issue 29, goal 3): each fills
 its fake (``tests/fakes/<name>``, written from the vendor's documentation: jira, dropbox,
 sharepoint) or its real emulator (Azurite for azure_blob, fake-gcs-server for gcs) with
-the 500 items of ``test_roundtrip``, and deletes, edits and re-permissions 5 % of them
-the way the vendor would report it.
+the N items of ``roundtrip_run`` and deletes, edits and re-permissions 5 % of them the
+way the vendor would report it. N is read here once (``item_count``): 500 in CI, or
+``HEADWATER_ROUNDTRIP_ITEMS`` (``bench/roundtrip.py`` runs the cases at 10,000); every
+other figure of the round trip derives from it.
 
 A case knows only its source: the test owns the shape (sync, mutate, re-sync, exact
 counts). ``reader`` is who may read every item before the ACL step.
@@ -10,6 +12,7 @@ counts). ``reader`` is who may read every item before the ACL step.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,7 +25,18 @@ from fakes.sharepoint import SITE, FakeGraph, user_grant
 from fakes.sharepoint import TOKEN as GRAPH_TOKEN
 from headwater.connectors.azure_blob._auth import DEV_KEY
 
-N = 500
+
+def item_count() -> int:
+    """The round trip's item count: ``HEADWATER_ROUNDTRIP_ITEMS``, 500 (CI) unless set.
+    A positive multiple of 20, so that every 5 % slice (``range(k, N, 20)``) holds exactly
+    N // 20 items."""
+    n = int(os.environ.get("HEADWATER_ROUNDTRIP_ITEMS", "500"))
+    if n <= 0 or n % 20:
+        raise ValueError(f"HEADWATER_ROUNDTRIP_ITEMS={n}: not a positive multiple of 20")
+    return n
+
+
+N = item_count()
 STAFF = "staff"
 NEW_READER = "ann@example.com"
 OLD_READER = "kim@example.com"  # the reader of the connectors whose ACLs name users
@@ -79,7 +93,7 @@ class JiraCase:
 
 @dataclass
 class DropboxCase:
-    """The fake Dropbox API: 500 files in one folder of the token's owner (a file's ACL is
+    """The fake Dropbox API: N files in one folder of the token's owner (a file's ACL is
     its shared folder's, so there is no per-object ACL to change)."""
 
     dbx: FakeDropbox
@@ -118,7 +132,7 @@ class BlobStore(Protocol):
 @dataclass
 class BlobCase:
     """A real emulator of a blob store (Azurite for ``azure_blob``, fake-gcs-server for
-    ``gcs``): 500 blobs in a fresh container; the ACL is the source's ``access``."""
+    ``gcs``): N blobs in a fresh container; the ACL is the source's ``access``."""
 
     store: BlobStore
     bucket: str
@@ -164,7 +178,7 @@ def gcs_case(server: GcsServer) -> BlobCase:
 
 @dataclass
 class SharepointCase:
-    """The fake Microsoft Graph: 500 files in one document library, each shared with one
+    """The fake Microsoft Graph: N files in one document library, each shared with one
     user; the ACL step replaces 5 % of the files' permissions (delta reports them with
     ``sharedChanged``), edits and deletes arrive through delta too."""
 

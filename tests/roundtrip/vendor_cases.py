@@ -1,6 +1,6 @@
 """Round-trip cases for the code-hosting and knowledge-base SaaS connectors on their
 fakes (``tests/fakes/<name>``, written from the vendors' documentation): github, gitlab,
-notion, zendesk and servicenow. Each fills its fake in-process with the 500 items of
+notion, zendesk and servicenow. Each fills its fake in-process with the N items of
 ``roundtrip_run`` and deletes, edits and (where an item carries its own ACL) re-permissions
 5 % of them the way the vendor would show it.
 
@@ -31,7 +31,7 @@ T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)  # when the SaaS items were written
 
 @dataclass
 class GithubCase:
-    """500 issues in one private repository whose one collaborator is the reader (an
+    """N issues in one private repository whose one collaborator is the reader (an
     issue's ACL is its repository's, so there is no per-object ACL to change); a deleted
     issue leaves the listing and ``enumerate()``, an edit moves ``updated_at``."""
 
@@ -65,7 +65,7 @@ class GithubCase:
 
 @dataclass
 class GitlabCase:
-    """500 Markdown files in one commit of a private project whose one Reporter is the
+    """N Markdown files in one commit of a private project whose one Reporter is the
     reader (a file's ACL is its project's); the changes are a second commit, read through
     the compare of the two (``deleted_file`` for the deletes)."""
 
@@ -97,7 +97,7 @@ class GitlabCase:
 
 @dataclass
 class NotionCase:
-    """500 workspace pages shared with the integration, written at ``T0``; the ACL is the
+    """N workspace pages shared with the integration, written at ``T0``; the ACL is the
     source's ``access`` (the API shows no page permissions). A deleted page leaves the
     search listing and ``enumerate()``; an edit replaces its blocks and moves
     ``last_edited_time`` (kept to the minute, so the edit is dated now, not at ``T0``)."""
@@ -136,10 +136,11 @@ def html_body(i: int, edited: bool = False) -> str:
 
 @dataclass
 class ZendeskCase:
-    """500 Help Center articles, each restricted to a user segment: segment 1 holds the
+    """N Help Center articles, each restricted to a user segment: segment 1 holds the
     reader (an agent of group 500), segment 2 ``NEW_READER`` (group 501). The ACL step
     moves 5 % of the articles to segment 2; edits and segment changes move ``updated_at``
-    in the incremental export, and a deleted article leaves the article list."""
+    in the incremental export, and a deleted article leaves the article list. The edits
+    and segment changes share one second: N // 10 of them, at most a page up to N = 10,000."""
 
     zd: FakeZendesk
     per_object_acl: bool = True
@@ -164,9 +165,13 @@ class ZendeskCase:
         for sid, group in ((1, 500), (2, 501)):
             segment = {"id": sid, "name": f"Group {group}", "user_type": "staff"}
             self.zd.segments[sid] = segment | {"group_ids": [group]}
+        # A second apart: the time-based export pages by ``updated_at`` and cannot page
+        # past more than a page (1,000) of articles changed in one second (the connector
+        # then stops and says so), which an N over 1,000 written at T0 would be.
         for i in range(N):
+            written = T0 + timedelta(seconds=i)
             self.zd.articles[1000 + i] = Article(
-                1000 + i, f"Item {i}", html_body(i), T0, segments=[1]
+                1000 + i, f"Item {i}", html_body(i), written, segments=[1]
             )
 
     def mutate(self, deleted: list[int], edited: list[int], regranted: list[int]) -> None:
@@ -187,7 +192,7 @@ def sn_time(moment: datetime) -> str:
 
 @dataclass
 class ServicenowCase:
-    """500 published articles of one knowledge base, each readable under the user
+    """N published articles of one knowledge base, each readable under the user
     criteria naming the reader; the ACL step points 5 % at criteria naming ``NEW_READER``
     (the row's ``sys_updated_on`` moves, as any update of the record moves it); a deleted
     article leaves the listing and ``enumerate()``."""
@@ -252,7 +257,7 @@ class ServicenowCase:
 
 @dataclass
 class RssCase:
-    """One RSS 2.0 feed of 500 entries on the local HTTP server, dated a minute apart
+    """One RSS 2.0 feed of N entries on the local HTTP server, dated a minute apart
     from ``T0``. A feed shows only its latest entries, so an entry that leaves it has not
     been deleted: the connector has no ``enumerate()`` and never deletes (docs/connectors/
     rss.md). ``feed_round_trip`` asserts exactly that: 5 % of the entries leave the feed

@@ -85,7 +85,7 @@ def vendor_case(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def mail_round_trip(case: MailCase, tmp_path: Path) -> None:
-    """Load 500 messages, sync, delete 5 % and add 5 % new ones, re-sync; exact counts
+    """Load N messages, sync, delete 5 % and add 5 % new ones, re-sync; exact counts
     (a message is never edited, and its ACL is its mailbox's or the source's)."""
     config = write_config(tmp_path, case.source())
     deleted = list(range(0, N, 20))
@@ -106,7 +106,7 @@ def mail_round_trip(case: MailCase, tmp_path: Path) -> None:
 
 
 def feed_round_trip(case: RssCase, tmp_path: Path) -> None:
-    """Load a 500-entry feed, sync, let 5 % of the entries leave the feed and edit 5 %,
+    """Load an N-entry feed, sync, let 5 % of the entries leave the feed and edit 5 %,
     re-sync; exact counts: the edits arrive and nothing is deleted (a feed shows only its
     latest entries: leaving it is not a delete, docs/connectors/rss.md)."""
     config = write_config(tmp_path, case.source())
