@@ -38,7 +38,9 @@ MUTANTS: list[Mutant] = [
         "src/headwater/sync/runner.py",
         "                staged.flush()  # every text the commit points at is written first\n",
         "",
-        ("tests/core/test_staged_content.py::test_every_text_a_sync_commits_is_in_the_store_at_its_commit",),
+        (
+            "tests/core/test_staged_content.py::test_every_text_a_sync_commits_is_in_the_store_at_its_commit",
+        ),
     ),
     Mutant(
         "applied-recorded-when-the-sink-raised",
