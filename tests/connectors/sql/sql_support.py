@@ -90,3 +90,17 @@ def docs_options(table: str, **extra: Any) -> dict[str, Any]:
         "access_column": "readers",
         **extra,
     }
+
+
+def workspace_config(tmp_path: Path, db: Database, table: str, source_options: str) -> Path:
+    """A workspace config (fake embedder, one sqlite index) with one sql source ``rows``
+    over ``table``; ``source_options`` are the source's further TOML lines."""
+    config = tmp_path / "headwater.toml"
+    config.write_text(
+        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
+        '[embedder]\ntype = "fake"\ndimension = 32\n'
+        '[[index]]\nname = "main"\ntype = "sqlite"\n'
+        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{table}"\n'
+        + source_options
+    )
+    return config

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sql_support import Database, make_connector, unique
+from sql_support import Database, make_connector, unique, workspace_config
 
 from headwater import Workspace
 from headwater.connectors.sql import SqlOptions
@@ -90,14 +90,12 @@ def test_a_row_committed_late_is_indexed(db: Database, docs: str, tmp_path: Path
     """PostgreSQL's now() is the transaction's start: a row inserted by a transaction that
     is open while a sync runs carries a time before that sync's window end, and becomes
     visible only after it. The overlap re-reads that stretch, so the row is not lost."""
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+    config = workspace_config(
+        tmp_path,
+        db,
+        docs,
         'id_columns = ["id"]\ncontent_columns = ["title", "body"]\n'
-        'updated_at_column = "updated_at"\naccess = { public = true }\n'
+        'updated_at_column = "updated_at"\naccess = { public = true }\n',
     )
     with Workspace.open(config) as ws:
         assert ws.sync(index=False).runs[0].counts.new == 4

@@ -6,21 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sql_support import Database
+from sql_support import Database, workspace_config
 
 from headwater import Workspace
 from headwater.sync.known import ManifestVersions
 
 
 def test_sync_follows_the_table(db: Database, docs: str, tmp_path: Path) -> None:
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+    config = workspace_config(
+        tmp_path,
+        db,
+        docs,
         'id_columns = ["id"]\ncontent_template = "# {title}\\n\\n{body}\\n"\n'
-        'media_type = "text/markdown"\naccess_column = "readers"\nprune_max_fraction = 0.5\n'
+        'media_type = "text/markdown"\naccess_column = "readers"\nprune_max_fraction = 0.5\n',
     )
     with Workspace.open(config) as ws:
         first = ws.sync(index=False).runs[0]
@@ -47,14 +45,12 @@ def test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_ap
 ) -> None:
     db.execute(f"UPDATE {docs} SET readers = 'user:kim@x.com' WHERE id = 1")
     db.execute(f"UPDATE {docs} SET readers = 'user:bob@x.com, user:kim@x.com' WHERE id = 2")
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+    config = workspace_config(
+        tmp_path,
+        db,
+        docs,
         'id_columns = ["id"]\ncontent_template = "# {title}\\n\\n{body}\\n"\n'
-        'title_column = "title"\naccess_column = "readers"\n'
+        'title_column = "title"\naccess_column = "readers"\n',
     )
     with Workspace.open(config) as ws:
         assert ws.sync().runs[0].status == "succeeded"
@@ -85,14 +81,12 @@ def test_a_padded_principal_in_an_array_is_refused_not_trimmed(
     db: Database, docs: str, tmp_path: Path
 ) -> None:
     db.execute(f"UPDATE {docs} SET readers = :r WHERE id = 1", r='["user:kim@x.com "]')
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+    config = workspace_config(
+        tmp_path,
+        db,
+        docs,
         'id_columns = ["id"]\ncontent_template = "# {title}\\n\\n{body}\\n"\n'
-        'title_column = "title"\naccess_column = "readers"\n'
+        'title_column = "title"\naccess_column = "readers"\n',
     )
     with Workspace.open(config) as ws:
         run = ws.sync().runs[0]
@@ -107,14 +101,12 @@ def test_a_no_op_asks_the_manifest_once_a_page_not_once_a_row(
 ) -> None:
     rows = ", ".join(f"({100 + i}, 'Row {i}', 'body {i}', 'group:staff')" for i in range(1, 251))
     db.execute(f"INSERT INTO {docs} (id, title, body, readers) VALUES {rows}")
-    config = tmp_path / "headwater.toml"
-    config.write_text(
-        '[workspace]\ntenant = "acme"\nstate_dir = "state"\n'
-        '[embedder]\ntype = "fake"\ndimension = 32\n'
-        '[[index]]\nname = "main"\ntype = "sqlite"\n'
-        f'[[source]]\nid = "rows"\ntype = "sql"\nurl = "{db.url}"\ntable = "{docs}"\n'
+    config = workspace_config(
+        tmp_path,
+        db,
+        docs,
         'id_columns = ["id"]\ncontent_template = "# {title}\\n\\n{body}\\n"\n'
-        'access_column = "readers"\npage_size = 100\n'
+        'access_column = "readers"\npage_size = 100\n',
     )
     with Workspace.open(config) as ws:
         assert ws.sync(index=False).runs[0].counts.new == 254
