@@ -24,6 +24,7 @@ from headwater.errors import WriteConflict
 from headwater.manifest import schema as t
 from headwater.manifest.counts import lock_sources
 from headwater.manifest.failures import FailureLedger
+from headwater.manifest.lookups import bound_ids, in_ids
 from headwater.manifest.outbox import ACCESS_CHANGED, UPSERTED, ChangeEvent, Outbox
 from headwater.manifest.outbox import DELETED as DELETED_EVENT
 from headwater.manifest.records import (
@@ -77,13 +78,16 @@ def write_batch(
     changed = [w.source_id for w in batch.writes] + [w.source_id for w in batch.tombstones]
     lock_sources(conn, changed, shared=False)
     floors = _write_documents(conn, batch.writes, now, events)
+    # Every row a no-op lists is marked: its part of ids bound as one value, not an
+    # expanding IN that renders a placeholder per id on every execution.
+    dialect = conn.dialect.name
     mark_seen = (
         update(t.documents)
-        .where(t.documents.c.document_id.in_(bindparam("ids", expanding=True)))
+        .where(in_ids(t.documents.c.document_id, dialect))
         .values(last_seen_run=run_id)
     )  # built once, its ids bound per part
     for start in range(0, len(batch.seen), CHUNK):
-        conn.execute(mark_seen, {"ids": batch.seen[start : start + CHUNK]})
+        conn.execute(mark_seen, {"ids": bound_ids(batch.seen[start : start + CHUNK], dialect)})
     for source_id, folder in batch.seen_prefixes:
         under = folder if folder.endswith("/") else folder + "/"
         conn.execute(
