@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -94,6 +95,7 @@ class FakeNotion(FakeApi):
         self.search_fails_after: int | None = None  # searches answered before a 500
         self.searches = 0
         self._cursors: dict[str, int] = {}
+        self._order: tuple[list[tuple[Any, ...]], list[Page]] | None = None  # _found
 
     def authorized(self, headers: dict[str, str]) -> bool:
         return True  # answered in `answer`, with Notion's own error body
@@ -218,11 +220,18 @@ class FakeNotion(FakeApi):
             start = self._cursors[call.query["start_cursor"]]
         return self._list(rows, start, size)
 
-    def _list(self, rows: list[Any], start: int, size: int) -> Answer:
+    def _list(
+        self,
+        rows: list[Any],
+        start: int,
+        size: int,
+        render: Callable[[Any], Any] = lambda row: row,
+    ) -> Answer:
+        """The rows ``start`` to ``start + size``, each through ``render``."""
         end = start + size
         more = end < len(rows)
-        body = {"object": "list", "results": rows[start:end], "has_more": more,
-                "next_cursor": self._cursor(end) if more else None}  # fmt: skip
+        body = {"object": "list", "results": [render(row) for row in rows[start:end]],
+                "has_more": more, "next_cursor": self._cursor(end) if more else None}  # fmt: skip
         return Answer(200, body)
 
     def _search(self, body: dict[str, Any]) -> Answer:
@@ -248,17 +257,31 @@ class FakeNotion(FakeApi):
             )
         if "read_content" not in self.capabilities:
             return error(403, "restricted_resource", "Insufficient permissions for this endpoint.")
-        pages = [
-            p for p in self.pages.values()
-            if p.shared and (self.search_shows_archived or not p.archived)
-        ]  # fmt: skip
-        # A stable order within a minute, as last_edited_time ties are common
-        pages.sort(
-            key=lambda p: (minute(p.edited), p.id), reverse=sort.get("direction") != "ascending"
-        )
+        pages = self._found(descending=sort.get("direction") != "ascending")
         start = 0
         if body.get("start_cursor"):
             if body["start_cursor"] not in self._cursors:
                 return error(400, "validation_error", "start_cursor provided is invalid.")
             start = self._cursors[body["start_cursor"]]
-        return self._list([self._page_json(p) for p in pages], start, size)
+        return self._list(pages, start, size, self._page_json)
+
+    def _found(self, *, descending: bool) -> list[Page]:
+        """The pages a search finds, in its order: the shared ones (archived too when
+        ``search_shows_archived``) by ``last_edited_time`` to the minute, then by id (a
+        stable order within a minute, as ties are common).
+
+        The sorted list is kept while nothing it depends on changes (which pages there
+        are, their id, ``edited``, ``shared`` and ``archived``, the option and the
+        direction), and a call renders only the pages it answers: the calls of one
+        listing sort once, and each compares the pages' fields instead of formatting,
+        sorting and rendering them all (which made a listing of N pages quadratic)."""
+        state: list[tuple[Any, ...]] = [(self.search_shows_archived, descending)]
+        state += [(p.id, p.edited, p.shared, p.archived) for p in self.pages.values()]
+        if self._order is None or self._order[0] != state:
+            pages = [
+                p for p in self.pages.values()
+                if p.shared and (self.search_shows_archived or not p.archived)
+            ]  # fmt: skip
+            pages.sort(key=lambda p: (minute(p.edited), p.id), reverse=descending)
+            self._order = (state, pages)
+        return self._order[1]
