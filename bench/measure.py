@@ -65,6 +65,15 @@ def run_measured(
 ) -> Measured:
     """Run ``command`` to completion; time it and read its own peak RSS."""
     full_env = dict(os.environ)
+    # A relative PYTHONPATH (``PYTHONPATH=src``, or a before copy's ``bench/out/before/src``)
+    # would be read from the child's cwd, where it names nothing: the child would import
+    # the editable install's code instead, and a before/after pair would time one code
+    # twice. Resolved here, against this process's cwd, as the caller meant it.
+    if full_env.get("PYTHONPATH"):
+        full_env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(part).resolve()) if part else part
+            for part in full_env["PYTHONPATH"].split(os.pathsep)
+        )
     full_env.setdefault("HF_HUB_OFFLINE", "1")
     full_env.setdefault("TOKENIZERS_PARALLELISM", "false")
     if env:
