@@ -16,9 +16,9 @@ source) are read from the manifest too.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -28,6 +28,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from headwater.api.service import Service
 from headwater.clock import as_utc, utcnow
@@ -252,19 +253,43 @@ class Metrics:
 def install_http_metrics(app: FastAPI) -> None:
     """Time every request; the route label is the matched path template (``/v1/search``,
     ``/admin/runs/{run_id}``), so ids never become label values; else ``unmatched``."""
+    app.add_middleware(HttpMetrics)
 
-    @app.middleware("http")
-    async def timed(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+
+class HttpMetrics:
+    """A plain ASGI middleware counting each request and timing it to its response start.
+
+    Plain ASGI, not ``@app.middleware("http")``: Starlette's ``BaseHTTPMiddleware`` runs
+    every request in a task of its own with a memory stream for the body, a cost paid by
+    each search (docs/performance.md, "API under load"). The route is read from the
+    scope after the app has matched it (Starlette's router sets ``scope["route"]``); a
+    request that fails before its response starts counts as a 500."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         start = time.perf_counter()
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            metrics: Metrics | None = getattr(request.app.state, "metrics", None)
+        observed = False
+
+        def observe(status: int) -> None:
+            nonlocal observed
+            observed = True
+            metrics: Metrics | None = getattr(scope["app"].state, "metrics", None)
             if metrics is not None:
-                route = getattr(request.scope.get("route"), "path", None) or "unmatched"
-                metrics.observe_request(route, request.method, status, time.perf_counter() - start)
+                route = getattr(scope.get("route"), "path", None) or "unmatched"
+                metrics.observe_request(route, scope["method"], status, time.perf_counter() - start)
+
+        async def timed_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not observed:
+                observe(int(message["status"]))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, timed_send)
+        finally:
+            if not observed:
+                observe(500)

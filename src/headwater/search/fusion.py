@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from headwater.search.terms import matches_at_word_start
 from headwater.types import SearchHit
 
 DEFAULT_RRF_K = 60
@@ -42,6 +43,7 @@ VECTOR_MARGIN = 0.15
 # A query of at least this many words found verbatim (as a phrase) in a chunk puts it first.
 PHRASE_MIN_WORDS = 3
 _WORD = re.compile(r"\w+")
+_WORD_CHAR = re.compile(r"\w")
 
 Fusion = Callable[[Sequence[SearchHit], Sequence[SearchHit], int], list[SearchHit]]
 
@@ -96,11 +98,16 @@ def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     queries of fewer than ``PHRASE_MIN_WORDS`` words move nothing (for one or two words,
     containing them is what keyword search already ranks).
     """
-    phrase = _words(query)
-    if phrase.count(" ") + 1 < PHRASE_MIN_WORDS:
+    phrase = _WORD.findall(query.casefold())
+    if len(phrase) < PHRASE_MIN_WORDS:
         return list(hits)
-    needle = f" {phrase} "
-    containing = [hit for hit in hits if needle in f" {_words(hit.text)} "]
+    # The phrase's words with only non-word characters between them, not inside a longer
+    # word: what `" w1 w2 " in " ".join(words of the text)` asks, without listing the
+    # text's words (a search checks some 160 chunks of ~900 characters).
+    needle = re.compile(r"\W+".join(map(re.escape, phrase)) + r"(?!\w)")
+    containing = [
+        hit for hit in hits if matches_at_word_start(needle, hit.text.casefold(), _WORD_CHAR)
+    ]
     if not containing:
         return list(hits)
     moved = {id(hit) for hit in containing}
@@ -111,10 +118,6 @@ def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
         [replace(hit, score=hit.score + shift + 1.0) for hit in containing] if rest else containing
     )
     return lifted + rest
-
-
-def _words(text: str) -> str:
-    return " ".join(_WORD.findall(text.casefold()))
 
 
 def hybrid_fusion(

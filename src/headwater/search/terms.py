@@ -41,6 +41,7 @@ and question words): the classic lists, plus ``get``/``got`` and ``much``, which
 up in questions and carry no topic."""
 
 _WORD = re.compile(r"[^\W_]+")
+_WORD_CHAR = re.compile(r"[^\W_]")
 
 
 def words(text: str) -> set[str]:
@@ -62,4 +63,31 @@ def answering(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     wanted = informative_words(query)
     if not wanted:
         return list(hits)
-    return [hit for hit in hits if not wanted.isdisjoint(words(f"{hit.text} {hit.title}"))]
+    # One of the words, not inside a longer word: for ASCII text what `words` would find,
+    # without listing every word of the chunk (the scan stops at the first).
+    alternatives = "|".join(map(re.escape, sorted(wanted, key=len, reverse=True)))
+    one_of = re.compile(rf"(?:{alternatives})(?![^\W_])")
+    return [
+        hit
+        for hit in hits
+        if (
+            matches_at_word_start(one_of, text.lower(), _WORD_CHAR)
+            if (text := f"{hit.text} {hit.title}").isascii()
+            else not wanted.isdisjoint(words(text))
+        )
+    ]
+
+
+def matches_at_word_start(needle: re.Pattern[str], text: str, word_char: re.Pattern[str]) -> bool:
+    """Whether ``needle`` matches ``text`` somewhere not right after a ``word_char``.
+
+    The check of the character before is made here rather than as a lookbehind at the
+    pattern's start, which keeps the regex engine from scanning for the needle's first
+    letters: 160 chunks are checked in 0.06 ms instead of 1.9 (docs/performance.md)."""
+    found = needle.search(text)
+    while found is not None:
+        start = found.start()
+        if start == 0 or not word_char.match(text, start - 1):
+            return True
+        found = needle.search(text, start + 1)
+    return False
