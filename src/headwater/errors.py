@@ -58,6 +58,11 @@ class FatalError(HeadwaterError):
     """The run cannot go on (the connector raised, a sink or the manifest is unusable)."""
 
 
+class ManifestDamaged(FatalError):
+    """The manifest's SQLite file cannot be read (not a database, a malformed page): the
+    run stops, recording this message rather than the statement that met the damage."""
+
+
 class ListingCapped(FatalError):
     """A listing stopped at a cap the config sets (the web connector's ``max_pages``).
 

@@ -61,6 +61,36 @@ def test_a_manifest_damaged_inside_a_table_is_not_called_a_bug(
     assert "malformed" in message and "headwater reconcile --adopt" in message
 
 
+def test_a_sync_that_meets_a_damaged_table_records_the_damage_and_the_fix(
+    tmp_path: Path, corpus: Path
+) -> None:
+    config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
+    assert cli(config, "sync", "--no-index").returncode == 0
+    path = tmp_path / "state" / "manifest.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'documents'"
+        ).fetchone()
+    conn.close()
+    with path.open("r+b") as handle:  # the runs table is intact; the documents table is not
+        handle.seek((root - 1) * page_size)
+        handle.write(bytes(range(256)) * (page_size // 256))
+    done = cli(config, "sync", "--no-index", "--json")
+    assert done.returncode == 1
+    (run,) = json.loads(done.stdout)["runs"]
+    with sqlite3.connect(path) as conn:  # what the failed run recorded
+        (recorded,) = conn.execute(
+            "SELECT error FROM runs WHERE status = 'failed' ORDER BY started_at DESC"
+        ).fetchone()
+    conn.close()
+    assert run["status"] == "failed" and run["error"] == recorded
+    assert recorded.startswith("ManifestDamaged: the manifest ")
+    assert "malformed" in recorded and "headwater reconcile --adopt" in recorded
+    assert "[SQL:" not in recorded and "[parameters:" not in recorded  # no statement, no ids
+
+
 def test_an_unopenable_sqlite_manifest_hint_is_about_the_file_not_a_server(
     tmp_path: Path, corpus: Path
 ) -> None:

@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import functools
 import re
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from headwater.clock import utcnow
-from headwater.errors import ConfigError, FatalError, TransientError
+from headwater.errors import ConfigError, FatalError, ManifestDamaged, TransientError
 from headwater.manifest.sqlite_lock import write_lock_report
 from headwater.retry import retry_while_sqlite_busy
 
@@ -117,6 +119,7 @@ def create_manifest_engine(url: str, *, lease_seconds: int = 60) -> Engine:
         engine = create_engine(url, connect_args={"timeout": busy_ms / 1000})
         event.listen(engine, "connect", _sqlite_pragmas(busy_ms))
         event.listen(engine, "begin", _begin)
+        event.listen(engine, "handle_error", _damage_named(parsed.database or ""))
         return engine
     if parsed.get_backend_name() == "postgresql":
         engine = create_engine(url, pool_pre_ping=True)
@@ -195,6 +198,37 @@ def _upgrade(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
+# SQLite's result codes for a file it cannot read as a database (extended codes included:
+# SQLITE_CORRUPT_INDEX, SQLITE_CORRUPT_VTAB, SQLITE_CORRUPT_SEQUENCE).
+DAMAGED_SQLITE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+def damaged_manifest(path: str, reason: str) -> ManifestDamaged:
+    """The error for a SQLite manifest file that cannot be read, with the way back."""
+    return ManifestDamaged(
+        f"the manifest {path} is damaged ({reason}). Restore it from a backup, or move "
+        f"it away (`mv {path} {path}.damaged`), run `headwater sync --no-index` to "
+        "rebuild it from the sources, then `headwater reconcile --adopt` to bring the "
+        "indexes in line."
+    )
+
+
+def _damage_named(path: str) -> Callable[[ExceptionContext], None]:
+    """A ``handle_error`` hook: a statement that meets a damaged page (SQLite's
+    ``SQLITE_CORRUPT*`` and ``SQLITE_NOTADB``) raises ``ManifestDamaged``, so a run
+    records the damage and the fix, not the statement and its parameters. Every other
+    error (busy, locked, a constraint) passes unchanged."""
+
+    def hook(context: ExceptionContext) -> None:
+        found = context.original_exception
+        name = getattr(found, "sqlite_errorname", "")
+        if isinstance(found, sqlite3.Error) and name.startswith(DAMAGED_SQLITE_CODES):
+            reason = " ".join(str(found).split()).rstrip(".")
+            raise damaged_manifest(path, reason) from context.sqlalchemy_exception
+
+    return hook
+
+
 def _open_error(engine: Engine, exc: DatabaseError) -> FatalError:
     """Why the manifest cannot be opened, and the fix for this engine."""
     where = engine.url.render_as_string(hide_password=True)
@@ -206,12 +240,7 @@ def _open_error(engine: Engine, exc: DatabaseError) -> FatalError:
         )
     path = engine.url.database or ""
     if not isinstance(exc, OperationalError):  # garbage bytes: "file is not a database"
-        return FatalError(
-            f"the manifest {path} is damaged ({reason}). Restore it from a backup, or move "
-            f"it away (`mv {path} {path}.damaged`), run `headwater sync --no-index` to "
-            "rebuild it from the sources, then `headwater reconcile --adopt` to bring the "
-            "indexes in line."
-        )
+        return damaged_manifest(path, reason)
     return FatalError(
         f"cannot open the SQLite manifest {path}: {reason}. Check that its directory "
         "exists and is writable by this user (workspace.state_dir or manifest.url in "
