@@ -9,7 +9,8 @@ runs the server on another copy of the code (a ``before`` copy of ``src``), so t
 versions are compared on one index in one sitting.
 
     PYTHONPATH=src .venv/bin/python bench/api_load.py --manifest sqlite --seconds 0 --keep
-    PYTHONPATH=src .venv/bin/python bench/search_cpu.py /tmp/hw-api-load-sqlite-XXXX \
+    # WORKSPACE: the "workspace" path api_load.py printed
+    PYTHONPATH=src .venv/bin/python bench/search_cpu.py "$WORKSPACE" \
         --pythonpath src,bench/out/before/src --rounds 2
 """
 

@@ -26,6 +26,21 @@ def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def damage_the_documents_table(path: Path) -> None:
+    """Overwrite the root page of the manifest's documents table; the schema and the
+    other tables (runs) stay readable, so the manifest opens and fails on a later read."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'documents'"
+        ).fetchone()
+    conn.close()
+    with path.open("r+b") as handle:
+        handle.seek((root - 1) * page_size)
+        handle.write(bytes(range(256)) * (page_size // 256))
+
+
 def test_a_damaged_manifest_says_what_happened_and_what_to_do(tmp_path: Path, corpus: Path) -> None:
     config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
     (tmp_path / "state").mkdir()
@@ -44,16 +59,7 @@ def test_a_manifest_damaged_inside_a_table_is_not_called_a_bug(
     config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
     assert cli(config, "sync", "--no-index").returncode == 0
     path = tmp_path / "state" / "manifest.db"
-    with sqlite3.connect(path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        (root,) = conn.execute(
-            "SELECT rootpage FROM sqlite_master WHERE name = 'documents'"
-        ).fetchone()
-    conn.close()
-    with path.open("r+b") as handle:  # the schema is intact; the documents table is not
-        handle.seek((root - 1) * page_size)
-        handle.write(bytes(range(256)) * (page_size // 256))
+    damage_the_documents_table(path)
     done = cli(config, "reconcile")  # reads the documents table (status no longer does)
     assert done.returncode == 1
     message = " ".join(done.stderr.split())
@@ -67,16 +73,7 @@ def test_a_sync_that_meets_a_damaged_table_records_the_damage_and_the_fix(
     config = write_config(tmp_path, manifest_url=None, sources=filesystem_source(corpus))
     assert cli(config, "sync", "--no-index").returncode == 0
     path = tmp_path / "state" / "manifest.db"
-    with sqlite3.connect(path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        (root,) = conn.execute(
-            "SELECT rootpage FROM sqlite_master WHERE name = 'documents'"
-        ).fetchone()
-    conn.close()
-    with path.open("r+b") as handle:  # the runs table is intact; the documents table is not
-        handle.seek((root - 1) * page_size)
-        handle.write(bytes(range(256)) * (page_size // 256))
+    damage_the_documents_table(path)
     done = cli(config, "sync", "--no-index", "--json")
     assert done.returncode == 1
     (run,) = json.loads(done.stdout)["runs"]
