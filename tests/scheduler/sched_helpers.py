@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,24 +55,35 @@ def cli(directory: Path, *args: str, timeout: float = 120) -> subprocess.Complet
 
 
 class Daemon:
-    """A `headwater run` process; stopped (and reaped) by the fixture at the end."""
+    """A `headwater run` process; stopped (and reaped) by the fixture at the end. Its
+    stderr goes to a file, so a test can wait on what it has logged so far."""
 
     def __init__(self, directory: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (lives as long as the daemon)
         self.proc = subprocess.Popen(
             [HEADWATER, "-c", str(directory), "run", *args],
             env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self.log,
             text=True,
         )
+
+    def stderr_so_far(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
 
     def signal(self, signum: int) -> None:
         self.proc.send_signal(signum)
 
+    def wait(self, timeout: float) -> str:
+        """Wait for the process to exit by itself; what it wrote to stderr."""
+        self.proc.communicate(timeout=timeout)
+        return self.stderr_so_far()
+
     def stop(self, timeout: float = 30) -> tuple[int, str]:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        _, stderr = self.proc.communicate(timeout=timeout)
+        stderr = self.wait(timeout)
         return self.proc.returncode, stderr
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,15 +81,21 @@ def test_the_scheduler_survives_a_manifest_outage(
     daemon = daemons(config)
     wait_for(lambda: len(run_rows(pg_url)) >= 2, 60, "two runs")
     relay.cut()
-    time.sleep(4)  # the scheduler's next plans meet a dropped connection
+    wait_for(lambda: "manifest unreachable" in daemon.stderr_so_far(), 60, "the outage logged")
     assert daemon.proc.poll() is None, "the scheduler exited during the outage"
     before = len(run_rows(pg_url))
     relay.resume()
+
+    def succeeded_after_the_outage() -> int:
+        return sum(r["status"] == "succeeded" for r in run_rows(pg_url)[before:])
+
     try:
-        wait_for(lambda: len(run_rows(pg_url)) >= before + 2, 60, "runs after the outage")
+        wait_for(lambda: succeeded_after_the_outage() >= 2, 60, "runs after the outage")
         code, stderr = daemon.stop()
     finally:
         relay.stop()
     assert code == 0, stderr
-    assert "manifest unreachable" in stderr
-    assert run_rows(pg_url)[-1]["status"] == "succeeded"
+    # Only the run our SIGTERM interrupted may end otherwise, and then only as cancelled.
+    statuses = [r["status"] for r in run_rows(pg_url)[before:]]
+    assert set(statuses[:-1]) == {"succeeded"}, statuses
+    assert statuses[-1] in {"succeeded", "cancelled"}, statuses

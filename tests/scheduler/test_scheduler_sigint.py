@@ -37,7 +37,7 @@ def test_run_once_interrupted_by_sigint_exits_130_with_leases_released(
     )
     assert len(lease_rows(manifest_url)) == 1
     daemon.signal(signal.SIGINT)
-    _, stderr = daemon.proc.communicate(timeout=60)
+    stderr = daemon.wait(60)
     assert daemon.proc.returncode == 130, stderr
     (run,) = run_rows(manifest_url)
     assert run["status"] == "cancelled" and run["seen"] < 3000
@@ -60,7 +60,7 @@ def test_a_cancelled_run_is_due_again_at_once_not_a_refresh_later(
         "a run in progress",
     )
     daemon.signal(signal.SIGINT)
-    _, stderr = daemon.proc.communicate(timeout=60)
+    stderr = daemon.wait(60)
     assert daemon.proc.returncode == 130, stderr
     (cancelled,) = run_rows(url)
     assert cancelled["status"] == "cancelled" and cancelled["seen"] < 500
@@ -97,7 +97,7 @@ def test_sigint_stops_a_run_waiting_to_retry_a_transient_error(
     time.sleep(2.5)  # past the first attempts: waiting 4, 8 and 16 s for the next ones
     daemon.signal(signal.SIGINT)
     started = time.monotonic()
-    _, stderr = daemon.proc.communicate(timeout=60)
+    stderr = daemon.wait(60)
     assert daemon.proc.returncode == 130, stderr
     assert time.monotonic() - started < 3, stderr
     (run,) = run_rows(url)
