@@ -585,4 +585,22 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_groups.py::test_nested_groups_are_expanded_transitively_at_search[sqlite]",
         ),
     ),
+    Mutant(
+        "a-resumed-run-forgets-what-the-killed-process-saw",
+        "src/headwater/manifest/batch.py",
+        "    if batch.seen:\n",
+        "    if False:\n",
+        (
+            "tests/core/test_noop_writes_no_rows.py::test_a_resumed_run_trusts_what_the_killed_process_saw[sqlite]",
+        ),
+    ),
+    Mutant(
+        "the-prune-ignores-the-seen-lists",
+        "src/headwater/manifest/prunes.py",
+        "            .where(not_listed)\n",
+        "",
+        (
+            "tests/core/test_noop_writes_no_rows.py::test_a_resumed_run_trusts_what_the_killed_process_saw[sqlite]",
+        ),
+    ),
 ]

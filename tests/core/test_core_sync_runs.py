@@ -151,6 +151,7 @@ def test_prune_candidate_pages_cover_every_candidate_once(
         ws.sync(index=False)
         run_id = str(uuid.uuid4())  # a run that saw nothing: every document is a candidate
         m = ws.manifest
+        assert m.collect_unseen("mem", run_id) == 30
         assert m.count_prune_candidates("mem", run_id, by_enumeration=False) == 30
         pages = list(m.iter_prune_candidates("mem", run_id, by_enumeration=False, page=7))
         assert [len(p) for p in pages] == [7, 7, 7, 7, 2]

@@ -1,6 +1,6 @@
 """Writing one ``BatchCommit`` inside the manifest transaction ``Manifest.commit_batch`` opened.
 
-Document rows, tombstones, failures, resolutions and last-seen marks of one batch land
+Document rows, tombstones, failures, resolutions and the seen list of one batch land
 together or not at all. A checked write (the version gates set them, see
 ``RowVersion``) applies only onto the row it was decided from: an update whose row
 moved on matches nothing, an insert whose row exists (or is inserted concurrently: the
@@ -24,7 +24,6 @@ from headwater.errors import WriteConflict
 from headwater.manifest import schema as t
 from headwater.manifest.counts import lock_sources
 from headwater.manifest.failures import FailureLedger
-from headwater.manifest.lookups import bound_ids, in_ids
 from headwater.manifest.outbox import ACCESS_CHANGED, UPSERTED, ChangeEvent, Outbox
 from headwater.manifest.outbox import DELETED as DELETED_EVENT
 from headwater.manifest.records import (
@@ -78,16 +77,13 @@ def write_batch(
     changed = [w.source_id for w in batch.writes] + [w.source_id for w in batch.tombstones]
     lock_sources(conn, changed, shared=False)
     floors = _write_documents(conn, batch.writes, now, events)
-    # Every row a no-op lists is marked: its part of ids bound as one value, not an
-    # expanding IN that renders a placeholder per id on every execution.
-    dialect = conn.dialect.name
-    mark_seen = (
-        update(t.documents)
-        .where(in_ids(t.documents.c.document_id, dialect))
-        .values(last_seen_run=run_id)
-    )  # built once, its ids bound per part
-    for start in range(0, len(batch.seen), CHUNK):
-        conn.execute(mark_seen, {"ids": bound_ids(batch.seen[start : start + CHUNK], dialect)})
+    # The ids listed unchanged prove their presence as one row of the batch, not a write
+    # of each document's row (a no-op writes nothing per object; manifest.prunes).
+    if batch.seen:
+        conn.execute(
+            insert(t.seen_batches),
+            {"run_id": run_id, "document_ids": json.dumps(batch.seen, ensure_ascii=False)},
+        )
     for source_id, folder in batch.seen_prefixes:
         under = folder if folder.endswith("/") else folder + "/"
         conn.execute(

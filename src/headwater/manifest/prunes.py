@@ -1,9 +1,14 @@
 """What a prune compares: a run's stored enumeration, and the documents it did not see.
 
 An enumeration (every object id a connector listed) is stored per run in batches, so
-memory stays bounded. The prune candidates of a run are the source's active documents it
-did not see (after a complete read) or did not list (after an enumeration); they are
-counted in one query and read in keyset pages by document_id, never held whole.
+memory stays bounded. A complete read proves presence without writing the rows it found
+unchanged: each batch stores their ids as one JSON array (``seen_batches``), and a row
+the batch writes carries ``last_seen_run``. After the read, one statement collects the
+source's active documents that neither proof names (``unseen_documents``; an anti-join
+the database runs, spilling to disk rather than growing this process). The prune
+candidates of a run are those (after a complete read) or the active documents its
+enumeration did not list; they are counted in one query and read in keyset pages by
+document_id, never held whole. A run's lists are cleared when it finishes.
 """
 
 from __future__ import annotations
@@ -11,7 +16,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import (
+    JSON,
+    Engine,
+    Select,
+    cast,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    true,
+)
 
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
@@ -57,15 +74,44 @@ class PruneLedger:
                 conn.execute(insert(t.enumerations), fresh)
         return len(unique)
 
+    def collect_unseen(self, source_id: str, run_id: str) -> int:
+        """Store the source's active documents that run ``run_id``'s complete read did not
+        see (no batch listed them, none wrote them) as its prune candidates; their count."""
+        docs = t.documents.c
+        unseen = t.unseen_documents
+        dialect = self.engine.dialect.name
+        listed = _seen_ids(run_id, dialect)
+        if dialect == "sqlite":  # one ephemeral index of the listed ids, built once
+            not_listed: Any = docs.document_id.not_in(listed)
+        else:  # a hash anti-join; NOT IN would rescan the list per row past work_mem
+            not_listed = ~exists(listed.where(listed.selected_columns[0] == docs.document_id))
+        missing = (
+            select(literal(run_id), docs.document_id)
+            .where(docs.source_id == source_id, docs.state == ACTIVE)
+            .where((docs.last_seen_run.is_(None)) | (docs.last_seen_run != run_id))
+            .where(not_listed)
+        )
+        with begin_write(self.engine) as conn:
+            conn.execute(delete(unseen).where(unseen.c.run_id == run_id))
+            conn.execute(
+                insert(unseen).from_select([unseen.c.run_id, unseen.c.document_id], missing)
+            )
+            count = conn.execute(select(func.count()).where(unseen.c.run_id == run_id)).scalar_one()
+        return int(count)
+
     def _prune_condition(self, source_id: str, run_id: str, by_enumeration: bool) -> Any:
-        """Active documents of a source that ``run_id`` did not see (or did not list)."""
+        """Active documents of a source that ``run_id`` did not list (by enumeration), or
+        that ``collect_unseen`` found it did not see."""
         docs = t.documents.c
         missing: Any
         if by_enumeration:
             listed = select(t.enumerations.c.object_id).where(t.enumerations.c.run_id == run_id)
             missing = docs.object_id.not_in(listed)
         else:
-            missing = (docs.last_seen_run.is_(None)) | (docs.last_seen_run != run_id)
+            unseen = t.unseen_documents.c
+            missing = docs.document_id.in_(
+                select(unseen.document_id).where(unseen.run_id == run_id)
+            )
         return (docs.source_id == source_id) & (docs.state == ACTIVE) & missing
 
     def count_prune_candidates(self, source_id: str, run_id: str, *, by_enumeration: bool) -> int:
@@ -108,7 +154,19 @@ class PruneLedger:
             yield batch
             after = batch[-1].document_id
 
-    def clear_enumeration(self, run_id: str) -> None:
-        """Delete the enumeration stored for run ``run_id``."""
+    def clear_run_lists(self, run_id: str) -> None:
+        """Delete the enumeration, seen lists and unseen documents stored for ``run_id``."""
         with begin_write(self.engine) as conn:
-            conn.execute(delete(t.enumerations).where(t.enumerations.c.run_id == run_id))
+            for table in (t.enumerations, t.seen_batches, t.unseen_documents):
+                conn.execute(delete(table).where(table.c.run_id == run_id))
+
+
+def _seen_ids(run_id: str, dialect: str) -> Select[Any]:
+    """Every document id the batches of ``run_id`` listed unchanged, one per row."""
+    seen = t.seen_batches.c
+    if dialect == "sqlite":
+        each = func.json_each(seen.document_ids).table_valued("value")
+    else:
+        each = func.json_array_elements_text(cast(seen.document_ids, JSON)).table_valued("value")
+    listed = t.seen_batches.join(each, true())  # each row's array, beside its row
+    return select(each.c.value).select_from(listed).where(seen.run_id == run_id)

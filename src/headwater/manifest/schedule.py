@@ -169,7 +169,7 @@ class ScheduleStore:
             )
 
     def purge_runs(self, older_than: datetime) -> int:
-        """Drop finished runs started before ``older_than`` (and their checkpoints).
+        """Drop finished runs started before ``older_than`` (and their checkpoints and lists).
 
         A source's newest run is always kept: the next run's window starts where the last
         successful one ended, and that record carries it.
@@ -187,7 +187,10 @@ class ScheduleStore:
             ]
             for start in range(0, len(old), 500):
                 part = old[start : start + 500]
-                conn.execute(delete(t.checkpoints).where(t.checkpoints.c.run_id.in_(part)))
+                # A process that died between finishing a run and clearing its lists
+                # left them behind: they go with the run.
+                for table in (t.checkpoints, t.enumerations, t.seen_batches, t.unseen_documents):
+                    conn.execute(delete(table).where(table.c.run_id.in_(part)))
                 conn.execute(delete(t.runs).where(t.runs.c.run_id.in_(part)))
         return len(old)
 

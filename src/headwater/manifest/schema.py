@@ -3,7 +3,7 @@
 One row per source object (``documents``), one per document and index
 (``document_indexes``: the applied revision, so pending work is a query, not a queue),
 plus runs, checkpoints, leases, tombstones, failures (which double as the dead-letter
-queue), enumeration snapshots for set-difference deletes, the manifest's identity and
+queue), enumeration snapshots and seen lists for set-difference deletes, the manifest's identity and
 the revision floors of purged documents and the group memberships synced from sources
 (``group_members``, expanded into a caller's principals at search). Migrations in
 ``migrations/versions`` create exactly these tables; change both together. The tables
@@ -31,10 +31,12 @@ from headwater.manifest.tables_core import (
     revision_floors,
     run_queue,
     runs,
+    seen_batches,
     short_run_id,
     source_schedule,
     sources,
     tombstones,
+    unseen_documents,
 )
 from headwater.manifest.tables_live import (
     counters,
@@ -81,9 +83,11 @@ __all__ = [
     "revision_floors",
     "run_queue",
     "runs",
+    "seen_batches",
     "short_run_id",
     "source_schedule",
     "sources",
     "subscriptions",
     "tombstones",
+    "unseen_documents",
 ]

@@ -280,9 +280,13 @@ class Manifest:
             source_id, run_id, by_enumeration=by_enumeration, page=page
         )
 
-    def clear_enumeration(self, run_id: str) -> None:
-        """Delete the enumeration stored for run ``run_id``."""
-        self.prunes.clear_enumeration(run_id)
+    def collect_unseen(self, source_id: str, run_id: str) -> int:
+        """Store what run ``run_id``'s complete read did not see as its prune candidates."""
+        return self.prunes.collect_unseen(source_id, run_id)
+
+    def clear_run_lists(self, run_id: str) -> None:
+        """Delete the enumeration, seen lists and prune candidates stored for ``run_id``."""
+        self.prunes.clear_run_lists(run_id)
 
     # -- the batch commit ------------------------------------------------------------
 

@@ -206,6 +206,27 @@ enumerations = Table(
     Column("object_id", String(1000), primary_key=True),
 )
 
+# A run's proof of presence (migration 0021): the document ids each batch listed unchanged,
+# one JSON array per batch instead of a `last_seen_run` write per row; rows a batch writes
+# carry `last_seen_run` themselves. After a complete read the prune collects, in one
+# statement, the source's active documents neither proof names (`unseen_documents`).
+# Both are scratch of a run: cleared when it finishes (manifest.prunes).
+seen_batches = Table(
+    "seen_batches",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(36), nullable=False),
+    Column("document_ids", Text, nullable=False),
+    Index("ix_seen_batches_run_id", "run_id"),
+)
+
+unseen_documents = Table(
+    "unseen_documents",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("document_id", String(64), primary_key=True),
+)
+
 manifest_identity = Table(
     "manifest_identity",
     metadata,

@@ -144,7 +144,7 @@ class Pruner:
             result = self.apply(run_id, True, RunCounts(), _Forced(force))
             return PruneResult(source_id, result)
         finally:
-            self.manifest.clear_enumeration(run_id)
+            self.manifest.clear_run_lists(run_id)
 
     def _excluded(self, object_id: str) -> bool:
         """True when the config now excludes the object (a deliberate change)."""
@@ -230,6 +230,7 @@ class Pruner:
         caps = self.connector.capabilities
         if caps.full_listing:
             self.manifest.failures.resolve_vanished(self.source.source_id, run_id)
+            self.manifest.collect_unseen(self.source.source_id, run_id)
             return self.apply(run_id, False, counts, options)
         if not isinstance(self.connector, Enumerating):
             return PruneReport(status="unsupported")

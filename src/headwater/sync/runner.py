@@ -132,6 +132,7 @@ class SyncRunner:
                 interrupted.duration_s,
                 error="superseded by a full sync (`headwater sync --full`)",
             )
+            self.manifest.clear_run_lists(interrupted.run_id)
         elif interrupted is not None:
             runs.mark_resumed(interrupted.run_id)
             window = Window(
@@ -215,7 +216,7 @@ class SyncRunner:
             phases=self.phases.as_dict(),
             lease=self.lease,
         )
-        self.manifest.clear_enumeration(run_id)
+        self.manifest.clear_run_lists(run_id)
         record = runs.get(run_id)
         assert record is not None
         return RunReport.from_record(
