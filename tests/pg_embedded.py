@@ -64,20 +64,31 @@ class EmbeddedServer:
              "--encoding=UTF8", "--locale=C", "--no-sync"],
             check=True, capture_output=True, user=self.user,
         )  # fmt: skip
+        self.data = data
         self.port = free_port()
         self.log = (self.root / "server.log").open("wb")
-        fast = [] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off",
-                                   "-c", "full_page_writes=off"]  # fmt: skip
+        self.fast = [] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off",
+                                        "-c", "full_page_writes=off"]  # fmt: skip
+        secret = "" if password is None else f":{password}"
+        self.url = f"postgresql://postgres{secret}@127.0.0.1:{self.port}/postgres"
+        self._start()
+
+    def _start(self) -> None:
         self.process = subprocess.Popen(
-            [str(self.bin / "postgres"), "-D", str(data), "-p", str(self.port),
+            [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
              "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-             "-c", "max_connections=200", *fast],
+             "-c", "max_connections=200", *self.fast],
             stdout=self.log, stderr=subprocess.STDOUT, user=self.user,
             preexec_fn=_die_with_parent,
         )  # fmt: skip
-        secret = "" if password is None else f":{password}"
-        self.url = f"postgresql://postgres{secret}@127.0.0.1:{self.port}/postgres"
         self._await_ready()
+
+    def restart(self, while_stopped: Callable[[], None] = lambda: None) -> None:
+        """Shut the server down (its buffers written to the data files), call
+        ``while_stopped``, and start it again on the same port and data."""
+        self._shut_down()
+        while_stopped()
+        self._start()
 
     def _reachable_by(self, user: str) -> Path:
         """The binaries, copied under the temp dir when ``user`` cannot reach them (a
@@ -115,7 +126,7 @@ class EmbeddedServer:
     def _log_tail(self) -> str:
         return (self.root / "server.log").read_text(errors="replace")[-2000:]
 
-    def stop(self) -> None:
+    def _shut_down(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)  # fast shutdown
             try:
@@ -123,6 +134,9 @@ class EmbeddedServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def stop(self) -> None:
+        self._shut_down()
         self.log.close()
         shutil.rmtree(self.root, ignore_errors=True)
 

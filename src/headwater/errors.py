@@ -59,8 +59,9 @@ class FatalError(HeadwaterError):
 
 
 class ManifestDamaged(FatalError):
-    """The manifest's SQLite file cannot be read (not a database, a malformed page): the
-    run stops, recording this message rather than the statement that met the damage."""
+    """The manifest cannot be read back (a SQLite file that is not a database or holds a
+    malformed page; a PostgreSQL page, index or relation file the server cannot read):
+    the run stops, recording this message rather than the statement that met the damage."""
 
 
 class ListingCapped(FatalError):

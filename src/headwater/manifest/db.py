@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
 from headwater.clock import utcnow
@@ -124,6 +124,7 @@ def create_manifest_engine(url: str, *, lease_seconds: int = 60) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         engine = create_engine(url, pool_pre_ping=True)
         event.listen(engine, "connect", _postgres_timeouts(bound_ms))
+        event.listen(engine, "handle_error", _pg_damage_named(parsed))
         return engine
     raise ConfigError(
         f"manifest.url uses {parsed.get_backend_name()!r}; expected sqlite or postgresql. "
@@ -203,6 +204,11 @@ def _upgrade(engine: Engine) -> None:
 DAMAGED_SQLITE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
 
+# PostgreSQL's SQLSTATEs for data it cannot read back: data_corrupted (an invalid page,
+# a bad checksum), index_corrupted, and a relation's file gone (undefined_file).
+DAMAGED_POSTGRES_STATES = {"XX001": "data", "XX002": "index", "58P01": "data"}
+
+
 def damaged_manifest(path: str, reason: str) -> ManifestDamaged:
     """The error for a SQLite manifest file that cannot be read, with the way back."""
     return ManifestDamaged(
@@ -210,6 +216,23 @@ def damaged_manifest(path: str, reason: str) -> ManifestDamaged:
         f"it away (`mv {path} {path}.damaged`), run `headwater sync --no-index` to "
         "rebuild it from the sources, then `headwater reconcile --adopt` to bring the "
         "indexes in line."
+    )
+
+
+def damaged_postgres_manifest(where: str, reason: str, kind: str) -> ManifestDamaged:
+    """The error for a PostgreSQL manifest whose server cannot read a page back."""
+    first = (
+        "Rebuild the damaged index (`REINDEX TABLE` the table it names, from psql), then "
+        "run the command again; if that fails too, restore"
+        if kind == "index"
+        else "Restore"
+    )
+    return ManifestDamaged(
+        f"the manifest database {where} is damaged ({reason}). {first} the database from "
+        "a backup (pg_restore, or point-in-time recovery), or create an empty database, "
+        "point manifest.url at it, run `headwater sync --no-index` to rebuild it from the "
+        "sources, then `headwater reconcile --adopt` to bring the indexes in line. Check "
+        "the server's disk and its log first: damage there may not be the last."
     )
 
 
@@ -225,6 +248,21 @@ def _damage_named(path: str) -> Callable[[ExceptionContext], None]:
         if isinstance(found, sqlite3.Error) and name.startswith(DAMAGED_SQLITE_CODES):
             reason = " ".join(str(found).split()).rstrip(".")
             raise damaged_manifest(path, reason) from context.sqlalchemy_exception
+
+    return hook
+
+
+def _pg_damage_named(url: URL) -> Callable[[ExceptionContext], None]:
+    """A ``handle_error`` hook: a statement whose pages the PostgreSQL server cannot read
+    (``DAMAGED_POSTGRES_STATES``) raises ``ManifestDamaged`` with the way back."""
+    where = url.render_as_string(hide_password=True)
+
+    def hook(context: ExceptionContext) -> None:
+        state = getattr(context.original_exception, "sqlstate", None)
+        if state in DAMAGED_POSTGRES_STATES:
+            reason = " ".join(str(context.original_exception).split()).rstrip(".")
+            kind = DAMAGED_POSTGRES_STATES[state]
+            raise damaged_postgres_manifest(where, reason, kind) from (context.sqlalchemy_exception)
 
     return hook
 
