@@ -588,7 +588,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "a-resumed-run-forgets-what-the-killed-process-saw",
         "src/headwater/manifest/batch.py",
-        "    if batch.seen:\n",
+        "    if batch.seen_objects:\n",
         "    if False:\n",
         (
             "tests/core/test_noop_writes_no_rows.py::test_a_resumed_run_trusts_what_the_killed_process_saw[sqlite]",

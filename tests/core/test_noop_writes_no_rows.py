@@ -147,7 +147,7 @@ def test_lists_a_finished_run_left_behind_are_purged_with_it(manifest_url: str) 
         running = manifest.runs.start("docs", None, utcnow())
         with begin_write(manifest.engine) as conn:
             for run_id in (finished, running):
-                conn.execute(insert(t.seen_batches), {"run_id": run_id, "document_ids": '["d"]'})
+                conn.execute(insert(t.seen_batches), {"run_id": run_id, "object_ids": '["d"]'})
                 conn.execute(insert(t.unseen_documents), {"run_id": run_id, "document_id": "d"})
         ScheduleStore(manifest.engine).purge_runs(utcnow() + timedelta(days=1))
         with manifest.engine.connect() as conn:

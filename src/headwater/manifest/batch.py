@@ -77,13 +77,13 @@ def write_batch(
     changed = [w.source_id for w in batch.writes] + [w.source_id for w in batch.tombstones]
     lock_sources(conn, changed, shared=False)
     floors = _write_documents(conn, batch.writes, now, events)
-    # The ids listed unchanged prove their presence as one row of the batch, not a write
-    # of each document's row (a no-op writes nothing per object; manifest.prunes).
-    if batch.seen:
-        conn.execute(
-            insert(t.seen_batches),
-            {"run_id": run_id, "document_ids": json.dumps(batch.seen, ensure_ascii=False)},
-        )
+    # The objects listed unchanged prove their presence as one row of the batch, not a
+    # write of each document's row (a no-op writes nothing per object; manifest.prunes).
+    # Sorted, as the manifest's (source_id, object_id) index is: the prune's anti-join
+    # then meets them nearly in order.
+    if batch.seen_objects:
+        listed = json.dumps(sorted(batch.seen_objects), ensure_ascii=False)
+        conn.execute(insert(t.seen_batches), {"run_id": run_id, "object_ids": listed})
     for source_id, folder in batch.seen_prefixes:
         under = folder if folder.endswith("/") else folder + "/"
         conn.execute(

@@ -348,7 +348,7 @@ class BatchCommit:
     """Everything one batch changes in the manifest, committed in one transaction."""
 
     writes: list[DocumentWrite] = field(default_factory=list)
-    seen: list[str] = field(default_factory=list)
+    seen_objects: list[str] = field(default_factory=list)  # listed unchanged, by object id
     seen_prefixes: list[tuple[str, str]] = field(default_factory=list)  # (source_id, folder)
     tombstones: list[TombstoneWrite] = field(default_factory=list)
     cleared_tombstones: list[str] = field(default_factory=list)
@@ -360,7 +360,7 @@ class BatchCommit:
         """Whether the batch changes nothing."""
         return not (
             self.writes
-            or self.seen
+            or self.seen_objects
             or self.seen_prefixes
             or self.tombstones
             or self.failures

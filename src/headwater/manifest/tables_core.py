@@ -206,7 +206,7 @@ enumerations = Table(
     Column("object_id", String(1000), primary_key=True),
 )
 
-# A run's proof of presence (migration 0021): the document ids each batch listed unchanged,
+# A run's proof of presence (migration 0021): the object ids each batch listed unchanged,
 # one JSON array per batch instead of a `last_seen_run` write per row; rows a batch writes
 # carry `last_seen_run` themselves. After a complete read the prune collects, in one
 # statement, the source's active documents neither proof names (`unseen_documents`).
@@ -216,7 +216,7 @@ seen_batches = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", String(36), nullable=False),
-    Column("document_ids", Text, nullable=False),
+    Column("object_ids", Text, nullable=False),  # a JSON array, sorted
     Index("ix_seen_batches_run_id", "run_id"),
 )
 

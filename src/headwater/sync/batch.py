@@ -84,7 +84,7 @@ class Batch:
     def _mark_seen(self, object_id: str) -> None:
         record = self.existing.get(object_id)
         if record is not None and record.state == ACTIVE:
-            self.commit.seen.append(record.document_id)
+            self.commit.seen_objects.append(record.object_id)
 
     def add_failure(self, failure: Failure) -> Outcome:
         """Record a connector's failure item: a failure record, its object kept as present."""

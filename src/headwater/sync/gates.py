@@ -129,7 +129,7 @@ class BatchBuilder(Batch):
             _keep_parsed_keys(record, metadata)
             signature = signature_of(record.checksum, title, doc.locator, metadata)
             if signature == record.signature and acl == record.acl:
-                self.commit.seen.append(record.document_id)
+                self.commit.seen_objects.append(record.object_id)
                 self.counts.unchanged += 1
                 return Outcome.UNCHANGED
             return self._write(doc, record, record.checksum, signature, acl, metadata, title)
@@ -183,7 +183,7 @@ class BatchBuilder(Batch):
                     doc, record, checksum, signature, acl, metadata, title, record.revision, False
                 )
             )
-            self.commit.seen.append(record.document_id)
+            self.commit.seen_objects.append(record.object_id)
             self.commit.resolved.append(record.document_id)
             self.counts.unchanged += 1
             return Outcome.UNCHANGED

@@ -3,10 +3,10 @@
 A complete read proved each listed object's presence by setting its row's
 ``last_seen_run``, so a no-op of N objects was N row updates: on PostgreSQL each a new
 tuple version with an entry in every index of ``documents`` (rarely HOT: a batch marks
-every row of a page in one transaction) and a dead one for VACUUM. Now a batch stores the
-ids it listed unchanged as one JSON array in ``seen_batches``, and the prune after a
-complete read collects the source's active documents that neither that list nor
-``last_seen_run`` (still set on every row a batch writes) names into
+every row of a page in one transaction) and a dead one for VACUUM. Now a batch stores
+the object ids it listed unchanged as one sorted JSON array in ``seen_batches``, and the
+prune after a complete read collects the source's active documents that neither those
+lists nor ``last_seen_run`` (still set on every row a batch writes) name into
 ``unseen_documents``, in one statement; its candidates are read from there. Both tables
 hold a run's scratch only, cleared when the run finishes.
 
@@ -31,7 +31,7 @@ def upgrade() -> None:
         "seen_batches",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
         sa.Column("run_id", sa.String(36), nullable=False),
-        sa.Column("document_ids", sa.Text(), nullable=False),
+        sa.Column("object_ids", sa.Text(), nullable=False),
     )
     op.create_index("ix_seen_batches_run_id", "seen_batches", ["run_id"])
     op.create_table(
