@@ -3,8 +3,10 @@
 Its outcome is recorded (a hint read is not: no run, no history); a run skipped because
 another process holds the source's lease holds the source off for ``LEASE_HELD_RETRY``;
 one that failed before a run record existed (so there is no history to back off from)
-for the first backoff step; a permission sync records when it ran, failed ones too (the
-next one is an interval away).
+for the first backoff step; one the manifest's connection failed under (the server
+restarts) for ``MANIFEST_RETRY`` only, logged as an outage, not as a crash: the source
+did nothing wrong, and its next run resumes as soon as the manifest answers; a
+permission sync records when it ran, failed ones too (the next one is an interval away).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import logging
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from headwater.clock import utcnow
 from headwater.errors import HeadwaterError
@@ -24,6 +26,7 @@ from headwater.scheduler.outcome import HINTS, PERMISSIONS, SKIPPED, Outcome
 
 log = logging.getLogger("headwater.scheduler")
 LEASE_HELD_RETRY = timedelta(seconds=5)
+MANIFEST_RETRY = timedelta(seconds=5)  # the scheduler's own retry while the manifest is away
 
 
 def reap(
@@ -41,6 +44,17 @@ def reap(
         del inflight[source_id]
         try:
             outcome = future.result()
+        except (OperationalError, InterfaceError) as exc:  # the manifest went away under it
+            reason = " ".join(str(exc.orig or exc).split())
+            log.error(
+                "run of %s stopped: manifest unreachable; due again in %.0f s: %s",
+                source_id,
+                MANIFEST_RETRY.total_seconds(),
+                reason,
+            )
+            outcomes.append(Outcome(source_id, FAILED, error=f"manifest unreachable: {reason}"))
+            holds[source_id] = utcnow() + MANIFEST_RETRY
+            continue
         except Exception as exc:  # a bug in a run thread: logged, the loop goes on
             log.exception("run of %s crashed", source_id)
             outcome = Outcome(source_id, FAILED, error=f"{type(exc).__name__}: {exc}")
