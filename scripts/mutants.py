@@ -1,7 +1,7 @@
 """Mutation pins: break one guard at a time and check that its named tests fail.
 
-Each mutant (listed in ``scripts/mutant_list.py``) is a named text patch (file, old
-text, new text) of one guard, plus the pytest node ids that must kill it. For each
+Each mutant (listed in ``scripts/mutant_list.py`` and ``mutant_list_access.py``) is a
+named text patch (file, old text, new text) of one guard, plus the pytest node ids that must kill it. For each
 mutant the script copies ``src/`` and ``tests/`` (and ``pyproject.toml``) to a
 temporary directory, applies that one patch
 there, runs the killing tests with ``PYTHONPATH`` pointing at the copy, and reports

@@ -1,0 +1,143 @@
+# ruff: noqa: E501  (patch texts quote source lines verbatim)
+"""The mutation pins of who may see and send what: keys, principals, groups, the service.
+
+The guards that keep a document from a reader who may not see it, or a write from a key
+that may not make it: ingest and search keys, principals and group listings, and the HTTP
+surface (hosts, origins, body limits, assets). Same form as ``mutant_list``, which runs
+them with the rest.
+"""
+
+from __future__ import annotations
+
+from mutant import Mutant
+
+GATES = "src/headwater/sync/gates.py"
+AUTHZ = "tests/api/test_api_authorization.py"
+BROWSER = "tests/api/test_api_browser_guards.py"
+LIMITS = "tests/api/test_api_body_limits.py"
+
+ACCESS_MUTANTS: list[Mutant] = [
+    Mutant(
+        "ingest-key-writes-to-any-source",
+        "src/headwater/api/auth.py",
+        'return self.role == "admin" or (self.sources is not None and source_id in self.sources)',
+        "return True",
+        (
+            "tests/api/test_api_key_scopes.py::test_an_ingest_key_writes_only_to_the_sources_it_names",
+        ),
+    ),
+    Mutant(
+        "search-key-told-the-configured-sources",
+        "src/headwater/api/v1.py",
+        '    if not caller.has("admin"):\n        for source_id in body.sources:',
+        "    if False:\n        for source_id in body.sources:",
+        ("tests/api/test_api_key_scopes.py::test_a_search_key_is_not_told_the_configured_sources",),
+    ),
+    Mutant(
+        "a-group-deleted-in-the-source-stays-after-sync-permissions",
+        "src/headwater/manifest/groups.py",
+        "                conn.execute(delete(table).where(table.c.source_id == source_id))\n",
+        "                conn.execute(delete(table).where(table.c.source_id == source_id, table.c.group_principal.in_(sorted(found.labels))))\n",
+        (
+            "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[sqlite]",
+            "tests/core/test_groups.py::test_a_group_deleted_in_the_source_is_gone_after_a_permission_sync[postgres]",
+        ),
+    ),
+    Mutant(
+        "the-group-listing-commit-is-not-fenced",
+        "src/headwater/manifest/groups.py",
+        "            if lease is not None:\n                fence(conn, lease)\n            for table, rows in (",
+        "            for table, rows in (",
+        (
+            "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[sqlite]",
+            "tests/core/test_groups.py::test_a_stale_owner_cannot_replace_the_group_listing[postgres]",
+        ),
+    ),
+    Mutant(
+        "an-invalid-principal-keeps-serving-the-held-revision",
+        GATES,
+        "        if record is not None and record.state == ACTIVE and record.acl:\n            self.commit.writes.append(acl_only_write(record, ()))\n",
+        "",
+        (
+            "tests/connectors/sql/test_sql_sync.py::test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_apply[postgresql]",
+        ),
+    ),
+    Mutant(
+        "an-invalid-principal-fails-the-whole-sql-source",
+        "src/headwater/connectors/sql/_rows.py",
+        "access and access.key()]",
+        "access and access.principals()]",
+        (
+            "tests/connectors/sql/test_sql_sync.py::test_one_row_with_a_lookalike_principal_fails_alone_and_revocations_still_apply[postgresql]",
+        ),
+    ),
+    Mutant(
+        "github-trusts-a-304-after-the-readers-changed",
+        "src/headwater/connectors/github/_connector.py",
+        'same = before is not None and before.get("url") == url and before.get("acl") == mark',
+        'same = before is not None and before.get("url") == url',
+        (
+            "tests/connectors/github/test_github_sync.py::test_a_collaborator_removed_right_after_the_first_sync_loses_the_items",
+        ),
+    ),
+    Mutant(
+        "admin-router-accepts-search-keys",
+        "src/headwater/api/v1_admin.py",
+        'Admin = Annotated[Caller, Depends(require("admin"))]',
+        'Admin = Annotated[Caller, Depends(require("search"))]',
+        (f"{AUTHZ}::test_every_operation_answers_its_documented_role[search-fixed]",),
+    ),
+    Mutant(
+        "fixed-principals-search-key-may-send-user-groups",
+        "src/headwater/api/v1.py",
+        "    if caller.fixed_principals:\n        if asserted:",
+        "    if caller.fixed_principals:\n        if False:",
+        (
+            f"{AUTHZ}::test_every_operation_answers_its_documented_role[search-fixed-sending-principals]",
+        ),
+    ),
+    Mutant(
+        "open-mode-accepts-any-host",
+        "src/headwater/api/guard.py",
+        "    if ring.open and not loopback_host(",
+        "    if False and not loopback_host(",
+        (f"{BROWSER}::test_open_mode_answers_only_loopback_host_names",),
+    ),
+    Mutant(
+        "admin-forms-accept-another-sites-origin",
+        "src/headwater/api/guard.py",
+        "    if method in UNSAFE and (ring.open or admin):",
+        "    if method in UNSAFE and ring.open:",
+        (f"{BROWSER}::test_cookie_authenticated_admin_forms_refuse_another_sites_origin",),
+    ),
+    Mutant(
+        "the-body-is-read-before-the-key",
+        "src/headwater/api/guard.py",
+        "    role = role_of(route)\n",
+        "    role = None\n",
+        (f"{LIMITS}::test_an_unauthenticated_body_is_refused_before_it_is_read[/v1/search]",),
+    ),
+    Mutant(
+        "chunked-bodies-are-not-counted",
+        "src/headwater/api/guard.py",
+        '    if "chunked" not in headers.get("transfer-encoding", "").lower():',
+        "    if True:",
+        (f"{LIMITS}::test_a_streamed_oversized_body_is_413_once_it_passes_the_limit",),
+    ),
+    Mutant(
+        "docs-load-swagger-from-a-cdn",
+        "src/headwater/api/app.py",
+        "        docs_url=None,\n",
+        '        docs_url="/docs",\n',
+        (f"{BROWSER}::test_no_page_loads_assets_from_a_cdn",),
+    ),
+    Mutant(
+        "compressed-cap-ignores-the-ratio",
+        "src/headwater/pipeline/parse/_compressed.py",
+        "    cap = min(limits.max_unpacked_bytes, ratio_cap)\n",
+        "    cap = limits.max_unpacked_bytes\n",
+        (
+            "tests/pipeline/test_parse_formats.py::test_a_compression_bomb_is_too_large_with_memory_bounded",
+        ),
+    ),
+]
