@@ -1,15 +1,15 @@
 """Mutation pins: break one guard at a time and check that its named tests fail.
 
 Each mutant (listed in ``scripts/mutant_list.py`` and ``mutant_list_access.py``) is a
-named text patch (file, old text, new text) of one guard, plus the pytest node ids that must kill it. For each
-mutant the script copies ``src/`` and ``tests/`` (and ``pyproject.toml``) to a
-temporary directory, applies that one patch
-there, runs the killing tests with ``PYTHONPATH`` pointing at the copy, and reports
-``killed`` (some test failed), ``survived`` (all passed), ``timeout`` (the tests did not
-finish within ``--timeout``: a hang proves nothing about the guard, so it is not a kill),
-``stale-patch`` (its old text is not found exactly once) or ``broken`` (pytest did not run
-the tests to a failure: a collection or syntax error). It exits 1 unless every mutant was
-killed.
+named text patch (file, old text, new text) of one guard, plus the pytest node ids that
+must kill it. For each mutant the script copies ``src/`` and ``tests/`` (and
+``pyproject.toml``) to a temporary directory, applies that one patch there, runs the
+killing tests with ``PYTHONPATH`` pointing at the copy, and reports ``killed`` (some
+test failed), ``survived`` (all passed), ``timeout`` (the tests did not finish within
+``--timeout``: a hang proves nothing about the guard, so it is not a kill),
+``stale-patch`` (its old text is not found exactly once) or ``broken`` (pytest did not
+run the tests to a failure: a collection or syntax error). It exits 1 unless every
+mutant was killed.
 
     .venv/bin/python scripts/mutants.py            # every mutant
     .venv/bin/python scripts/mutants.py -k qdrant  # mutants whose name contains "qdrant"
