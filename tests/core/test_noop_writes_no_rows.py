@@ -93,13 +93,16 @@ def test_a_no_op_writes_no_document_row_and_a_delete_still_arrives(
         assert run_lists_left(ws) == 0
 
 
-def sync_process(config: Path, failpoint: str | None = None) -> subprocess.CompletedProcess[str]:
+def sync_process(
+    config: Path, failpoint: str | None = None, *extra: str
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("HEADWATER_FAILPOINTS", None)
     if failpoint:
         env["HEADWATER_FAILPOINTS"] = failpoint
+    command = ["sync", "--no-index", "--json", *extra]
     return subprocess.run(
-        [sys.executable, "-m", "headwater.cli", "-c", str(config), "sync", "--no-index", "--json"],
+        [sys.executable, "-m", "headwater.cli", "-c", str(config), *command],
         env=env,
         capture_output=True,
         text=True,
@@ -156,3 +159,21 @@ def test_lists_a_finished_run_left_behind_are_purged_with_it(manifest_url: str) 
                 assert left == [running], table.name
     finally:
         manifest.engine.dispose()
+
+
+def test_a_full_sync_superseding_a_killed_run_clears_its_lists(tmp_path: Path) -> None:
+    """`sync --full` cancels the interrupted run instead of resuming it: the lists that
+    run committed can never be used again and go with it."""
+    root = tmp_path / "files"
+    make_tree(root, 10)
+    url = f"sqlite:///{tmp_path / 'state' / 'manifest.db'}"
+    config = write_config(
+        tmp_path, manifest_url=url, sources=filesystem_source(root, extra="batch_size = 1")
+    )
+    assert sync_process(config).returncode == 0
+    assert sync_process(config, AFTER_MANIFEST_COMMIT).returncode == -9
+    full = sync_process(config, None, "--full")
+    assert full.returncode == 0, full.stderr
+    with Workspace.open(config) as ws:
+        assert run_lists_left(ws) == 0
+        assert len(active_object_ids(ws)) == 10
