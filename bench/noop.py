@@ -184,7 +184,7 @@ from headwater.manifest.db import begin_write
 from headwater.manifest.store import Manifest
 commit = Manifest.commit_batch
 def bulk(self, run_id, batch, *, lease=None):
-    other = (batch.seen, batch.seen_prefixes, batch.tombstones, batch.cleared_tombstones,
+    other = (batch.seen_objects, batch.seen_prefixes, batch.tombstones, batch.cleared_tombstones,
              batch.failures, batch.still_failing)
     if not batch.writes or any(other) or not all(w.is_new for w in batch.writes):
         return commit(self, run_id, batch, lease=lease)

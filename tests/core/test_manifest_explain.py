@@ -129,6 +129,7 @@ CALLS: dict[str, Callable[[Manifest], Any]] = {
     "documents_by_object_ids": lambda m: m.documents_by_object_ids("src1", OBJECTS),
     "documents_by_ids": lambda m: m.documents_by_ids(ACTIVE_IDS),
     "dead_source_versions": lambda m: m.failures.dead_source_versions(ACTIVE_IDS),
+    "dead_source_versions (probed)": lambda m: m.failures.dead_source_versions(ACTIVE_IDS, "src1"),
     "tombstone_sequences": lambda m: m.tombstone_sequences(DELETED_IDS),
     "runs": lambda m: ScheduleStore(m.engine).list_runs(),
     "runs of a source": lambda m: ScheduleStore(m.engine).list_runs("src3"),

@@ -69,6 +69,10 @@ def test_rows_and_dead_failures_are_found_by_exactly_their_ids(manifest_url: str
         doc_ids = [w.document_id for w in writes] + ["nope"]
         versions = manifest.failures.dead_source_versions(doc_ids)
         assert versions == {w.document_id: (w.source_version, "p") for w in writes[: len(IDS)]}
+        # asked with its source: the same, after one probe for any dead entry of it
+        assert manifest.failures.dead_source_versions(doc_ids, "s") == versions
+        manifest.ensure_source("quiet", "filesystem")
+        assert manifest.failures.dead_source_versions(["nope"], "quiet") == {}
     finally:
         manifest.close()
 

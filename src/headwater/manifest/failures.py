@@ -19,6 +19,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     or_,
     select,
     update,
@@ -156,19 +157,24 @@ class FailureLedger:
             self.resolve_in(conn, document_ids, utcnow(), stages)
 
     def dead_source_versions(
-        self, document_ids: Sequence[str]
+        self, document_ids: Sequence[str], source_id: str | None = None
     ) -> dict[str, tuple[str | None, str]]:
-        """For dead source-stage entries: document -> (source version, pipeline version)."""
+        """For dead source-stage entries: document -> (source version, pipeline version).
+
+        With ``source_id`` (every id one of its documents), one indexed probe first asks
+        whether that source has any such entry at all: most batches of a no-op re-sync
+        then cost one query, not one lookup per document."""
         found: dict[str, tuple[str | None, str]] = {}
         dialect = self.engine.dialect.name
+        dead = (t.failures.c.status == DEAD, t.failures.c.stage.in_(SOURCE_STAGES))
         query = select(
             t.failures.c.document_id, t.failures.c.source_version, t.failures.c.pipeline_version
-        ).where(
-            in_ids(t.failures.c.document_id, dialect),
-            t.failures.c.status == DEAD,
-            t.failures.c.stage.in_(SOURCE_STAGES),
-        )  # built once, its ids bound per part as one value
+        ).where(in_ids(t.failures.c.document_id, dialect), *dead)
         with self.engine.connect() as conn:
+            if source_id is not None:
+                probe = select(literal(1)).where(t.failures.c.source_id == source_id, *dead)
+                if conn.execute(probe.limit(1)).first() is None:
+                    return found
             for part in _chunks(list(document_ids)):
                 rows = conn.execute(query, {"ids": bound_ids(part, dialect)})
                 for r in rows:

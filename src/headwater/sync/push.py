@@ -148,7 +148,9 @@ def _decide(
     existing = manifest.documents_by_object_ids(source.source_id, [o.object_id for o in part])
     deleted = [r.document_id for r in existing.values() if r.state != ACTIVE]
     tombs = manifest.tombstone_sequences(deleted) if deleted else {}
-    dead = manifest.failures.dead_source_versions([source.document_id(o.object_id) for o in part])
+    dead = manifest.failures.dead_source_versions(
+        [source.document_id(o.object_id) for o in part], source.source_id
+    )
     builder = BatchBuilder(
         source=source,
         run_id=str(uuid.uuid4()),

@@ -348,7 +348,7 @@ class SyncRunner:
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
         held = {o: r.document_id for o, r in existing.items()}  # no hash to compute
         doc_ids = [held.get(o) or self.source.document_id(o) for o in ids]
-        dead = self.manifest.failures.dead_source_versions(doc_ids)
+        dead = self.manifest.failures.dead_source_versions(doc_ids, self.source.source_id)
         fetch: Callable[[str], bytes] | None = None
         if isinstance(self.connector, LazyFetching):
             lazy = self.connector

@@ -163,7 +163,7 @@ class TargetedRead:
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
         dead = self.manifest.failures.dead_source_versions(
-            [self.source.document_id(o) for o in ids]
+            [self.source.document_id(o) for o in ids], self.source.source_id
         )
         fetch: Callable[[str], bytes] | None = None
         if isinstance(self.connector, LazyFetching):
