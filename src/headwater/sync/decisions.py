@@ -100,6 +100,14 @@ def _signed_json(
     is a ``str`` or a list of them (None otherwise: the encoder decides)."""
     if not (type(checksum) is str and type(title) is str and type(locator) is str):
         return None
+    if (stored := stored_metadata_json(metadata)) is None:
+        return None
+    return f"[{_text(checksum)}, {_text(title)}, {_text(locator)}, {stored}]"
+
+
+def stored_metadata_json(metadata: Mapping[str, MetadataValue]) -> str | None:
+    """``json.dumps(dict(metadata), sort_keys=True)``, the text the manifest stores, when
+    every key is a ``str`` and every value a ``str`` or a list of them (else None)."""
     if not all(type(key) is str for key in metadata):
         return None
     items: list[str] = []
@@ -111,7 +119,7 @@ def _signed_json(
             items.append(f"{_text(key)}: [{', '.join(map(_text, value))}]")
         else:
             return None
-    return f"[{_text(checksum)}, {_text(title)}, {_text(locator)}, {{{', '.join(items)}}}]"
+    return f"{{{', '.join(items)}}}"
 
 
 def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:

@@ -40,6 +40,7 @@ from headwater.sync.decisions import (
     acl_only_write,
     decide,
     signature_of,
+    stored_metadata_json,
 )
 from headwater.sync.unavailable import (
     UNAVAILABLE,
@@ -126,6 +127,11 @@ class BatchBuilder(Batch):
             # failure still dead at this version was skipped above, so this is a redrive.
             assert record.checksum is not None
             title = doc.title or record.title
+            if acl == record.acl and _as_stored(record, title, doc.locator, metadata):
+                # what was signed is what the row holds: the same signature, not hashed again
+                self.commit.seen_objects.append(record.object_id)
+                self.counts.unchanged += 1
+                return Outcome.UNCHANGED
             _keep_parsed_keys(record, metadata)
             signature = signature_of(record.checksum, title, doc.locator, metadata)
             if signature == record.signature and acl == record.acl:
@@ -332,6 +338,21 @@ class BatchBuilder(Batch):
             checked=True,
             expect=RowVersion.of(record) if record is not None else None,
         )
+
+
+def _as_stored(
+    record: DocumentFields, title: str, locator: str, metadata: dict[str, MetadataValue]
+) -> bool:
+    """Whether ``record`` holds this title, locator and metadata as they are: its signature
+    is then the one they would get (``signature_of`` of the row's own fields), found
+    without the hash (the metadata compared as the JSON text the manifest stores)."""
+    held = record.metadata
+    return (
+        title == record.title
+        and locator == record.locator
+        and isinstance(held, StoredMetadata)
+        and held.is_text(stored_metadata_json(metadata))
+    )
 
 
 def _keep_parsed_keys(record: DocumentFields, metadata: dict[str, MetadataValue]) -> None:
