@@ -28,8 +28,9 @@ from headwater.manifest.records import BatchCommit, DocumentFields, DocumentReco
 from headwater.manifest.store import Manifest
 from headwater.pipeline.parse._members import container_kind
 from headwater.sync.decisions import signature_of
+from headwater.sync.settings import distinct_parts
 from headwater.sync.storable import storable_item
-from headwater.types import Checkpoint, SourceDocument, Window
+from headwater.types import Checkpoint, SourceDocument, SourceItem, Window
 
 NAMES = ["a.md", 'q"uote', "back\\slash", "é/日本.txt", "\udcff-undecodable", "tab\there", ""]
 
@@ -193,3 +194,26 @@ def test_storable_passes_an_item_as_it_is_only_when_all_its_text_is(
         values[where] = {"k": text} if where == "metadata" else text
         item = SourceDocument(**values)  # type: ignore[arg-type]
         assert (storable_item(item) is item) == storable, (where, text)
+
+
+@pytest.mark.parametrize(
+    "ids", [[], ["a"], ["a", "b", "c"], ["a", "b", "a"], ["a", "a", "a"], ["a", "b", "b", "a"]]
+)
+def test_distinct_parts_split_only_where_an_object_comes_again(ids: list[str]) -> None:
+    docs = [SourceDocument(object_id=o, locator=o, title=o, version="1") for o in ids]
+    items: list[SourceItem] = list(docs)
+    parts = list(distinct_parts(items))
+    assert [i for part in parts for i in part] == items  # nothing lost, nothing reordered
+    for part in parts:
+        assert len({getattr(i, "object_id", None) for i in part}) == len(part)
+    assert len(parts) == (0 if not ids else 1 + _splits(ids))
+
+
+def _splits(ids: list[str]) -> int:
+    """Where the general loop (one set per part) starts a new part."""
+    splits, seen = 0, set[str]()
+    for object_id in ids:
+        if object_id in seen:
+            splits, seen = splits + 1, set()
+        seen.add(object_id)
+    return splits

@@ -8,7 +8,7 @@ document and stage marks the row ``resolved``. Deletes carry a higher priority.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import (
@@ -157,13 +157,14 @@ class FailureLedger:
             self.resolve_in(conn, document_ids, utcnow(), stages)
 
     def dead_source_versions(
-        self, document_ids: Sequence[str], source_id: str | None = None
+        self, document_ids: Iterable[str], source_id: str | None = None
     ) -> dict[str, tuple[str | None, str]]:
         """For dead source-stage entries: document -> (source version, pipeline version).
 
         With ``source_id`` (every id one of its documents), one indexed probe first asks
         whether that source has any such entry at all: most batches of a no-op re-sync
-        then cost one query, not one lookup per document."""
+        then cost one query, not one lookup per document, and ``document_ids`` (which
+        may be a generator) is not even read."""
         found: dict[str, tuple[str | None, str]] = {}
         dialect = self.engine.dialect.name
         dead = (t.failures.c.status == DEAD, t.failures.c.stage.in_(SOURCE_STAGES))

@@ -21,7 +21,7 @@ from headwater.connectors.base import Connector, Enumerating, ExpectingTotal, La
 from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
-from headwater.manifest.records import ACTIVE, RunCounts
+from headwater.manifest.records import ACTIVE, DocumentFields, RunCounts
 from headwater.manifest.runs import (
     CANCELLED,
     COMPLETED_WITH_ERRORS,
@@ -346,8 +346,8 @@ class SyncRunner:
         existing = self.manifest.fields_by_object_ids(self.source.source_id, ids)
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
-        held = {o: r.document_id for o, r in existing.items()}  # no hash to compute
-        doc_ids = [held.get(o) or self.source.document_id(o) for o in ids]
+        # the document ids are computed only if the source has a dead entry at all
+        doc_ids = (_held_id(existing, o) or self.source.document_id(o) for o in ids)
         dead = self.manifest.failures.dead_source_versions(doc_ids, self.source.source_id)
         fetch: Callable[[str], bytes] | None = None
         if isinstance(self.connector, LazyFetching):
@@ -384,3 +384,9 @@ class SyncRunner:
         self.manifest.ensure_source(self.source.source_id, self.source.source_type)
         with self._holding_lease(lease_seconds):
             return self.pruner.prune_only(dry_run=dry_run, force=force, progress=progress)
+
+
+def _held_id(existing: dict[str, DocumentFields], object_id: str) -> str | None:
+    """The document id of ``object_id``'s row, if the manifest holds one (no hash)."""
+    record = existing.get(object_id)
+    return record.document_id if record is not None else None
