@@ -471,5 +471,30 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_noop_writes_no_rows.py::test_a_resumed_run_trusts_what_the_killed_process_saw[sqlite]",
         ),
     ),
+    Mutant(
+        "gate-1-shortcut-skips-a-metadata-only-row",
+        GATES,
+        '                and metadata.get("content") != UNAVAILABLE\n',
+        "",
+        (
+            "tests/core/test_noop_signature_skip.py::test_a_metadata_only_row_is_read_again_even_as_stored[True]",
+        ),
+    ),
+    Mutant(
+        "gate-1-shortcut-ignores-the-metadata",
+        GATES,
+        "        and held.is_text(stored_metadata_json(metadata))\n",
+        "",
+        (
+            "tests/core/test_noop_signature_skip.py::test_the_skip_without_the_hash_decides_as_the_hash[5-as-written]",
+        ),
+    ),
+    Mutant(
+        "gate-1-shortcut-ignores-the-acl",
+        GATES,
+        "                acl == record.acl\n                and metadata.get",
+        "                True\n                and metadata.get",
+        ("tests/core/test_noop_signature_skip.py::test_a_changed_acl_is_never_skipped",),
+    ),
     *ACCESS_MUTANTS,
 ]

@@ -85,7 +85,7 @@ LISTED = [
 ]
 
 
-@pytest.mark.parametrize("stored", STORED_TEXTS)
+@pytest.mark.parametrize("stored", STORED_TEXTS, ids=["as-written", "raw", "compact", "unsorted"])
 @pytest.mark.parametrize("doc", LISTED, ids=range(len(LISTED)))
 def test_the_skip_without_the_hash_decides_as_the_hash(
     stored: str, doc: SourceDocument, tmp_path: Path
@@ -119,3 +119,16 @@ def test_a_changed_acl_is_never_skipped(tmp_path: Path) -> None:
     stored = json.dumps(STORED_META, sort_keys=True)
     record = _row(stored, acl='["group:staff"]')
     assert _decide(record, _doc(), tmp_path) == Outcome.CHANGED
+
+
+@pytest.mark.parametrize("listed_content", [True, False])
+def test_a_metadata_only_row_is_read_again_even_as_stored(
+    listed_content: bool, tmp_path: Path
+) -> None:
+    """A row standing for a file whose read failed (``content: unavailable``) proves
+    nothing by its hint: the file is read again (here it has no content to read: the
+    connector gave none), never skipped as unchanged."""
+    held = {**STORED_META, "content": "unavailable"}
+    listed = held if listed_content else dict(STORED_META)
+    record = _row(json.dumps(held, sort_keys=True))
+    assert _decide(record, _doc(metadata=dict(listed)), tmp_path) == Outcome.FAILED

@@ -108,18 +108,22 @@ def _signed_json(
 def stored_metadata_json(metadata: Mapping[str, MetadataValue]) -> str | None:
     """``json.dumps(dict(metadata), sort_keys=True)``, the text the manifest stores, when
     every key is a ``str`` and every value a ``str`` or a list of them (else None)."""
-    if not all(type(key) is str for key in metadata):
+    try:
+        keys = sorted(metadata)
+    except TypeError:  # keys of several types: the encoder decides
         return None
     items: list[str] = []
-    for key in sorted(metadata):
+    for key in keys:
         value = metadata[key]
+        if type(key) is not str:
+            return None
         if type(value) is str:
             items.append(f"{_text(key)}: {_text(value)}")
         elif type(value) is list and all(type(v) is str for v in value):
             items.append(f"{_text(key)}: [{', '.join(map(_text, value))}]")
         else:
             return None
-    return f"{{{', '.join(items)}}}"
+    return "{" + ", ".join(items) + "}"
 
 
 def acl_only_write(record: DocumentFields, acl: tuple[str, ...]) -> DocumentWrite:

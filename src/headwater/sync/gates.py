@@ -121,24 +121,26 @@ class BatchBuilder(Batch):
             self.counts.failed += 1
             return Outcome.FAILED
         gate = decide(record, doc, src.pipeline_version, trust_hint=self.trust_hints)
-        if gate is Decision.SKIP_BY_HINT and record is not None and not _unreadable_row(record):
+        if gate is Decision.SKIP_BY_HINT and record is not None:
             # Gate 1: the version hint proves the content unchanged; nothing is read. Not
             # for a metadata-only row: its hint proves only that the read failed, and a
             # failure still dead at this version was skipped above, so this is a redrive.
-            assert record.checksum is not None
             title = doc.title or record.title
-            if acl == record.acl and _as_stored(record, title, doc.locator, metadata):
-                # what was signed is what the row holds: the same signature, not hashed again
-                self.commit.seen_objects.append(record.object_id)
-                self.counts.unchanged += 1
-                return Outcome.UNCHANGED
-            _keep_parsed_keys(record, metadata)
-            signature = signature_of(record.checksum, title, doc.locator, metadata)
-            if signature == record.signature and acl == record.acl:
-                self.commit.seen_objects.append(record.object_id)
-                self.counts.unchanged += 1
-                return Outcome.UNCHANGED
-            return self._write(doc, record, record.checksum, signature, acl, metadata, title)
+            if (
+                acl == record.acl
+                and metadata.get("content") != UNAVAILABLE
+                and _as_stored(record, title, doc.locator, metadata)
+            ):
+                # the row holds what was listed: no metadata-only row, and its signature
+                # is the one these would get, found without hashing them again
+                return self._unchanged(record)
+            if not _unreadable_row(record):
+                assert record.checksum is not None
+                _keep_parsed_keys(record, metadata)
+                signature = signature_of(record.checksum, title, doc.locator, metadata)
+                if signature == record.signature and acl == record.acl:
+                    return self._unchanged(record)
+                return self._write(doc, record, record.checksum, signature, acl, metadata, title)
         raw = doc.content
         if raw is None:
             if doc.fetch_ref is None or self.fetch is None:
@@ -194,6 +196,12 @@ class BatchBuilder(Batch):
             self.counts.unchanged += 1
             return Outcome.UNCHANGED
         return self._write(doc, record, checksum, signature, acl, metadata, title)
+
+    def _unchanged(self, record: DocumentFields) -> Outcome:
+        """Gate 1's skip: the object was listed, its row stays as it is."""
+        self.commit.seen_objects.append(record.object_id)
+        self.counts.unchanged += 1
+        return Outcome.UNCHANGED
 
     def _acl_of(self, access: Access) -> tuple[str, ...]:
         """``access``'s principals; the source's default access is computed once a batch
