@@ -496,5 +496,14 @@ MUTANTS: list[Mutant] = [
         "                True\n                and metadata.get",
         ("tests/core/test_noop_signature_skip.py::test_a_changed_acl_is_never_skipped",),
     ),
+    Mutant(
+        "the-dead-entry-probe-hides-dead-entries",
+        "src/headwater/manifest/failures.py",
+        "                if conn.execute(probe.limit(1)).first() is None:\n",
+        "                if conn.execute(probe.limit(1)).first() is not None:\n",
+        (
+            "tests/core/test_noop_fast_rows.py::test_rows_and_dead_failures_are_found_by_exactly_their_ids[sqlite]",
+        ),
+    ),
     *ACCESS_MUTANTS,
 ]
