@@ -505,5 +505,23 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_noop_fast_rows.py::test_rows_and_dead_failures_are_found_by_exactly_their_ids[sqlite]",
         ),
     ),
+    Mutant(
+        "a-run-restores-the-thresholds-while-another-runs",
+        "src/headwater/sync/garbage.py",
+        "            if _runs == 0:\n                gc.set_threshold(*_saved)",
+        "            gc.set_threshold(*_saved)",
+        (
+            "tests/core/test_sync_collections.py::test_overlapping_runs_restore_the_thresholds_when_the_last_ends",
+        ),
+    ),
+    Mutant(
+        "a-run-collects-at-the-default-threshold",
+        "src/headwater/sync/garbage.py",
+        "                gc.set_threshold(RUN_THRESHOLD, *_saved[1:])",
+        "                pass",
+        (
+            "tests/core/test_sync_collections.py::test_a_no_op_of_thousands_of_files_triggers_no_collection",
+        ),
+    ),
     *ACCESS_MUTANTS,
 ]

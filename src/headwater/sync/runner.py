@@ -33,6 +33,7 @@ from headwater.manifest.staged import StagedContent
 from headwater.manifest.store import Manifest
 from headwater.retry import call_with_retry
 from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
+from headwater.sync.garbage import fewer_collections
 from headwater.sync.gates import BatchBuilder
 from headwater.sync.known import ManifestVersions
 from headwater.sync.phases import COMMIT, FETCH_PARSE, PRUNE, PhaseTimes
@@ -97,7 +98,7 @@ class SyncRunner:
     def run(self, options: SyncOptions) -> RunReport:
         """One run under the source's lease; ``LeaseLost`` if another process took it over."""
         self.manifest.ensure_source(self.source.source_id, self.source.source_type)
-        with self._holding_lease(options.lease_seconds) as lease:
+        with fewer_collections(), self._holding_lease(options.lease_seconds) as lease:
             return self._run(options, lease.owner)
 
     @contextmanager
