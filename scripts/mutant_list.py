@@ -523,5 +523,21 @@ MUTANTS: list[Mutant] = [
             "tests/core/test_sync_collections.py::test_a_no_op_of_thousands_of_files_triggers_no_collection",
         ),
     ),
+    Mutant(
+        "a-kept-row-is-given-twice",
+        "src/headwater/sync/known.py",
+        "            elif (row := read.pop(object_id)) is not None:",
+        "            elif (row := read[object_id]) is not None:",
+        (
+            "tests/core/test_known_rows_reused.py::test_an_object_listed_twice_is_decided_from_what_its_first_batch_wrote",
+        ),
+    ),
+    Mutant(
+        "the-gates-read-the-rows-again",
+        "src/headwater/sync/runner.py",
+        "        existing, unread = self._known.take(ids) if self._known else ({}, ids)",
+        "        existing, unread = {}, ids",
+        ("tests/core/test_known_rows_reused.py::test_a_no_op_reads_each_page_of_rows_once",),
+    ),
     *ACCESS_MUTANTS,
 ]

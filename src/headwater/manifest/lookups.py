@@ -23,7 +23,6 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from headwater.manifest import schema as t
 from headwater.manifest.prunes import CHUNK
-from headwater.manifest.records import ACTIVE
 
 
 def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
@@ -103,18 +102,3 @@ def _driver_sql(dialect: Dialect, columns: tuple[str, ...]) -> tuple[str, bool] 
 
 # (dialect, driver, paramstyle, columns) -> the compiled lookup; a handful of entries
 _COMPILED: dict[tuple[str, str, str, tuple[str, ...]], tuple[str, bool] | None] = {}
-
-
-def known_versions(
-    engine: Engine, source_id: str, object_ids: Sequence[str], pipeline_version: str
-) -> dict[str, str | None]:
-    """``Manifest.known_version`` of many objects at once: the stored version hint of each
-    active row of this pipeline version, by object id (an object absent: no key)."""
-    columns = ("object_id", "source_version", "state", "pipeline_version")
-    return {
-        object_id: version
-        for object_id, version, state, pipeline in rows_by_object_ids(
-            engine, source_id, object_ids, columns
-        )
-        if state == ACTIVE and pipeline == pipeline_version
-    }

@@ -5,14 +5,26 @@ it, to skip an unchanged one (a conditional request, or no content at all). One 
 a time that is a manifest query per listed object; ``many`` answers a page of them in one
 query per 500 ids (``connectors.base.versions_of`` uses it where the caller has it). On a
 full sync a held hint is ``""``: known, but certifying nothing.
+
+The rows ``many`` reads are the ones the sync gates decide the same objects from a moment
+later, so it keeps them and the runner ``take``s them at the batch's flush instead of
+reading them again (a no-op of a SQL table read each row twice). Each kept row is given
+once: an object listed twice in a run (an earlier batch may have written it since) is
+read again from the manifest, so what the gates see is never older than what they would
+read themselves (under the run's lease no other process writes the source's rows). At
+most ``KEPT`` rows are kept: a connector that asks of objects it never yields costs
+memory only until then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from headwater.manifest.lookups import known_versions
+from headwater.manifest.records import ACTIVE, DocumentFields
 from headwater.manifest.store import Manifest
+
+# rows kept for the gates at most: a few batches' worth (one holds up to 4,096 items)
+KEPT = 20_000
 
 
 class ManifestVersions:
@@ -25,6 +37,8 @@ class ManifestVersions:
         self.source_id = source_id
         self.pipeline_version = pipeline_version
         self.full = full
+        # the rows ``many`` read, by object id (None: no row), until the gates take them
+        self._read: dict[str, DocumentFields | None] = {}
 
     def __call__(self, object_id: str) -> str | None:
         """The object's version hint (None: not held; ``""``: held, on a full sync)."""
@@ -32,11 +46,34 @@ class ManifestVersions:
         return self._hint(version)
 
     def many(self, object_ids: Sequence[str]) -> dict[str, str | None]:
-        """``self(object_id)`` of every id, in one manifest query per 500 ids."""
-        found = known_versions(
-            self.manifest.engine, self.source_id, object_ids, self.pipeline_version
-        )
-        return {object_id: self._hint(found.get(object_id)) for object_id in object_ids}
+        """``self(object_id)`` of every id, in one manifest query per 500 ids; the rows
+        are kept for ``take``."""
+        rows = self.manifest.fields_by_object_ids(self.source_id, object_ids)
+        read, pipeline, hints = self._read, self.pipeline_version, {}
+        for object_id in object_ids:
+            row = read[object_id] = rows.get(object_id)
+            held = (
+                row.source_version
+                if row is not None and row.state == ACTIVE and row.pipeline_version == pipeline
+                else None
+            )
+            hints[object_id] = self._hint(held)
+        return hints
+
+    def take(self, object_ids: Sequence[str]) -> tuple[dict[str, DocumentFields], list[str]]:
+        """The rows ``many`` read of these ids (each given once), by object id, and the ids
+        it did not read."""
+        found: dict[str, DocumentFields] = {}
+        unread: list[str] = []
+        read = self._read
+        for object_id in object_ids:
+            if object_id not in read:
+                unread.append(object_id)
+            elif (row := read.pop(object_id)) is not None:
+                found[object_id] = row
+        if len(read) > KEPT:
+            read.clear()
+        return found, unread
 
     def _hint(self, version: str | None) -> str | None:
         # Known, but a full sync proves nothing by hint: "" asks for no conditional request

@@ -82,6 +82,7 @@ class SyncRunner:
         self.lease: Lease | None = None
         self._heartbeat: Heartbeat | None = None
         self._full = False
+        self._known: ManifestVersions | None = None  # the reading run's, for its flushes
         self._started = utcnow()
         self.phases = PhaseTimes()
         self.pruner = Pruner(
@@ -234,7 +235,7 @@ class SyncRunner:
         owner: str,
     ) -> Checkpoint | None:
         source = self.source
-        known = ManifestVersions(
+        known = self._known = ManifestVersions(
             self.manifest, source.source_id, source.pipeline_version, full=self._full
         )
         stream = self.connector.read(window, checkpoint, known)
@@ -271,6 +272,7 @@ class SyncRunner:
                     batch.after(quiet)
                     pending = []
         self._flush(run_id, pending, last_checkpoint, counts, options, owner)
+        self._known = None
         return final
 
     def _flush(
@@ -344,7 +346,10 @@ class SyncRunner:
         ids = [i.object_id for i in items if not isinstance(i, Checkpoint)]
         # a failure's stand-in (a container's member or the container) has a row too
         ids += [i.document.object_id for i in items if isinstance(i, Failure) and i.document]
-        existing = self.manifest.fields_by_object_ids(self.source.source_id, ids)
+        # the rows the connector's questions read already (``known.many``), the rest now
+        existing, unread = self._known.take(ids) if self._known else ({}, ids)
+        if unread:
+            existing.update(self.manifest.fields_by_object_ids(self.source.source_id, unread))
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
         # the document ids are computed only if the source has a dead entry at all

@@ -1,0 +1,125 @@
+"""The rows a connector's version questions read are the rows the gates decide from.
+
+``sync/known.py``: ``KnownVersions.many`` reads the manifest rows of a page of objects
+and keeps them; the batch's flush takes them instead of reading the same rows again (a
+no-op of a SQL table read each row twice). What must hold: the rows are read once per
+page; a kept row is given once, so an object listed twice in one run, written by the
+first listing's batch, is decided the second time from what that batch wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sqlalchemy import event
+
+from headwater import Workspace
+from headwater.connectors.base import (
+    ConnectorCapabilities,
+    ConnectorOptions,
+    ReadStream,
+    SourceContext,
+    versions_of,
+)
+from headwater.types import Checkpoint, KnownVersions, SourceDocument, Window
+from workspace_helpers import write_config
+
+# each page: the (object id, text) it lists; the connector asks of a page's ids, then of
+# the next page's, before it yields the first page's checkpoint
+PAGES: dict[str, list[list[tuple[str, str]]]] = {}
+
+
+class PagedOptions(ConnectorOptions):
+    name: str
+
+
+class PagedConnector:
+    """Pages of documents, each page's versions asked in one ``many`` as the sql
+    connector does, the next page's asked before this page's checkpoint."""
+
+    type_name: ClassVar[str] = "paged"
+    capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities(windowed=False)
+    Options: ClassVar[type[PagedOptions]] = PagedOptions
+
+    def __init__(self, options: PagedOptions, context: SourceContext | None = None) -> None:
+        self.pages = PAGES[options.name]
+
+    def validate(self) -> None:
+        return None
+
+    def read(
+        self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
+    ) -> ReadStream:
+        start = json.loads(checkpoint.cursor)["page"] + 1 if checkpoint else 0
+        ask = [[i for i, _ in page] for page in self.pages]
+        asked = versions_of(known, ask[start]) if start < len(ask) else {}
+        for number in range(start, len(self.pages)):
+            page = self.pages[number]
+            for object_id, text in page:
+                yield SourceDocument(
+                    object_id=object_id,
+                    locator=f"paged://{object_id}",
+                    title=object_id,
+                    version=text,
+                    content=None if asked.get(object_id) == text else text.encode(),
+                    media_type="text/plain",
+                )
+            if number + 1 < len(self.pages):
+                asked = versions_of(known, ask[number + 1])
+            yield Checkpoint(json.dumps({"page": number}))
+        return None
+
+    def enumerate(self) -> Iterator[str]:
+        yield from sorted({i for page in self.pages for i, _ in page})
+
+
+def _workspace(tmp_path: Path, name: str) -> Path:
+    body = (
+        f'[[source]]\nid = "paged"\ntype = "paged"\nname = "{name}"\nbatch_size = 1\n'
+        "access = { public = true }\n"
+    )
+    return write_config(tmp_path, manifest_url=None, sources=body)
+
+
+def _lookups(ws: Workspace) -> list[int]:
+    """Counts the statements that read documents rows by a list of ids."""
+    seen: list[int] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM documents" in statement and "json_each" in statement:
+            seen.append(1)
+
+    event.listen(ws.manifest.engine, "before_cursor_execute", count)
+    return seen
+
+
+def test_an_object_listed_twice_is_decided_from_what_its_first_batch_wrote(
+    tmp_path: Path,
+) -> None:
+    PAGES["twice"] = [[("a", "one"), ("b", "one")]]
+    config = _workspace(tmp_path, "twice")
+    with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:
+        ws.sync(index=False)
+        # "a" changes on page 0 and again on page 1; page 1's versions are asked (and its
+        # row read) before page 0's batch writes "a"
+        PAGES["twice"] = [[("a", "two"), ("b", "one")], [("a", "three")]]
+        report = ws.sync(index=False)
+        row = ws.document(source="paged", object_id="a")
+    assert report.runs[0].counts.changed == 2
+    assert row["source_version"] == "three"
+    assert row["revision"] == 3
+
+
+def test_a_no_op_reads_each_page_of_rows_once(tmp_path: Path) -> None:
+    PAGES["once"] = [[(f"p{p}-{n:03}", "v") for n in range(50)] for p in range(4)]
+    config = _workspace(tmp_path, "once")
+    with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:
+        ws.sync(index=False)
+        lookups = _lookups(ws)
+        report = ws.sync(index=False)
+    assert report.runs[0].counts.unchanged == 200
+    # one read of each page's rows, by the connector's question; none by the gates
+    assert len(lookups) == 4, lookups
