@@ -52,10 +52,11 @@ def instructions(workspace: Path, runs: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workspace", type=Path, help="a prepared workspace (bench/noop.py)")
+    parser.add_argument("workspace", type=Path, help="a prepared no-op bench's workspace")
     parser.add_argument("--runs", type=int, default=3, help="no-ops in the longer process")
     args = parser.parse_args()
-    named = re.search(r"noop-ws-(\d+)-", args.workspace.resolve().name)  # bench/noop.py's name
+    # bench/noop.py's and bench/noop_sources.py's workspaces name their size
+    named = re.search(r"noop-(?:sql-|s3-)?ws-(\d+)-", args.workspace.resolve().name)
     files = int(named.group(1)) if named else 0
     one, many = instructions(args.workspace, 1), instructions(args.workspace, args.runs)
     each = (many - one) // (args.runs - 1)

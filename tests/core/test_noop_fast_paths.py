@@ -217,3 +217,15 @@ def _splits(ids: list[str]) -> int:
             splits, seen = splits + 1, set()
         seen.add(object_id)
     return splits
+
+
+def test_a_document_built_from_its_fields_is_the_constructors() -> None:
+    values: dict[str, object] = {
+        f.name: f"{f.name}-value" for f in dataclasses.fields(SourceDocument)
+    }
+    made = SourceDocument.of(values)
+    built = SourceDocument(**values)  # type: ignore[arg-type]
+    assert type(made) is SourceDocument and made == built and vars(made) == vars(built)
+    assert hash(made.object_id) == hash(built.object_id)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.title = "another"  # type: ignore[misc]

@@ -21,6 +21,8 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 def valid_unicode(text: str) -> str:
     """``text`` with every lone surrogate as U+FFFD (as a decoder treats a bad byte)."""
+    if text.isascii():  # a flag CPython keeps on every string: ASCII holds no surrogate
+        return text
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 

@@ -37,6 +37,9 @@ def test_first_read_maps_rows_to_documents(db: Database, docs: str, tmp_path: Pa
     assert by_id["3"].access == Access.nobody()
     assert by_id["4"].access == Access(users=("bob@x.com",), groups=("ops",))
     assert alpha.locator.endswith(f"/test#{docs}/1") and "://" in alpha.locator
+    # built without the dataclass's __init__ (SourceDocument.of): the very object it makes
+    for doc in by_id.values():
+        assert type(doc) is SourceDocument and vars(doc) == vars(SourceDocument(**vars(doc)))
     cursors = [json.loads(i.cursor) for i in result.items if isinstance(i, Checkpoint)]
     assert cursors == [{"v": 1, "after": [3]}, {"v": 1, "after": [4]}]
     assert result.final is not None and json.loads(result.final.cursor) == {

@@ -42,7 +42,7 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.filesystem._items import _checkpoint, _cursor_head, _document
+from headwater.connectors.filesystem._items import _checkpoint, _cursor_head
 from headwater.connectors.filesystem._read import fetch_ref, read_listed
 from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
@@ -326,7 +326,7 @@ class FilesystemConnector:
                 permanent=True,
             )
         size = st.st_size
-        return _document(
+        return SourceDocument.of(
             {
                 "object_id": rel,
                 "locator": locator,

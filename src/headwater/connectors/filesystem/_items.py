@@ -2,19 +2,19 @@
 
 The idea: a no-op re-sync yields one ``SourceDocument`` and one ``Checkpoint`` per file,
 so they are built without the frozen dataclasses' ``__init__`` (one ``object.__setattr__``
-per field, keyword arguments) and the cursor ``{"after": [...parts]}`` without the JSON
-encoder, its folder part once a folder: the same objects and text, a few times faster
-(tests/core/test_noop_fast_paths.py compares them with the constructors' and
-``json.dumps``'s own).
+per field, keyword arguments; ``SourceDocument.of``) and the cursor ``{"after":
+[...parts]}`` without the JSON encoder, its folder part once a folder: the same objects
+and text, a few times faster (tests/core/test_noop_fast_paths.py compares them with the
+constructors' and ``json.dumps``'s own).
 """
 
 from __future__ import annotations
 
 from json.encoder import encode_basestring_ascii
 
-from headwater.types import Checkpoint, SourceDocument
+from headwater.types import Checkpoint
 
-__all__ = ["_after_cursor", "_checkpoint", "_cursor_head", "_document"]
+__all__ = ["_after_cursor", "_checkpoint", "_cursor_head"]
 
 
 def _after_cursor(parts: tuple[str, ...]) -> str:
@@ -25,13 +25,6 @@ def _after_cursor(parts: tuple[str, ...]) -> str:
 def _cursor_head(folder: tuple[str, ...]) -> str:
     """The start of ``_after_cursor`` of every file in ``folder``: all but its name."""
     return '{"after": [' + "".join(encode_basestring_ascii(p) + ", " for p in folder)
-
-
-def _document(values: dict[str, object]) -> SourceDocument:
-    """``SourceDocument(**values)``; ``values`` names every field."""
-    doc = object.__new__(SourceDocument)
-    doc.__dict__.update(values)
-    return doc
 
 
 def _checkpoint(cursor: str) -> Checkpoint:

@@ -170,8 +170,9 @@ class SqlConnector:
 
         def fetch() -> list[Mapping[str, Any]]:
             with self._engine.connect() as conn:
-                streamed = conn.execution_options(stream_results=True, yield_per=500)
-                return [dict(row._mapping) for row in streamed.execute(stmt)]
+                result = conn.execution_options(stream_results=True, yield_per=500).execute(stmt)
+                names = list(result.keys())  # a row is a tuple: zipped with them, a dict
+                return [dict(zip(names, row, strict=True)) for row in result]
 
         rows: list[Mapping[str, Any]] = self._run(fetch)
         json_columns = self._json_columns()
@@ -296,16 +297,21 @@ class SqlConnector:
             title=title, content=content, metadata=metadata, access=access, updated_at=updated_at
         )
         unchanged = known.get(object_id) == version
-        return SourceDocument(
-            object_id=object_id,
-            locator=locator,
-            title=title,  # empty: the parser's title, else the object id
-            version=version,
-            content=None if unchanged else content.encode("utf-8"),
-            media_type=opts.media_type,
-            updated_at=updated_at,
-            metadata=metadata,
-            access=access,
+        return SourceDocument.of(
+            {
+                "object_id": object_id,
+                "locator": locator,
+                "title": title,  # empty: the parser's title, else the object id
+                "version": version,
+                "content": None if unchanged else content.encode("utf-8"),
+                "fetch_ref": None,
+                "media_type": opts.media_type,
+                "updated_at": updated_at,
+                "sequence": None,
+                "metadata": metadata,
+                "access": access,
+                "size": None,
+            }
         )
 
 

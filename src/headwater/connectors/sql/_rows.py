@@ -10,6 +10,7 @@ a template can never reach attributes or indexes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -34,6 +35,8 @@ def text_of(value: Any) -> str:
 
 
 def _text_of(value: Any) -> str:
+    if type(value) is str:  # the usual column, asked first
+        return value
     if value is None:
         return ""
     if isinstance(value, datetime):
@@ -86,16 +89,26 @@ def template_fields(template: str) -> list[str]:
 
 
 class _RowText(dict[str, str]):
+    columns: Mapping[str, Any] = {}  # the row's, named when a template asks for another
+
     def __missing__(self, key: str) -> str:
         raise ConfigError(
             f"sql source: template column {key!r} is not in the row; expected one of "
-            f"{sorted(self)}; fix the template or the query"
+            f"{sorted(self.columns)}; fix the template or the query"
         )
 
 
 def render(template: str, row: Mapping[str, Any]) -> str:
-    """A template with each ``{column}`` replaced by the column's text."""
-    return template.format_map(_RowText({k: text_of(v) for k, v in row.items()}))
+    """A template with each ``{column}`` replaced by the column's text (only the columns
+    it names are made text)."""
+    texts = _RowText({k: text_of(row[k]) for k in _fields(template) if k in row})
+    texts.columns = row
+    return template.format_map(texts)
+
+
+@functools.lru_cache(maxsize=64)
+def _fields(template: str) -> tuple[str, ...]:
+    return tuple(template_fields(template))
 
 
 def _items(value: Any) -> list[str]:
