@@ -539,5 +539,14 @@ MUTANTS: list[Mutant] = [
         "        existing, unread = {}, ids",
         ("tests/core/test_known_rows_reused.py::test_a_no_op_reads_each_page_of_rows_once",),
     ),
+    Mutant(
+        "a-sql-read-leaves-its-connection-open",
+        "src/headwater/connectors/sql/_connector.py",
+        "            self._engine.dispose()  # the read's connection: none stays open after it",
+        "            pass",
+        (
+            "tests/connectors/sql/test_sql_integration.py::test_a_read_keeps_one_connection_for_its_pages_and_closes_it[postgresql]",
+        ),
+    ),
     *ACCESS_MUTANTS,
 ]

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from pydantic import ValidationError
 from sql_support import Database, docs_options, make_connector, unique, when
 
@@ -128,6 +129,21 @@ def test_deleted_row_is_missing_from_enumerate(db: Database, docs: str, tmp_path
     assert sorted(connector.enumerate()) == ["1", "2", "3", "4"]
     db.execute(f"DELETE FROM {docs} WHERE id = 3")
     assert sorted(connector.enumerate()) == ["1", "2", "4"]
+
+
+def test_a_read_keeps_one_connection_for_its_pages_and_closes_it(
+    db: Database, docs: str, tmp_path: Path
+) -> None:
+    connector = make_connector(db.url, tmp_path, **docs_options(docs, page_size=1))
+    opened, closed = [], []
+    sa.event.listen(connector._engine, "connect", lambda *_: opened.append(1))
+    sa.event.listen(connector._engine.pool, "close", lambda *_: closed.append(1))
+    result = collect(connector.read(WINDOW, None, no_known))
+    assert len(result.documents) == 4  # five pages: four of one row, one empty
+    assert len(opened) == 1  # not one a page
+    assert len(closed) == 1  # and none left open once the read is over
+    assert sorted(connector.enumerate()) == ["1", "2", "3", "4"]
+    assert len(opened) == len(closed) == 2
 
 
 def test_read_fails_when_the_table_goes_between_pages(

@@ -1,9 +1,11 @@
 """The sql connector: rows of a table or query, read in keyset pages ordered by id.
 
 Each page is one short query, ``WHERE (ids) > (last ids) ORDER BY ids LIMIT page_size``,
-run in its own connection with a server-side cursor and retried as a whole, so no
+run in its own transaction with a server-side cursor and retried as a whole, so no
 transaction stays open while the core works, a large table never sits in memory, and the
-last id tuple of a page is a checkpoint a resumed run continues from. With an
+last id tuple of a page is a checkpoint a resumed run continues from. The pages of one
+read share a connection (a connection per page cost 5 % of a no-op's CPU), closed when
+the read ends. With an
 ``updated_at_column`` the read honours the run's window, widened by ``window_overlap``
 before its start: a row committed late by a transaction that began before the last run
 (PostgreSQL's ``now()`` is the transaction's start) is still read, and the version gate
@@ -224,25 +226,33 @@ class SqlConnector:
             with self._engine.connect() as conn:
                 conn.execute(stmt).all()
 
-        self._run(probe, attempts=1)
+        try:
+            self._run(probe, attempts=1)
+        finally:
+            self._engine.dispose()
 
     def read(
         self, window: Window, checkpoint: Checkpoint | None, known: KnownVersions
     ) -> ReadStream:
         """Yield the rows in keyset pages by id, resuming after the checkpoint's ids."""
         after = _resume_after(checkpoint)
-        while True:
-            rows = self._page(window, after)
-            ids = [_rows.object_id_of([row[c] for c in self.options.id_columns]) for row in rows]
-            versions = versions_of(known, ids)  # one manifest query a page, not one a row
-            for row in rows:
-                yield self._item(row, versions)
-            if not rows:
-                break
-            after = [_rows.cursor_value(row[c]) for c in self.options.id_columns]
-            yield Checkpoint(json.dumps({"v": 1, "after": after}))
-            if len(rows) < self.options.page_size:
-                break
+        try:
+            while True:
+                rows = self._page(window, after)
+                ids = [
+                    _rows.object_id_of([row[c] for c in self.options.id_columns]) for row in rows
+                ]
+                versions = versions_of(known, ids)  # one manifest query a page, not one a row
+                for row in rows:
+                    yield self._item(row, versions)
+                if not rows:
+                    break
+                after = [_rows.cursor_value(row[c]) for c in self.options.id_columns]
+                yield Checkpoint(json.dumps({"v": 1, "after": after}))
+                if len(rows) < self.options.page_size:
+                    break
+        finally:
+            self._engine.dispose()  # the read's connection: none stays open after it
         return Checkpoint(json.dumps({"v": 1, "complete": True}))
 
     def enumerate(self) -> Iterator[str]:
@@ -255,6 +265,8 @@ class SqlConnector:
                     yield _rows.object_id_of(row)
         except sa.exc.SQLAlchemyError as exc:
             raise classify(exc, where=self._where, table=self._label) from None
+        finally:
+            self._engine.dispose()
 
     # -- one row -------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
-from sqlalchemy.pool import NullPool
 
 from headwater.errors import (
     ConfigError,
@@ -55,7 +54,10 @@ def safe_url(url: URL) -> str:
 
 
 def make_engine(url: URL) -> Engine:
-    """An engine without a pool (each page opens and closes its own connection)."""
+    """An engine whose pool keeps a read's connection between its pages (each page's
+    transaction ends when the page is fetched: the pool rolls back what it takes back),
+    checked before each use; the connector disposes of it when a read or listing ends,
+    so no connection outlives one."""
     connect_args: dict[str, Any] = {"connect_timeout": 10}
     if url.get_backend_name() == "postgresql":
         connect_args["options"] = "-c timezone=UTC"
@@ -63,7 +65,9 @@ def make_engine(url: URL) -> Engine:
         connect_args["init_command"] = "SET time_zone = '+00:00'"
         connect_args["charset"] = "utf8mb4"
     try:
-        return sa.create_engine(url, poolclass=NullPool, connect_args=connect_args)
+        return sa.create_engine(
+            url, pool_size=1, max_overflow=2, pool_pre_ping=True, connect_args=connect_args
+        )
     except (sa.exc.NoSuchModuleError, ImportError) as exc:
         raise ConfigError(
             f"sql source: no driver for {url.drivername!r} ({exc}); expected postgresql or "
