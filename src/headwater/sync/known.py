@@ -60,12 +60,14 @@ class ManifestVersions:
             hints[object_id] = self._hint(held)
         return hints
 
-    def take(self, object_ids: Sequence[str]) -> tuple[dict[str, DocumentFields], list[str]]:
+    def take(self, object_ids: Sequence[str]) -> tuple[dict[str, DocumentFields], Sequence[str]]:
         """The rows ``many`` read of these ids (each given once), by object id, and the ids
         it did not read."""
+        read = self._read
+        if not read:  # a connector that never asks (a filesystem's): nothing to look for
+            return {}, object_ids
         found: dict[str, DocumentFields] = {}
         unread: list[str] = []
-        read = self._read
         for object_id in object_ids:
             if object_id not in read:
                 unread.append(object_id)

@@ -349,7 +349,8 @@ class SyncRunner:
         # the rows the connector's questions read already (``known.many``), the rest now
         existing, unread = self._known.take(ids) if self._known else ({}, ids)
         if unread:
-            existing.update(self.manifest.fields_by_object_ids(self.source.source_id, unread))
+            read = self.manifest.fields_by_object_ids(self.source.source_id, unread)
+            existing = read if not existing else existing | read
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
         # the document ids are computed only if the source has a dead entry at all
