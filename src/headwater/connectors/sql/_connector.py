@@ -243,8 +243,8 @@ class SqlConnector:
                     _rows.object_id_of([row[c] for c in self.options.id_columns]) for row in rows
                 ]
                 versions = versions_of(known, ids)  # one manifest query a page, not one a row
-                for row in rows:
-                    yield self._item(row, versions)
+                for row, object_id in zip(rows, ids, strict=True):
+                    yield self._item(row, object_id, versions)
                 if not rows:
                     break
                 after = [_rows.cursor_value(row[c]) for c in self.options.id_columns]
@@ -271,9 +271,8 @@ class SqlConnector:
     # -- one row -------------------------------------------------------------------------
 
     def _item(
-        self, row: Mapping[str, Any], known: Mapping[str, str | None]
+        self, row: Mapping[str, Any], object_id: str, known: Mapping[str, str | None]
     ) -> SourceDocument | Failure:
-        object_id = _rows.object_id_of([row[c] for c in self.options.id_columns])
         locator = f"{self._where}#{self.options.table or 'query'}/{object_id}"
         try:
             return self._document(row, object_id, locator, known)
