@@ -4,14 +4,14 @@ Each page is one short query, ``WHERE (ids) > (last ids) ORDER BY ids LIMIT page
 run in its own transaction with a server-side cursor and retried as a whole, so no
 transaction stays open while the core works, a large table never sits in memory, and the
 last id tuple of a page is a checkpoint a resumed run continues from. The pages of one
-read share a connection (a connection per page cost 5 % of a no-op's CPU), closed when
-the read ends. With an
-``updated_at_column`` the read honours the run's window, widened by ``window_overlap``
-before its start: a row committed late by a transaction that began before the last run
-(PostgreSQL's ``now()`` is the transaction's start) is still read, and the version gate
-absorbs the re-reads. Deletes are found by ``enumerate()``, one streamed query over the id
-columns. JSON columns arrive as objects on every server: MariaDB's JSON (a LONGTEXT with
-a ``json_valid`` check) and MySQL's are decoded from their text.
+read share a connection (one a page was 5 % of a no-op's time), closed when the read
+ends. With an ``updated_at_column`` the read honours the run's window, widened by
+``window_overlap`` before its start: a row committed late by a transaction that began
+before the last run (PostgreSQL's ``now()`` is the transaction's start) is still read,
+and the version gate absorbs the re-reads. Deletes are found by ``enumerate()``, one
+streamed query over the id columns. JSON columns arrive as objects on every server:
+MariaDB's JSON (a LONGTEXT with a ``json_valid`` check) and MySQL's are decoded from
+their text.
 """
 
 from __future__ import annotations
