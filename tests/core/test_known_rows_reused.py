@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from sqlalchemy import event
 
 from headwater import Workspace
@@ -24,6 +25,7 @@ from headwater.connectors.base import (
     SourceContext,
     versions_of,
 )
+from headwater.sync import known
 from headwater.types import Checkpoint, KnownVersions, SourceDocument, Window
 from workspace_helpers import write_config
 
@@ -123,3 +125,17 @@ def test_a_no_op_reads_each_page_of_rows_once(tmp_path: Path) -> None:
     assert report.runs[0].counts.unchanged == 200
     # one read of each page's rows, by the connector's question; none by the gates
     assert len(lookups) == 4, lookups
+
+
+def test_a_page_larger_than_what_is_kept_is_read_again_by_the_gates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(known, "KEPT", 30)  # a page of 50 is more than is kept
+    PAGES["large"] = [[(f"p{p}-{n:03}", "v") for n in range(50)] for p in range(2)]
+    config = _workspace(tmp_path, "large")
+    with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:
+        ws.sync(index=False)
+        lookups = _lookups(ws)
+        report = ws.sync(index=False)
+    assert report.runs[0].counts.unchanged == 100  # the same decisions
+    assert len(lookups) > 2  # the connector's two reads, then the gates' own

@@ -12,8 +12,8 @@ reading them again (a no-op of a SQL table read each row twice). Each kept row i
 once: an object listed twice in a run (an earlier batch may have written it since) is
 read again from the manifest, so what the gates see is never older than what they would
 read themselves (under the run's lease no other process writes the source's rows). At
-most ``KEPT`` rows are kept: a connector that asks of objects it never yields costs
-memory only until then.
+most ``KEPT`` rows are kept (a connector that asks of more objects at once, or of objects
+it never yields, costs a second read, not memory).
 """
 
 from __future__ import annotations
@@ -50,8 +50,11 @@ class ManifestVersions:
         are kept for ``take``."""
         rows = self.manifest.fields_by_object_ids(self.source_id, object_ids)
         read, pipeline, hints = self._read, self.pipeline_version, {}
+        keep = len(read) + len(object_ids) <= KEPT  # else the gates read them again
         for object_id in object_ids:
-            row = read[object_id] = rows.get(object_id)
+            row = rows.get(object_id)
+            if keep:
+                read[object_id] = row
             held = (
                 row.source_version
                 if row is not None and row.state == ACTIVE and row.pipeline_version == pipeline
