@@ -548,5 +548,14 @@ MUTANTS: list[Mutant] = [
             "tests/connectors/sql/test_sql_integration.py::test_a_read_keeps_one_connection_for_its_pages_and_closes_it[postgresql]",
         ),
     ),
+    Mutant(
+        "kept-rows-have-no-bound",
+        "src/headwater/sync/known.py",
+        "        keep = len(read) + len(object_ids) <= KEPT",
+        "        keep = True",
+        (
+            "tests/core/test_known_rows_reused.py::test_a_page_larger_than_what_is_kept_is_read_again_by_the_gates",
+        ),
+    ),
     *ACCESS_MUTANTS,
 ]

@@ -10,7 +10,7 @@ first listing's batch, is decided the second time from what that batch wrote.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -86,16 +86,22 @@ def _workspace(tmp_path: Path, name: str) -> Path:
     return write_config(tmp_path, manifest_url=None, sources=body)
 
 
-def _lookups(ws: Workspace) -> list[int]:
-    """Counts the statements that read documents rows by a list of ids."""
+def _no_op_lookups(tmp_path: Path, name: str, pages: int) -> tuple[int, int]:
+    """Pages of 50 unchanged rows synced, then synced again: the second run's unchanged
+    count and the statements it ran that read documents rows by a list of ids."""
+    PAGES[name] = [[(f"p{p}-{n:03}", "v") for n in range(50)] for p in range(pages)]
+    config = _workspace(tmp_path, name)
     seen: list[int] = []
 
     def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         if "FROM documents" in statement and "json_each" in statement:
             seen.append(1)
 
-    event.listen(ws.manifest.engine, "before_cursor_execute", count)
-    return seen
+    with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:
+        ws.sync(index=False)
+        event.listen(ws.manifest.engine, "before_cursor_execute", count)
+        report = ws.sync(index=False)
+    return report.runs[0].counts.unchanged, len(seen)
 
 
 def test_an_object_listed_twice_is_decided_from_what_its_first_batch_wrote(
@@ -116,26 +122,25 @@ def test_an_object_listed_twice_is_decided_from_what_its_first_batch_wrote(
 
 
 def test_a_no_op_reads_each_page_of_rows_once(tmp_path: Path) -> None:
-    PAGES["once"] = [[(f"p{p}-{n:03}", "v") for n in range(50)] for p in range(4)]
-    config = _workspace(tmp_path, "once")
-    with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:
-        ws.sync(index=False)
-        lookups = _lookups(ws)
-        report = ws.sync(index=False)
-    assert report.runs[0].counts.unchanged == 200
-    # one read of each page's rows, by the connector's question; none by the gates
-    assert len(lookups) == 4, lookups
+    unchanged, lookups = _no_op_lookups(tmp_path, "once", pages=4)
+    assert unchanged == 200
+    assert lookups == 4  # one read of each page's rows, by the connector's question
 
 
 def test_a_page_larger_than_what_is_kept_is_read_again_by_the_gates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(known, "KEPT", 30)  # a page of 50 is more than is kept
-    PAGES["large"] = [[(f"p{p}-{n:03}", "v") for n in range(50)] for p in range(2)]
-    config = _workspace(tmp_path, "large")
-    with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:
-        ws.sync(index=False)
-        lookups = _lookups(ws)
-        report = ws.sync(index=False)
-    assert report.runs[0].counts.unchanged == 100  # the same decisions
-    assert len(lookups) > 2  # the connector's two reads, then the gates' own
+    held: list[int] = []
+    many = known.ManifestVersions.many
+
+    def counting(self: known.ManifestVersions, object_ids: Sequence[str]) -> object:
+        answer = many(self, object_ids)
+        held.append(len(self._read))  # what stays in memory after the question
+        return answer
+
+    monkeypatch.setattr(known.ManifestVersions, "many", counting)
+    unchanged, lookups = _no_op_lookups(tmp_path, "large", pages=2)
+    assert unchanged == 100  # the same decisions
+    assert lookups > 2  # the connector's two reads, then the gates' own
+    assert held and max(held) <= 30
