@@ -15,6 +15,7 @@ GATES = "src/headwater/sync/gates.py"
 AUTHZ = "tests/api/test_api_authorization.py"
 BROWSER = "tests/api/test_api_browser_guards.py"
 LIMITS = "tests/api/test_api_body_limits.py"
+SEARCH_PLAN = "tests/sinks/test_sqlite_search_plan.py"
 
 ACCESS_MUTANTS: list[Mutant] = [
     Mutant(
@@ -138,6 +139,40 @@ ACCESS_MUTANTS: list[Mutant] = [
         "    cap = limits.max_unpacked_bytes\n",
         (
             "tests/pipeline/test_parse_formats.py::test_a_compression_bomb_is_too_large_with_memory_bounded",
+        ),
+    ),
+    Mutant(
+        "the-source-filter-is-always-left-out",
+        "src/headwater/sinks/sqlite/_search.py",
+        "    return sources if other else None\n",
+        "    return None\n",
+        ("tests/sinks/test_sqlite_conformance.py::TestSqliteConformance::test_sources_filter",),
+    ),
+    Mutant(
+        "a-source-gap-probe-counts-the-asked-source",
+        "src/headwater/sinks/sqlite/_search.py",
+        '    gaps = ["source < ?"]\n',
+        '    gaps = ["source <= ?"]\n',
+        (
+            f"{SEARCH_PLAN}::test_the_source_filter_is_left_out_only_when_every_held_source_is_asked_for",
+        ),
+    ),
+    Mutant(
+        "keyword-sources-decided-outside-its-snapshot",
+        "src/headwater/sinks/sqlite/_search.py",
+        "    with db.snapshot():\n        sources = needed_sources(db, request.sources)\n",
+        "    sources = needed_sources(db, request.sources)\n    with db.snapshot():\n",
+        (
+            f"{SEARCH_PLAN}::test_a_source_written_by_another_process_mid_search_is_never_returned[keyword]",
+        ),
+    ),
+    Mutant(
+        "vector-sources-decided-outside-its-snapshot",
+        "src/headwater/sinks/sqlite/_search.py",
+        "    with db.snapshot():\n        match = acl_match(request.principals, needed_sources(db, request.sources), request.scopes)\n",
+        "    match = acl_match(request.principals, needed_sources(db, request.sources), request.scopes)\n    with db.snapshot():\n",
+        (
+            f"{SEARCH_PLAN}::test_a_source_written_by_another_process_mid_search_is_never_returned[vector]",
         ),
     ),
 ]

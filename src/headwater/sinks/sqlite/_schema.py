@@ -1,7 +1,9 @@
 """The sqlite index's tables, created once per file and checked on every open.
 
 - ``documents``: one row per document ever seen, live or tombstoned, with the highest
-  revision applied; it is what refuses stale writes.
+  revision applied; it is what refuses stale writes. Indexed by ``source`` too: a
+  search asks whether the file holds any source it did not name (created on the first
+  open of an older file).
 - ``chunks``: a chunk's identity and what a search hit shows; ``id`` is the rowid shared
   with ``vectors`` (float32 blobs, scored with sqlite-vec's ``vec_distance_cosine``) and
   ``fts`` (FTS5 over ``chunks`` as external content; its rows are removed with FTS5's
@@ -61,6 +63,8 @@ def _ddl(dimension: int) -> list[str]:
             src TEXT NOT NULL
         )""",
         "CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id)",
+        # which sources the index holds, for a search to leave out a filter passing all
+        "CREATE INDEX IF NOT EXISTS documents_source ON documents (source)",
         "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
         "text, title, acl, src, content='chunks', content_rowid='id', "
         "tokenize='unicode61 remove_diacritics 2')",

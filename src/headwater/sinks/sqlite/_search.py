@@ -5,7 +5,14 @@ visible chunks match, however many invisible chunks rank higher (no starvation):
 
 - Keyword: one FTS5 query, ``{text title} : (terms) AND acl : (principals) [AND src :
   (sources)]``; FTS5 intersects posting lists, then ranks only visible rows by bm25.
-  Filtering afterwards (or in a join) either starves or picks a plan ~100× slower.
+  Filtering afterwards (or in a join) either starves or picks a plan ~100× slower. The
+  score is ``bm25()`` called in the statement, whose ``ORDER BY … LIMIT k`` keeps the best
+  ``k`` as it goes; FTS5's own ``ORDER BY rank`` sorted every match first (the same
+  scores, about twice the time: docs/performance.md).
+- Sources: the ``src`` term is left out when every document the index holds is of a
+  requested source (a probe of the ``documents_source`` index per gap between them, in
+  the search's own read snapshot): a term that passes every chunk still walks the whole
+  posting list of each source it names.
 - Vector: the same ACL match without terms lists the visible chunk ids (one read
   snapshot for the whole search). A caller who sees at most ``exact_below`` chunks gets
   them all ranked by sqlite-vec's ``vec_distance_cosine`` (exact); above that, 1-bit codes
@@ -54,6 +61,9 @@ WIDE_SHARE = 0.5
 _NO_WORD = re.compile(r"^[\W_]*$", re.UNICODE)
 # A token FTS5 (unicode61) keeps as exactly one term, lowercased.
 _PLAIN = re.compile(r"^[A-Za-z0-9]+$")
+
+# The keyword score: bm25 over text and title; the acl and src columns weigh nothing.
+BM25 = "bm25(fts, 1.0, 1.0, 0.0, 0.0)"
 
 _HIT_COLUMNS = "c.chunk_id, c.document_id, c.ordinal, {score}, c.text, c.title, c.locator, c.source"
 
@@ -131,8 +141,8 @@ def vector_search(
         return []
     k = min(request.k, MAX_VECTOR_K)
     wanted = max(candidates, CANDIDATES_PER_HIT * k)
-    match = acl_match(request.principals, request.sources, request.scopes)
     with db.snapshot():
+        match = acl_match(request.principals, needed_sources(db, request.sources), request.scopes)
         floats = np.frombuffer(vector, np.float32)
         query = quantize(floats.reshape(1, -1), codes.dimension)
         share = codes.shares.get(match, 0.0)
@@ -227,20 +237,39 @@ def keyword_search(db: Database, request: SearchRequest, k: int) -> list[SearchH
     terms = fts_terms(request.text)
     if not terms or _nothing_visible(request):
         return []
-    visible = acl_match(request.principals, request.sources, request.scopes)
-    rare = _without_ubiquitous(db, terms)
-    if rare != terms:
-        hits = _ranked(db, rare, visible, k)
-        if len(hits) >= k:
-            return hits
-    return _ranked(db, terms, visible, k)
+    with db.snapshot():
+        sources = needed_sources(db, request.sources)
+        visible = acl_match(request.principals, sources, request.scopes)
+        rare = _without_ubiquitous(db, terms)
+        if rare != terms:
+            hits = _ranked(db, rare, visible, k)
+            if len(hits) >= k:
+                return hits
+        return _ranked(db, terms, visible, k)
+
+
+def needed_sources(db: Database, sources: Sequence[str] | None) -> Sequence[str] | None:
+    """``sources``, or None when every document ``db`` holds is of one of them: then the
+    filter would pass every chunk (a chunk's source is its document's). Call it in the
+    read snapshot of the search it plans."""
+    if not sources:
+        return sources
+    wanted = sorted(set(sources))
+    gaps = ["source < ?"]
+    gaps += ["source > ? AND source < ?"] * (len(wanted) - 1)
+    gaps.append("source > ?")
+    probes = " OR ".join(f"EXISTS (SELECT 1 FROM documents WHERE {gap})" for gap in gaps)
+    args = [name for name in wanted for _ in (0, 1)]  # each bounds the gaps on its two sides
+    other = db.execute(f"SELECT {probes}", args)[0][0]
+    return sources if other else None
 
 
 def _ranked(db: Database, terms: Sequence[str], visible: str, k: int) -> list[SearchHit]:
     match = "{text title} : (" + " OR ".join(terms) + ") AND " + visible
     sql = f"""
         WITH m AS MATERIALIZED (
-            SELECT rowid AS id, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?
+            SELECT rowid AS id, {BM25} AS rank FROM fts WHERE fts MATCH ?
+            ORDER BY rank, rowid LIMIT ?
         )
         SELECT {_HIT_COLUMNS.format(score="-m.rank")}
         FROM m JOIN chunks c ON c.id = m.id
