@@ -144,15 +144,15 @@ ACCESS_MUTANTS: list[Mutant] = [
     Mutant(
         "the-source-filter-is-always-left-out",
         "src/headwater/sinks/sqlite/_search.py",
-        "    return sources if other else None\n",
-        "    return None\n",
+        "            return sources\n",
+        "            return None\n",
         ("tests/sinks/test_sqlite_conformance.py::TestSqliteConformance::test_sources_filter",),
     ),
     Mutant(
         "a-source-gap-probe-counts-the-asked-source",
         "src/headwater/sinks/sqlite/_search.py",
-        '    gaps = ["source < ?"]\n',
-        '    gaps = ["source <= ?"]\n',
+        '    gaps = [("source < ?", [wanted[0]])]\n',
+        '    gaps = [("source <= ?", [wanted[0]])]\n',
         (
             f"{SEARCH_PLAN}::test_the_source_filter_is_left_out_only_when_every_held_source_is_asked_for",
         ),

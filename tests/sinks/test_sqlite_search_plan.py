@@ -51,6 +51,18 @@ def test_the_source_filter_is_left_out_only_when_every_held_source_is_asked_for(
     assert needed(sink, None) is None and needed(sink, []) == []
 
 
+def test_hundreds_of_sources_are_probed_in_several_statements(sink: SqliteSink) -> None:
+    names = [f"s{i:03d}" for i in range(2 * plan.PROBES + 50)]
+    for name in names:
+        put(sink, name, name, f"many {name}")
+    assert needed(sink, names) is None
+    for left_out in (names[0], names[plan.PROBES + 1], names[-1]):
+        rest = [n for n in names if n != left_out]
+        assert needed(sink, rest) == rest, left_out
+        found = sink.search(ask(SearchMode.KEYWORD, text=f"many {left_out}", sources=rest, k=5))
+        assert found and left_out not in {h.source for h in found}
+
+
 def test_a_tombstone_of_another_source_keeps_the_filter_until_it_is_forgotten(
     sink: SqliteSink,
 ) -> None:

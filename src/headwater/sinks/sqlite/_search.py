@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from headwater.sinks.base import SearchRequest
@@ -55,6 +56,8 @@ EXACT_BELOW = 20_000
 CANDIDATES = 1_000
 # Candidates per requested hit, when that is more than `candidates`.
 CANDIDATES_PER_HIT = 10
+# Gaps between requested sources probed by one statement.
+PROBES = 200
 # A caller whose last search saw at least this share of the chunks skips listing them.
 WIDE_SHARE = 0.5
 # A token made only of these characters carries no word for the FTS5 tokenizer.
@@ -255,13 +258,15 @@ def needed_sources(db: Database, sources: Sequence[str] | None) -> Sequence[str]
     if not sources:
         return sources
     wanted = sorted(set(sources))
-    gaps = ["source < ?"]
-    gaps += ["source > ? AND source < ?"] * (len(wanted) - 1)
-    gaps.append("source > ?")
-    probes = " OR ".join(f"EXISTS (SELECT 1 FROM documents WHERE {gap})" for gap in gaps)
-    args = [name for name in wanted for _ in (0, 1)]  # each bounds the gaps on its two sides
-    other = db.execute(f"SELECT {probes}", args)[0][0]
-    return sources if other else None
+    gaps = [("source < ?", [wanted[0]])]
+    gaps += [("source > ? AND source < ?", [low, high]) for low, high in pairwise(wanted)]
+    gaps.append(("source > ?", [wanted[-1]]))
+    for start in range(0, len(gaps), PROBES):  # SQLite nests an expression 1,000 deep at most
+        part = gaps[start : start + PROBES]
+        probes = " OR ".join(f"EXISTS (SELECT 1 FROM documents WHERE {gap})" for gap, _ in part)
+        if db.execute(f"SELECT {probes}", [bound for _, bounds in part for bound in bounds])[0][0]:
+            return sources
+    return None
 
 
 def _ranked(db: Database, terms: Sequence[str], visible: str, k: int) -> list[SearchHit]:
