@@ -257,7 +257,7 @@ def needed_sources(db: Database, sources: Sequence[str] | None) -> Sequence[str]
     read snapshot of the search it plans."""
     if not sources:
         return sources
-    wanted = sorted(set(sources))
+    wanted = sorted(set(sources))  # code point order: SQLite's BINARY order of UTF-8 text
     gaps = [("source < ?", [wanted[0]])]
     gaps += [("source > ? AND source < ?", [low, high]) for low, high in pairwise(wanted)]
     gaps.append(("source > ?", [wanted[-1]]))
