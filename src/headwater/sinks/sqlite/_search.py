@@ -8,7 +8,7 @@ visible chunks match, however many invisible chunks rank higher (no starvation):
   Filtering afterwards (or in a join) either starves or picks a plan ~100× slower. The
   score is ``bm25()`` called in the statement, whose ``ORDER BY … LIMIT k`` keeps the best
   ``k`` as it goes; FTS5's own ``ORDER BY rank`` sorted every match first (the same
-  scores, about twice the time: docs/performance.md).
+  scores in 1.5× the time: docs/performance.md).
 - Sources: the ``src`` term is left out when every document the index holds is of a
   requested source (a probe of the ``documents_source`` index per gap between them, in
   the search's own read snapshot): a term that passes every chunk still walks the whole
