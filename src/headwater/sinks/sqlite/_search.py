@@ -293,6 +293,6 @@ def _without_ubiquitous(db: Database, terms: list[str]) -> list[str]:
     found: dict[str, int] = dict(
         db.execute(f"SELECT term, doc FROM fts_terms WHERE term IN ({marks})", words)
     )
-    total = int(db.execute("SELECT value FROM meta WHERE key = 'chunk_count'")[0][0])
+    total = _chunk_count(db)
     kept = [t for t in terms if t not in plain or 2 * int(found.get(plain[t], 0)) <= total]
     return kept or terms
