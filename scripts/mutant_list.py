@@ -249,6 +249,15 @@ MUTANTS: list[Mutant] = [
         ("tests/core/test_filesystem_links.py::test_a_file_swapped_for_another_file_is_not_read",),
     ),
     Mutant(
+        "filesystem-container-members-take-no-early-checkpoint",
+        "src/headwater/connectors/filesystem/__init__.py",
+        "                since = every  # its members may be many: a checkpoint after them\n",
+        "                pass\n",
+        (
+            "tests/core/test_filesystem_checkpoints.py::test_checkpoints_every_64_files_after_containers_and_resume_from_each",
+        ),
+    ),
+    Mutant(
         "filesystem-followed-link-checks-only-the-root",
         "src/headwater/connectors/filesystem/__init__.py",
         '        elif not folder and self.in_scope("/".join(real)):\n',

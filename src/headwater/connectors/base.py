@@ -74,6 +74,9 @@ class SourceContext:
     config_root: Path | None = None  # relative paths in options resolve against this
     # the rate-limit governor: SaaS clients send through it (connectors._governed)
     governor: Governor | None = None
+    # the source's batch_size: the runner commits at a checkpoint once a batch holds this
+    # many items, so a connector of many small items may yield a checkpoint only this often
+    checkpoint_every: int = 1
 
 
 @runtime_checkable

@@ -70,6 +70,7 @@ class Sources:
             state_dir=self.loaded.state_dir,
             config_root=self.loaded.root,
             governor=governor,
+            checkpoint_every=section.batch_size,
         )
         connector: Connector = cls(self.loaded.source_options[section.id], context)
         return connector

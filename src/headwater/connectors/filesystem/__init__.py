@@ -3,8 +3,8 @@
 Object ids are POSIX paths relative to the root; the version hint is ``mtime_ns:size``,
 so an unchanged tree is re-synced without opening a file (content is fetched lazily).
 The walk visits each directory's entries in name order, which makes the whole listing
-ordered by path parts: a checkpoint is simply the last path yielded. The workspace's
-``state_dir``, when it lies under the root, is never listed.
+ordered by path parts: a checkpoint is simply the last path yielded (one a batch). The
+workspace's ``state_dir``, when it lies under the root, is never listed.
 
 Symlinks are skipped unless ``follow_symlinks``, and even then a link is followed only to
 a target inside this source's own scope: under the root *and* selected by its include and
@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from json.encoder import encode_basestring_ascii
+from operator import attrgetter
 from pathlib import Path
 from typing import ClassVar
 
@@ -42,14 +42,13 @@ from headwater.connectors.base import (
     ReadStream,
     SourceContext,
 )
-from headwater.connectors.filesystem._items import _checkpoint, _cursor_head
-from headwater.connectors.filesystem._read import fetch_ref, read_listed
+from headwater.connectors.filesystem._items import _checkpoint, _cursor_head, listed_item
+from headwater.connectors.filesystem._read import read_listed
 from headwater.connectors.filesystem._refetch import refetch
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import is_utf8, printable
 from headwater.errors import ConfigError, FatalError, ItemError
 from headwater.pipeline.parse import ContainerLimits
-from headwater.scopes import HIERARCHY_KEY
 from headwater.types import (
     Checkpoint,
     Deleted,
@@ -63,7 +62,7 @@ from headwater.types import (
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
 Listed = tuple[tuple[str, ...], str, os.stat_result]  # a file's path parts, path and stat
-_NONE = dict.fromkeys(("content", "media_type", "sequence", "access"))
+_NAME = attrgetter("name")
 
 
 class FilesystemOptions(ConnectorOptions):
@@ -99,6 +98,9 @@ class FilesystemConnector:
         self.root = root.resolve()
         self._prefix = str(self.root).rstrip("/") + "/"
         self.files_read = 0
+        # a checkpoint a file was 5 % of a no-op's work; one a batch (and after a
+        # container's members) is as often as the runner commits
+        self._checkpoint_every = context.checkpoint_every if context is not None else 1
         self._selects = KeyFilter(options.include, options.exclude)
         # the default include and no exclude: every listed file is in scope, unasked
         self._selects_every_file = self._selects._everything
@@ -155,7 +157,7 @@ class FilesystemConnector:
     def _scandir(self, directory: Path) -> list[os.DirEntry[str]]:
         """The entries of one directory in name order (raises OSError if unlistable)."""
         with os.scandir(directory) as entries:
-            return sorted(entries, key=lambda e: e.name)
+            return sorted(entries, key=_NAME)
 
     def _unlistable(self, parts: tuple[str, ...], exc: OSError, what: str = "folder") -> Failure:
         """A folder (or an entry that might be one: a ``link`` that cannot be followed, an
@@ -294,16 +296,23 @@ class FilesystemConnector:
         after = tuple(json.loads(checkpoint.cursor)["after"]) if checkpoint else None
         folder: tuple[str, ...] = ()  # the cursor's folder part, once a folder
         containers, head = self.options.containers, _cursor_head(folder)
+        since, every = 0, self._checkpoint_every  # files yielded since the last checkpoint
+        prefix, largest = self._prefix, self.options.max_file_bytes
         for found in self._listing(after):
             if isinstance(found, Failure):
                 yield found
                 continue
             parts, rel, st = found
-            item = self._item(rel, st)
+            item = listed_item(prefix, rel, st, largest)
+            since += 1
             if containers and type(item) is SourceDocument and container_kind(rel) is not None:
                 yield from self._members(item)
+                since = every  # its members may be many: a checkpoint after them
             else:
                 yield item
+            if since < every:
+                continue
+            since = 0
             if parts[:-1] != folder:
                 folder = parts[:-1]
                 head = _cursor_head(folder)
@@ -311,38 +320,7 @@ class FilesystemConnector:
         return None
 
     def _item(self, rel: str, st: os.stat_result) -> SourceDocument | Failure:
-        locator = self._prefix + rel  # what str(self.root.joinpath(*parts)) gives, faster
-        if not (rel.isascii() or is_utf8(rel)):
-            shown = printable(rel)
-            return Failure(
-                object_id=shown,
-                locator=printable(locator),
-                stage=Stage.ENUMERATE.value,
-                error_class="undecodable_name",
-                message=(
-                    f"file name '{shown}' is not valid UTF-8; it was skipped. "
-                    "Rename the file (e.g. `convmv -f latin1 -t utf8`) or exclude it."
-                ),
-                permanent=True,
-            )
-        size = st.st_size
-        return SourceDocument.of(
-            {
-                "object_id": rel,
-                "locator": locator,
-                "title": "",
-                "version": f"{st.st_mtime_ns}:{size}",
-                **_NONE,  # content, media_type, sequence, access
-                "fetch_ref": fetch_ref(rel, st),
-                "updated_at": datetime.fromtimestamp(st.st_mtime, UTC),
-                # a file over max_file_bytes is listed (so it can be a metadata-only
-                # document) but never read: its fetch is a permanent too_large failure
-                "metadata": {"path": rel, HIERARCHY_KEY: rel}
-                if size <= self.options.max_file_bytes
-                else {"path": rel, HIERARCHY_KEY: rel, "size": str(size)},
-                "size": size,
-            }
-        )
+        return listed_item(self._prefix, rel, st, self.options.max_file_bytes)
 
     def _is_container(self, object_id: str) -> bool:
         return self.options.containers and container_kind(object_id) is not None
