@@ -258,6 +258,15 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "a-driver-error-while-fetching-lookup-rows-is-raised-raw",
+        "src/headwater/manifest/lookups.py",
+        "    except conn.dialect.loaded_dbapi.Error:\n",
+        "    except ZeroDivisionError:\n",
+        (
+            "tests/core/test_noop_fast_rows.py::test_a_driver_error_while_fetching_rows_is_raised_as_sqlalchemy_raises_it",
+        ),
+    ),
+    Mutant(
         "filesystem-followed-link-checks-only-the-root",
         "src/headwater/connectors/filesystem/__init__.py",
         '        elif not folder and self.in_scope("/".join(real)):\n',

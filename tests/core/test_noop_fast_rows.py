@@ -10,9 +10,15 @@ asked of it must answer as the decoded object would.
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.exc import DatabaseError
 
+from headwater.manifest.lookups import rows_by_object_ids
 from headwater.manifest.prunes import CHUNK
 from headwater.manifest.records import (
     BatchCommit,
@@ -115,3 +121,48 @@ def test_may_hold_any_is_false_only_when_none_is_held(text: str) -> None:
         if not stored.may_hold_any(frozenset(keys)):
             assert not any(key in plain for key in keys), keys
     assert not StoredMetadata('{"a": "b"}').may_hold_any(frozenset({"from", "subject"}))
+
+
+class _FetchFails(sqlite3.Cursor):
+    """A cursor whose ``fetchall`` fails as a damaged page would, ``fails`` more times."""
+
+    fails = 0
+
+    def fetchall(self) -> list[Any]:
+        if _FetchFails.fails:
+            _FetchFails.fails -= 1
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return super().fetchall()
+
+
+class _Connection(sqlite3.Connection):
+    def cursor(self, factory: Any = _FetchFails) -> Any:  # type: ignore[override]
+        return super().cursor(factory)
+
+
+def test_a_driver_error_while_fetching_rows_is_raised_as_sqlalchemy_raises_it(
+    tmp_path: Path,
+) -> None:
+    """The gates' lookup fetches the driver's tuples itself (``lookups._driver_rows``); a
+    driver error there is fetched once more through SQLAlchemy: rows if it was passing,
+    SQLAlchemy's own error (which the manifest's error handlers name) if it stays."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    manifest = Manifest.open(url)
+    try:
+        manifest.ensure_source("s", "filesystem")
+        writes = [_write(o, n) for n, o in enumerate(IDS)]
+        manifest.commit_batch("run", BatchCommit(writes=writes))
+    finally:
+        manifest.close()
+    engine = create_engine(url, connect_args={"factory": _Connection})
+    try:
+        _FetchFails.fails = 1
+        rows = list(rows_by_object_ids(engine, "s", IDS, ["object_id", "source_version"]))
+        assert sorted(rows) == sorted((w.object_id, w.source_version) for w in writes)
+        assert _FetchFails.fails == 0
+        _FetchFails.fails = 2
+        with pytest.raises(DatabaseError, match="malformed"):
+            list(rows_by_object_ids(engine, "s", IDS, ["object_id"]))
+    finally:
+        _FetchFails.fails = 0
+        engine.dispose()

@@ -7,8 +7,9 @@ million. The part is bound as *one* parameter (``in_ids``): a JSON array that SQ
 ``json_each`` reads, an array that PostgreSQL's ``= ANY`` reads. An expanding ``IN``
 would render one placeholder per id on every execution, a few microseconds per id in
 Python, as much as SQLite's own lookup of the row. The sync gates' statement is compiled
-once per driver and run as driver SQL (``exec_driver_sql``): SQLAlchemy's cache key of the
-``select``, computed on every execution, cost another microsecond per row.
+once per driver and run as driver SQL (``exec_driver_sql``), its rows fetched as the
+driver's tuples: SQLAlchemy's cache key of the ``select``, computed on every execution,
+cost another microsecond per row, and its ``Row`` objects 0.6 µs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Dialect, Engine, Select, Text, any_, bindparam, func, select
+from sqlalchemy import Connection, Dialect, Engine, Select, Text, any_, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -64,10 +65,23 @@ def rows_by_object_ids(
             else:
                 assert raw is not None
                 statement, positional = raw
-                named = {"source": source_id, "ids": ids}
-                yield from conn.exec_driver_sql(
-                    statement, (source_id, ids) if positional else named
-                ).all()
+                params = (source_id, ids) if positional else {"source": source_id, "ids": ids}
+                yield from _driver_rows(conn, statement, params)
+
+
+def _driver_rows(conn: Connection, statement: str, params: Any) -> Sequence[Sequence[Any]]:
+    """The rows of driver SQL ``statement`` as the driver's own tuples, not SQLAlchemy
+    ``Row`` objects (0.6 µs a row of a no-op's lookup: the columns need no conversion,
+    ``_driver_sql``); a driver error while fetching is raised as SQLAlchemy raises it,
+    by fetching through SQLAlchemy once more."""
+    result = conn.exec_driver_sql(statement, params)
+    try:
+        rows: Sequence[Sequence[Any]] = result.cursor.fetchall()
+    except conn.dialect.loaded_dbapi.Error:
+        return conn.exec_driver_sql(statement, params).all()
+    finally:
+        result.close()
+    return rows
 
 
 def _lookup(columns: Sequence[str], dialect: str) -> Select[Any]:
