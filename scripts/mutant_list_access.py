@@ -19,6 +19,24 @@ SEARCH_PLAN = "tests/sinks/test_sqlite_search_plan.py"
 
 ACCESS_MUTANTS: list[Mutant] = [
     Mutant(
+        "the-manifest-gate-ignores-the-acl",
+        "src/headwater/manifest/store.py",
+        "if not wanted.isdisjoint(stored_acl(acl))",
+        "if True",
+        (
+            "tests/search/test_manifest_gate.py::test_the_manifest_check_names_only_active_documents_the_caller_may_see",
+        ),
+    ),
+    Mutant(
+        "the-manifest-gate-admits-a-deleted-document",
+        "src/headwater/manifest/store.py",
+        "            in_ids(docs.document_id, dialect), docs.state == ACTIVE\n",
+        "            in_ids(docs.document_id, dialect)\n",
+        (
+            "tests/search/test_manifest_gate.py::test_a_deleted_document_is_not_returned_before_the_index_applies_it[keyword]",
+        ),
+    ),
+    Mutant(
         "ingest-key-writes-to-any-source",
         "src/headwater/api/auth.py",
         'return self.role == "admin" or (self.sources is not None and source_id in self.sources)',

@@ -65,7 +65,7 @@ class DocumentFields:
             "locator": locator, "title": title, "media_type": media_type,
             "source_version": source_version, "checksum": checksum, "signature": signature,
             "pipeline_version": pipeline_version, "revision": revision, "sequence": sequence,
-            "state": state, "acl": _acl(acl), "metadata": StoredMetadata(metadata),
+            "state": state, "acl": stored_acl(acl), "metadata": StoredMetadata(metadata),
             "last_seen_run": last_seen_run,
         })  # fmt: skip
         return record
@@ -100,7 +100,7 @@ class DocumentRecord(DocumentFields):
         (last_seen, created, updated) = row[15:]
         return cls(
             doc_id, source_id, object_id, locator, title, media_type, version, checksum,
-            signature, pipeline, revision, sequence, state, _acl(acl),
+            signature, pipeline, revision, sequence, state, stored_acl(acl),
             json.loads(metadata), last_seen, created, updated,
         )  # fmt: skip
 
@@ -181,7 +181,7 @@ def _all_quoted(keys: frozenset[str]) -> tuple[str, ...] | None:
 
 
 @lru_cache(maxsize=256)
-def _acl(stored: str) -> tuple[str, ...]:
+def stored_acl(stored: str) -> tuple[str, ...]:
     """A stored ACL decoded (most documents of a source share a few ACLs)."""
     return tuple(json.loads(stored))
 
