@@ -267,6 +267,15 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "the-source-batch-size-never-reaches-the-connector",
+        "src/headwater/runtime/sources.py",
+        "            checkpoint_every=section.batch_size,\n",
+        "",
+        (
+            "tests/core/test_filesystem_checkpoints.py::test_a_run_commits_a_batch_at_each_checkpoint_that_ends_one[64]",
+        ),
+    ),
+    Mutant(
         "filesystem-followed-link-checks-only-the-root",
         "src/headwater/connectors/filesystem/__init__.py",
         '        elif not folder and self.in_scope("/".join(real)):\n',
