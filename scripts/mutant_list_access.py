@@ -16,6 +16,7 @@ AUTHZ = "tests/api/test_api_authorization.py"
 BROWSER = "tests/api/test_api_browser_guards.py"
 LIMITS = "tests/api/test_api_body_limits.py"
 SEARCH_PLAN = "tests/sinks/test_sqlite_search_plan.py"
+KEYWORD_SPLIT = "tests/sinks/test_sqlite_keyword_split.py"
 
 ACCESS_MUTANTS: list[Mutant] = [
     Mutant(
@@ -177,7 +178,7 @@ ACCESS_MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "keyword-sources-decided-outside-its-snapshot",
-        "src/headwater/sinks/sqlite/_search.py",
+        "src/headwater/sinks/sqlite/_keyword.py",
         "    with db.snapshot():\n        sources = needed_sources(db, request.sources)\n",
         "    sources = needed_sources(db, request.sources)\n    with db.snapshot():\n",
         (
@@ -191,6 +192,38 @@ ACCESS_MUTANTS: list[Mutant] = [
         "    match = acl_match(request.principals, needed_sources(db, request.sources), request.scopes)\n    with db.snapshot():\n",
         (
             f"{SEARCH_PLAN}::test_a_source_written_by_another_process_mid_search_is_never_returned[vector]",
+        ),
+    ),
+    Mutant(
+        "the-keyword-split-skips-the-acl-check",
+        "src/headwater/sinks/sqlite/_keyword.py",
+        "    seen = visible_among(db, request, list(both))\n",
+        "    seen = set(both)\n",
+        (f"{KEYWORD_SPLIT}::test_the_split_answers_exactly_what_the_full_statement_answers",),
+    ),
+    Mutant(
+        "the-keyword-split-counts-the-essential-words-twice",
+        "src/headwater/sinks/sqlite/_keyword.py",
+        "    ranks = sorted((both[rowid] - alone[rowid], rowid) for rowid in seen)[:k]\n",
+        "    ranks = sorted((both[rowid], rowid) for rowid in seen)[:k]\n",
+        (f"{KEYWORD_SPLIT}::test_the_split_answers_exactly_what_the_full_statement_answers",),
+    ),
+    Mutant(
+        "the-keyword-split-ignores-the-common-words-bound",
+        "src/headwater/sinks/sqlite/_keyword.py",
+        "    if -ranks[-1][0] < split.bound * (1.0 + 1e-9):\n",
+        "    if False:\n",
+        (
+            f"{KEYWORD_SPLIT}::test_a_row_without_the_rare_word_that_outscores_the_candidates_is_not_missed",
+        ),
+    ),
+    Mutant(
+        "word-counts-outlive-a-write",
+        "src/headwater/sinks/sqlite/_keyword.py",
+        "        if structure is None or structure != self._structure or len(self._counts) > MAX_WORDS:\n",
+        "        if self._structure is None:\n",
+        (
+            f"{KEYWORD_SPLIT}::test_a_word_count_is_read_again_after_any_write_even_another_process_s",
         ),
     ),
 ]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater.sinks.sqlite import SqliteOptions, SqliteSink
+from headwater.sinks.sqlite import SqliteOptions, SqliteSink, _keyword
 from headwater.sinks.sqlite import _search as plan
 from headwater.sinks.testing import ask, make_chunks, make_document, sink_context, unit_vector
 from headwater.types import Access, SearchMode
@@ -127,6 +127,7 @@ def test_a_source_written_by_another_process_mid_search_is_never_returned(
         return decided
 
     monkeypatch.setattr(plan, "needed_sources", then_another_process_writes)
+    monkeypatch.setattr(_keyword, "needed_sources", then_another_process_writes)
     vector = unit_vector("race race race") if mode is SearchMode.VECTOR else None
     hits = sink.search(ask(mode, text="race", vector=vector, sources=["mine"]))
     assert wrote and [h.source for h in hits] == ["mine"]

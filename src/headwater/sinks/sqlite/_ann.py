@@ -33,7 +33,6 @@ from headwater.sinks.sqlite._driver import Database
 Ids = npt.NDArray[np.int64]
 Codes = npt.NDArray[np.uint64]
 
-MAX_SHARES = 1_024  # remembered ACL expressions
 SHORTLIST = 8  # Hamming keeps this many × candidates for the finer code scores
 BLOCK = 32_768  # ids per distance block: 6 words × 8 bytes × 32k = 1.5 MB at 384 dims
 
@@ -89,14 +88,6 @@ class CodeCache:
         self.version = 0
         self.epoch = ""
         self.columns: Codes = np.zeros((self.words, 0), np.uint64)
-        # The share of the index each ACL expression matched last time (a planning hint).
-        self.shares: dict[str, float] = {}
-
-    def remember(self, match: str, share: float) -> None:
-        """Remember the share of chunks the ACL expression ``match`` let through."""
-        if len(self.shares) >= MAX_SHARES:
-            self.shares.clear()
-        self.shares[match] = share
 
     def refresh(self, db: Database) -> None:
         """Load the code rows written since the last refresh (all of them the first time)."""

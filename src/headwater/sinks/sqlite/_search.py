@@ -3,12 +3,9 @@
 Both searches filter *before* they rank, so a caller gets ``k`` hits whenever ``k``
 visible chunks match, however many invisible chunks rank higher (no starvation):
 
-- Keyword: one FTS5 query, ``{text title} : (terms) AND acl : (principals) [AND src :
-  (sources)]``; FTS5 intersects posting lists, then ranks only visible rows by bm25.
-  Filtering afterwards (or in a join) either starves or picks a plan ~100× slower. The
-  score is ``bm25()`` called in the statement, whose ``ORDER BY … LIMIT k`` keeps the best
-  ``k`` as it goes; FTS5's own ``ORDER BY rank`` sorted every match first (the same
-  scores in 1.5× the time: docs/performance.md).
+- Keyword: one FTS5 query of the words AND the caller's ACL match, ranked by bm25, or
+  past a query's common words, the rows of its rarer ones with their ACL checked on
+  their own rows (``_keyword``).
 - Sources: the ``src`` term is left out when every document the index holds is of a
   requested source (a probe of the ``documents_source`` index per gap between them, in
   the search's own read snapshot): a term that passes every chunk still walks the whole
@@ -21,13 +18,11 @@ visible chunks match, however many invisible chunks rank higher (no starvation):
   Listing the visible ids costs ~0.1 ms per 1,000, so a caller whose previous search saw
   at least ``WIDE_SHARE`` of the index instead checks the ACL of the nearest chunks of
   the whole index on their own rows (``_wide``), falling back to the listing when too
-  few of them are visible.
+  few of them are visible. The ACL expressions' shares are remembered per open index
+  (``SearchShares``), a hint for both searches.
 
 User text never reaches MATCH as syntax: each whitespace-separated token becomes a quoted
 FTS5 string and tokens are OR-ed, so ``foo-bar "x`` is a plain query, never an error.
-A term found in more than half the chunks has a bm25 idf of ~0 (FTS5 clamps it to 1e-6)
-yet makes the query touch every row, so it is left out first; the full query runs only
-when the rest finds fewer than ``k`` visible chunks.
 """
 
 from __future__ import annotations
@@ -36,7 +31,7 @@ import math
 import re
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from headwater.sinks.base import SearchRequest
 from headwater.sinks.sqlite._driver import Database, Row
@@ -62,13 +57,13 @@ PROBES = 200
 WIDE_SHARE = 0.5
 # A token made only of these characters carries no word for the FTS5 tokenizer.
 _NO_WORD = re.compile(r"^[\W_]*$", re.UNICODE)
-# A token FTS5 (unicode61) keeps as exactly one term, lowercased.
-_PLAIN = re.compile(r"^[A-Za-z0-9]+$")
+# The most ACL expressions whose share of the index is remembered.
+MAX_SHARES = 1_024
 
 # The keyword score: bm25 over text and title; the acl and src columns weigh nothing.
 BM25 = "bm25(fts, 1.0, 1.0, 0.0, 0.0)"
 
-_HIT_COLUMNS = "c.chunk_id, c.document_id, c.ordinal, {score}, c.text, c.title, c.locator, c.source"
+HIT_COLUMNS = "c.chunk_id, c.document_id, c.ordinal, {score}, c.text, c.title, c.locator, c.source"
 
 
 def fts_terms(text: str) -> list[str]:
@@ -104,7 +99,7 @@ def acl_match(
     return expr
 
 
-def _hit(row: Row) -> SearchHit:
+def hit(row: Row | Sequence[Any]) -> SearchHit:
     chunk_id, document_id, ordinal, score, text, title, locator, source = row
     return SearchHit(
         chunk_id=chunk_id,
@@ -118,7 +113,7 @@ def _hit(row: Row) -> SearchHit:
     )
 
 
-def _nothing_visible(request: SearchRequest) -> bool:
+def nothing_visible(request: SearchRequest) -> bool:
     return (
         not request.principals
         or (request.sources is not None and not request.sources)
@@ -131,6 +126,7 @@ def vector_search(
     request: SearchRequest,
     vector: bytes,
     codes: CodeCache,
+    shares: SearchShares,
     *,
     exact_below: int,
     candidates: int,
@@ -140,7 +136,7 @@ def vector_search(
 
     from headwater.sinks.sqlite._ann import quantize, shortlist, visible_ids
 
-    if _nothing_visible(request):
+    if nothing_visible(request):
         return []
     k = min(request.k, MAX_VECTOR_K)
     wanted = max(candidates, CANDIDATES_PER_HIT * k)
@@ -148,14 +144,14 @@ def vector_search(
         match = acl_match(request.principals, needed_sources(db, request.sources), request.scopes)
         floats = np.frombuffer(vector, np.float32)
         query = quantize(floats.reshape(1, -1), codes.dimension)
-        share = codes.shares.get(match, 0.0)
-        if share >= WIDE_SHARE and exact_below < int(share * _chunk_count(db)):
+        share = shares.get(match) or 0.0
+        if share >= WIDE_SHARE and exact_below < int(share * chunk_count(db)):
             codes.refresh(db)
             picked = _wide(db, request, codes, (query, floats), wanted, share)
             if picked is not None:
                 return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
         visible = visible_ids(db, match)
-        codes.remember(match, len(visible) / max(_chunk_count(db), 1))
+        shares.remember(match, len(visible) / max(chunk_count(db), 1))
         if len(visible) <= exact_below:
             return _ranked_vectors(db, vector, _AMONG_VISIBLE, match, k)
         codes.refresh(db)
@@ -171,7 +167,8 @@ def _listed(ids: Ids) -> str:
     return "[" + ",".join(map(str, ids.tolist())) + "]"
 
 
-def _chunk_count(db: Database) -> int:
+def chunk_count(db: Database) -> int:
+    """The chunks the index holds (kept in ``meta`` by every write)."""
     return int(db.execute("SELECT value FROM meta WHERE key = 'chunk_count'")[0][0])
 
 
@@ -200,20 +197,7 @@ def _wide(
     pool = smallest(found, math.ceil(SHORTLIST * wanted / share))
     pool = pool[np.argsort(-code_scores(codes, pool, floats), kind="stable")]
     head = pool[: math.ceil(1.5 * wanted / share)]
-    rows = db.execute(
-        "SELECT id, acl, src FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-        [_listed(head)],
-    )
-    allowed = {principal_token(p) for p in request.principals}
-    sources = None if request.sources is None else {source_token(s) for s in request.sources}
-    scopes = None if request.scopes is None else {scope_token(s) for s in request.scopes}
-    seen = {
-        int(chunk)
-        for chunk, acl, src in rows
-        if not allowed.isdisjoint(str(acl).split())
-        and (sources is None or str(src).split()[0] in sources)
-        and (scopes is None or not scopes.isdisjoint(str(src).split()))
-    }
+    seen = visible_among(db, request, head.tolist())
     survivors = [int(i) for i in head.tolist() if i in seen]
     if len(survivors) < wanted:
         return None
@@ -228,27 +212,11 @@ def _ranked_vectors(db: Database, vector: bytes, among: str, arg: str, k: int) -
             FROM vectors v WHERE v.id IN ({among})
             ORDER BY distance, v.id LIMIT ?
         )
-        SELECT {_HIT_COLUMNS.format(score="1.0 - knn.distance")}
+        SELECT {HIT_COLUMNS.format(score="1.0 - knn.distance")}
         FROM knn JOIN chunks c ON c.id = knn.id
         ORDER BY knn.distance, c.id
     """
-    return [_hit(row) for row in db.execute(sql, [vector, arg, k])]
-
-
-def keyword_search(db: Database, request: SearchRequest, k: int) -> list[SearchHit]:
-    """The ``k`` visible chunks best matching the request text by bm25 (higher is better)."""
-    terms = fts_terms(request.text)
-    if not terms or _nothing_visible(request):
-        return []
-    with db.snapshot():
-        sources = needed_sources(db, request.sources)
-        visible = acl_match(request.principals, sources, request.scopes)
-        rare = _without_ubiquitous(db, terms)
-        if rare != terms:
-            hits = _ranked(db, rare, visible, k)
-            if len(hits) >= k:
-                return hits
-        return _ranked(db, terms, visible, k)
+    return [hit(row) for row in db.execute(sql, [vector, arg, k])]
 
 
 def needed_sources(db: Database, sources: Sequence[str] | None) -> Sequence[str] | None:
@@ -269,30 +237,55 @@ def needed_sources(db: Database, sources: Sequence[str] | None) -> Sequence[str]
     return None
 
 
-def _ranked(db: Database, terms: Sequence[str], visible: str, k: int) -> list[SearchHit]:
-    match = "{text title} : (" + " OR ".join(terms) + ") AND " + visible
-    sql = f"""
-        WITH m AS MATERIALIZED (
-            SELECT rowid AS id, {BM25} AS rank FROM fts WHERE fts MATCH ?
-            ORDER BY rank, rowid LIMIT ?
-        )
-        SELECT {_HIT_COLUMNS.format(score="-m.rank")}
-        FROM m JOIN chunks c ON c.id = m.id
-        ORDER BY m.rank, c.id
-    """
-    return [_hit(row) for row in db.execute(sql, [match, k])]
+class SearchShares:
+    """The share of the index each ACL expression let through when last measured: a
+    planning hint for the searches that follow (never a filter: a stale share costs time,
+    not results)."""
+
+    def __init__(self) -> None:
+        self._shares: dict[str, float] = {}
+
+    def get(self, match: str) -> float | None:
+        """The share ``match`` let through last time, or None when never measured."""
+        return self._shares.get(match)
+
+    def remember(self, match: str, share: float) -> None:
+        """Remember the share of chunks the ACL expression ``match`` let through."""
+        if len(self._shares) >= MAX_SHARES:
+            self._shares.clear()
+        self._shares[match] = share
 
 
-def _without_ubiquitous(db: Database, terms: list[str]) -> list[str]:
-    """``terms`` less the plain words found in more than half the chunks (never all)."""
-    plain = {t: t[1:-1].lower() for t in terms if _PLAIN.match(t[1:-1])}
-    if len(terms) < 2 or not plain:
-        return terms
-    words = sorted(set(plain.values()))
-    marks = ", ".join("?" * len(words))
-    found: dict[str, int] = dict(
-        db.execute(f"SELECT term, doc FROM fts_terms WHERE term IN ({marks})", words)
+def visible_among(db: Database, request: SearchRequest, ids: Sequence[int]) -> set[int]:
+    """Those of the chunk ``ids`` the request's principals may see in its sources and
+    scopes, checked on the chunks' own ``acl`` and ``src`` (what the FTS5 ACL match reads)."""
+    rows = db.execute(
+        "SELECT id, acl, src FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+        ["[" + ",".join(map(str, ids)) + "]"],
     )
-    total = _chunk_count(db)
-    kept = [t for t in terms if t not in plain or 2 * int(found.get(plain[t], 0)) <= total]
-    return kept or terms
+    allowed = {principal_token(p) for p in request.principals}
+    sources = None if request.sources is None else {source_token(s) for s in request.sources}
+    scopes = None if request.scopes is None else {scope_token(s) for s in request.scopes}
+    return {
+        int(chunk)
+        for chunk, acl, src in rows
+        if not allowed.isdisjoint(str(acl).split())
+        and (sources is None or str(src).split()[0] in sources)
+        and (scopes is None or not scopes.isdisjoint(str(src).split()))
+    }
+
+
+def hit_rows(db: Database, ranks: Sequence[tuple[float, int]]) -> list[SearchHit]:
+    """The hits of ``(rank, chunk rowid)`` pairs, in that order; score is ``-rank``."""
+    order = {rowid: position for position, (_, rowid) in enumerate(ranks)}
+    rows = db.execute(
+        f"SELECT c.id, {HIT_COLUMNS.format(score='0.0')} FROM chunks c "
+        "WHERE c.id IN (SELECT value FROM json_each(?))",
+        ["[" + ",".join(str(rowid) for _, rowid in ranks) + "]"],
+    )
+    hits: list[SearchHit | None] = [None] * len(ranks)
+    for rowid, *columns in rows:
+        position = order[int(rowid)]
+        columns[3] = -ranks[position][0]
+        hits[position] = hit(columns)
+    return [h for h in hits if h is not None]

@@ -31,6 +31,7 @@ from headwater.sinks.base import (
 )
 from headwater.sinks.checks import check_unique_chunks
 from headwater.sinks.sqlite._driver import Database, connect
+from headwater.sinks.sqlite._keyword import TermCounts, keyword_search
 from headwater.sinks.sqlite._options import SqliteOptions, generation_path
 from headwater.sinks.sqlite._rows import plan_rows, write_rows
 from headwater.sinks.sqlite._schema import (
@@ -39,7 +40,7 @@ from headwater.sinks.sqlite._schema import (
     ensure_schema,
     src_text,
 )
-from headwater.sinks.sqlite._search import keyword_search, vector_search
+from headwater.sinks.sqlite._search import SearchShares, vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class SqliteSink:
             self._db.close()
             raise
         self._code_cache: CodeCache | None = None
+        self._shares = SearchShares()
+        self._term_counts = TermCounts()
 
     def _codes(self) -> CodeCache:
         """The in-memory codes of this index (numpy and the codes load on first use)."""
@@ -245,11 +248,11 @@ class SqliteSink:
         if request.k <= 0:
             return []
         if request.mode is SearchMode.KEYWORD:
-            return keyword_search(self._db, request, request.k)
+            return keyword_search(self._db, request, request.k, self._shares, self._term_counts)
         if request.vector is None:
             if request.mode is SearchMode.VECTOR:
                 raise ConfigError("a vector search needs the query's vector; none was given")
-            return keyword_search(self._db, request, request.k)
+            return keyword_search(self._db, request, request.k, self._shares, self._term_counts)
         if request.mode is not SearchMode.VECTOR:
             raise ConfigError(
                 f"a sink answers vector or keyword searches, not {request.mode.value!r}; "
@@ -260,6 +263,7 @@ class SqliteSink:
             request,
             self._query_blob(request.vector),
             self._codes(),
+            self._shares,
             exact_below=self.options.exact_below,
             candidates=self.options.candidates,
         )
