@@ -38,9 +38,9 @@ CALLERS = {
 }
 
 
-@pytest.fixture
-def sink(tmp_path: Path) -> Iterator[SqliteSink]:
-    sink = SqliteSink(SqliteOptions(), sink_context(tmp_path))
+@pytest.fixture(params=["apsw", "pysqlite3"])
+def sink(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SqliteSink]:
+    sink = SqliteSink(SqliteOptions(driver=request.param), sink_context(tmp_path))
     yield sink
     sink.close()
 
