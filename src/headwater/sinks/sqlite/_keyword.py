@@ -220,7 +220,11 @@ def _by_essential(
 
 
 def _ranked(db: Database, terms: Sequence[str], visible: str, k: int) -> list[SearchHit]:
-    """The full statement: FTS5 matches and scores every visible row holding a term."""
+    """The full statement: FTS5 intersects the words' and the ACL's posting lists and
+    scores every visible row holding a word (filtering afterwards, or in a join, either
+    starves or picks a plan ~100× slower). ``bm25()`` is called in the statement, whose
+    ``ORDER BY … LIMIT k`` keeps the best ``k`` as it goes; FTS5's own ``ORDER BY rank``
+    sorted every match first (the same scores in 1.5× the time: docs/performance.md)."""
     match = "{text title} : (" + " OR ".join(terms) + ") AND " + visible
     sql = f"""
         WITH m AS MATERIALIZED (
