@@ -220,8 +220,8 @@ ACCESS_MUTANTS: list[Mutant] = [
     Mutant(
         "word-counts-outlive-a-write",
         "src/headwater/sinks/sqlite/_keyword.py",
-        "        if structure is None or structure != self._structure or len(self._counts) > MAX_WORDS:\n",
-        "        if self._structure is None:\n",
+        "        if state != self._state or len(self._counts) > MAX_WORDS:\n",
+        "        if self._state is None:\n",
         (
             f"{KEYWORD_SPLIT}::test_a_word_count_is_read_again_after_any_write_even_another_process_s",
         ),

@@ -67,6 +67,15 @@ VISIBLE_MARGIN = 1.5
 SAMPLE_ROWS = 50
 # FTS5's structure record in ``fts_data`` (fts5Int.h: FTS5_STRUCTURE_ROWID).
 STRUCTURE_ROWID = 10
+# What changes with every write of the chunks' words (``TermCounts``).
+_STATE = (
+    "SELECT "
+    + ", ".join(
+        f"(SELECT value FROM meta WHERE key = '{key}')"
+        for key in ("ann_epoch", "ann_version", "chunk_count")
+    )
+    + f", (SELECT block FROM fts_data WHERE id = {STRUCTURE_ROWID})"
+)
 # The most word counts kept for one state of the index.
 MAX_WORDS = 100_000
 # A token FTS5 (unicode61) keeps as exactly one term, lowercased.
@@ -100,21 +109,23 @@ class TermCounts:
     """How many chunks hold a word, remembered while FTS5's index stays as it was.
 
     Counting reads the word's whole posting list (~0.4 ms for a word in a quarter of 100k
-    chunks). The key is FTS5's structure record (``fts_data`` row 10), which every write
-    to the full-text index rewrites (its write counter), so a count is never reused
-    across a change; read in the search's own snapshot.
+    chunks). The key, read in the search's own snapshot, is what every write that changes
+    the chunks' words changes, from any process: ``ann_version`` (bumped by every write
+    of a document with chunks, never lowered), ``chunk_count`` (lowered by a write that
+    only removes chunks), ``ann_epoch`` (a new one at a rebuild), and FTS5's own structure
+    record (``fts_data`` row 10; alone it is not enough: its write counter counts leaves
+    written by automerge and restarts at a ``delete-all``).
     """
 
     def __init__(self) -> None:
-        self._structure: bytes | None = None
+        self._state: tuple[object, ...] | None = None
         self._counts: dict[str, int] = {}
 
     def of(self, db: Database, words: Sequence[str]) -> dict[str, int]:
         """The number of chunks holding each of ``words`` (lowercase single tokens)."""
-        found = db.execute(f"SELECT block FROM fts_data WHERE id = {STRUCTURE_ROWID}")
-        structure = bytes(found[0][0]) if found else None
-        if structure is None or structure != self._structure or len(self._counts) > MAX_WORDS:
-            self._structure, self._counts = structure, {}
+        state = tuple(db.execute(_STATE)[0])
+        if state != self._state or len(self._counts) > MAX_WORDS:
+            self._state, self._counts = state, {}
         missing = sorted({w for w in words if w not in self._counts})
         if missing:
             marks = ", ".join("?" * len(missing))
