@@ -16,7 +16,8 @@ stays below the idf of a rarer word; the others are *essential*. Then (``_by_ess
    (essential)`` less bm25 of ``(essential)`` alone. Each phrase adds the same term to
    both sums (its idf is counted over the whole index, its frequency is the row's), so
    the difference is the row's full score, to within a rounding of the last bit;
-2. their ACL and source are checked on their own rows (``visible_among``), outside FTS5;
+2. their ACL, source and scopes are checked on their own rows (``visible_among``), outside
+   FTS5 (an ACL phrase in the scored statement would add 0 to each score, at a cost);
 3. when at least ``k`` are visible and the ``k``-th scores at least the common words'
    bound, no row without an essential word can reach the top ``k``: those are the
    answer. Otherwise the full statement runs, as it would have anyway.
