@@ -226,4 +226,11 @@ ACCESS_MUTANTS: list[Mutant] = [
             f"{KEYWORD_SPLIT}::test_a_word_count_is_read_again_after_any_write_even_another_process_s",
         ),
     ),
+    Mutant(
+        "the-keyword-split-answers-with-fewer-than-k-visible",
+        "src/headwater/sinks/sqlite/_keyword.py",
+        "    if len(seen) < k:\n        return None\n",
+        "    if not seen:\n        return None\n",
+        (f"{KEYWORD_SPLIT}::test_the_split_answers_exactly_what_the_full_statement_answers",),
+    ),
 ]
