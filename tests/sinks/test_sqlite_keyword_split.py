@@ -185,3 +185,14 @@ def test_a_word_count_is_read_again_after_any_write_even_another_process_s(
     # a word shaped like the index's own ACL tokens is never counted (no split for it)
     with sink._db.snapshot() as db:
         assert keyword.term_docs(db, ['"p0123456789abcdef01234567"'], sink._term_counts) == {}
+
+
+def test_word_counts_are_bounded_in_memory(
+    sink: SqliteSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = make_document("many", Access(public=True))
+    sink.replace(doc, make_chunks(doc, ["alpha beta gamma delta"]), 1)
+    monkeypatch.setattr(keyword, "MAX_WORDS", 2)
+    for word in ("alpha", "beta", "gamma", "delta"):
+        assert counted(sink, word) == 1
+        assert len(sink._term_counts._counts) <= 3  # cleared once past MAX_WORDS
