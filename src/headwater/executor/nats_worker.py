@@ -9,6 +9,12 @@ worker lives. A worker that dies (SIGKILL, OOM, a lost host) sends nothing more:
 and resumes the run from its checkpoint. A message delivered more than ``max_deliver``
 times (each earlier worker died holding it) is recorded as a failed run and acked.
 
+A delivery's number is JetStream's ``num_delivered``, never lower than the deliveries of
+that message this worker saw plus one: a nats-server 2.9 (Debian 12's) that redelivers a
+nak'ed message into a pull request that just expired numbers the next delivery 1 again
+(its own count goes on, so the one after is right), which would grant an extra attempt
+and record the wrong reason (``DeliveryCounts``).
+
 SIGTERM or SIGINT stops pulling and sets the runtime's cancel event: runs in flight stop
 after their current batch, their messages are nak'ed for another worker, and the process
 exits 0; a second signal exits at once.
@@ -20,6 +26,7 @@ import asyncio
 import logging
 import os
 import signal
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +51,28 @@ log = logging.getLogger("headwater.executor")
 
 FETCH_WAIT_S = 1.0  # how long one pull waits for a message (a stop is noticed this fast)
 IN_PROGRESS_MAX_S = 10.0
+REMEMBERED_MESSAGES = 4096  # messages whose deliveries a worker counts itself
+
+
+class DeliveryCounts:
+    """The delivery number of each message this worker was handed: the server's, or one
+    more than the last this worker saw of the message when the server's is not higher."""
+
+    def __init__(self, remembered: int = REMEMBERED_MESSAGES) -> None:
+        self.remembered = remembered
+        self._seen: OrderedDict[int, int] = OrderedDict()
+
+    def number(self, stream_seq: int, reported: int) -> int:
+        """The number of this delivery of the message at ``stream_seq``."""
+        delivered = max(reported, self._seen.pop(stream_seq, 0) + 1)
+        self._seen[stream_seq] = delivered
+        if len(self._seen) > self.remembered:
+            self._seen.popitem(last=False)
+        return delivered
+
+    def done(self, stream_seq: int) -> None:
+        """Forget a message that was acked: it is not delivered again."""
+        self._seen.pop(stream_seq, None)
 
 
 def in_progress_every(ack_wait: float) -> float:
@@ -62,6 +91,7 @@ class NatsWorker:
         self.tenant = self.rt.config.workspace.tenant
         self._stop: asyncio.Event | None = None
         self._signals = 0
+        self._deliveries = DeliveryCounts()
 
     def run(self) -> int:
         """Consume until SIGTERM or SIGINT; the exit code (0)."""
@@ -136,14 +166,18 @@ class NatsWorker:
                 await self._handle(msg)
 
     async def _handle(self, msg: Any) -> None:
-        delivered = int(msg.metadata.num_delivered)
-        msg_id = (msg.headers or {}).get("Nats-Msg-Id", f"seq-{msg.metadata.sequence.stream}")
         try:
             message = RunMessage.parse(msg.data)
         except ValueError as exc:
             log.error("dropping a message that is no run message (%s)", exc)
             await msg.term()
             return
+        stream_seq, reported = int(msg.metadata.sequence.stream), int(msg.metadata.num_delivered)
+        delivered = self._deliveries.number(stream_seq, reported)
+        if delivered != reported:
+            log.warning("JetStream numbered a delivery of %s %d; this worker saw %d before it",
+                        message.source_id, reported, delivered - 1)  # fmt: skip
+        msg_id = (msg.headers or {}).get("Nats-Msg-Id", f"seq-{stream_seq}")
         if delivered > self.executor.max_deliver:
             reason = (
                 f"no worker finished the run message in {delivered - 1} deliveries (each "
@@ -154,6 +188,7 @@ class NatsWorker:
             log.error("gave up on %s after %d deliveries (run %s failed)",
                       message.source_id, delivered - 1, run_id)  # fmt: skip
             await msg.ack()
+            self._deliveries.done(stream_seq)
             return
         log.info("delivery %d of %s (%s, after run %s)",
                  delivered, message.source_id, message.reason, message.after_run)  # fmt: skip
@@ -170,6 +205,7 @@ class NatsWorker:
         try:
             if verdict.ack:
                 await msg.ack()
+                self._deliveries.done(int(msg.metadata.sequence.stream))
                 log.info("acked: %s", verdict.note)
             else:
                 await msg.nak(delay=verdict.delay_s or None)
