@@ -58,19 +58,39 @@ def test_matches_is_the_include_and_exclude_globs(include: list[str], exclude: l
         assert selects.matches(key) == wanted, (include, exclude, key)
 
 
+CONTAINER_SUFFIXES = {".mbox": "mbox", ".zip": "zip"} | dict.fromkeys(
+    (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz"), "tar"
+)
+
+
+def _container_kind_in_full(name: str) -> str | None:
+    lower = PurePosixPath(name).name.lower()
+    return next((kind for end, kind in CONTAINER_SUFFIXES.items() if lower.endswith(end)), None)
+
+
 @pytest.mark.parametrize(
-    "name", ["a/b.zip", "A.ZIP", "m.mbox", "t.tar.gz", "b.zip/", "b.zip/.", "x/.zip", "a.md"]
+    "name",
+    ["a/b.zip", "A.ZIP", "m.mbox", "t.tar.gz", "b.zip/", "b.zip/.", "x/.zip", "a.md", "", "."]
+    + [f"d/n{end.upper()}" for end in CONTAINER_SUFFIXES]
+    + [f"d/n{end[:-1]}{end[-1].upper()}" for end in CONTAINER_SUFFIXES]
+    + [f"n{end}x" for end in CONTAINER_SUFFIXES],
 )
 def test_container_kind_reads_the_last_component(name: str) -> None:
-    lower = PurePosixPath(name).name.lower()
-    wanted = None
-    if lower.endswith(".mbox"):
-        wanted = "mbox"
-    elif lower.endswith(".zip"):
-        wanted = "zip"
-    elif lower.endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")):
-        wanted = "tar"
-    assert container_kind(name) == wanted
+    assert container_kind(name) == _container_kind_in_full(name)
+
+
+def test_container_kind_answers_at_once_only_for_endings_no_container_has() -> None:
+    """Its first test is the name's last character: no character outside the ones it
+    lets through ends a container's suffix once lowered, in all of Unicode."""
+    through = {c for end in CONTAINER_SUFFIXES for c in (end[-1], end[-1].upper())} | {"/", "."}
+    endings = {end[-1] for end in CONTAINER_SUFFIXES} | {"/", "."}
+    for point in range(0x110000):
+        character = chr(point)
+        lowered = character.lower()
+        if character not in through and lowered and lowered[-1] in endings:
+            raise AssertionError(f"U+{point:04X} lowers to {lowered!r}, a container's ending")
+        if character not in through and point % 4099 == 0:
+            assert container_kind(f"d/x{character}") == _container_kind_in_full(f"d/x{character}")
 
 
 def test_all_storable_is_every_text_storable() -> None:

@@ -35,6 +35,10 @@ SEPARATOR = "!/"
 
 _HEADERS = email.parser.BytesHeaderParser(policy=email.policy.compat32)
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+# The last character of every name ``container_kind`` may answer for, either case, and of
+# a name ending in a folder ("/", "/."): any other ending is answered at once (no character
+# outside them lowers to one of them: tests/core/test_noop_fast_paths.py checks all of Unicode).
+_LAST_CHARACTERS = frozenset("xXpPrRzZ2/.")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class MemberFailure:
 
 def container_kind(name: str) -> str | None:
     """``"mbox"``, ``"zip"`` or ``"tar"`` for a container's file name; None otherwise."""
+    if name[-1:] not in _LAST_CHARACTERS:  # every file a listing finds asks: most are not
+        return None
     # the name as it ends: the last component's suffix, without building a path
     lower = (PurePosixPath(name).name if name.endswith(("/", "/.")) else name).lower()
     if lower.endswith(".mbox"):
