@@ -587,8 +587,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "a-nats-worker-trusts-a-delivery-number-that-went-back",
         "src/headwater/executor/nats_worker.py",
-        "        delivered = max(reported, self._seen.pop(stream_seq, 0) + 1)",
-        "        delivered = reported + 0 * self._seen.pop(stream_seq, 0)",
+        "        delivered = max(reported, self._seen.pop(message, 0) + 1)",
+        "        delivered = reported + 0 * self._seen.pop(message, 0)",
         (
             "tests/executor/test_nats_delivery_counts.py::test_a_delivery_numbered_lower_than_one_seen_counts_as_the_next",
             "tests/executor/test_nats_delivery_counts.py::test_on_the_real_jetstream_the_numbers_only_go_up_while_naks_race_pull_expiries",

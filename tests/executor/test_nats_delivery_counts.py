@@ -15,32 +15,40 @@ from nats_deployment import NATS_URL
 
 from headwater.executor.nats_worker import DeliveryCounts
 
+A, B = (7, "files:first"), (8, "notes:first")
+
 
 def test_the_servers_number_is_kept_while_it_goes_up() -> None:
     counts = DeliveryCounts()
-    assert [counts.number(7, n) for n in (1, 2, 3)] == [1, 2, 3]
-    assert counts.number(8, 1) == 1  # another message counts on its own
+    assert [counts.number(A, n) for n in (1, 2, 3)] == [1, 2, 3]
+    assert counts.number(B, 1) == 1  # another message counts on its own
 
 
 def test_a_delivery_numbered_lower_than_one_seen_counts_as_the_next() -> None:
     counts = DeliveryCounts()
-    assert counts.number(7, 1) == 1
-    assert counts.number(7, 2) == 2
-    assert counts.number(7, 1) == 3  # the server's slip: this is the third delivery
-    assert counts.number(7, 4) == 4  # the server's own count went on: it is right again
-    assert counts.number(7, 2) == 5
+    assert counts.number(A, 1) == 1
+    assert counts.number(A, 2) == 2
+    assert counts.number(A, 1) == 3  # the server's slip: this is the third delivery
+    assert counts.number(A, 4) == 4  # the server's own count went on: it is right again
+    assert counts.number(A, 2) == 5
 
 
 def test_an_acked_message_is_forgotten_and_memory_stays_bounded() -> None:
     counts = DeliveryCounts(remembered=3)
-    counts.number(1, 1)
-    counts.done(1)
-    assert counts.number(1, 1) == 1  # forgotten once acked
+    counts.number(A, 1)
+    counts.done(A)
+    assert counts.number(A, 1) == 1  # forgotten once acked
     for seq in range(2, 7):
-        counts.number(seq, 2)
-    assert counts.number(1, 1) == 1  # the oldest fell out: the server's number again
-    assert counts.number(6, 1) == 3  # the newest is still counted
+        counts.number((seq, "m"), 2)
+    assert counts.number(A, 1) == 1  # the oldest fell out: the server's number again
+    assert counts.number((6, "m"), 1) == 3  # the newest is still counted
     assert len(counts._seen) == 3
+
+
+def test_a_message_of_a_stream_made_again_is_another_message() -> None:
+    counts = DeliveryCounts()
+    assert counts.number((1, "files:run-1"), 3) == 3
+    assert counts.number((1, "files:run-2"), 1) == 1  # sequence 1 again, another message
 
 
 def test_on_the_real_jetstream_the_numbers_only_go_up_while_naks_race_pull_expiries() -> None:
@@ -72,8 +80,8 @@ async def _nak_repeatedly(deliveries: int, pull_s: float, nak_delay_s: float) ->
             except FetchTimeout:
                 continue
             for msg in msgs:
-                seq = int(msg.metadata.sequence.stream)
-                numbers.append(counts.number(seq, int(msg.metadata.num_delivered)))
+                key = (int(msg.metadata.sequence.stream), "run")
+                numbers.append(counts.number(key, int(msg.metadata.num_delivered)))
                 await msg.nak(delay=nak_delay_s)
         return numbers
     finally:

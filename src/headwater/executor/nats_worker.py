@@ -54,25 +54,28 @@ IN_PROGRESS_MAX_S = 10.0
 REMEMBERED_MESSAGES = 4096  # messages whose deliveries a worker counts itself
 
 
+MessageKey = tuple[int, str]  # stream sequence and Nats-Msg-Id (a stream made again reuses seqs)
+
+
 class DeliveryCounts:
     """The delivery number of each message this worker was handed: the server's, or one
     more than the last this worker saw of the message when the server's is not higher."""
 
     def __init__(self, remembered: int = REMEMBERED_MESSAGES) -> None:
         self.remembered = remembered
-        self._seen: OrderedDict[int, int] = OrderedDict()
+        self._seen: OrderedDict[MessageKey, int] = OrderedDict()
 
-    def number(self, stream_seq: int, reported: int) -> int:
-        """The number of this delivery of the message at ``stream_seq``."""
-        delivered = max(reported, self._seen.pop(stream_seq, 0) + 1)
-        self._seen[stream_seq] = delivered
+    def number(self, message: MessageKey, reported: int) -> int:
+        """The number of this delivery of ``message``."""
+        delivered = max(reported, self._seen.pop(message, 0) + 1)
+        self._seen[message] = delivered
         if len(self._seen) > self.remembered:
             self._seen.popitem(last=False)
         return delivered
 
-    def done(self, stream_seq: int) -> None:
+    def done(self, message: MessageKey) -> None:
         """Forget a message that was acked: it is not delivered again."""
-        self._seen.pop(stream_seq, None)
+        self._seen.pop(message, None)
 
 
 def in_progress_every(ack_wait: float) -> float:
@@ -172,12 +175,13 @@ class NatsWorker:
             log.error("dropping a message that is no run message (%s)", exc)
             await msg.term()
             return
-        stream_seq, reported = int(msg.metadata.sequence.stream), int(msg.metadata.num_delivered)
-        delivered = self._deliveries.number(stream_seq, reported)
+        key = _key(msg)
+        reported = int(msg.metadata.num_delivered)
+        delivered = self._deliveries.number(key, reported)
         if delivered != reported:
             log.warning("JetStream numbered a delivery of %s %d; this worker saw %d before it",
                         message.source_id, reported, delivered - 1)  # fmt: skip
-        msg_id = (msg.headers or {}).get("Nats-Msg-Id", f"seq-{stream_seq}")
+        msg_id = key[1]
         if delivered > self.executor.max_deliver:
             reason = (
                 f"no worker finished the run message in {delivered - 1} deliveries (each "
@@ -188,7 +192,7 @@ class NatsWorker:
             log.error("gave up on %s after %d deliveries (run %s failed)",
                       message.source_id, delivered - 1, run_id)  # fmt: skip
             await msg.ack()
-            self._deliveries.done(stream_seq)
+            self._deliveries.done(key)
             return
         log.info("delivery %d of %s (%s, after run %s)",
                  delivered, message.source_id, message.reason, message.after_run)  # fmt: skip
@@ -205,7 +209,7 @@ class NatsWorker:
         try:
             if verdict.ack:
                 await msg.ack()
-                self._deliveries.done(int(msg.metadata.sequence.stream))
+                self._deliveries.done(_key(msg))
                 log.info("acked: %s", verdict.note)
             else:
                 await msg.nak(delay=verdict.delay_s or None)
@@ -221,6 +225,12 @@ class NatsWorker:
                 await msg.in_progress()
             except FAILURES as exc:
                 log.warning("in-progress report not sent: %s", exc)
+
+
+def _key(msg: Any) -> MessageKey:
+    """The message's stream sequence and id (the stream's sequence when it has none)."""
+    seq = int(msg.metadata.sequence.stream)
+    return seq, (msg.headers or {}).get("Nats-Msg-Id", f"seq-{seq}")
 
 
 def run_worker(config: Path, *, concurrency: int = 1, name: str | None = None) -> int:
