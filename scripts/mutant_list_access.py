@@ -161,6 +161,15 @@ ACCESS_MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "the-exact-vector-ranking-joins-every-chunk",
+        "src/headwater/sinks/sqlite/_search.py",
+        '_AMONG_VISIBLE = "fts CROSS JOIN vectors v ON v.id = fts.rowid WHERE fts MATCH ?"',
+        '_AMONG_VISIBLE = "fts CROSS JOIN vectors v ON v.id = fts.rowid WHERE fts MATCH ? OR 1"',
+        (
+            "tests/sinks/test_sqlite_conformance.py::TestSqliteConformance::test_permission_change_matrix[apsw-public_to_private-acl_update]",
+        ),
+    ),
+    Mutant(
         "the-source-filter-is-always-left-out",
         "src/headwater/sinks/sqlite/_search.py",
         "            return sources\n",

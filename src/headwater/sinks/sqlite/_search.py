@@ -159,8 +159,12 @@ def vector_search(
         return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
 
 
-_AMONG_VISIBLE = "SELECT rowid FROM fts WHERE fts MATCH ?"
-_AMONG_LISTED = "SELECT value FROM json_each(?)"
+# The chunks ranked, as the FROM clause of their vectors ``v`` (one parameter). The
+# visible ones are joined to the ACL match row by row, FTS5's rows first (CROSS JOIN keeps
+# that order): ``v.id IN (SELECT rowid ...)`` first copied every id into a temporary
+# b-tree, a third of the ranking's instructions for a caller who sees 19,000 chunks.
+_AMONG_VISIBLE = "fts CROSS JOIN vectors v ON v.id = fts.rowid WHERE fts MATCH ?"
+_AMONG_LISTED = "vectors v WHERE v.id IN (SELECT value FROM json_each(?))"
 
 
 def _listed(ids: Ids) -> str:
@@ -205,11 +209,11 @@ def _wide(
 
 
 def _ranked_vectors(db: Database, vector: bytes, among: str, arg: str, k: int) -> list[SearchHit]:
-    """Exact cosine ranking of the chunks whose ids ``among`` (a subquery on ``arg``) lists."""
+    """Exact cosine ranking of the chunks ``among`` (a FROM clause on ``arg``) names."""
     sql = f"""
         WITH knn AS MATERIALIZED (
             SELECT v.id AS id, vec_distance_cosine(v.embedding, ?) AS distance
-            FROM vectors v WHERE v.id IN ({among})
+            FROM {among}
             ORDER BY distance, v.id LIMIT ?
         )
         SELECT {HIT_COLUMNS.format(score="1.0 - knn.distance")}
