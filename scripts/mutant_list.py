@@ -594,5 +594,14 @@ MUTANTS: list[Mutant] = [
             "tests/executor/test_nats_delivery_counts.py::test_on_the_real_jetstream_the_numbers_only_go_up_while_naks_race_pull_expiries",
         ),
     ),
+    Mutant(
+        "the-exact-vector-ranking-lists-every-visible-id-first",
+        "src/headwater/sinks/sqlite/_search.py",
+        '_AMONG_VISIBLE = "fts CROSS JOIN vectors v ON v.id = fts.rowid WHERE fts MATCH ?"',
+        '_AMONG_VISIBLE = "vectors v WHERE v.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"',
+        (
+            "tests/sinks/test_sqlite_search_plan.py::test_the_exact_vector_ranking_joins_the_acl_match_and_ranks_as_an_in_list",
+        ),
+    ),
     *ACCESS_MUTANTS,
 ]

@@ -1,15 +1,18 @@
 """The sqlite index's search plan: the source filter left out only when it passes every
-chunk, decided in the search's own snapshot, and bm25 called in the statement ranking
-exactly as FTS5's ``rank`` did."""
+chunk, decided in the search's own snapshot, bm25 called in the statement ranking
+exactly as FTS5's ``rank`` did, and the exact vector ranking a join that ranks as the
+``IN`` list did."""
 
 from __future__ import annotations
 
 import random
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink, _keyword
@@ -171,3 +174,55 @@ def rank_ordered(
     )
     ranked = sorted(rows, key=lambda row: (row[1], row[2]))[:k]
     return [(str(chunk), -float(rank)) for chunk, rank, _ in ranked]
+
+
+def test_the_exact_vector_ranking_joins_the_acl_match_and_ranks_as_an_in_list(
+    sink: SqliteSink,
+) -> None:
+    """The exact path reads the ACL match's rows and looks each vector up by id (no
+    temporary list of every visible id); its hits are the ones ``v.id IN (match)`` ranks,
+    scores and ties included, over random ACLs, sources and queries."""
+    rng = random.Random(7)
+    groups = [Access(public=True), Access(groups=("g1",)), Access(groups=("g2",))]
+    for i in range(120):
+        doc = make_document(f"d{i}", rng.choice(groups), source=rng.choice(["s1", "s2"]))
+        sink.replace(doc, make_chunks(doc, [f"v{i} {n}" for n in range(rng.randint(1, 4))]), 1)
+    statements: list[str] = []
+    execute = sink._db.execute
+
+    def spy(sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        statements.append(sql)
+        return execute(sql, args)
+
+    sink._db.execute = spy  # type: ignore[method-assign]
+    for trial in range(30):
+        vector = unit_vector(f"q{trial}")
+        principals = rng.choice([["public"], ["group:g1"], ["public", "group:g2"]])
+        sources = rng.choice([None, ["s1"]])
+        request = ask(
+            SearchMode.VECTOR, vector=vector, principals=principals, k=rng.choice([1, 5, 50]),
+            sources=sources,
+        )  # fmt: skip
+        found = [(h.chunk_id, h.score) for h in sink.search(request)]
+        assert found == in_list_ranked(execute, vector, principals, sources, request.k)
+    ranking = next(s for s in statements if "vec_distance_cosine" in s)
+    steps = [row[3] for row in execute(f"EXPLAIN QUERY PLAN {ranking}", [b"", "x", 1])]
+    assert any("SEARCH v USING INTEGER PRIMARY KEY" in step for step in steps), steps
+    assert not any("LIST SUBQUERY" in step for step in steps), steps
+
+
+Execute = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+
+def in_list_ranked(
+    execute: Execute, vector: list[float], principals: list[str], sources: list[str] | None, k: int
+) -> list[tuple[str, float]]:
+    """The top ``k`` by ``v.id IN (SELECT rowid … MATCH …)``, the statement's older form."""
+    rows = execute(
+        "SELECT c.chunk_id, 1.0 - vec_distance_cosine(v.embedding, ?) AS score, v.id "
+        "FROM vectors v JOIN chunks c ON c.id = v.id "
+        "WHERE v.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)",
+        [np.asarray(vector, np.float32).tobytes(), plan.acl_match(principals, sources)],
+    )
+    ranked = sorted(rows, key=lambda row: (-row[1], row[2]))[:k]
+    return [(str(chunk), float(score)) for chunk, score, _ in ranked]
