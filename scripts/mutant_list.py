@@ -5,13 +5,15 @@ Each ``Mutant`` breaks one guard (``old`` → ``new`` in ``file``, which must ma
 exactly once) and names the pytest node ids that fail because of it, cheapest first
 (the runner stops at the first failure). ``scripts/mutants.py`` runs them. When code a
 patch quotes moves, move the patch with it; when a guard is added, add its mutant here
-(or, for who may see and send what, in ``mutant_list_access``, whose pins run with these).
+(or, for who may see and send what, in ``mutant_list_access``, and for the speed-ups, in
+``mutant_list_fast``; their pins run with these).
 """
 
 from __future__ import annotations
 
 from mutant import Mutant
 from mutant_list_access import ACCESS_MUTANTS
+from mutant_list_fast import FAST_PATH_MUTANTS
 
 __all__ = ["MUTANTS", "Mutant"]
 
@@ -258,15 +260,6 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
-        "a-driver-error-while-fetching-lookup-rows-is-raised-raw",
-        "src/headwater/manifest/lookups.py",
-        "    except conn.dialect.loaded_dbapi.Error:\n",
-        "    except ZeroDivisionError:\n",
-        (
-            "tests/core/test_noop_fast_rows.py::test_a_driver_error_while_fetching_rows_is_raised_as_sqlalchemy_raises_it",
-        ),
-    ),
-    Mutant(
         "the-source-batch-size-never-reaches-the-connector",
         "src/headwater/runtime/sources.py",
         "            checkpoint_every=section.batch_size,\n",
@@ -499,89 +492,12 @@ MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
-        "gate-1-shortcut-skips-a-metadata-only-row",
-        GATES,
-        '                and metadata.get("content") != UNAVAILABLE\n',
-        "",
-        (
-            "tests/core/test_noop_signature_skip.py::test_a_metadata_only_row_is_read_again_even_as_stored[True]",
-        ),
-    ),
-    Mutant(
-        "gate-1-shortcut-ignores-the-metadata",
-        GATES,
-        "        and held.is_text(stored_metadata_json(metadata))\n",
-        "",
-        (
-            "tests/core/test_noop_signature_skip.py::test_the_skip_without_the_hash_decides_as_the_hash[5-as-written]",
-        ),
-    ),
-    Mutant(
-        "gate-1-shortcut-ignores-the-acl",
-        GATES,
-        "                acl == record.acl\n                and metadata.get",
-        "                True\n                and metadata.get",
-        ("tests/core/test_noop_signature_skip.py::test_a_changed_acl_is_never_skipped",),
-    ),
-    Mutant(
-        "the-dead-entry-probe-hides-dead-entries",
-        "src/headwater/manifest/failures.py",
-        "                if conn.execute(probe.limit(1)).first() is None:\n",
-        "                if conn.execute(probe.limit(1)).first() is not None:\n",
-        (
-            "tests/core/test_noop_fast_rows.py::test_rows_and_dead_failures_are_found_by_exactly_their_ids[sqlite]",
-        ),
-    ),
-    Mutant(
-        "a-run-restores-the-thresholds-while-another-runs",
-        "src/headwater/sync/garbage.py",
-        "            if _runs == 0:\n                gc.set_threshold(*_saved)",
-        "            gc.set_threshold(*_saved)",
-        (
-            "tests/core/test_sync_collections.py::test_overlapping_runs_restore_the_thresholds_when_the_last_ends",
-        ),
-    ),
-    Mutant(
-        "a-run-collects-at-the-default-threshold",
-        "src/headwater/sync/garbage.py",
-        "                gc.set_threshold(RUN_THRESHOLD, *_saved[1:])",
-        "                pass",
-        (
-            "tests/core/test_sync_collections.py::test_a_no_op_of_thousands_of_files_triggers_no_collection",
-        ),
-    ),
-    Mutant(
-        "a-kept-row-is-given-twice",
-        "src/headwater/sync/known.py",
-        "            elif (row := read.pop(object_id)) is not None:",
-        "            elif (row := read[object_id]) is not None:",
-        (
-            "tests/core/test_known_rows_reused.py::test_an_object_listed_twice_is_decided_from_what_its_first_batch_wrote",
-        ),
-    ),
-    Mutant(
-        "the-gates-read-the-rows-again",
-        "src/headwater/sync/runner.py",
-        "        existing, unread = self._known.take(ids) if self._known else ({}, ids)",
-        "        existing, unread = {}, ids",
-        ("tests/core/test_known_rows_reused.py::test_a_no_op_reads_each_page_of_rows_once",),
-    ),
-    Mutant(
         "a-sql-read-leaves-its-connection-open",
         "src/headwater/connectors/sql/_connector.py",
         "            self._engine.dispose()  # the read's connection: none stays open after it",
         "            pass",
         (
             "tests/connectors/sql/test_sql_integration.py::test_a_read_keeps_one_connection_for_its_pages_and_closes_it[postgresql]",
-        ),
-    ),
-    Mutant(
-        "kept-rows-have-no-bound",
-        "src/headwater/sync/known.py",
-        "        keep = len(read) + len(object_ids) <= KEPT",
-        "        keep = True",
-        (
-            "tests/core/test_known_rows_reused.py::test_a_page_larger_than_what_is_kept_is_read_again_by_the_gates",
         ),
     ),
     Mutant(
@@ -594,14 +510,6 @@ MUTANTS: list[Mutant] = [
             "tests/executor/test_nats_delivery_counts.py::test_on_the_real_jetstream_the_numbers_only_go_up_while_naks_race_pull_expiries",
         ),
     ),
-    Mutant(
-        "the-exact-vector-ranking-lists-every-visible-id-first",
-        "src/headwater/sinks/sqlite/_search.py",
-        '_AMONG_VISIBLE = "fts CROSS JOIN vectors v ON v.id = fts.rowid WHERE fts MATCH ?"',
-        '_AMONG_VISIBLE = "vectors v WHERE v.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"',
-        (
-            "tests/sinks/test_sqlite_search_plan.py::test_the_exact_vector_ranking_joins_the_acl_match_and_ranks_as_an_in_list",
-        ),
-    ),
+    *FAST_PATH_MUTANTS,
     *ACCESS_MUTANTS,
 ]
