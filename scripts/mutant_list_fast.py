@@ -1,10 +1,10 @@
 """The mutation pins of the speed-ups: each fast path decides what the general code would.
 
 The no-op's shortcuts (gate 1 without the hash, rows read once and kept for the gates,
-the driver's own tuples, the dead-entry probe, the collector's thresholds) and the
-sqlite index's search plan each skip work the general path does; a pin here breaks one
-and names the test that sees a different decision, or the plan come back. Same form as
-``mutant_list``, which runs them with the rest.
+the driver's own tuples, the dead-entry probe, the collector's thresholds), the sqlite
+index's search plan and its int8 vector copies each skip work the general path does; a
+pin here breaks one and names the test that sees a different decision, or the plan come
+back. Same form as ``mutant_list``, which runs them with the rest.
 """
 
 from __future__ import annotations
@@ -108,5 +108,30 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         (
             "tests/sinks/test_sqlite_search_plan.py::test_the_exact_vector_ranking_joins_the_acl_match_and_ranks_as_an_in_list",
         ),
+    ),
+    Mutant(
+        "the-int8-copies-narrow-without-their-error-bound",
+        "src/headwater/sinks/sqlite/_copies.py",
+        "        slack = self.err[ids].astype(np.float64) + epsilon(self.dimension)",
+        "        slack = epsilon(self.dimension)",
+        (
+            "tests/sinks/test_sqlite_copies.py::test_narrowed_rankings_equal_ranking_every_visible_chunk",
+        ),
+    ),
+    Mutant(
+        "the-int8-copies-forget-sqlite-vecs-float32-rounding",
+        "src/headwater/sinks/sqlite/_copies.py",
+        "    return (dimension + 8) * 2.0**-22",
+        "    return 0.0",
+        (
+            "tests/sinks/test_sqlite_copies.py::test_sqlite_vecs_cosine_lies_within_every_copys_bound",
+        ),
+    ),
+    Mutant(
+        "the-int8-copies-miss-another-process-rewrites",
+        "src/headwater/sinks/sqlite/_copies.py",
+        "            self._load_changed(db)",
+        "            pass",
+        ("tests/sinks/test_sqlite_copies.py::test_the_copies_follow_another_process_writes",),
     ),
 ]

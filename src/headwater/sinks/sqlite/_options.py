@@ -8,7 +8,7 @@ from pydantic import Field
 
 from headwater.sinks.base import SinkOptions
 from headwater.sinks.sqlite._driver import DriverName
-from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW
+from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, VECTOR_COPIES_MB
 
 
 def generation_path(base: Path, generation: int) -> Path:
@@ -38,4 +38,12 @@ class SqliteOptions(SinkOptions):
         default=CANDIDATES,
         ge=1,
         description="Chunks ranked exactly per approximate vector search (at least 10 × k).",
+    )
+    vector_copies_mb: int = Field(
+        default=VECTOR_COPIES_MB,
+        ge=0,
+        description="Megabytes of int8 vector copies each open index may keep in memory "
+        "(dimension + 8 bytes per chunk id) so that exact ranking reads only the chunks that "
+        "can reach the top k; same results; 0, or an index needing more, ranks every "
+        "visible chunk in SQL.",
     )

@@ -43,12 +43,15 @@ if TYPE_CHECKING:  # numpy and the codes load with the first vector search, not 
     import numpy.typing as npt
 
     from headwater.sinks.sqlite._ann import CodeCache, Codes, Ids
+    from headwater.sinks.sqlite._copies import VectorCopies
 
 # The most vector hits one search returns (sqlite-vec's KNN limit, kept as the contract).
 MAX_VECTOR_K = 4096
 # Defaults of the sink's `exact_below` and `candidates` options (docs/performance.md).
 EXACT_BELOW = 20_000
 CANDIDATES = 1_000
+# Default of the sink's `vector_copies_mb` option: the int8 copies' memory cap (`_copies`).
+VECTOR_COPIES_MB = 256
 # Candidates per requested hit, when that is more than `candidates`.
 CANDIDATES_PER_HIT = 10
 # Gaps between requested sources probed by one statement.
@@ -130,6 +133,7 @@ def vector_search(
     *,
     exact_below: int,
     candidates: int,
+    copies: VectorCopies | None = None,
 ) -> list[SearchHit]:
     """The ``k`` visible chunks nearest ``vector``; score is cosine similarity."""
     import numpy as np
@@ -149,14 +153,43 @@ def vector_search(
             codes.refresh(db)
             picked = _wide(db, request, codes, (query, floats), wanted, share)
             if picked is not None:
-                return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
+                return _ranked_among(db, vector, picked, (copies, floats), k)
         visible = visible_ids(db, match)
         shares.remember(match, len(visible) / max(chunk_count(db), 1))
         if len(visible) <= exact_below:
-            return _ranked_vectors(db, vector, _AMONG_VISIBLE, match, k)
+            near = _narrowed(db, visible, (copies, floats), k)
+            if near is None:
+                return _ranked_vectors(db, vector, _AMONG_VISIBLE, match, k)
+            return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(near), k)
         codes.refresh(db)
         picked = shortlist(codes, visible, query, floats, wanted)
-        return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(picked), k)
+        return _ranked_among(db, vector, picked, (copies, floats), k)
+
+
+def _narrowed(
+    db: Database,
+    ids: Ids,
+    query: tuple[VectorCopies | None, npt.NDArray[np.float32]],
+    k: int,
+) -> Ids | None:
+    """Those of ``ids`` whose int8 copies say they can reach the top ``k`` (``_copies``),
+    or None when there are no copies to ask."""
+    copies, floats = query
+    if copies is None or not copies.refresh(db):
+        return None
+    return copies.narrow(ids, floats, k)
+
+
+def _ranked_among(
+    db: Database,
+    vector: bytes,
+    ids: Ids,
+    query: tuple[VectorCopies | None, npt.NDArray[np.float32]],
+    k: int,
+) -> list[SearchHit]:
+    """Exact ranking of the candidates ``ids``, narrowed first when copies allow."""
+    near = _narrowed(db, ids, query, k)
+    return _ranked_vectors(db, vector, _AMONG_LISTED, _listed(ids if near is None else near), k)
 
 
 # The chunks ranked, as the FROM clause of their vectors ``v`` (one parameter). The
@@ -209,10 +242,13 @@ def _wide(
 
 
 def _ranked_vectors(db: Database, vector: bytes, among: str, arg: str, k: int) -> list[SearchHit]:
-    """Exact cosine ranking of the chunks ``among`` (a FROM clause on ``arg``) names."""
+    """Exact cosine ranking of the chunks ``among`` (a FROM clause on ``arg``) names.
+
+    A vector without direction (zero, or not finite: sqlite-vec answers NULL) scores 0,
+    as an orthogonal one would, rather than failing the search of everyone who sees it."""
     sql = f"""
         WITH knn AS MATERIALIZED (
-            SELECT v.id AS id, vec_distance_cosine(v.embedding, ?) AS distance
+            SELECT v.id AS id, coalesce(vec_distance_cosine(v.embedding, ?), 1.0) AS distance
             FROM {among}
             ORDER BY distance, v.id LIMIT ?
         )

@@ -45,6 +45,7 @@ from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, Sea
 
 if TYPE_CHECKING:
     from headwater.sinks.sqlite._ann import CodeCache
+    from headwater.sinks.sqlite._copies import VectorCopies
 
 INVENTORY_PAGE = 1000
 
@@ -79,6 +80,7 @@ class SqliteSink:
             self._db.close()
             raise
         self._code_cache: CodeCache | None = None
+        self._copies: VectorCopies | None = None
         self._shares = SearchShares()
         self._term_counts = TermCounts()
 
@@ -89,6 +91,15 @@ class SqliteSink:
 
             self._code_cache = CodeCache(self.context.dimension)
         return self._code_cache
+
+    def _vector_copies(self) -> VectorCopies | None:
+        """The int8 copies of this index's vectors, or None when turned off."""
+        if self._copies is None and self.options.vector_copies_mb > 0:
+            from headwater.sinks.sqlite._copies import VectorCopies
+
+            budget = self.options.vector_copies_mb * 1024 * 1024
+            self._copies = VectorCopies(self.context.dimension, budget)
+        return self._copies
 
     @property
     def driver(self) -> str:
@@ -198,7 +209,7 @@ class SqliteSink:
                 [manifest_id],
             )
         if empty:
-            self._code_cache = None
+            self._code_cache = self._copies = None
 
     # ---- reads --------------------------------------------------------------------
 
@@ -266,6 +277,7 @@ class SqliteSink:
             self._shares,
             exact_below=self.options.exact_below,
             candidates=self.options.candidates,
+            copies=self._vector_copies(),
         )
 
     def chunk_texts(self, document_id: str) -> list[str]:
