@@ -405,3 +405,17 @@ class SearchHit:
     title: str
     locator: str
     source: str
+
+    def rescored(self, score: float) -> SearchHit:
+        """The same hit with ``score`` (``dataclasses.replace`` without its field
+        introspection: fusion rescored ~160 hits a search at 8 µs each)."""
+        return SearchHit(
+            self.chunk_id,
+            self.document_id,
+            self.ordinal,
+            score,
+            self.text,
+            self.title,
+            self.locator,
+            self.source,
+        )

@@ -52,3 +52,16 @@ def test_a_repeat_inside_one_list_counts_once() -> None:
 def test_negative_k_is_refused() -> None:
     with pytest.raises(ValueError, match="k >= 0"):
         reciprocal_rank_fusion([[hit("a")]], k=-1, limit=5)
+
+
+def test_a_rescored_hit_is_the_hit_with_only_its_score_changed() -> None:
+    """``SearchHit.rescored`` (fusion's fast copy) equals ``dataclasses.replace``: every
+    field carried over, a field added later included (it would not construct)."""
+    from dataclasses import fields, replace
+
+    hit = SearchHit(
+        chunk_id="c", document_id="d", ordinal=3, score=0.5, text="t", title="T",
+        locator="l", source="s",
+    )  # fmt: skip
+    assert hit.rescored(2.5) == replace(hit, score=2.5)
+    assert {f.name for f in fields(SearchHit)} == set(vars(hit.rescored(1.0)))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from headwater.search.terms import matches_at_word_start
 from headwater.types import SearchHit
@@ -115,7 +114,7 @@ def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     # Scores stay in rank order: the moved hits are lifted by one shift above the rest.
     shift = max(0.0, max((h.score for h in rest), default=0.0) - min(h.score for h in containing))
     lifted = (
-        [replace(hit, score=hit.score + shift + 1.0) for hit in containing] if rest else containing
+        [hit.rescored(hit.score + shift + 1.0) for hit in containing] if rest else containing
     )
     return lifted + rest
 
@@ -166,7 +165,7 @@ def confident(
         at = next((i for i, hit in enumerate(fused) if hit.chunk_id == leader), None)
         if at:
             top = fused[0].score
-            fused.insert(0, replace(fused.pop(at), score=top + 1.0))
+            fused.insert(0, fused.pop(at).rescored(top + 1.0))
     return fused[: max(limit, 0)]
 
 
@@ -253,4 +252,4 @@ def _ranked(
     }
     order = {chunk_id: index for index, chunk_id in enumerate(first)}
     best = sorted(total, key=lambda chunk_id: (-total[chunk_id], order[chunk_id]))
-    return [replace(first[chunk_id], score=total[chunk_id]) for chunk_id in best[:limit]]
+    return [first[chunk_id].rescored(total[chunk_id]) for chunk_id in best[:limit]]
