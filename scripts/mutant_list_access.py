@@ -166,7 +166,7 @@ ACCESS_MUTANTS: list[Mutant] = [
         '_AMONG_VISIBLE = "fts CROSS JOIN vectors v ON v.id = fts.rowid WHERE fts MATCH ?"',
         '_AMONG_VISIBLE = "fts CROSS JOIN vectors v ON v.id = fts.rowid WHERE fts MATCH ? OR 1"',
         (
-            "tests/sinks/test_sqlite_conformance.py::TestSqliteConformance::test_permission_change_matrix[apsw-public_to_private-acl_update]",
+            "tests/sinks/test_sqlite_conformance.py::TestSqliteConformanceSqlRanking::test_permission_change_matrix[public_to_private-acl_update]",
         ),
     ),
     Mutant(
@@ -241,5 +241,12 @@ ACCESS_MUTANTS: list[Mutant] = [
         "    if len(seen) < k:\n        return None\n",
         "    if not seen:\n        return None\n",
         (f"{KEYWORD_SPLIT}::test_the_split_answers_exactly_what_the_full_statement_answers",),
+    ),
+    Mutant(
+        "the-int8-copies-narrow-to-positions-not-chunk-ids",
+        "src/headwater/sinks/sqlite/_copies.py",
+        "        kept: Ids = ids[cosine + slack >= floor]",
+        "        kept: Ids = np.flatnonzero(cosine + slack >= floor)",
+        ("tests/sinks/test_sqlite_ann.py::test_never_returns_an_invisible_chunk",),
     ),
 ]

@@ -134,4 +134,13 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "            pass",
         ("tests/sinks/test_sqlite_copies.py::test_the_copies_follow_another_process_writes",),
     ),
+    Mutant(
+        "a-caller-who-saw-half-the-index-checks-rows-at-any-size",
+        "src/headwater/sinks/sqlite/_search.py",
+        "expected > exact_below and expected >= wide_from:",
+        "expected > exact_below:",
+        (
+            "tests/sinks/test_sqlite_sink.py::test_a_caller_who_saw_half_the_index_checks_rows_only_past_wide_from",
+        ),
+    ),
 ]

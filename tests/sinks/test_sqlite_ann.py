@@ -3,7 +3,9 @@
 One index of 20,000 chunks (2,000 documents, clustered like real embeddings: a document's
 chunks share a subtopic) serves the recall, permission and starvation checks; the sink
 is opened three times on it: approximate above 100 visible chunks with 200 candidates
-(1% of the index), approximate always (``exact_below=0``), exact.
+(1% of the index), approximate always (``exact_below=0``), exact. The first two check
+ACLs row by row for a caller who saw half the index (``wide_from=0``; by default only
+past 100,000 visible chunks).
 The rest check that the code rows stay in step with the chunks through every write.
 """
 
@@ -63,9 +65,9 @@ class Corpus:
             self.access[doc.document_id] = access
             self.vectors[doc.document_id] = vectors
         writer.close()
-        options = SqliteOptions(exact_below=100, candidates=200)
+        options = SqliteOptions(exact_below=100, candidates=200, wide_from=0)
         self.ann = SqliteSink(options, sink_context(root, dimension=DIM))
-        always = SqliteOptions(exact_below=0, candidates=200)
+        always = SqliteOptions(exact_below=0, candidates=200, wide_from=0)
         self.always = SqliteSink(always, sink_context(root, dimension=DIM))
         self.exact = SqliteSink(SqliteOptions(exact_below=10**9), sink_context(root, dimension=DIM))
 
@@ -218,7 +220,7 @@ def test_inventory_reports_drift_in_the_codes_and_a_replace_repairs_it(tmp_path:
 
 def test_another_writer_is_seen_by_an_open_sink(tmp_path: Path) -> None:
     context = sink_context(tmp_path, dimension=8)
-    reader = SqliteSink(SqliteOptions(exact_below=0, candidates=1), context)
+    reader = SqliteSink(SqliteOptions(exact_below=0, candidates=1, wide_from=0), context)
     writer = SqliteSink(SqliteOptions(), context)
     try:
         texts = [f"f{j}" for j in range(200)]

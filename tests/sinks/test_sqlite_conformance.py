@@ -39,11 +39,29 @@ class TestSqliteConformance(_Faults, sink=SqliteSink):
 
 
 class TestSqliteConformanceApproximate(_Faults, sink=SqliteSink):
-    """The same suite with the approximate path taken for every search (``exact_below=0``)."""
+    """The same suite with the approximate path taken for every search (``exact_below=0``)
+    and the row-by-row ACL check for every caller who saw half the index (``wide_from=0``)."""
 
     @pytest.fixture
     def reopen(self, tmp_path: Path) -> Callable[[], Sink]:
-        options = SqliteOptions(exact_below=0)
+        options = SqliteOptions(exact_below=0, wide_from=0)
+        return lambda: SqliteSink(options, sink_context(tmp_path))
+
+    @pytest.fixture
+    def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:
+        sink = reopen()
+        yield sink
+        sink.close()
+
+
+class TestSqliteConformanceSqlRanking(_Faults, sink=SqliteSink):
+    """The same suite without int8 vector copies (``vector_copies_mb=0``): every exact
+    ranking reads the ACL match's rows in SQL, the path an index past the copies' budget
+    takes."""
+
+    @pytest.fixture
+    def reopen(self, tmp_path: Path) -> Callable[[], Sink]:
+        options = SqliteOptions(vector_copies_mb=0)
         return lambda: SqliteSink(options, sink_context(tmp_path))
 
     @pytest.fixture

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
+from unittest import mock
 
 import pytest
 
 from headwater.errors import ConfigError, FatalError, ItemError
 from headwater.search.service import run_search
 from headwater.sinks.base import WriteOutcome
-from headwater.sinks.sqlite import SqliteOptions, SqliteSink, fts_query
+from headwater.sinks.sqlite import SqliteOptions, SqliteSink, _search, fts_query
 from headwater.sinks.sqlite._driver import DRIVERS, DriverUnavailable, connect
 from headwater.sinks.testing import (
     ask,
@@ -229,7 +230,8 @@ def test_scoped_vector_searches_on_every_planning_path(tmp_path: Path) -> None:
     'wide' on its second search (ACL, source and scope checked row by row on the nearest
     chunks of the whole index); the nearest chunks lie outside it, and every path still
     returns only chunks under the scope."""
-    sink = SqliteSink(SqliteOptions(exact_below=0, candidates=1), sink_context(tmp_path))
+    options = SqliteOptions(exact_below=0, candidates=1, wide_from=0)
+    sink = SqliteSink(options, sink_context(tmp_path))
     query = unit_vector("scoped q")
     try:
         for i in range(60):
@@ -251,5 +253,33 @@ def test_scoped_vector_searches_on_every_planning_path(tmp_path: Path) -> None:
                 )
                 == []
             )
+    finally:
+        sink.close()
+
+
+@pytest.mark.parametrize(("wide_from", "planned_wide"), [(0, True), (None, False), (200, False)])
+def test_a_caller_who_saw_half_the_index_checks_rows_only_past_wide_from(
+    tmp_path: Path, wide_from: int | None, planned_wide: bool
+) -> None:
+    """The row-by-row ACL check replaces listing what a caller sees only when the caller
+    saw half the index and at least ``wide_from`` chunks (default 100,000): below that,
+    listing the ids costs less than reading their rows."""
+    extra = {} if wide_from is None else {"wide_from": wide_from}
+    sink = SqliteSink(SqliteOptions(exact_below=0, candidates=1, **extra), sink_context(tmp_path))
+    planned: list[bool] = []
+    wide = _search._wide
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        planned.append(True)
+        return wide(*args, **kwargs)
+
+    try:
+        for i in range(120):
+            doc = make_document(f"w{i}", Access(public=True))
+            sink.replace(doc, make_chunks(doc, [f"wide chunk {i}"]), 1)
+        with mock.patch.object(_search, "_wide", spy):
+            for _ in range(3):  # the first search records the share, later ones plan by it
+                assert len(sink.search(ask(SearchMode.VECTOR, vector=unit_vector("w"), k=5))) == 5
+        assert bool(planned) is planned_wide
     finally:
         sink.close()

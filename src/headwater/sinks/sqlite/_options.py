@@ -8,7 +8,7 @@ from pydantic import Field
 
 from headwater.sinks.base import SinkOptions
 from headwater.sinks.sqlite._driver import DriverName
-from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, VECTOR_COPIES_MB
+from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, VECTOR_COPIES_MB, WIDE_FROM
 
 
 def generation_path(base: Path, generation: int) -> Path:
@@ -38,6 +38,13 @@ class SqliteOptions(SinkOptions):
         default=CANDIDATES,
         ge=1,
         description="Chunks ranked exactly per approximate vector search (at least 10 × k).",
+    )
+    wide_from: int = Field(
+        default=WIDE_FROM,
+        ge=0,
+        description="A caller whose last search saw at least half the index and at least "
+        "this many chunks checks the ACL of the nearest chunks row by row instead of "
+        "listing every chunk it sees (worth it past ~100,000 visible chunks).",
     )
     vector_copies_mb: int = Field(
         default=VECTOR_COPIES_MB,

@@ -15,11 +15,14 @@ visible chunks match, however many invisible chunks rank higher (no starvation):
   them all ranked by sqlite-vec's ``vec_distance_cosine`` (exact); above that, 1-bit codes
   of the visible chunks pick ``candidates`` of them and only those are ranked exactly
   (``_ann``). Candidates are drawn from visible chunks only, so the top-k never starves.
-  Listing the visible ids costs ~0.1 ms per 1,000, so a caller whose previous search saw
-  at least ``WIDE_SHARE`` of the index instead checks the ACL of the nearest chunks of
-  the whole index on their own rows (``_wide``), falling back to the listing when too
-  few of them are visible. The ACL expressions' shares are remembered per open index
-  (``SearchShares``), a hint for both searches.
+  Either ranking is first narrowed by the int8 copies (``_copies``) to the chunks that
+  can reach the top k. Listing the visible ids costs ~0.1 ms per 1,000, so a caller whose
+  previous search saw at least ``WIDE_SHARE`` of the index, and at least ``wide_from``
+  chunks, instead checks the ACL of the nearest chunks of the whole index on their own
+  rows (``_wide``: ~8 ms of row reads whatever the index's size, more than listing 55,000
+  ids and ranking them), falling back to the listing when too few of them are visible.
+  The ACL expressions' shares are remembered per open index (``SearchShares``), a hint
+  for both searches.
 
 User text never reaches MATCH as syntax: each whitespace-separated token becomes a quoted
 FTS5 string and tokens are OR-ed, so ``foo-bar "x`` is a plain query, never an error.
@@ -56,8 +59,10 @@ VECTOR_COPIES_MB = 256
 CANDIDATES_PER_HIT = 10
 # Gaps between requested sources probed by one statement.
 PROBES = 200
-# A caller whose last search saw at least this share of the chunks skips listing them.
+# A caller whose last search saw at least this share of the chunks, and at least the
+# sink's `wide_from` chunks (default WIDE_FROM), skips listing them.
 WIDE_SHARE = 0.5
+WIDE_FROM = 100_000
 # A token made only of these characters carries no word for the FTS5 tokenizer.
 _NO_WORD = re.compile(r"^[\W_]*$", re.UNICODE)
 # The most ACL expressions whose share of the index is remembered.
@@ -133,6 +138,7 @@ def vector_search(
     *,
     exact_below: int,
     candidates: int,
+    wide_from: int = WIDE_FROM,
     copies: VectorCopies | None = None,
 ) -> list[SearchHit]:
     """The ``k`` visible chunks nearest ``vector``; score is cosine similarity."""
@@ -149,7 +155,8 @@ def vector_search(
         floats = np.frombuffer(vector, np.float32)
         query = quantize(floats.reshape(1, -1), codes.dimension)
         share = shares.get(match) or 0.0
-        if share >= WIDE_SHARE and exact_below < int(share * chunk_count(db)):
+        expected = int(share * chunk_count(db))
+        if share >= WIDE_SHARE and expected > exact_below and expected >= wide_from:
             codes.refresh(db)
             picked = _wide(db, request, codes, (query, floats), wanted, share)
             if picked is not None:

@@ -277,6 +277,7 @@ class SqliteSink:
             self._shares,
             exact_below=self.options.exact_below,
             candidates=self.options.candidates,
+            wide_from=self.options.wide_from,
             copies=self._vector_copies(),
         )
 
