@@ -113,9 +113,7 @@ def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     rest = [hit for hit in hits if id(hit) not in moved]
     # Scores stay in rank order: the moved hits are lifted by one shift above the rest.
     shift = max(0.0, max((h.score for h in rest), default=0.0) - min(h.score for h in containing))
-    lifted = (
-        [hit.rescored(hit.score + shift + 1.0) for hit in containing] if rest else containing
-    )
+    lifted = [hit.rescored(hit.score + shift + 1.0) for hit in containing] if rest else containing
     return lifted + rest
 
 
