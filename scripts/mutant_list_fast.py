@@ -143,4 +143,11 @@ FAST_PATH_MUTANTS: list[Mutant] = [
             "tests/sinks/test_sqlite_sink.py::test_a_caller_who_saw_half_the_index_checks_rows_only_past_wide_from",
         ),
     ),
+    Mutant(
+        "the-int8-copies-grow-past-their-budget",
+        "src/headwater/sinks/sqlite/_copies.py",
+        "        size = max(size, min(held + held // 2, self.budget // (self.dimension + 8)))",
+        "        size = max(size, held + held // 2)",
+        ("tests/sinks/test_sqlite_copies.py::test_the_copies_never_hold_more_than_their_budget",),
+    ),
 ]

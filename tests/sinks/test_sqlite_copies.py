@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headwater.sinks.sqlite import SqliteOptions, SqliteSink
+from headwater.sinks.sqlite import SqliteOptions, SqliteSink, _copies
 from headwater.sinks.sqlite._copies import VectorCopies, epsilon, quantize, unit_query
 from headwater.sinks.testing import ask, make_chunks, make_document, near, sink_context
 from headwater.types import Access, SearchHit, SearchMode
@@ -206,4 +206,22 @@ def test_vectors_without_direction_score_zero_instead_of_failing_the_search(
     assert [round(h.score, 6) for h in found] == [1.0, 0.0, 0.0, -1.0]
     flat = sink.search(ask(SearchMode.VECTOR, vector=[0.0] * DIM, k=4))
     assert sorted(h.score for h in flat) == [0.0] * 4
+    sink.close()
+
+
+def test_the_copies_never_hold_more_than_their_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Growing by half for the next writes stops at the budget: an index that fits it
+    keeps copies no larger than it, however many pages loading it took."""
+    monkeypatch.setattr(_copies, "PAGE", 64)
+    sink = SqliteSink(SqliteOptions(), sink_context(tmp_path, dimension=DIM))
+    near_duplicates(sink, random.Random(9), 150)
+    top = int(sink._db.execute("SELECT max(id) FROM vectors")[0][0])
+    budget = (top + 1) * (DIM + 8) + 10  # room for these ids, not for half as many more
+    copies = VectorCopies(DIM, budget)
+    with sink._db.snapshot() as db:
+        assert copies.refresh(db)
+    held = copies.q.nbytes + copies.scale.nbytes + copies.err.nbytes
+    assert held <= budget and len(copies.scale) == top + 1
     sink.close()

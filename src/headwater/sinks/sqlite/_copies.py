@@ -164,7 +164,8 @@ class VectorCopies:
         held = len(self.scale)
         if size <= held:
             return
-        size = max(size, held + held // 2)
+        # room to grow by half, but never past what the budget allows
+        size = max(size, min(held + held // 2, self.budget // (self.dimension + 8)))
         q = np.zeros((size, self.dimension), np.int8)
         scale = np.zeros(size, np.float32)
         err = np.full(size, np.inf, np.float32)  # an id never loaded is always ranked
