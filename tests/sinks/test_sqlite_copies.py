@@ -89,17 +89,21 @@ def near_duplicates(sink: SqliteSink, rng: random.Random, count: int) -> None:
         sink.replace(doc, make_chunks(doc, texts, vectors), 1)
 
 
-@pytest.mark.parametrize("exact_below", [20_000, 0])
+@pytest.mark.parametrize(
+    ("exact_below", "wide_from"),
+    [(20_000, 100_000), (0, 100_000), (0, 0)],
+    ids=["exact", "candidates", "candidates-checked-row-by-row"],
+)
 def test_narrowed_rankings_equal_ranking_every_visible_chunk(
-    tmp_path: Path, exact_below: int
+    tmp_path: Path, exact_below: int, wide_from: int
 ) -> None:
     """On crowded vectors, a sink with copies and one without (the same file) return the
-    same hits, scores and order, on the exact path and on the candidates' path."""
+    same hits, scores and order: on the exact path, on the candidates' path, and on the
+    candidates of a caller who saw half the index (ACL checked row by row)."""
     context = sink_context(tmp_path, dimension=DIM)
-    with_copies = SqliteSink(SqliteOptions(exact_below=exact_below, candidates=40), context)
-    without = SqliteSink(
-        SqliteOptions(exact_below=exact_below, candidates=40, vector_copies_mb=0), context
-    )
+    options = SqliteOptions(exact_below=exact_below, candidates=40, wide_from=wide_from)
+    with_copies = SqliteSink(options, context)
+    without = SqliteSink(options.model_copy(update={"vector_copies_mb": 0}), context)
     rng = random.Random(11)
     near_duplicates(with_copies, rng, 300)
     narrowed = 0
