@@ -75,6 +75,15 @@ def write_codes(db: Database, document_id: str, ids: list[int], vectors: bytes, 
     )
 
 
+def ann_state(db: Database) -> tuple[int, str]:
+    """The index's write version (``ann_version``, bumped by every write of a document's
+    vectors and code row) and its epoch (``ann_epoch``, new at a migration)."""
+    meta: dict[str, Any] = dict(
+        db.execute("SELECT key, value FROM meta WHERE key IN ('ann_version', 'ann_epoch')")
+    )
+    return int(meta.get("ann_version", 0)), str(meta.get("ann_epoch", ""))
+
+
 class CodeCache:
     """The codes of every chunk id, kept in step with ``ann_codes`` by version number.
 
@@ -91,10 +100,7 @@ class CodeCache:
 
     def refresh(self, db: Database) -> None:
         """Load the code rows written since the last refresh (all of them the first time)."""
-        meta: dict[str, Any] = dict(
-            db.execute("SELECT key, value FROM meta WHERE key IN ('ann_version', 'ann_epoch')")
-        )
-        version, epoch = int(meta.get("ann_version", 0)), str(meta.get("ann_epoch", ""))
+        version, epoch = ann_state(db)
         if epoch != self.epoch or version < self.version:
             self.version, self.epoch = 0, epoch
             self.columns = np.zeros((self.words, 0), np.uint64)

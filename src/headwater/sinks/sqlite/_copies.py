@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from headwater.sinks.sqlite._ann import ann_state
 from headwater.sinks.sqlite._driver import Database
 
 Ids = npt.NDArray[np.int64]
@@ -107,10 +108,7 @@ class VectorCopies:
         """Load the vectors written since the last refresh; True when the copies can be used.
 
         Call it in the read snapshot of the search that uses them."""
-        meta: dict[str, Any] = dict(
-            db.execute("SELECT key, value FROM meta WHERE key IN ('ann_version', 'ann_epoch')")
-        )
-        version, epoch = int(meta.get("ann_version", 0)), str(meta.get("ann_epoch", ""))
+        version, epoch = ann_state(db)
         if epoch != self.epoch or version < self.version:
             self.version, self.epoch, self.usable = 0, epoch, False
             self._clear()
