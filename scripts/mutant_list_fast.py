@@ -150,4 +150,11 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "        size = max(size, held + held // 2)",
         ("tests/sinks/test_sqlite_copies.py::test_the_copies_never_hold_more_than_their_budget",),
     ),
+    Mutant(
+        "a-one-shot-search-loads-the-int8-copies",
+        "src/headwater/sinks/sqlite/_sink.py",
+        "        if self._vector_searches < COPIES_AFTER:\n            return None\n",
+        "",
+        ("tests/sinks/test_sqlite_copies.py::test_a_one_shot_search_loads_no_copies",),
+    ),
 ]

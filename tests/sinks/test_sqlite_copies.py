@@ -161,7 +161,9 @@ def test_the_copies_follow_another_process_writes(tmp_path: Path) -> None:
     target = [0.0, 1.0] + [0.0] * (DIM - 2)  # far from every chunk until the writes
     for step, first, last in (("rewrite", 10, 20), ("add", 60, 70), ("empty", 100, 140)):
         probe = ask(SearchMode.VECTOR, vector=target, principals=["public"], k=5)
-        reader.search(probe)  # the copies are loaded and current before the other writer
+        for _ in range(2):  # the copies are loaded and current before the other writer
+            reader.search(probe)
+        assert reader._copies is not None and reader._copies.usable
         subprocess.run(
             [sys.executable, "-c", WRITER, str(tmp_path), str(DIM), step, str(first), str(last)],
             check=True,
@@ -228,4 +230,18 @@ def test_the_copies_never_hold_more_than_their_budget(
         assert copies.refresh(db)
     held = copies.q.nbytes + copies.scale.nbytes + copies.err.nbytes
     assert held <= budget and len(copies.scale) == top + 1
+    sink.close()
+
+
+def test_a_one_shot_search_loads_no_copies(tmp_path: Path) -> None:
+    """The first vector search of an open sink ranks in SQL (a `headwater search` process
+    searches once: reading every vector would cost it more than it saves); the second
+    loads the copies, and both answer alike."""
+    sink = SqliteSink(SqliteOptions(), sink_context(tmp_path, dimension=DIM))
+    near_duplicates(sink, random.Random(4), 50)
+    request = ask(SearchMode.VECTOR, vector=[1.0] * DIM, principals=["public", "group:g1"], k=7)
+    first = hits(sink.search(request))
+    assert sink._copies is None
+    assert hits(sink.search(request)) == first
+    assert sink._copies is not None and sink._copies.usable
     sink.close()

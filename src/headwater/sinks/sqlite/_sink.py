@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from headwater.sinks.sqlite._copies import VectorCopies
 
 INVENTORY_PAGE = 1000
+# The vector search of an open sink from which its int8 copies are loaded and used.
+COPIES_AFTER = 2
 
 
 def _consistent_count(chunks: int, vectors: int, codes: int) -> int:
@@ -81,6 +83,7 @@ class SqliteSink:
             raise
         self._code_cache: CodeCache | None = None
         self._copies: VectorCopies | None = None
+        self._vector_searches = 0
         self._shares = SearchShares()
         self._term_counts = TermCounts()
 
@@ -93,7 +96,12 @@ class SqliteSink:
         return self._code_cache
 
     def _vector_copies(self) -> VectorCopies | None:
-        """The int8 copies of this index's vectors, or None when turned off."""
+        """The int8 copies of this index's vectors; None when turned off, and for this
+        sink's first vector search: loading them reads every vector once, which pays in a
+        process that searches again (``serve``, a script), not in a one-shot ``search``."""
+        self._vector_searches += 1
+        if self._vector_searches < COPIES_AFTER:
+            return None
         if self._copies is None and self.options.vector_copies_mb > 0:
             from headwater.sinks.sqlite._copies import VectorCopies
 
