@@ -20,9 +20,17 @@ def driver(request: pytest.FixtureRequest) -> str:
 
 
 class _Faults(SinkConformance):
+    """Each class below gives ``reopen`` (its options); the sink is the first opening."""
+
     @pytest.fixture
     def fail_midway(self) -> Callable[[Sink], AbstractContextManager[object]]:
         return fail_midway
+
+    @pytest.fixture
+    def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:
+        sink = reopen()
+        yield sink
+        sink.close()
 
 
 class TestSqliteConformance(_Faults, sink=SqliteSink):
@@ -30,12 +38,6 @@ class TestSqliteConformance(_Faults, sink=SqliteSink):
     def reopen(self, tmp_path: Path, driver: str) -> Callable[[], Sink]:
         options = SqliteOptions.model_validate({"driver": driver})
         return lambda: SqliteSink(options, sink_context(tmp_path))
-
-    @pytest.fixture
-    def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:
-        sink = reopen()
-        yield sink
-        sink.close()
 
 
 class TestSqliteConformanceApproximate(_Faults, sink=SqliteSink):
@@ -47,12 +49,6 @@ class TestSqliteConformanceApproximate(_Faults, sink=SqliteSink):
         options = SqliteOptions(exact_below=0, wide_from=0)
         return lambda: SqliteSink(options, sink_context(tmp_path))
 
-    @pytest.fixture
-    def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:
-        sink = reopen()
-        yield sink
-        sink.close()
-
 
 class TestSqliteConformanceSqlRanking(_Faults, sink=SqliteSink):
     """The same suite without int8 vector copies (``vector_copies_mb=0``): every exact
@@ -63,9 +59,3 @@ class TestSqliteConformanceSqlRanking(_Faults, sink=SqliteSink):
     def reopen(self, tmp_path: Path) -> Callable[[], Sink]:
         options = SqliteOptions(vector_copies_mb=0)
         return lambda: SqliteSink(options, sink_context(tmp_path))
-
-    @pytest.fixture
-    def sink(self, reopen: Callable[[], Sink]) -> Iterator[Sink]:
-        sink = reopen()
-        yield sink
-        sink.close()
