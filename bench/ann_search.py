@@ -242,7 +242,7 @@ def main() -> int:
     exact = SqliteSink(SqliteSink.Options(exact_below=10**12), context)
     size_mb = sum(p.stat().st_size for p in args.keep.glob("index-bench.db*")) / 1e6
     started = time.perf_counter()
-    ann._codes().refresh(ann._db)
+    ann._caches.codes().refresh(ann._db)
     cold_ms = (time.perf_counter() - started) * 1000
     rows = measure({"ann": ann, "exact": exact, "space": space}, data, args)
     ann.close()

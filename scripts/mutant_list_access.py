@@ -229,8 +229,8 @@ ACCESS_MUTANTS: list[Mutant] = [
     Mutant(
         "word-counts-outlive-a-write",
         "src/headwater/sinks/sqlite/_keyword.py",
-        "        if state != self._state or len(self._counts) > MAX_WORDS:\n",
-        "        if self._state is None:\n",
+        "        if state != self._state:\n            self._state, self._counts = state, {}\n",
+        "        if self._state is None:\n            self._state, self._counts = state, {}\n",
         (
             f"{KEYWORD_SPLIT}::test_a_word_count_is_read_again_after_any_write_even_another_process_s",
         ),
@@ -248,5 +248,21 @@ ACCESS_MUTANTS: list[Mutant] = [
         "        kept: Ids = ids[cosine + slack >= floor]",
         "        kept: Ids = np.flatnonzero(cosine + slack >= floor)",
         ("tests/sinks/test_sqlite_ann.py::test_never_returns_an_invisible_chunk",),
+    ),
+    Mutant(
+        "keyword-memory-scores-rows-the-caller-cannot-see",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        keep = seen[ids]\n",
+        "        keep = np.ones(len(ids), np.bool_)\n",
+        (
+            "tests/sinks/test_sqlite_postings.py::test_memory_answers_what_fts5s_statement_answers[apsw]",
+        ),
+    ),
+    Mutant(
+        "keyword-memory-keeps-what-it-held-after-another-process-wrote",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        if state != self._state:\n            self._state = state\n            self._clear()\n",
+        "        if self._state is None:\n            self._state = state\n            self._clear()\n",
+        ("tests/sinks/test_sqlite_postings.py::test_memory_follows_another_process_writes[apsw]",),
     ),
 ]

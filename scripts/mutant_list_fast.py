@@ -152,9 +152,32 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "a-one-shot-search-loads-the-int8-copies",
-        "src/headwater/sinks/sqlite/_sink.py",
-        "        if self._vector_searches < COPIES_AFTER:\n            return None\n",
-        "",
+        "src/headwater/sinks/sqlite/_caches.py",
+        "        if self._vector_searches < LOADED_FROM or self.options.vector_copies_mb <= 0:",
+        "        if self.options.vector_copies_mb <= 0:",
         ("tests/sinks/test_sqlite_copies.py::test_a_one_shot_search_loads_no_copies",),
+    ),
+    Mutant(
+        "keyword-memory-averages-the-text-columns-only",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        average = float(totals[1:].sum()) / float(self._rows)",
+        "        average = float(totals[1:3].sum()) / float(self._rows)",
+        (
+            "tests/sinks/test_sqlite_postings.py::test_memory_answers_what_fts5s_statement_answers[apsw]",
+        ),
+    ),
+    Mutant(
+        "keyword-memory-loads-past-its-budget",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        if size * 9 > self.budget:",
+        "        if False:",
+        ("tests/sinks/test_sqlite_postings.py::test_past_its_budget_the_memory_answers_in_sql",),
+    ),
+    Mutant(
+        "a-one-shot-search-loads-the-keyword-memory",
+        "src/headwater/sinks/sqlite/_caches.py",
+        "        if self._searches < LOADED_FROM or self.options.search_memory_mb <= 0:",
+        "        if self.options.search_memory_mb <= 0:",
+        ("tests/sinks/test_sqlite_postings.py::test_a_one_shot_search_loads_nothing",),
     ),
 ]

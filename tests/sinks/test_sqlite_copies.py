@@ -117,7 +117,7 @@ def test_narrowed_rankings_equal_ranking_every_visible_chunk(
             sources=rng.choice([None, ["s1"]]),
         )
         assert hits(with_copies.search(request)) == hits(without.search(request)), trial
-    copies = with_copies._copies
+    copies = with_copies._caches._copies
     assert copies is not None and copies.usable
     ids = np.arange(1, 400, dtype=np.int64)
     for trial in range(20):  # and they do narrow: far fewer ids than asked reach SQL
@@ -163,7 +163,7 @@ def test_the_copies_follow_another_process_writes(tmp_path: Path) -> None:
         probe = ask(SearchMode.VECTOR, vector=target, principals=["public"], k=5)
         for _ in range(2):  # the copies are loaded and current before the other writer
             reader.search(probe)
-        assert reader._copies is not None and reader._copies.usable
+        assert reader._caches._copies is not None and reader._caches._copies.usable
         subprocess.run(
             [sys.executable, "-c", WRITER, str(tmp_path), str(DIM), step, str(first), str(last)],
             check=True,
@@ -188,7 +188,7 @@ def test_an_index_past_the_budget_keeps_no_copies_and_ranks_in_sql(tmp_path: Pat
         assert small.refresh(db) is False and not small.usable
     assert small.narrow(np.arange(5, dtype=np.int64), np.ones(DIM, np.float32), 1) is None
     off = SqliteSink(SqliteOptions(vector_copies_mb=0), context)
-    assert off._vector_copies() is None
+    assert off._caches.copies() is None
     request = ask(SearchMode.VECTOR, vector=[1.0] * DIM, principals=["public", "group:g1"], k=7)
     assert hits(off.search(request)) == hits(sink.search(request))
     sink.close()
@@ -241,7 +241,7 @@ def test_a_one_shot_search_loads_no_copies(tmp_path: Path) -> None:
     near_duplicates(sink, random.Random(4), 50)
     request = ask(SearchMode.VECTOR, vector=[1.0] * DIM, principals=["public", "group:g1"], k=7)
     first = hits(sink.search(request))
-    assert sink._copies is None
+    assert sink._caches._copies is None
     assert hits(sink.search(request)) == first
-    assert sink._copies is not None and sink._copies.usable
+    assert sink._caches._copies is not None and sink._caches._copies.usable
     sink.close()

@@ -15,6 +15,7 @@ import pytest
 from headwater.scopes import scope_key
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink
 from headwater.sinks.sqlite import _keyword as keyword
+from headwater.sinks.sqlite._search import index_state
 from headwater.sinks.testing import ask, make_chunks, make_document, sink_context
 from headwater.types import Access, SearchHit, SearchMode, caller_principals
 
@@ -40,7 +41,10 @@ CALLERS = {
 
 @pytest.fixture(params=["apsw", "pysqlite3"])
 def sink(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SqliteSink]:
-    sink = SqliteSink(SqliteOptions(driver=request.param), sink_context(tmp_path))
+    """A sink that ranks in SQL (the split is SQL's way; scoring in memory is
+    ``test_sqlite_postings``)."""
+    options = SqliteOptions(driver=request.param, search_memory_mb=0)
+    sink = SqliteSink(options, sink_context(tmp_path))
     yield sink
     sink.close()
 
@@ -168,7 +172,8 @@ sink.close()
 
 def counted(sink: SqliteSink, word: str) -> int:
     with sink._db.snapshot() as db:
-        return keyword.term_docs(db, [f'"{word}"'], sink._term_counts)[f'"{word}"']
+        sink._caches.term_counts.follow(index_state(db))
+        return keyword.term_docs(db, [f'"{word}"'], sink._caches.term_counts)[f'"{word}"']
 
 
 def test_a_word_count_is_read_again_after_any_write_even_another_process_s(
@@ -184,7 +189,9 @@ def test_a_word_count_is_read_again_after_any_write_even_another_process_s(
     assert counted(sink, "counted") == 2
     # a word shaped like the index's own ACL tokens is never counted (no split for it)
     with sink._db.snapshot() as db:
-        assert keyword.term_docs(db, ['"p0123456789abcdef01234567"'], sink._term_counts) == {}
+        assert (
+            keyword.term_docs(db, ['"p0123456789abcdef01234567"'], sink._caches.term_counts) == {}
+        )
 
 
 def test_word_counts_are_bounded_in_memory(
@@ -195,4 +202,4 @@ def test_word_counts_are_bounded_in_memory(
     monkeypatch.setattr(keyword, "MAX_WORDS", 2)
     for word in ("alpha", "beta", "gamma", "delta"):
         assert counted(sink, word) == 1
-        assert len(sink._term_counts._counts) <= 3  # cleared once past MAX_WORDS
+        assert len(sink._caches.term_counts._counts) <= 3  # cleared once past MAX_WORDS

@@ -37,6 +37,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from headwater.sinks.base import SearchRequest
 from headwater.sinks.sqlite._driver import Database
@@ -49,11 +50,15 @@ from headwater.sinks.sqlite._search import (
     fts_terms,
     hit,
     hit_rows,
+    index_state,
     needed_sources,
     nothing_visible,
     visible_among,
 )
 from headwater.types import SearchHit
+
+if TYPE_CHECKING:  # numpy loads with the memory, at an open index's second search
+    from headwater.sinks.sqlite._postings import SearchMemory
 
 # bm25's constants in FTS5 (fts5_aux.c): a word adds at most idf × (K1 + 1) to a score.
 K1 = 1.2
@@ -66,17 +71,6 @@ SPLIT_GAIN = 4
 VISIBLE_MARGIN = 1.5
 # A share sampled from fewer candidate rows than this is not remembered.
 SAMPLE_ROWS = 50
-# FTS5's structure record in ``fts_data`` (fts5Int.h: FTS5_STRUCTURE_ROWID).
-STRUCTURE_ROWID = 10
-# What changes with every write of the chunks' words (``TermCounts``).
-_STATE = (
-    "SELECT "
-    + ", ".join(
-        f"(SELECT value FROM meta WHERE key = '{key}')"
-        for key in ("ann_epoch", "ann_version", "chunk_count")
-    )
-    + f", (SELECT block FROM fts_data WHERE id = {STRUCTURE_ROWID})"
-)
 # The most word counts kept for one state of the index.
 MAX_WORDS = 100_000
 # A token FTS5 (unicode61) keeps as exactly one term, lowercased.
@@ -87,46 +81,58 @@ _OWN_TOKEN = re.compile(r"^[psh][0-9a-f]{24}$")
 
 
 def keyword_search(
-    db: Database, request: SearchRequest, k: int, shares: SearchShares, counts: TermCounts
+    db: Database,
+    request: SearchRequest,
+    k: int,
+    shares: SearchShares,
+    counts: TermCounts,
+    memory: SearchMemory | None = None,
 ) -> list[SearchHit]:
-    """The ``k`` visible chunks best matching the request text by bm25 (higher is better)."""
+    """The ``k`` visible chunks best matching the request text by bm25 (higher is better);
+    scored in ``memory`` (``_postings``) when it holds the words, otherwise in SQL."""
     terms = fts_terms(request.text)
     if not terms or nothing_visible(request):
         return []
     with db.snapshot():
         sources = needed_sources(db, request.sources)
+        state = index_state(db)
+        counts.follow(state)
+        if memory is not None:
+            memory.follow(state, keyword=True)
         visible = acl_match(request.principals, sources, request.scopes)
         total = chunk_count(db)
         docs = term_docs(db, terms, counts)
         rare = [t for t in terms if t not in docs or 2 * docs[t] <= total] or terms
+        plan = _Plan(request, visible, k, docs, total, shares, memory)
         if rare != terms:
-            hits = _best(db, request, rare, visible, k, docs, total, shares)
+            hits = _best(db, plan, rare)
             if len(hits) >= k:
                 return hits
-        return _best(db, request, terms, visible, k, docs, total, shares)
+        return _best(db, plan, terms)
 
 
 class TermCounts:
     """How many chunks hold a word, remembered while FTS5's index stays as it was.
 
     Counting reads the word's whole posting list (~0.4 ms for a word in a quarter of 100k
-    chunks). The key, read in the search's own snapshot, is what every write that changes
-    the chunks' words changes, from any process: ``ann_version`` (bumped by every write
-    of a document with chunks, never lowered), ``chunk_count`` (lowered by a write that
-    only removes chunks), ``ann_epoch`` (a new one at a rebuild), and FTS5's own structure
-    record (``fts_data`` row 10; alone it is not enough: its write counter counts leaves
-    written by automerge and restarts at a ``delete-all``).
+    chunks). The key is ``index_state``, read in the search's own snapshot: what every
+    write that changes the chunks' words changes, from any process.
     """
 
     def __init__(self) -> None:
         self._state: tuple[object, ...] | None = None
         self._counts: dict[str, int] = {}
 
-    def of(self, db: Database, words: Sequence[str]) -> dict[str, int]:
-        """The number of chunks holding each of ``words`` (lowercase single tokens)."""
-        state = tuple(db.execute(_STATE)[0])
-        if state != self._state or len(self._counts) > MAX_WORDS:
+    def follow(self, state: tuple[object, ...]) -> None:
+        """Forget every count when ``state`` (this search's ``index_state``) is a new one."""
+        if state != self._state:
             self._state, self._counts = state, {}
+
+    def of(self, db: Database, words: Sequence[str]) -> dict[str, int]:
+        """The number of chunks holding each of ``words`` (lowercase single tokens) in the
+        state last followed."""
+        if len(self._counts) > MAX_WORDS:
+            self._counts = {}
         missing = sorted({w for w in words if w not in self._counts})
         if missing:
             marks = ", ".join("?" * len(missing))
@@ -183,24 +189,32 @@ def split_terms(terms: Sequence[str], docs: dict[str, int], total: int) -> Split
     return Split(essential, [t for t in terms if t in common], bound, essential_rows)
 
 
-def _best(
-    db: Database,
-    request: SearchRequest,
-    terms: list[str],
-    visible: str,
-    k: int,
-    docs: dict[str, int],
-    total: int,
-    shares: SearchShares,
-) -> list[SearchHit]:
-    split = split_terms(terms, docs, total)
+@dataclass(frozen=True)
+class _Plan:
+    """What every statement of one keyword search shares."""
+
+    request: SearchRequest
+    visible: str  # the caller's ACL expression
+    k: int
+    docs: dict[str, int]
+    total: int
+    shares: SearchShares
+    memory: SearchMemory | None
+
+
+def _best(db: Database, plan: _Plan, terms: list[str]) -> list[SearchHit]:
+    if plan.memory is not None:
+        ranks = plan.memory.ranked(db, terms, plan.visible, plan.k, plan.docs)
+        if ranks is not None:
+            return hit_rows(db, ranks)
+    split = split_terms(terms, plan.docs, plan.total)
     if split is not None:
-        share = shares.get(visible)
-        if (1.0 if share is None else share) * split.essential_rows >= VISIBLE_MARGIN * k:
-            hits = _by_essential(db, request, terms, split, visible, k, shares)
+        share = plan.shares.get(plan.visible)
+        if (1.0 if share is None else share) * split.essential_rows >= VISIBLE_MARGIN * plan.k:
+            hits = _by_essential(db, plan.request, terms, split, plan.visible, plan.k, plan.shares)
             if hits is not None:
                 return hits
-    return _ranked(db, terms, visible, k)
+    return _ranked(db, terms, plan.visible, plan.k)
 
 
 def _by_essential(

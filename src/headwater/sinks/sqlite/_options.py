@@ -8,7 +8,13 @@ from pydantic import Field
 
 from headwater.sinks.base import SinkOptions
 from headwater.sinks.sqlite._driver import DriverName
-from headwater.sinks.sqlite._search import CANDIDATES, EXACT_BELOW, VECTOR_COPIES_MB, WIDE_FROM
+from headwater.sinks.sqlite._search import (
+    CANDIDATES,
+    EXACT_BELOW,
+    SEARCH_MEMORY_MB,
+    VECTOR_COPIES_MB,
+    WIDE_FROM,
+)
 
 
 def generation_path(base: Path, generation: int) -> Path:
@@ -53,4 +59,12 @@ class SqliteOptions(SinkOptions):
         "(dimension + 8 bytes per chunk id) so that exact ranking reads only the chunks that "
         "can reach the top k; same results; 0, or an index needing more, ranks every "
         "visible chunk in SQL.",
+    )
+    search_memory_mb: int = Field(
+        default=SEARCH_MEMORY_MB,
+        ge=0,
+        description="Megabytes each open index may keep of the query words' posting lists, "
+        "its rows' lengths and the callers' visible ids, so that keyword search scores "
+        "bm25 in memory (same scores and order as FTS5) and vector search lists a caller's "
+        "chunks once until the index changes; 0 runs every search in SQL.",
     )

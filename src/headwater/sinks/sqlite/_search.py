@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # numpy and the codes load with the first vector search, not 
 
     from headwater.sinks.sqlite._ann import CodeCache, Codes, Ids
     from headwater.sinks.sqlite._copies import VectorCopies
+    from headwater.sinks.sqlite._postings import SearchMemory
 
 # The most vector hits one search returns (sqlite-vec's KNN limit, kept as the contract).
 MAX_VECTOR_K = 4096
@@ -55,6 +56,8 @@ EXACT_BELOW = 20_000
 CANDIDATES = 1_000
 # Default of the sink's `vector_copies_mb` option: the int8 copies' memory cap (`_copies`).
 VECTOR_COPIES_MB = 256
+# Default of the sink's `search_memory_mb` option: posting lists and ACL listings (`_postings`).
+SEARCH_MEMORY_MB = 256
 # Candidates per requested hit, when that is more than `candidates`.
 CANDIDATES_PER_HIT = 10
 # Gaps between requested sources probed by one statement.
@@ -63,6 +66,8 @@ PROBES = 200
 # sink's `wide_from` chunks (default WIDE_FROM), skips listing them.
 WIDE_SHARE = 0.5
 WIDE_FROM = 100_000
+# FTS5's structure record in ``fts_data`` (fts5Int.h: FTS5_STRUCTURE_ROWID).
+STRUCTURE_ROWID = 10
 # A token made only of these characters carries no word for the FTS5 tokenizer.
 _NO_WORD = re.compile(r"^[\W_]*$", re.UNICODE)
 # The most ACL expressions whose share of the index is remembered.
@@ -140,8 +145,10 @@ def vector_search(
     candidates: int,
     wide_from: int = WIDE_FROM,
     copies: VectorCopies | None = None,
+    memory: SearchMemory | None = None,
 ) -> list[SearchHit]:
-    """The ``k`` visible chunks nearest ``vector``; score is cosine similarity."""
+    """The ``k`` visible chunks nearest ``vector``; score is cosine similarity. ``memory``
+    keeps the visible ids listed per ACL expression until the index changes."""
     import numpy as np
 
     from headwater.sinks.sqlite._ann import quantize, shortlist, visible_ids
@@ -161,7 +168,11 @@ def vector_search(
             picked = _wide(db, request, codes, (query, floats), wanted, share)
             if picked is not None:
                 return _ranked_among(db, vector, picked, (copies, floats), k)
-        visible = visible_ids(db, match)
+        if memory is None:
+            visible = visible_ids(db, match)
+        else:
+            memory.follow(index_state(db))
+            visible = memory.visible(db, match)
         shares.remember(match, len(visible) / max(chunk_count(db), 1))
         if len(visible) <= exact_below:
             near = _narrowed(db, visible, (copies, floats), k)
@@ -209,6 +220,28 @@ _AMONG_LISTED = "vectors v WHERE v.id IN (SELECT value FROM json_each(?))"
 
 def _listed(ids: Ids) -> str:
     return "[" + ",".join(map(str, ids.tolist())) + "]"
+
+
+# What changes with every write of the chunks' words or ACL, from any process.
+_STATE = (
+    "SELECT "
+    + ", ".join(
+        f"(SELECT value FROM meta WHERE key = '{key}')"
+        for key in ("ann_epoch", "ann_version", "chunk_count")
+    )
+    + f", (SELECT block FROM fts_data WHERE id = {STRUCTURE_ROWID})"
+)
+
+
+def index_state(db: Database) -> tuple[object, ...]:
+    """What every write of the chunks' words or ACL changes, from any process:
+    ``ann_version`` (bumped by every write of a document with chunks, never lowered),
+    ``chunk_count`` (lowered by a write that only removes chunks), ``ann_epoch`` (new at a
+    rebuild) and FTS5's structure record (``fts_data`` row 10, rewritten by every
+    transaction that changes the full-text index, an ACL rewrite included; alone it is
+    not enough: its write counter counts automerge's leaves too and restarts at a
+    ``delete-all``). Read it in the search's own snapshot."""
+    return tuple(db.execute(_STATE)[0])
 
 
 def chunk_count(db: Database) -> int:

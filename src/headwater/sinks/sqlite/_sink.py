@@ -17,7 +17,7 @@ import json
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from headwater.clock import iso, utcnow
 from headwater.errors import ConfigError, FatalError
@@ -30,8 +30,9 @@ from headwater.sinks.base import (
     WriteOutcome,
 )
 from headwater.sinks.checks import check_unique_chunks
+from headwater.sinks.sqlite._caches import SearchCaches
 from headwater.sinks.sqlite._driver import Database, connect
-from headwater.sinks.sqlite._keyword import TermCounts, keyword_search
+from headwater.sinks.sqlite._keyword import keyword_search
 from headwater.sinks.sqlite._options import SqliteOptions, generation_path
 from headwater.sinks.sqlite._rows import plan_rows, write_rows
 from headwater.sinks.sqlite._schema import (
@@ -40,16 +41,10 @@ from headwater.sinks.sqlite._schema import (
     ensure_schema,
     src_text,
 )
-from headwater.sinks.sqlite._search import SearchShares, vector_search
+from headwater.sinks.sqlite._search import vector_search
 from headwater.types import Access, EmbeddedChunk, IndexDocument, SearchHit, SearchMode
 
-if TYPE_CHECKING:
-    from headwater.sinks.sqlite._ann import CodeCache
-    from headwater.sinks.sqlite._copies import VectorCopies
-
 INVENTORY_PAGE = 1000
-# The vector search of an open sink from which its int8 copies are loaded and used.
-COPIES_AFTER = 2
 
 
 def _consistent_count(chunks: int, vectors: int, codes: int) -> int:
@@ -81,33 +76,7 @@ class SqliteSink:
         except BaseException:
             self._db.close()
             raise
-        self._code_cache: CodeCache | None = None
-        self._copies: VectorCopies | None = None
-        self._vector_searches = 0
-        self._shares = SearchShares()
-        self._term_counts = TermCounts()
-
-    def _codes(self) -> CodeCache:
-        """The in-memory codes of this index (numpy and the codes load on first use)."""
-        if self._code_cache is None:
-            from headwater.sinks.sqlite._ann import CodeCache
-
-            self._code_cache = CodeCache(self.context.dimension)
-        return self._code_cache
-
-    def _vector_copies(self) -> VectorCopies | None:
-        """The int8 copies of this index's vectors; None when turned off, and for this
-        sink's first vector search: loading them reads every vector once, which pays in a
-        process that searches again (``serve``, a script), not in a one-shot ``search``."""
-        self._vector_searches += 1
-        if self._vector_searches < COPIES_AFTER:
-            return None
-        if self._copies is None and self.options.vector_copies_mb > 0:
-            from headwater.sinks.sqlite._copies import VectorCopies
-
-            budget = self.options.vector_copies_mb * 1024 * 1024
-            self._copies = VectorCopies(self.context.dimension, budget)
-        return self._copies
+        self._caches = SearchCaches(options, context.dimension)
 
     @property
     def driver(self) -> str:
@@ -266,12 +235,14 @@ class SqliteSink:
         """The visible hits of ``request`` by vector, keyword, or both fused."""
         if request.k <= 0:
             return []
-        if request.mode is SearchMode.KEYWORD:
-            return keyword_search(self._db, request, request.k, self._shares, self._term_counts)
+        caches = self._caches
+        if request.mode is SearchMode.KEYWORD or (
+            request.vector is None and request.mode is not SearchMode.VECTOR
+        ):
+            counts, memory = caches.term_counts, caches.memory()
+            return keyword_search(self._db, request, request.k, caches.shares, counts, memory)
         if request.vector is None:
-            if request.mode is SearchMode.VECTOR:
-                raise ConfigError("a vector search needs the query's vector; none was given")
-            return keyword_search(self._db, request, request.k, self._shares, self._term_counts)
+            raise ConfigError("a vector search needs the query's vector; none was given")
         if request.mode is not SearchMode.VECTOR:
             raise ConfigError(
                 f"a sink answers vector or keyword searches, not {request.mode.value!r}; "
@@ -281,12 +252,13 @@ class SqliteSink:
             self._db,
             request,
             self._query_blob(request.vector),
-            self._codes(),
-            self._shares,
+            caches.codes(),
+            caches.shares,
             exact_below=self.options.exact_below,
             candidates=self.options.candidates,
             wide_from=self.options.wide_from,
-            copies=self._vector_copies(),
+            copies=caches.copies(),
+            memory=caches.memory(),
         )
 
     def chunk_texts(self, document_id: str) -> list[str]:
