@@ -103,9 +103,17 @@ def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     # The phrase's words with only non-word characters between them, not inside a longer
     # word: what `" w1 w2 " in " ".join(words of the text)` asks, without listing the
     # text's words (a search checks some 160 chunks of ~900 characters).
+    # A text without each word somewhere cannot hold the phrase: most hits stop there,
+    # and the pattern is compiled only for a search where some hit might.
+    texts = [hit.text.casefold() for hit in hits]
+    maybe = [all(word in text for word in phrase) for text in texts]
+    if not any(maybe):
+        return list(hits)
     needle = re.compile(r"\W+".join(map(re.escape, phrase)) + r"(?!\w)")
     containing = [
-        hit for hit in hits if matches_at_word_start(needle, hit.text.casefold(), _WORD_CHAR)
+        hit
+        for hit, text, possible in zip(hits, texts, maybe, strict=True)
+        if possible and matches_at_word_start(needle, text, _WORD_CHAR)
     ]
     if not containing:
         return list(hits)

@@ -16,6 +16,7 @@ tokenizer sees them: runs of letters and digits, case and diacritics aside.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -64,18 +65,24 @@ def answering(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     if not wanted:
         return list(hits)
     # One of the words, not inside a longer word: for ASCII text what `words` would find,
-    # without listing every word of the chunk (the scan stops at the first).
-    alternatives = "|".join(map(re.escape, sorted(wanted, key=len, reverse=True)))
-    one_of = re.compile(rf"(?:{alternatives})(?![^\W_])")
-    return [
-        hit
-        for hit in hits
-        if (
-            matches_at_word_start(one_of, text.lower(), _WORD_CHAR)
-            if (text := f"{hit.text} {hit.title}").isascii()
-            else not wanted.isdisjoint(words(text))
-        )
-    ]
+    # without listing every word of the chunk (the scan stops at the first). One pattern
+    # a word, compiled once: the words of queries recur far more than their sets.
+    patterns = [_whole_word(word) for word in sorted(wanted)]
+
+    def holds_one(hit: SearchHit) -> bool:
+        text = f"{hit.text} {hit.title}"
+        if not text.isascii():
+            return not wanted.isdisjoint(words(text))
+        lowered = text.lower()
+        return any(matches_at_word_start(p, lowered, _WORD_CHAR) for p in patterns)
+
+    return [hit for hit in hits if holds_one(hit)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_word(word: str) -> re.Pattern[str]:
+    """``word`` not followed by a word character (the start is checked by the caller)."""
+    return re.compile(rf"{re.escape(word)}(?![^\W_])")
 
 
 def matches_at_word_start(needle: re.Pattern[str], text: str, word_char: re.Pattern[str]) -> bool:
