@@ -180,4 +180,11 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "        if self.options.search_memory_mb <= 0:",
         ("tests/sinks/test_sqlite_postings.py::test_a_one_shot_search_loads_nothing",),
     ),
+    Mutant(
+        "keyword-memory-loads-at-the-first-search-after-a-write",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        if self.searches < STEADY:\n",
+        "        if False:\n",
+        ("tests/sinks/test_sqlite_postings.py::test_a_one_shot_search_loads_nothing",),
+    ),
 ]

@@ -19,7 +19,7 @@ import pytest
 from headwater.scopes import scope_key
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink
 from headwater.sinks.sqlite import _keyword as keyword_module
-from headwater.sinks.sqlite._postings import SearchMemory, varints
+from headwater.sinks.sqlite._postings import STEADY, SearchMemory, varints
 from headwater.sinks.testing import ask, make_chunks, make_document, sink_context
 from headwater.types import Access, SearchHit, SearchMode
 
@@ -188,15 +188,25 @@ def test_memory_follows_another_process_writes(
 
 def test_a_one_shot_search_loads_nothing(tmp_path: Path) -> None:
     """The first search of an open sink runs in SQL (a `headwater search` process searches
-    once); the memory starts at the second, and answers alike."""
+    once), and so do the first keyword searches after a write; from the ``STEADY``-th
+    search of one state the memory answers, alike."""
     sink = SqliteSink(SqliteOptions(), sink_context(tmp_path))
     fill(sink, random.Random(4), 30)
     request = ask(SearchMode.KEYWORD, text="w1 w2", principals=["public"], k=5)
     first = hits(sink.search(request))
     assert sink._caches._memory is None
-    for _ in range(3):
+    for _ in range(STEADY - 1):
         assert hits(sink.search(request)) == first
-    assert sink._caches._memory is not None and "w1" in sink._caches._memory._postings
+    memory = sink._caches._memory
+    assert memory is not None and not memory._postings and memory._norms is None
+    assert hits(sink.search(request)) == first
+    assert "w1" in memory._postings
+    fill(sink, random.Random(5), 1, first=100)  # a write: a new state, nothing held
+    for _ in range(STEADY - 1):
+        sink.search(request)
+        assert not memory._postings and memory._norms is None
+    sink.search(request)
+    assert "w1" in memory._postings
     sink.close()
 
 
@@ -206,8 +216,8 @@ def test_past_its_budget_the_memory_answers_in_sql(tmp_path: Path) -> None:
     small = SearchMemory(budget=64)  # not even the rows' lengths fit
     request = ask(SearchMode.KEYWORD, text="w1 w9", principals=["public"], k=5)
     with sink._db.snapshot() as db:
-        small.follow(("state",), keyword=True)
-        small.follow(("state",), keyword=True)
+        for _ in range(STEADY):
+            small.follow(("state",), keyword=True)
         docs = {'"w1"': 1, '"w9"': 1}
         assert small.ranked(db, ['"w1"', '"w9"'], "acl : (x)", 5, docs) is None
     assert small._held <= 64

@@ -19,13 +19,14 @@ arithmetic (x86-64 builds contract nothing into fused multiply-adds) the scores 
 to the bit and the top ``k`` by (−score, rowid) is the SQL statement's answer.
 
 Everything is keyed on the index's state (``index_state``), which every write of the
-chunks' words or ACL from any process changes; a new state starts afresh. Loading costs
-about 0.55 µs a posting, so it is done only where it should pay: nothing at the first
-keyword search in a state (a one-shot ``search`` process, or a search between two writes,
-runs in SQL as before), then a word at once when it is rare (``LOAD_NOW`` rows or fewer)
-and otherwise at its second use in the state. A query runs here only when all its words
-are plain single tokens (what unicode61 keeps whole, lowercased) and all are loaded.
-``budget`` bytes cap what is held; past it the oldest words and listings go first.
+chunks' words or ACL from any process changes; a new state starts afresh. Loading is done
+only where it should pay: nothing in the first keyword searches of a state (``STEADY``:
+a one-shot ``search`` process, and an index written every few searches, search in SQL as
+before); then the row lengths (~30 ms per 100,000 chunks), and a word at once when it is
+rare (``LOAD_NOW`` rows or fewer), otherwise at its second use in the state (~0.12 µs a
+posting). A query runs here only when all its words are plain single tokens (what
+unicode61 keeps whole, lowercased) and all are loaded. ``budget`` bytes cap what is held;
+past it the oldest listings and words go first.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ AVERAGES_ROWID = 1
 COLUMNS = 4  # text, title, acl, src
 # Bytes a posting takes: its row id and its count, 8 bytes each.
 POSTING_BYTES = 16
+# The keyword search of one state from which the memory is used: the row lengths cost
+# ~30 ms per 100,000 chunks to read, a search in SQL 1.5–10 ms more than in memory, so an
+# index written between every few searches keeps searching in SQL.
+STEADY = 4
 # A word held in at most this many rows is loaded at its first use (about 2 ms).
 LOAD_NOW = 4_096
 # The most ACL listings kept for one state.
@@ -124,7 +129,10 @@ class SearchMemory:
         the full SQL statement orders them (rank is bm25, negated); None when this query
         runs in SQL. ``docs`` are the words' row counts (any column), for the cost."""
         words = [t[1:-1].lower() for t in terms]
-        if self.searches < 2 or not all(w.isascii() and w.isalnum() for w in words):
+        if not all(w.isascii() and w.isalnum() for w in words):
+            return None
+        if self.searches < STEADY:
+            self._asked.update(words)
             return None
         if not self._load(db, terms, docs):
             return None
