@@ -187,4 +187,13 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "        if False:\n",
         ("tests/sinks/test_sqlite_postings.py::test_a_one_shot_search_loads_nothing",),
     ),
+    Mutant(
+        "keyword-memory-scores-in-float32",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        ids, f = ids[keep], freqs[keep].astype(np.float64)\n",
+        "        ids, f = ids[keep], freqs[keep]\n",
+        (
+            "tests/sinks/test_sqlite_postings.py::test_memory_answers_what_fts5s_statement_answers[apsw]",
+        ),
+    ),
 ]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,8 @@ from headwater.sinks.sqlite._ann import Ids, visible_ids
 from headwater.sinks.sqlite._driver import Database
 
 Floats = npt.NDArray[np.float64]
+Rows = npt.NDArray[np.signedinteger[Any]]  # row ids: int32 below 2³¹, else int64
+Counts = npt.NDArray[np.float32]
 
 # bm25's constants in fts5_aux.c.
 K1 = 1.2
@@ -49,7 +52,7 @@ B = 0.75
 # FTS5's averages record in ``fts_data`` (fts5Int.h: FTS5_AVERAGES_ROWID) and its columns.
 AVERAGES_ROWID = 1
 COLUMNS = 4  # text, title, acl, src
-# Bytes a posting takes: its row id and its count, 8 bytes each.
+# Bytes a posting may take: its row id and its count (8 with row ids below 2³¹).
 POSTING_BYTES = 16
 # The keyword search of one state from which the memory is used: the row lengths cost
 # ~30 ms per 100,000 chunks to read, a search in SQL 1.5–10 ms more than in memory, so an
@@ -94,7 +97,7 @@ class SearchMemory:
         self.searches = 0  # keyword searches in this state
         self._norms: Floats | None = None  # k1 × ((1 − b) + (b × D) / avgdl), by rowid
         self._rows = 0  # FTS5's row count
-        self._postings: OrderedDict[str, tuple[Ids, Floats]] = OrderedDict()
+        self._postings: OrderedDict[str, tuple[Rows, Counts]] = OrderedDict()
         self._asked: set[str] = set()
         self._listings: OrderedDict[str, Ids] = OrderedDict()
         self._held = 0
@@ -149,7 +152,7 @@ class SearchMemory:
         rows = np.flatnonzero(held)
         return _best(rows, score[rows], k)
 
-    def _scores(self, norms: Floats, seen: npt.NDArray[np.bool_], word: str) -> tuple[Ids, Floats]:
+    def _scores(self, norms: Floats, seen: npt.NDArray[np.bool_], word: str) -> tuple[Rows, Floats]:
         """The visible rows holding ``word`` and what it adds to each one's score."""
         ids, freqs = self._postings[word]
         self._postings.move_to_end(word)
@@ -158,8 +161,8 @@ class SearchMemory:
         if idf <= 0.0:
             idf = 1e-6
         keep = seen[ids]
-        ids, freqs = ids[keep], freqs[keep]
-        return ids, idf * ((freqs * (K1 + 1.0)) / (freqs + norms[ids]))
+        ids, f = ids[keep], freqs[keep].astype(np.float64)
+        return ids, idf * ((f * (K1 + 1.0)) / (f + norms[ids]))
 
     def _load(self, db: Database, terms: Sequence[str], docs: dict[str, int]) -> bool:
         """Load what this query needs and should pay for; True when all of it is here."""
@@ -222,17 +225,20 @@ class SearchMemory:
         self._held -= dropped.nbytes
 
 
-def _postings(listed: str) -> tuple[Ids, Floats]:
+def _postings(listed: str) -> tuple[Rows, Counts]:
     """The distinct rows of a word's occurrences (one row id each) and how often each
     holds it."""
     rows = np.fromstring(listed, dtype=np.int64, sep=",")
     if not len(rows):
-        return rows, np.zeros(0, np.float64)
+        return rows, np.zeros(0, np.float32)
     if len(rows) > 1 and bool(np.any(rows[1:] < rows[:-1])):
         rows = np.sort(rows)  # fts5vocab lists them in row order; never trusted blindly
     starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
-    counts = np.diff(np.concatenate([starts, [len(rows)]])).astype(np.float64)
-    return rows[starts], counts
+    # 8 bytes a posting, not 16: row ids below 2³¹ as int32, counts as float32 (exact up
+    # to 2²⁴ occurrences; widened to float64 before any arithmetic)
+    counts = np.diff(np.concatenate([starts, [len(rows)]])).astype(np.float32)
+    distinct = rows[starts]
+    return (distinct.astype(np.int32) if distinct[-1] < 2**31 else distinct), counts
 
 
 def _best(rows: Ids, score: Floats, k: int) -> list[tuple[float, int]]:
