@@ -261,8 +261,8 @@ ACCESS_MUTANTS: list[Mutant] = [
     Mutant(
         "keyword-memory-keeps-what-it-held-after-another-process-wrote",
         "src/headwater/sinks/sqlite/_postings.py",
-        "        if state != self._state:\n            self._state = state\n            self._clear()\n",
-        "        if self._state is None:\n            self._state = state\n            self._clear()\n",
+        "        if state != self._state:\n            self._state, self._since = state, self._clock()\n",
+        "        if self._state is None:\n            self._state, self._since = state, self._clock()\n",
         ("tests/sinks/test_sqlite_postings.py::test_memory_follows_another_process_writes[apsw]",),
     ),
 ]

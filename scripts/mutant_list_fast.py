@@ -183,8 +183,8 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     Mutant(
         "keyword-memory-loads-at-the-first-search-after-a-write",
         "src/headwater/sinks/sqlite/_postings.py",
-        "        if self.searches < STEADY:\n",
-        "        if False:\n",
+        "        if self.searches < STEADY or self._clock() - self._since < self.settle_s:\n",
+        "        if self._clock() - self._since < self.settle_s:\n",
         ("tests/sinks/test_sqlite_postings.py::test_a_one_shot_search_loads_nothing",),
     ),
     Mutant(
@@ -194,6 +194,15 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "        ids, f = ids[keep], freqs[keep]\n",
         (
             "tests/sinks/test_sqlite_postings.py::test_memory_answers_what_fts5s_statement_answers[apsw]",
+        ),
+    ),
+    Mutant(
+        "keyword-memory-loads-before-the-index-state-settles",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        if self.searches < STEADY or self._clock() - self._since < self.settle_s:\n",
+        "        if self.searches < STEADY:\n",
+        (
+            "tests/sinks/test_sqlite_postings.py::test_nothing_loads_until_the_index_state_has_settled",
         ),
     ),
 ]

@@ -19,7 +19,10 @@ import pytest
 from headwater.scopes import scope_key
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink
 from headwater.sinks.sqlite import _keyword as keyword_module
+from headwater.sinks.sqlite import _postings as postings
 from headwater.sinks.sqlite._postings import STEADY, SearchMemory, varints
+from headwater.sinks.sqlite._schema import principal_token
+from headwater.sinks.sqlite._search import index_state
 from headwater.sinks.testing import ask, make_chunks, make_document, sink_context
 from headwater.types import Access, SearchHit, SearchMode
 
@@ -73,6 +76,12 @@ def keyword(text: str, rng: random.Random) -> object:
         sources=rng.choice([None, ["s1"], ["s1", "s2"]]),
         scopes=rng.choice([None, None, [scope_key("s1", "a")], [scope_key("s2", "a/b")]]),
     )
+
+
+@pytest.fixture(autouse=True)
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every index state counts as settled at once (``SETTLE_S``: tested on its own)."""
+    monkeypatch.setattr(postings, "SETTLE_S", 0.0)
 
 
 @pytest.fixture(params=["apsw", "pysqlite3"])
@@ -207,6 +216,39 @@ def test_a_one_shot_search_loads_nothing(tmp_path: Path) -> None:
         assert not memory._postings and memory._norms is None
     sink.search(request)
     assert "w1" in memory._postings
+    sink.close()
+
+
+def test_nothing_loads_until_the_index_state_has_settled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under writes every few seconds the memory would drop what it loaded before it paid
+    back: a state is used only once it is ``SETTLE_S`` seconds old, as this memory's clock
+    tells, and a new state starts the wait again."""
+    monkeypatch.setattr(postings, "SETTLE_S", 10.0)
+    sink = SqliteSink(SqliteOptions(), sink_context(tmp_path))
+    fill(sink, random.Random(6), 20)
+    now = [100.0]
+    memory = SearchMemory(budget=1 << 20, clock=lambda: now[0])
+    terms, docs = ['"w1"'], {'"w1"': 1}
+    match = "acl : (" + " OR ".join(principal_token(p) for p in ["public"]) + ")"
+
+    def ask_once() -> object:
+        with sink._db.snapshot() as db:
+            memory.follow(index_state(db), keyword=True)
+            return memory.ranked(db, terms, match, 5, docs)
+
+    for _ in range(STEADY + 2):
+        assert ask_once() is None
+    now[0] += 9.9
+    assert ask_once() is None and memory._norms is None
+    now[0] += 0.2
+    assert ask_once()
+    fill(sink, random.Random(7), 1, first=50)  # a new state: the wait starts again
+    for _ in range(STEADY + 2):
+        assert ask_once() is None
+    now[0] += 10.0
+    assert ask_once()
     sink.close()
 
 
