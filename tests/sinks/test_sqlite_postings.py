@@ -262,6 +262,8 @@ def test_past_its_budget_the_memory_answers_in_sql(tmp_path: Path) -> None:
             small.follow(("state",), keyword=True)
         docs = {'"w1"': 1, '"w9"': 1}
         assert small.ranked(db, ['"w1"', '"w9"'], "acl : (x)", 5, docs) is None
+        assert small._unusable  # not read again in this state
+        assert small.ranked(db, ['"w1"'], "acl : (x)", 5, docs) is None
     assert small._held <= 64
     off = SqliteSink(SqliteOptions(search_memory_mb=0), sink_context(tmp_path))
     for _ in range(3):

@@ -104,6 +104,7 @@ class SearchMemory:
     def _clear(self) -> None:
         self.searches = 0  # keyword searches in this state
         self._norms: Floats | None = None  # k1 × ((1 − b) + (b × D) / avgdl), by rowid
+        self._unusable = False  # this state's row lengths do not fit: SQL until a new one
         self._rows = 0  # FTS5's row count
         self._postings: OrderedDict[str, tuple[Rows, Counts]] = OrderedDict()
         self._asked: set[str] = set()
@@ -145,6 +146,8 @@ class SearchMemory:
         if self.searches < STEADY or self._clock() - self._since < self.settle_s:
             self._asked.update(words)
             return None
+        if self._unusable:
+            return None
         if not self._load(db, terms, docs):
             return None
         norms = self._norms
@@ -183,6 +186,7 @@ class SearchMemory:
         if len(due) < len(wanted):
             return False
         if wanted and self._norms is None and not self._load_norms(db):
+            self._unusable = True
             return False
         if wanted:
             db.execute(_INSTANCES)
