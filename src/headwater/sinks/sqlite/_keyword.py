@@ -29,6 +29,10 @@ index, remembered from earlier searches in ``SearchShares``).
 A word found in more than half the chunks has a bm25 idf of ~0 (FTS5 clamps it to 1e-6)
 yet makes the query touch every row, so it is left out first; the full query runs only
 when the rest finds fewer than ``k`` visible chunks.
+
+An open index that has kept the query's posting lists scores each of those statements
+itself, to the bit, without the split (``_postings``); the split and the statements run
+in SQL until then, and for queries it cannot score.
 """
 
 from __future__ import annotations
