@@ -205,4 +205,13 @@ FAST_PATH_MUTANTS: list[Mutant] = [
             "tests/sinks/test_sqlite_postings.py::test_nothing_loads_until_the_index_state_has_settled",
         ),
     ),
+    Mutant(
+        "keyword-memory-scores-words-fts5-splits-or-folds",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        if not all(w.isascii() and w.isalnum() for w in words):\n",
+        "        if False:\n",
+        (
+            "tests/sinks/test_sqlite_postings.py::test_memory_answers_what_fts5s_statement_answers[apsw]",
+        ),
+    ),
 ]
