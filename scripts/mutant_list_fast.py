@@ -214,4 +214,31 @@ FAST_PATH_MUTANTS: list[Mutant] = [
             "tests/sinks/test_sqlite_postings.py::test_memory_answers_what_fts5s_statement_answers[apsw]",
         ),
     ),
+    Mutant(
+        "a-range-of-ids-gives-rows-not-asked",
+        "src/headwater/manifest/lookups.py",
+        "    return [row for row in rows if row[key] in asked]\n",
+        "    return list(rows)\n",
+        (
+            "tests/core/test_noop_fast_rows.py::test_ids_close_together_or_far_apart_find_exactly_their_rows[sqlite]",
+        ),
+    ),
+    Mutant(
+        "a-range-of-ids-far-apart-is-read-whole",
+        "src/headwater/manifest/lookups.py",
+        "    if len(rows) >= limit:\n        return None\n",
+        "",
+        (
+            "tests/core/test_noop_fast_rows.py::test_ids_close_together_or_far_apart_find_exactly_their_rows[sqlite]",
+        ),
+    ),
+    Mutant(
+        "a-part-of-ids-is-never-read-as-a-range",
+        "src/headwater/manifest/lookups.py",
+        "    ranged = _range_sql(dialect, tuple(columns)) if listed else None\n",
+        "    ranged = None\n",
+        (
+            "tests/core/test_noop_fast_rows.py::test_ids_close_together_or_far_apart_find_exactly_their_rows[sqlite]",
+        ),
+    ),
 ]

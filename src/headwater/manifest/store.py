@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -138,22 +139,23 @@ class Manifest:
         self, source_id: str, object_ids: Sequence[str]
     ) -> dict[str, DocumentRecord]:
         """The documents of these object ids in ``source_id``, by object id."""
-        found: dict[str, DocumentRecord] = {}
-        for row in rows_by_object_ids(self.engine, source_id, object_ids, RECORD_COLUMNS):
-            record = DocumentRecord.from_values(row)
-            found[record.object_id] = record
-        return found
+        rows = self.rows_by_object_ids(source_id, object_ids, RECORD_COLUMNS, listed=False)
+        return {r.object_id: r for r in map(DocumentRecord.from_values, rows)}
 
     def fields_by_object_ids(
         self, source_id: str, object_ids: Sequence[str]
     ) -> dict[str, DocumentFields]:
         """``documents_by_object_ids`` without the rows' timestamps: what the sync gates
         decide from (a no-op re-sync reads one per object it lists)."""
-        found: dict[str, DocumentFields] = {}
-        for row in rows_by_object_ids(self.engine, source_id, object_ids, FIELD_COLUMNS):
-            record = DocumentFields.from_fields(row)
-            found[record.object_id] = record
-        return found
+        rows = self.rows_by_object_ids(source_id, object_ids, FIELD_COLUMNS, listed=False)
+        return {r.object_id: r for r in map(DocumentFields.from_fields, rows)}
+
+    def rows_by_object_ids(
+        self, source_id: str, object_ids: Sequence[str], columns: Sequence[str], *, listed: bool
+    ) -> Iterator[Sequence[Any]]:
+        """The ``columns`` of these object ids' rows in ``source_id``, as tuples
+        (``listed``: ids in about the index's order, ``lookups.rows_by_object_ids``)."""
+        return rows_by_object_ids(self.engine, source_id, object_ids, columns, listed=listed)
 
     def documents_by_ids(self, document_ids: Sequence[str]) -> dict[str, DocumentRecord]:
         """The documents with these ids, by document id."""
