@@ -215,6 +215,77 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
+        "held-as-listed-ignores-the-acl",
+        "src/headwater/sync/held.py",
+        "            if row[1:7] == values and (not title or title == row[7]):\n",
+        "            if row[1:6] == values[:5] and (not title or title == row[7]):\n",
+        (
+            "tests/core/test_held_as_listed.py::test_each_way_a_document_differs_is_left_to_the_gates[sqlite]",
+            "tests/core/test_held_as_listed.py::test_a_random_batch_skips_exactly_what_the_gates_leave_unchanged[postgres]",
+        ),
+    ),
+    Mutant(
+        "held-as-listed-ignores-the-listed-title",
+        "src/headwater/sync/held.py",
+        "            if row[1:7] == values and (not title or title == row[7]):\n",
+        "            if row[1:7] == values:\n",
+        (
+            "tests/core/test_held_as_listed.py::test_each_way_a_document_differs_is_left_to_the_gates[sqlite]",
+        ),
+    ),
+    Mutant(
+        "held-as-listed-skips-a-dead-failure",
+        "src/headwater/sync/held.py",
+        "            if dead:\n",
+        "            if False:\n",
+        (
+            "tests/core/test_held_as_listed.py::test_each_way_a_document_differs_is_left_to_the_gates[sqlite]",
+        ),
+    ),
+    Mutant(
+        "held-as-listed-skips-what-the-rules-exclude",
+        "src/headwater/sync/held.py",
+        "            if rules is not None and rules.excludes(item, started):\n",
+        "            if False:\n",
+        (
+            "tests/core/test_held_as_listed.py::test_each_way_a_document_differs_is_left_to_the_gates[sqlite]",
+            "tests/core/test_held_as_listed.py::test_a_random_batch_skips_exactly_what_the_gates_leave_unchanged[postgres]",
+        ),
+    ),
+    Mutant(
+        "held-as-listed-skips-a-sequenced-document",
+        "src/headwater/sync/held.py",
+        "            if type(item) is not SourceDocument or item.sequence is not None:\n",
+        "            if type(item) is not SourceDocument:\n",
+        (
+            "tests/core/test_held_as_listed.py::test_each_way_a_document_differs_is_left_to_the_gates[sqlite]",
+        ),
+    ),
+    Mutant(
+        "held-as-listed-skips-a-metadata-only-document",
+        "src/headwater/sync/held.py",
+        '            if metadata.get("content") == UNAVAILABLE:\n',
+        "            if False:\n",
+        (
+            "tests/core/test_held_as_listed.py::test_each_way_a_document_differs_is_left_to_the_gates[sqlite]",
+        ),
+    ),
+    Mutant(
+        "held-as-listed-not-asked-by-the-runner",
+        "src/headwater/sync/runner.py",
+        "                held, part = self._held.split(part, self._known)"
+        " if self._held else ([], part)\n",
+        "                held: list[str] = []\n",
+        ("tests/core/test_held_as_listed.py::test_a_no_op_reads_no_full_row_of_an_unchanged_file",),
+    ),
+    Mutant(
+        "held-as-listed-asked-on-a-full-sync",
+        "src/headwater/sync/runner.py",
+        "        if not self._full:\n            self._held = HeldAsListed(",
+        "        if True:\n            self._held = HeldAsListed(",
+        ("tests/core/test_held_as_listed.py::test_a_no_op_reads_no_full_row_of_an_unchanged_file",),
+    ),
+    Mutant(
         "a-range-of-ids-gives-rows-not-asked",
         "src/headwater/manifest/lookups.py",
         "    return [row for row in rows if row[key] in asked]\n",

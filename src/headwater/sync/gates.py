@@ -197,6 +197,13 @@ class BatchBuilder(Batch):
             return Outcome.UNCHANGED
         return self._write(doc, record, checksum, signature, acl, metadata, title)
 
+    def add_held(self, object_ids: list[str]) -> None:
+        """Gate 1's skip of documents found held as listed before the gates (``sync.held``):
+        counted unchanged and marked seen, as ``_unchanged`` does one by one."""
+        self.counts.seen += len(object_ids)
+        self.counts.unchanged += len(object_ids)
+        self.commit.seen_objects.extend(object_ids)
+
     def _unchanged(self, record: DocumentFields) -> Outcome:
         """Gate 1's skip: the object was listed, its row stays as it is."""
         self.commit.seen_objects.append(record.object_id)

@@ -80,6 +80,10 @@ class ManifestVersions:
             read.clear()
         return found, unread
 
+    def keeps_rows(self) -> bool:
+        """Whether rows ``many`` read wait for the gates (the connector asked of a page)."""
+        return bool(self._read)
+
     def _hint(self, version: str | None) -> str | None:
         # Known, but a full sync proves nothing by hint: "" asks for no conditional request
         # (no 304), while "known at all" checks (a 404 is a delete) still hold.

@@ -21,7 +21,7 @@ from headwater.connectors.base import Connector, Enumerating, ExpectingTotal, La
 from headwater.errors import Cancelled, HeadwaterError, LeaseLost, TransientError
 from headwater.manifest.content import ContentStore
 from headwater.manifest.leases import LEASE_SECONDS, Heartbeat, Lease
-from headwater.manifest.records import ACTIVE, DocumentFields, RunCounts
+from headwater.manifest.records import ACTIVE, RunCounts
 from headwater.manifest.runs import (
     CANCELLED,
     COMPLETED_WITH_ERRORS,
@@ -35,6 +35,7 @@ from headwater.retry import call_with_retry
 from headwater.sync.decisions import INFERRED_DELETED, InferredDeletes, SourceIdentity
 from headwater.sync.garbage import fewer_collections
 from headwater.sync.gates import BatchBuilder
+from headwater.sync.held import HeldAsListed
 from headwater.sync.known import ManifestVersions
 from headwater.sync.phases import COMMIT, FETCH_PARSE, PRUNE, PhaseTimes
 from headwater.sync.prune import EXCLUDED_BY_CONFIG, Pruner, inferred_blocked_report
@@ -83,6 +84,7 @@ class SyncRunner:
         self._heartbeat: Heartbeat | None = None
         self._full = False
         self._known: ManifestVersions | None = None  # the reading run's, for its flushes
+        self._held: HeldAsListed | None = None  # gate 1 for a batch at once (not on --full)
         self._started = utcnow()
         self.phases = PhaseTimes()
         self.pruner = Pruner(
@@ -238,6 +240,8 @@ class SyncRunner:
         known = self._known = ManifestVersions(
             self.manifest, source.source_id, source.pipeline_version, full=self._full
         )
+        if not self._full:
+            self._held = HeldAsListed(self.manifest, source, self.settings.rules, self._started)
         stream = self.connector.read(window, checkpoint, known)
         pending: list[SourceItem] = []
         last_checkpoint: Checkpoint | None = None
@@ -294,7 +298,9 @@ class SyncRunner:
         for part in distinct_parts(items):
             with self.phases.measure(FETCH_PARSE):
                 staged = StagedContent(self.content_store)
+                held, part = self._held.split(part, self._known) if self._held else ([], part)
                 builder = self._builder(run_id, part, counts, options, staged)
+                builder.add_held(held)
                 for item in part:
                     if isinstance(item, SourceDocument):
                         if not (ruled and self._ruled_out(item, builder)):
@@ -348,14 +354,16 @@ class SyncRunner:
         ids += [i.document.object_id for i in items if isinstance(i, Failure) and i.document]
         # the rows the connector's questions read already (``known.many``), the rest now
         existing, unread = self._known.take(ids) if self._known else ({}, ids)
+        source = self.source
         if unread:
-            read = self.manifest.fields_by_object_ids(self.source.source_id, unread)
+            read = self.manifest.fields_by_object_ids(source.source_id, unread)
             existing = read if not existing else existing | read
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
-        # the document ids are computed only if the source has a dead entry at all
-        doc_ids = (_held_id(existing, o) or self.source.document_id(o) for o in ids)
-        dead = self.manifest.failures.dead_source_versions(doc_ids, self.source.source_id)
+        dead: dict[str, tuple[str | None, str]] = {}
+        if ids:  # the document ids are computed only if the source has a dead entry at all
+            docs = (r.document_id if (r := existing.get(o)) else source.document_id(o) for o in ids)
+            dead = self.manifest.failures.dead_source_versions(docs, source.source_id)
         fetch: Callable[[str], bytes] | None = None
         if isinstance(self.connector, LazyFetching):
             lazy = self.connector
@@ -391,9 +399,3 @@ class SyncRunner:
         self.manifest.ensure_source(self.source.source_id, self.source.source_type)
         with self._holding_lease(lease_seconds):
             return self.pruner.prune_only(dry_run=dry_run, force=force, progress=progress)
-
-
-def _held_id(existing: dict[str, DocumentFields], object_id: str) -> str | None:
-    """The document id of ``object_id``'s row, if the manifest holds one (no hash)."""
-    record = existing.get(object_id)
-    return record.document_id if record is not None else None
