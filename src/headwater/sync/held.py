@@ -47,10 +47,10 @@ HINT_COLUMNS = (
 
 # what a listed document must find in its row: (source_version, locator, metadata,
 # state, pipeline_version, acl) as stored, and the title it was listed with ("": any)
+Expected = tuple[tuple[str | None, str, str, str, str, str], str]
+
 # the distinct ACLs whose stored text is kept (a source's documents share a few)
 MAX_ACLS = 1024
-
-Expected = tuple[tuple[str | None, str, str, str, str, str], str]
 
 
 class HeldAsListed:
@@ -79,7 +79,8 @@ class HeldAsListed:
         held = self._held(expected)
         if not held:
             return [], items
-        return list(held), [i for i in items if getattr(i, "object_id", None) not in held]
+        listed = [o for o in expected if o in held]  # in the listing's order
+        return listed, [i for i in items if getattr(i, "object_id", None) not in held]
 
     def _expected(self, items: list[SourceItem]) -> dict[str, Expected]:
         """What each plain document of ``items`` must find in its row, by object id."""
