@@ -76,19 +76,19 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         ),
     ),
     Mutant(
-        "the-gates-read-the-rows-again",
-        "src/headwater/sync/runner.py",
-        "        existing, unread = self._known.take(ids) if self._known else ({}, ids)",
-        "        existing, unread = {}, ids",
+        "the-check-reads-the-rows-again",
+        "src/headwater/sync/held.py",
+        "        if known is not None and known.keeps_rows():\n",
+        "        if False:\n",
         ("tests/core/test_known_rows_reused.py::test_a_no_op_reads_each_page_of_rows_once",),
     ),
     Mutant(
         "kept-rows-have-no-bound",
         "src/headwater/sync/known.py",
-        "        keep = len(read) + len(object_ids) <= KEPT",
+        "        keep = not self.full and len(read) + len(object_ids) <= KEPT",
         "        keep = True",
         (
-            "tests/core/test_known_rows_reused.py::test_a_page_larger_than_what_is_kept_is_read_again_by_the_gates",
+            "tests/core/test_known_rows_reused.py::test_a_page_larger_than_what_is_kept_is_read_again_at_the_flush",
         ),
     ),
     Mutant(

@@ -27,6 +27,7 @@ from headwater.manifest.store import Manifest
 from headwater.sync.decisions import SourceIdentity, signature_of
 from headwater.sync.gates import BatchBuilder, Outcome
 from headwater.sync.held import HeldAsListed
+from headwater.sync.known import ManifestVersions
 from headwater.sync.rules import RuleSet
 from headwater.types import Access, MetadataValue, SourceDocument
 from headwater.workspace import Workspace
@@ -212,6 +213,12 @@ def test_a_random_batch_skips_exactly_what_the_gates_leave_unchanged(
         held, _ = HeldAsListed(manifest, SOURCE, RULES, NOW).split(list(docs), None)
         quiet = _gates_quiet(manifest, docs, tmp_path)
         assert set(held) == quiet
+        # the same from the rows a connector's version questions read and kept
+        known = ManifestVersions(manifest, "s", "pv", full=False)
+        asked = [d.object_id for d in docs[:300]]
+        known.many(asked)
+        kept, _ = HeldAsListed(manifest, SOURCE, RULES, NOW).split(list(docs), known)
+        assert kept == held and known.take(asked)[0] == {}  # each kept row given once
         assert 0.4 < len(quiet) / len(docs) < 0.8  # the mix holds both kinds
     finally:
         manifest.close()

@@ -1,10 +1,12 @@
-"""The rows a connector's version questions read are the rows the gates decide from.
+"""The rows a connector's version questions read are the rows the flush decides from.
 
 ``sync/known.py``: ``KnownVersions.many`` reads the manifest rows of a page of objects
-and keeps them; the batch's flush takes them instead of reading the same rows again (a
-no-op of a SQL table read each row twice). What must hold: the rows are read once per
-page; a kept row is given once, so an object listed twice in one run, written by the
-first listing's batch, is decided the second time from what that batch wrote.
+(the columns gate 1 compares) and keeps them; the batch's check of documents held as
+listed (``sync/held.py``) takes them instead of reading the same rows again (a no-op of a
+SQL table read each row twice). What must hold: the rows are read once per page; a kept
+row is given once, so an object listed twice in one run, written by the first listing's
+batch, is decided the second time from what that batch wrote, even when it is listed
+again as the kept row held it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class PagedConnector:
     capabilities: ClassVar[ConnectorCapabilities] = ConnectorCapabilities(windowed=False)
     Options: ClassVar[type[PagedOptions]] = PagedOptions
 
+    always_content: ClassVar[bool] = False  # content even for a version the manifest holds
+
     def __init__(self, options: PagedOptions, context: SourceContext | None = None) -> None:
         self.pages = PAGES[options.name]
 
@@ -66,7 +70,9 @@ class PagedConnector:
                     locator=f"paged://{object_id}",
                     title=object_id,
                     version=text,
-                    content=None if asked.get(object_id) == text else text.encode(),
+                    content=None
+                    if asked.get(object_id) == text and not self.always_content
+                    else text.encode(),
                     media_type="text/plain",
                 )
             if number + 1 < len(self.pages):
@@ -106,20 +112,24 @@ def _no_op_lookups(tmp_path: Path, name: str, pages: int) -> tuple[int, int]:
     return report.runs[0].counts.unchanged, len(seen)
 
 
+class ContentAlways(PagedConnector):
+    always_content = True
+
+
 def test_an_object_listed_twice_is_decided_from_what_its_first_batch_wrote(
     tmp_path: Path,
 ) -> None:
     PAGES["twice"] = [[("a", "one"), ("b", "one")]]
     config = _workspace(tmp_path, "twice")
-    with Workspace.open(config, connector_types={"paged": PagedConnector}) as ws:
+    with Workspace.open(config, connector_types={"paged": ContentAlways}) as ws:
         ws.sync(index=False)
-        # "a" changes on page 0 and again on page 1; page 1's versions are asked (and its
-        # row read) before page 0's batch writes "a"
-        PAGES["twice"] = [[("a", "two"), ("b", "one")], [("a", "three")]]
+        # "a" changes on page 0 and back on page 1; page 1's versions are asked (and its
+        # row read, at "one") before page 0's batch writes "a" at "two"
+        PAGES["twice"] = [[("a", "two"), ("b", "one")], [("a", "one")]]
         report = ws.sync(index=False)
         row = ws.document(source="paged", object_id="a")
     assert report.runs[0].counts.changed == 2
-    assert row["source_version"] == "three"
+    assert row["source_version"] == "one"
     assert row["revision"] == 3
 
 
@@ -129,7 +139,7 @@ def test_a_no_op_reads_each_page_of_rows_once(tmp_path: Path) -> None:
     assert lookups == 4  # one read of each page's rows, by the connector's question
 
 
-def test_a_page_larger_than_what_is_kept_is_read_again_by_the_gates(
+def test_a_page_larger_than_what_is_kept_is_read_again_at_the_flush(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(known, "KEPT", 30)  # a page of 50 is more than is kept
@@ -144,5 +154,5 @@ def test_a_page_larger_than_what_is_kept_is_read_again_by_the_gates(
     monkeypatch.setattr(known.ManifestVersions, "many", counting)
     unchanged, lookups = _no_op_lookups(tmp_path, "large", pages=2)
     assert unchanged == 100  # the same decisions
-    assert lookups > 2  # the connector's two reads, then the gates' own
+    assert lookups > 2  # the connector's two reads, then the check's own
     assert held and max(held) <= 30

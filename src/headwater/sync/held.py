@@ -24,26 +24,12 @@ from headwater.errors import ConfigError
 from headwater.manifest.records import ACTIVE
 from headwater.manifest.store import Manifest
 from headwater.sync.decisions import SourceIdentity, stored_metadata_json
-from headwater.sync.known import ManifestVersions
+from headwater.sync.known import HINT_COLUMNS, HintRow, ManifestVersions
 from headwater.sync.rules import RuleSet
 from headwater.sync.unavailable import UNAVAILABLE
 from headwater.types import Access, Failure, SourceDocument, SourceItem
 
-__all__ = ["HINT_COLUMNS", "HeldAsListed"]
-
-# The columns gate 1's skip compares, in the order the comparison reads them: the row's
-# [1:7] against a listed document's expected values, then its title, then its id.
-HINT_COLUMNS = (
-    "object_id",
-    "source_version",
-    "locator",
-    "metadata",
-    "state",
-    "pipeline_version",
-    "acl",
-    "title",
-    "document_id",
-)
+__all__ = ["HeldAsListed"]
 
 # what a listed document must find in its row: (source_version, locator, metadata,
 # state, pipeline_version, acl) as stored, and the title it was listed with ("": any)
@@ -69,14 +55,20 @@ class HeldAsListed:
         self, items: list[SourceItem], known: ManifestVersions | None
     ) -> tuple[list[str], list[SourceItem]]:
         """The object ids of ``items`` the manifest holds as listed, and the other items
-        (in their order) for the gates; none when the connector read their rows already
-        (``known.many``: the gates take those)."""
+        (in their order) for the gates. The rows the connector's questions read already
+        (``known.many``) are taken, each once, for every item, and compared; the others
+        are read now."""
+        kept: dict[str, HintRow] = {}
+        unread = None  # the ids the connector did not ask of; None: all of them
         if known is not None and known.keeps_rows():
-            return [], items
+            kept, unread = known.take(_object_ids(items))
         expected = self._expected(items)
         if not expected:
             return [], items
-        held = self._held(expected)
+        rows = [kept[o] for o in expected if o in kept]  # an id asked of with no row: new
+        asked = set(unread) if unread is not None else None
+        rows += self._rows([o for o in expected if asked is None or o in asked])
+        held = self._held(expected, rows)
         if not held:
             return [], items
         listed = [o for o in expected if o in held]  # in the listing's order
@@ -105,13 +97,20 @@ class HeldAsListed:
             expected[item.object_id] = (row, item.title or "")
         return expected
 
-    def _held(self, expected: dict[str, Expected]) -> set[str]:
-        """The ids of ``expected`` whose rows hold what is expected and have no dead
+    def _rows(self, ids: list[str]) -> list[HintRow]:
+        """The ``HINT_COLUMNS`` of these ids' rows; a listing comes about in the index's
+        order (a walk, a bucket's keys), so each part is read as a range if it can be."""
+        if not ids:
+            return []
+        rows = self.manifest.rows_by_object_ids(
+            self.source.source_id, ids, HINT_COLUMNS, listed=True
+        )
+        return list(rows)
+
+    def _held(self, expected: dict[str, Expected], rows: list[HintRow]) -> set[str]:
+        """The ids of ``expected`` whose ``rows`` hold what is expected and have no dead
         source-stage failure (a failure still dead at its version is the gates' to count)."""
         matched: dict[str, str] = {}  # object id -> document id
-        # a listing comes about in the index's order (a walk, a bucket's keys): ranges
-        source_id, ids = self.source.source_id, list(expected)
-        rows = self.manifest.rows_by_object_ids(source_id, ids, HINT_COLUMNS, listed=True)
         for row in rows:
             values, title = expected[row[0]]
             if row[1:7] == values and (not title or title == row[7]):
@@ -137,3 +136,10 @@ class HeldAsListed:
             except ConfigError:
                 texts[access] = None
         return texts[access]
+
+
+def _object_ids(items: list[SourceItem]) -> list[str]:
+    """Every object id ``items`` name: each item's, and a failure's stand-in's."""
+    ids = [i.object_id for i in items if hasattr(i, "object_id")]
+    ids += [i.document.object_id for i in items if isinstance(i, Failure) and i.document]
+    return ids

@@ -6,25 +6,43 @@ a time that is a manifest query per listed object; ``many`` answers a page of th
 query per 500 ids (``connectors.base.versions_of`` uses it where the caller has it). On a
 full sync a held hint is ``""``: known, but certifying nothing.
 
-The rows ``many`` reads are the ones the sync gates decide the same objects from a moment
-later, so it keeps them and the runner ``take``s them at the batch's flush instead of
-reading them again (a no-op of a SQL table read each row twice). Each kept row is given
-once: an object listed twice in a run (an earlier batch may have written it since) is
-read again from the manifest, so what the gates see is never older than what they would
-read themselves (under the run's lease no other process writes the source's rows). At
-most ``KEPT`` rows are kept (a connector that asks of more objects at once, or of objects
-it never yields, costs a second read, not memory).
+The rows ``many`` reads (``HINT_COLUMNS``: what gate 1's skip compares) are the ones
+the batch's check of documents held as listed (``sync.held``) needs a moment later, so it
+keeps them and the check ``take``s them at the batch's flush instead of reading them
+again (a no-op of a SQL table read each row twice). Each kept row is given once: an
+object listed twice in a run (an earlier batch may have written it since) is read again
+from the manifest, so what is compared is never older than what the check would read
+itself (under the run's lease no other process writes the source's rows). At most
+``KEPT`` rows are kept (a connector that asks of more objects at once, or of objects it
+never yields, costs a second read, not memory); a full sync keeps none (nothing is
+skipped by hint there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from headwater.manifest.records import ACTIVE, DocumentFields
+from headwater.manifest.records import ACTIVE
 from headwater.manifest.store import Manifest
 
-# rows kept for the gates at most: a few batches' worth (one holds up to 4,096 items)
+# rows kept for the check at most: a few batches' worth (one holds up to 4,096 items)
 KEPT = 20_000
+
+# The columns gate 1's skip compares (``sync.held``), in the order it reads them: the
+# row's [1:7] against a listed document's expected values, then its title, then its id.
+HINT_COLUMNS = (
+    "object_id",
+    "source_version",
+    "locator",
+    "metadata",
+    "state",
+    "pipeline_version",
+    "acl",
+    "title",
+    "document_id",
+)
+HintRow = Sequence[Any]  # a row's HINT_COLUMNS, as the driver gives them
 
 
 class ManifestVersions:
@@ -37,8 +55,8 @@ class ManifestVersions:
         self.source_id = source_id
         self.pipeline_version = pipeline_version
         self.full = full
-        # the rows ``many`` read, by object id (None: no row), until the gates take them
-        self._read: dict[str, DocumentFields | None] = {}
+        # the rows ``many`` read, by object id (None: no row), until the check takes them
+        self._read: dict[str, HintRow | None] = {}
 
     def __call__(self, object_id: str) -> str | None:
         """The object's version hint (None: not held; ``""``: held, on a full sync)."""
@@ -48,28 +66,28 @@ class ManifestVersions:
     def many(self, object_ids: Sequence[str]) -> dict[str, str | None]:
         """``self(object_id)`` of every id, in one manifest query per 500 ids; the rows
         are kept for ``take``."""
-        rows = self.manifest.fields_by_object_ids(self.source_id, object_ids)
+        rows = self.manifest.rows_by_object_ids(
+            self.source_id, object_ids, HINT_COLUMNS, listed=False
+        )
+        found = {row[0]: row for row in rows}
         read, pipeline, hints = self._read, self.pipeline_version, {}
-        keep = len(read) + len(object_ids) <= KEPT  # else the gates read them again
+        # else the check reads them again; a full sync skips nothing by hint
+        keep = not self.full and len(read) + len(object_ids) <= KEPT
         for object_id in object_ids:
-            row = rows.get(object_id)
+            row = found.get(object_id)
             if keep:
                 read[object_id] = row
-            held = (
-                row.source_version
-                if row is not None and row.state == ACTIVE and row.pipeline_version == pipeline
-                else None
-            )
+            held = row[1] if row is not None and row[4] == ACTIVE and row[5] == pipeline else None
             hints[object_id] = self._hint(held)
         return hints
 
-    def take(self, object_ids: Sequence[str]) -> tuple[dict[str, DocumentFields], Sequence[str]]:
-        """The rows ``many`` read of these ids (each given once), by object id, and the ids
-        it did not read."""
+    def take(self, object_ids: Sequence[str]) -> tuple[dict[str, HintRow], list[str]]:
+        """The rows ``many`` read of these ids (each given once: taken, they are gone),
+        by object id, and the ids it did not read."""
         read = self._read
         if not read:  # a connector that never asks (a filesystem's): nothing to look for
-            return {}, object_ids
-        found: dict[str, DocumentFields] = {}
+            return {}, list(object_ids)
+        found: dict[str, HintRow] = {}
         unread: list[str] = []
         for object_id in object_ids:
             if object_id not in read:
@@ -81,7 +99,7 @@ class ManifestVersions:
         return found, unread
 
     def keeps_rows(self) -> bool:
-        """Whether rows ``many`` read wait for the gates (the connector asked of a page)."""
+        """Whether rows ``many`` read wait to be taken (the connector asked of a page)."""
         return bool(self._read)
 
     def _hint(self, version: str | None) -> str | None:

@@ -352,12 +352,8 @@ class SyncRunner:
         ids = [i.object_id for i in items if not isinstance(i, Checkpoint)]
         # a failure's stand-in (a container's member or the container) has a row too
         ids += [i.document.object_id for i in items if isinstance(i, Failure) and i.document]
-        # the rows the connector's questions read already (``known.many``), the rest now
-        existing, unread = self._known.take(ids) if self._known else ({}, ids)
         source = self.source
-        if unread:
-            read = self.manifest.fields_by_object_ids(source.source_id, unread)
-            existing = read if not existing else existing | read
+        existing = self.manifest.fields_by_object_ids(source.source_id, ids) if ids else {}
         deleted_ids = [r.document_id for r in existing.values() if r.state != "active"]
         tombs = self.manifest.tombstone_sequences(deleted_ids) if deleted_ids else {}
         dead: dict[str, tuple[str | None, str]] = {}
