@@ -281,8 +281,8 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     Mutant(
         "held-as-listed-asked-on-a-full-sync",
         "src/headwater/sync/runner.py",
-        "        if not self._full:\n            self._held = HeldAsListed(",
-        "        if True:\n            self._held = HeldAsListed(",
+        "        self._held = None if self._full else HeldAsListed(",
+        "        self._held = HeldAsListed(",
         ("tests/core/test_held_as_listed.py::test_a_no_op_reads_no_full_row_of_an_unchanged_file",),
     ),
     Mutant(

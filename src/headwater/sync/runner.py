@@ -240,8 +240,8 @@ class SyncRunner:
         known = self._known = ManifestVersions(
             self.manifest, source.source_id, source.pipeline_version, full=self._full
         )
-        if not self._full:
-            self._held = HeldAsListed(self.manifest, source, self.settings.rules, self._started)
+        rules, started = self.settings.rules, self._started
+        self._held = None if self._full else HeldAsListed(self.manifest, source, rules, started)
         stream = self.connector.read(window, checkpoint, known)
         pending: list[SourceItem] = []
         last_checkpoint: Checkpoint | None = None
