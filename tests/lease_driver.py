@@ -61,7 +61,9 @@ class SlowConnector:
             if object_id <= after:
                 continue
             if pause_at is not None and n == int(pause_at):
-                (self.markers / "paused").write_text(str(os.getpid()))
+                # written whole, then renamed: a waiter never reads it half written
+                (self.markers / "paused.tmp").write_text(str(os.getpid()))
+                (self.markers / "paused.tmp").replace(self.markers / "paused")
                 while not (self.markers / "release").exists():
                     time.sleep(0.05)
             yield SourceDocument(
