@@ -30,9 +30,9 @@ ACCESS_MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "the-manifest-gate-admits-a-deleted-document",
-        "src/headwater/manifest/store.py",
-        "            in_ids(docs.document_id, dialect), docs.state == ACTIVE\n",
-        "            in_ids(docs.document_id, dialect)\n",
+        "src/headwater/manifest/lookups.py",
+        "        in_ids(docs.document_id, dialect), docs.state == ACTIVE\n",
+        "        in_ids(docs.document_id, dialect)\n",
         (
             "tests/search/test_manifest_gate.py::test_a_deleted_document_is_not_returned_before_the_index_applies_it[keyword]",
         ),

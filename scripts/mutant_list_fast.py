@@ -93,7 +93,7 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "a-driver-error-while-fetching-lookup-rows-is-raised-raw",
-        "src/headwater/manifest/lookups.py",
+        "src/headwater/manifest/driver_sql.py",
         "    except conn.dialect.loaded_dbapi.Error:\n",
         "    except ZeroDivisionError:\n",
         (
@@ -310,6 +310,24 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "    ranged = None\n",
         (
             "tests/core/test_noop_fast_rows.py::test_ids_close_together_or_far_apart_find_exactly_their_rows[sqlite]",
+        ),
+    ),
+    Mutant(
+        "a-driver-statement-leaves-timestamps-as-stored",
+        "src/headwater/manifest/driver_sql.py",
+        "        if not any(self.results):\n            return rows\n",
+        "        return rows\n",
+        (
+            "tests/core/test_driver_sql.py::test_driver_statements_answer_what_sqlalchemy_answers[sqlite]",
+        ),
+    ),
+    Mutant(
+        "a-driver-statement-drops-the-literals-it-binds",
+        "src/headwater/manifest/driver_sql.py",
+        "            defaults[name] = bind.effective_value\n",
+        "            pass\n",
+        (
+            "tests/core/test_driver_sql.py::test_driver_statements_answer_what_sqlalchemy_answers[postgres]",
         ),
     ),
 ]

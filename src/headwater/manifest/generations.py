@@ -26,18 +26,19 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, Select, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from headwater.clock import utcnow
 from headwater.errors import ConfigError, NotFoundError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
+from headwater.manifest.driver_sql import driver_statement
 
 g = t.generations
 
@@ -94,7 +95,11 @@ class Generation:
     @classmethod
     def from_row(cls, row: Any) -> Generation:
         """The generation of a ``generations`` row."""
-        m = row._mapping
+        return cls.from_mapping(row._mapping)
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, Any]) -> Generation:
+        """The generation of a ``generations`` row given as column name → value."""
         return cls(
             index_name=m["index_name"],
             generation=int(m["generation"]),
@@ -105,6 +110,15 @@ class Generation:
             switched_at=m["switched_at"],
             problems=list(json.loads(m["problems"])),
         )
+
+
+def _live() -> Select[Any]:
+    """The live generation of the index named ``name`` (the first, should there be two)."""
+    return (
+        select(g)
+        .where(g.c.index_name == bindparam("name"), g.c.state == LIVE)
+        .order_by(g.c.generation)
+    )
 
 
 class Generations:
@@ -135,9 +149,14 @@ class Generations:
         return Generation.from_row(row)
 
     def live(self, index_name: str) -> Generation | None:
-        """The live generation of ``index_name``, or None."""
-        found = [x for x in self.all(index_name) if x.state == LIVE]
-        return found[0] if found else None
+        """The live generation of ``index_name``, or None (every search asks: compiled
+        once, ``driver_sql``)."""
+        query = driver_statement(self.engine.dialect, "live_generation", _live)
+        with self.engine.connect() as conn:
+            rows = query.rows(conn, {"name": index_name})
+        return (
+            Generation.from_mapping(dict(zip(g.c.keys(), rows[0], strict=True))) if rows else None
+        )
 
     def list(self, index_name: str | None = None) -> builtins.list[Generation]:
         """The same as ``all``."""

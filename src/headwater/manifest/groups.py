@@ -24,7 +24,9 @@ from sqlalchemy import Engine, Select, Table, and_, delete, insert, literal, sel
 from headwater.errors import ConfigError
 from headwater.manifest import schema as t
 from headwater.manifest.db import begin_write
+from headwater.manifest.driver_sql import driver_statement
 from headwater.manifest.leases import Lease, fence
+from headwater.manifest.lookups import bound_ids, in_ids
 from headwater.types import ListedGroup, normalize_identity
 
 INSERT_BATCH = 500
@@ -182,15 +184,12 @@ class GroupLedger:
         ``aliases``, all sources: direct memberships first, then the groups they are
         nested in, transitively (cycles and repeats are followed once)."""
         users = sorted({normalize_identity(u, "user") for u in (user, *aliases)})
-        gm = t.group_members
-        direct = (
-            select(gm.c.group_principal, gm.c.source_id, *_label_columns(), literal(None))
-            .select_from(_with_labels(gm))
-            .where(gm.c.member.in_(users))
-            .order_by(gm.c.source_id, gm.c.group_principal)
-        )
+        dialect = self.engine.dialect
+        # compiled once (``driver_sql``): every search asks, most callers have no group
+        direct = driver_statement(dialect, "groups_of", lambda: _direct(dialect.name))
+        parents = driver_statement(dialect, "group_parents", lambda: _parents(dialect.name))
         with self.engine.connect() as conn:
-            found = _unique(conn.execute(direct), set())
+            found = _unique(direct.rows(conn, {"ids": bound_ids(users, dialect.name)}), set())
             seen = {g.group for g in found}
             frontier = sorted(seen)
             for _ in range(MAX_NESTING):
@@ -198,9 +197,8 @@ class GroupLedger:
                     break
                 level: list[SyncedGroup] = []
                 for start in range(0, len(frontier), INSERT_BATCH):
-                    level += _unique(
-                        conn.execute(_parents(frontier[start : start + INSERT_BATCH])), seen
-                    )
+                    part = bound_ids(frontier[start : start + INSERT_BATCH], dialect.name)
+                    level += _unique(parents.rows(conn, {"ids": part}), seen)
                 found += level
                 frontier = sorted(g.group for g in level)
         return found
@@ -258,13 +256,26 @@ def _with_labels(table: Table) -> Any:
     )
 
 
-def _parents(children: list[str]) -> Select[Any]:
-    """The groups that ``children`` are nested in, with labels and the child."""
+def _direct(dialect: str) -> Select[Any]:
+    """The groups the users bound as ``ids`` (``lookups.in_ids``) are direct members of,
+    with labels (and no child)."""
+    gm = t.group_members
+    return (
+        select(gm.c.group_principal, gm.c.source_id, *_label_columns(), literal(None))
+        .select_from(_with_labels(gm))
+        .where(in_ids(gm.c.member, dialect))
+        .order_by(gm.c.source_id, gm.c.group_principal)
+    )
+
+
+def _parents(dialect: str) -> Select[Any]:
+    """The groups that the groups bound as ``ids`` are nested in, with labels and the
+    child."""
     gn = t.group_nesting
     return (
         select(gn.c.group_principal, gn.c.source_id, *_label_columns(), gn.c.member_group)
         .select_from(_with_labels(gn))
-        .where(gn.c.member_group.in_(children))
+        .where(in_ids(gn.c.member_group, dialect))
         .order_by(gn.c.source_id, gn.c.group_principal, gn.c.member_group)
     )
 

@@ -7,8 +7,8 @@ million. The part is bound as *one* parameter (``in_ids``): a JSON array that SQ
 ``json_each`` reads, an array that PostgreSQL's ``= ANY`` reads. An expanding ``IN``
 would render one placeholder per id on every execution, a few microseconds per id in
 Python, as much as SQLite's own lookup of the row. The sync gates' statement is compiled
-once per driver and run as driver SQL (``exec_driver_sql``), its rows fetched as the
-driver's tuples: SQLAlchemy's cache key of the ``select``, computed on every execution,
+once per driver and run as driver SQL, its rows fetched as the driver's tuples
+(``driver_sql``): SQLAlchemy's cache key of the ``select``, computed on every execution,
 cost another microsecond per row, and its ``Row`` objects 0.6 µs.
 """
 
@@ -23,7 +23,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.elements import ColumnElement
 
 from headwater.manifest import schema as t
+from headwater.manifest.driver_sql import driver_rows, driver_statement
 from headwater.manifest.prunes import CHUNK
+from headwater.manifest.records import ACTIVE
 
 
 def chunked(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
@@ -62,8 +64,9 @@ def rows_by_object_ids(
     ``listed``: the ids come about in the index's order (a walk, a bucket listing), so a
     part is first read as one range of the index (``_rows_in_range``)."""
     dialect = engine.dialect
-    raw = _driver_sql(dialect, tuple(columns))
-    query = _lookup(columns, dialect.name) if raw is None else None
+    lookup = driver_statement(
+        dialect, ("lookup", tuple(columns)), lambda: _lookup(columns, dialect.name)
+    )
     ranged = _range_sql(dialect, tuple(columns)) if listed else None
     with engine.connect() as conn:
         for part in chunked(list(object_ids)):
@@ -73,14 +76,18 @@ def rows_by_object_ids(
                     yield from found
                     continue
                 ranged = None  # the ids lie far apart in the index: each looked up from now
-            ids = bound_ids(part, dialect.name)
-            if query is not None:
-                yield from conn.execute(query, {"source": source_id, "ids": ids}).all()
-            else:
-                assert raw is not None
-                statement, positional = raw
-                params = (source_id, ids) if positional else {"source": source_id, "ids": ids}
-                yield from _driver_rows(conn, statement, params)
+            yield from lookup.rows(
+                conn, {"source": source_id, "ids": bound_ids(part, dialect.name)}
+            )
+
+
+def active_acls(dialect: str) -> Select[Any]:
+    """``SELECT document_id, acl FROM documents WHERE document_id IN :ids`` and active:
+    the search gate's read (``Manifest.visible_to``)."""
+    docs = t.documents.c
+    return select(docs.document_id, docs.acl).where(
+        in_ids(docs.document_id, dialect), docs.state == ACTIVE
+    )
 
 
 def _rows_in_range(
@@ -89,26 +96,11 @@ def _rows_in_range(
     """The rows of ``part`` read as one range of the index, from its least id to its
     greatest; None when that range holds more than twice as many rows (ids far apart)."""
     limit = 2 * len(part) + 64
-    rows = _driver_rows(conn, statement, (source_id, min(part), max(part), limit))
+    rows = driver_rows(conn, statement, (source_id, min(part), max(part), limit))
     if len(rows) >= limit:
         return None
     asked = set(part)
     return [row for row in rows if row[key] in asked]
-
-
-def _driver_rows(conn: Connection, statement: str, params: Any) -> Sequence[Sequence[Any]]:
-    """The rows of driver SQL ``statement`` as the driver's own tuples, not SQLAlchemy
-    ``Row`` objects (0.6 µs a row of a no-op's lookup: the columns need no conversion,
-    ``_driver_sql``); a driver error while fetching is raised as SQLAlchemy raises it,
-    by fetching through SQLAlchemy once more."""
-    result = conn.exec_driver_sql(statement, params)
-    try:
-        rows: Sequence[Sequence[Any]] = result.cursor.fetchall()
-    except conn.dialect.loaded_dbapi.Error:
-        return conn.exec_driver_sql(statement, params).all()
-    finally:
-        result.close()
-    return rows
 
 
 def _lookup(columns: Sequence[str], dialect: str) -> Select[Any]:
@@ -119,35 +111,14 @@ def _lookup(columns: Sequence[str], dialect: str) -> Select[Any]:
     )
 
 
-def _driver_sql(dialect: Dialect, columns: tuple[str, ...]) -> tuple[str, bool] | None:
-    """``rows_by_object_ids``'s statement compiled for ``dialect``'s driver, and whether
-    its parameters are positional (``source``, then ``ids``) rather than named; None
-    where SQLAlchemy must run it: an expanding ``IN``, or a column whose values it
-    converts (SQLite's timestamps)."""
-    key = (dialect.name, dialect.driver, dialect.paramstyle, columns)
-    if key in _COMPILED:
-        return _COMPILED[key]
-    docs = t.documents.c
-    converted = any(
-        docs[name].type.dialect_impl(dialect).result_processor(dialect, None) is not None
-        for name in columns
-    )
-    found: tuple[str, bool] | None = None
-    if dialect.name in ("sqlite", "postgresql") and not converted:
-        compiled = _lookup(columns, dialect.name).compile(dialect=dialect)
-        assert not compiled.positional or compiled.positiontup == ["source", "ids"]
-        found = (str(compiled), bool(compiled.positional))
-    _COMPILED[key] = found
-    return found
-
-
 def _range_sql(dialect: Dialect, columns: tuple[str, ...]) -> str | None:
     """SQLite's statement of the rows whose object id lies between two ids, at most a
-    given number (parameters: source, first, last, limit); None elsewhere, or when the
-    object id is not among ``columns``. SQLite orders text by its bytes, as Python orders
-    ``str`` by code points (the same order for UTF-8): a part listed in about that order
-    (a walk, a bucket listing) is one short scan of the ``(source_id, object_id)`` index
-    rather than a descent per id, 30 % less time a row of a no-op's lookup."""
+    given number (parameters: source, first, last, limit); None elsewhere, when the
+    object id is not among ``columns``, or when a column needs converting. SQLite orders
+    text by its bytes, as Python orders ``str`` by code points (the same order for
+    UTF-8): a part listed in about that order (a walk, a bucket listing) is one short
+    scan of the ``(source_id, object_id)`` index rather than a descent per id, 30 % less
+    time a row of a no-op's lookup."""
     key = (dialect.name, dialect.driver, dialect.paramstyle, columns)
     if key not in _RANGES:
         _RANGES[key] = _compiled_range(dialect, columns)
@@ -156,9 +127,7 @@ def _range_sql(dialect: Dialect, columns: tuple[str, ...]) -> str | None:
 
 def _compiled_range(dialect: Dialect, columns: tuple[str, ...]) -> str | None:
     """``_range_sql``'s statement, compiled once per driver and columns."""
-    if _driver_sql(dialect, columns) is None or dialect.name != "sqlite":
-        return None
-    if "object_id" not in columns or dialect.paramstyle != "qmark":
+    if dialect.name != "sqlite" or "object_id" not in columns or dialect.paramstyle != "qmark":
         return None
     docs = t.documents.c
     query = (
@@ -166,11 +135,14 @@ def _compiled_range(dialect: Dialect, columns: tuple[str, ...]) -> str | None:
         .where(docs.source_id == bindparam("source"))
         .where(docs.object_id >= bindparam("first"), docs.object_id <= bindparam("last"))
     )
+    if any(
+        c.type.dialect_impl(dialect).result_processor(dialect, None) for c in query.selected_columns
+    ):
+        return None
     compiled = query.compile(dialect=dialect)
     assert compiled.positiontup == ["source", "first", "last"]
     return f"{compiled} LIMIT ?"
 
 
-# (dialect, driver, paramstyle, columns) -> the compiled lookup; a handful of entries
-_COMPILED: dict[tuple[str, str, str, tuple[str, ...]], tuple[str, bool] | None] = {}
-_RANGES: dict[tuple[str, str, str, tuple[str, ...]], str | None] = {}  # likewise, ranges
+# (dialect, driver, paramstyle, columns) -> the range statement; a handful of entries
+_RANGES: dict[tuple[str, str, str, tuple[str, ...]], str | None] = {}

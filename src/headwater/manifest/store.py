@@ -22,6 +22,7 @@ from headwater.manifest import schema as t
 from headwater.manifest.batch import write_batch
 from headwater.manifest.counts import DocumentCounts, lock_sources_of
 from headwater.manifest.db import begin_write, create_manifest_engine, migrate
+from headwater.manifest.driver_sql import driver_statement
 from headwater.manifest.failures import FailureLedger
 from headwater.manifest.generations import PREVIOUS, Generations, generation_key
 from headwater.manifest.groups import GroupLedger
@@ -29,7 +30,7 @@ from headwater.manifest.hints import HintQueue
 from headwater.manifest.index_state import IndexState
 from headwater.manifest.leases import Lease, fence
 from headwater.manifest.liveness import Liveness
-from headwater.manifest.lookups import bound_ids, chunked, in_ids, rows_by_object_ids
+from headwater.manifest.lookups import active_acls, bound_ids, chunked, rows_by_object_ids
 from headwater.manifest.outbox import Outbox
 from headwater.manifest.prunes import CHUNK as CHUNK  # rows per query, here as before
 from headwater.manifest.prunes import PruneLedger
@@ -177,15 +178,13 @@ class Manifest:
         pending or dead-lettered, an index restored from an old copy)."""
         wanted = set(principals)
         visible: set[str] = set()
-        dialect, docs = self.engine.dialect.name, t.documents.c
-        # the ids bound as one value (``lookups.in_ids``): an expanding IN rendered a
-        # placeholder per id on every search
-        query = select(docs.document_id, docs.acl).where(
-            in_ids(docs.document_id, dialect), docs.state == ACTIVE
-        )
+        dialect = self.engine.dialect
+        # the ids bound as one value (``lookups.in_ids``), the statement compiled once
+        # (``driver_sql``): SQLAlchemy's per-execution work cost more than the read
+        query = driver_statement(dialect, "visible_to", lambda: active_acls(dialect.name))
         with self.engine.connect() as conn:
             for part in chunked(list(dict.fromkeys(document_ids))):
-                rows = conn.execute(query, {"ids": bound_ids(part, dialect)}).all()
+                rows = query.rows(conn, {"ids": bound_ids(part, dialect.name)})
                 # an ACL decoded once per distinct text (``stored_acl``): documents share few
                 visible.update(doc for doc, acl in rows if not wanted.isdisjoint(stored_acl(acl)))
         return visible
