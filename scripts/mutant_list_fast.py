@@ -330,4 +330,27 @@ FAST_PATH_MUTANTS: list[Mutant] = [
             "tests/core/test_driver_sql.py::test_driver_statements_answer_what_sqlalchemy_answers[postgres]",
         ),
     ),
+    Mutant(
+        "the-gate-shows-hits-past-the-first-document-not-asked",
+        "src/headwater/search/results.py",
+        "        end = first_at[order[asked]] if asked < len(order) else len(hits)\n",
+        "        end = len(hits)\n",
+        ("tests/search/test_gate_in_rank_order.py",),
+    ),
+    Mutant(
+        "the-gate-asks-about-every-document",
+        "src/headwater/search/results.py",
+        "    asked, step = 0, 2 * k\n",
+        "    asked, step = 0, len(order)\n",
+        (
+            "tests/search/test_gate_in_rank_order.py::test_a_search_asks_the_manifest_about_the_first_documents_only",
+        ),
+    ),
+    Mutant(
+        "the-gate-stops-short-of-k-results",
+        "src/headwater/search/results.py",
+        "        if len(found) >= k or asked == len(order):\n",
+        "        if found or asked == len(order):\n",
+        ("tests/search/test_gate_in_rank_order.py",),
+    ),
 ]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     )
     from headwater.indexer.reconcile import ReconcileReport
     from headwater.reports import DocumentReport, StatusReport, SyncResult
-    from headwater.search.service import SearchResult
+    from headwater.search.results import SearchResult
     from headwater.sync.redrive import RedriveReport
     from headwater.sync.removal import RemovalReport
     from headwater.sync.report import PruneResult
@@ -53,7 +53,7 @@ _WHERE = {
     ),
     "headwater.indexer.reconcile": ("ReconcileReport",),
     "headwater.reports": ("DocumentReport", "StatusReport", "SyncResult"),
-    "headwater.search.service": ("SearchResult",),
+    "headwater.search.results": ("SearchResult",),
     "headwater.sync.redrive": ("RedriveReport",),
     "headwater.sync.removal": ("RemovalReport",),
     "headwater.sync.report": ("PruneResult",),

@@ -29,13 +29,8 @@ from headwater.reports import (
 from headwater.runtime import Runtime
 from headwater.scheduler.plans import schedule_status
 from headwater.scopes import Scope
-from headwater.search.service import (
-    SearchResult,
-    check_min_score,
-    expand_principals,
-    parse_mode,
-    run_search,
-)
+from headwater.search.results import SearchResult
+from headwater.search.service import check_min_score, expand_principals, parse_mode, run_search
 from headwater.search.tree import TreeReport, folder_tree
 from headwater.sync.fixes import SIZE_SETTINGS, FailureSummary, SourceFacts, summary_of
 from headwater.sync.removal import known_source_ids

@@ -39,7 +39,8 @@ from headwater.rebuilds.results import (
 )
 from headwater.reports import DocumentReport, StatusReport, SyncResult
 from headwater.scopes import Scope
-from headwater.search.service import CallerPrincipals, SearchResult, expand_principals
+from headwater.search.results import SearchResult
+from headwater.search.service import CallerPrincipals, expand_principals
 from headwater.search.tree import TreeReport
 from headwater.sync.fixes import FailureSummary
 from headwater.sync.group_push import delete_group, put_group

@@ -16,7 +16,7 @@ from headwater import Workspace
 from headwater.api.v1 import SearchRequest
 from headwater.errors import ConfigError
 from headwater.pipeline.embed.fake import FakeEmbedder
-from headwater.search.service import snippet, unescape_markdown
+from headwater.search.results import snippet, unescape_markdown
 from workspace_helpers import filesystem_source, write_config
 
 CLI = [sys.executable, "-m", "headwater.cli"]

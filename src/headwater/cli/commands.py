@@ -32,7 +32,8 @@ from headwater.scopes import Scope
 
 if TYPE_CHECKING:
     from headwater.reports import SyncResult
-    from headwater.search.service import CallerPrincipals, SearchResult
+    from headwater.search.results import SearchResult
+    from headwater.search.service import CallerPrincipals
 
 TEMPLATE = Path(__file__).with_name("init_template.toml")
 

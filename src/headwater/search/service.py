@@ -19,16 +19,15 @@ It takes the parts it uses (named sinks, an embedding function), never a Workspa
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from headwater.errors import ConfigError
-from headwater.jsonview import JsonView
 from headwater.scopes import Scope, scope_keys
 from headwater.search.aliases import IdentityAliases
 from headwater.search.fusion import DEFAULT_RRF_K, fuse, reciprocal_rank_fusion
+from headwater.search.results import SearchResult, admitted_first, shown
 from headwater.search.terms import answering
 from headwater.sinks.base import SearchRequest, Sink
 from headwater.types import SearchHit, SearchMode, caller_principals, normalize_identity
@@ -37,8 +36,6 @@ if TYPE_CHECKING:
     from headwater.manifest.groups import GroupLedger, SyncedGroup
 
 
-SNIPPET_CHARS = 240
-SCORE_DIGITS = 6  # a result's score is rounded to this many decimals
 OVERFETCH = 4  # chunks asked of the sink per document result wanted
 # The deepest list a search asks for when too few results came back (see run_search).
 MAX_WANTED = 16_384
@@ -47,79 +44,6 @@ MAX_DEPTH = 2**31 - 1
 
 # ``admitted(document_ids, principals)``: those the manifest lets these principals see.
 Admitted = Callable[[Sequence[str], Sequence[str]], set[str]]
-
-
-# A code span (kept as it is: a backslash inside one is literal), or a Markdown backslash
-# escape of ASCII punctuation (``malloc\_free\_fill``, as HTML reaches the text through
-# trafilatura's Markdown) whose backslash a reader should not see.
-_ESCAPE_OR_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1|\\([!-/:-@\[-`{-~])")
-
-
-def unescape_markdown(text: str) -> str:
-    """``text`` without Markdown backslash escapes outside code spans."""
-    return _ESCAPE_OR_CODE.sub(lambda m: m.group(2) if m.group(2) else m.group(0), text)
-
-
-def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
-    """A window of ``text`` around the first query term found, on word boundaries,
-    Markdown escapes removed (``chunk`` keeps the indexed text as it is)."""
-    flat = unescape_markdown(" ".join(text.split()))
-    if len(flat) <= width:
-        return flat
-    terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 2]
-    lower = flat.lower()
-    hit = min((lower.find(t) for t in terms if t in lower), default=0)
-    start = max(0, hit - width // 3)
-    if start:
-        start = flat.find(" ", start) + 1 or start
-    piece = flat[start : start + width]
-    if start + width < len(flat):
-        piece = piece.rsplit(" ", 1)[0] + " …"
-    return ("… " if start else "") + piece
-
-
-@dataclass(frozen=True, eq=False)
-class SearchResult(JsonView):
-    """One search result: a document's best chunk (or a chunk) with its snippet."""
-
-    document_id: str
-    title: str
-    locator: str
-    source: str
-    score: float
-    snippet: str
-    chunk: str
-    chunk_id: str
-    ordinal: int
-
-    @classmethod
-    def from_hit(cls, hit: SearchHit, query: str) -> SearchResult:
-        """The result for one sink hit of ``query``."""
-        return cls(
-            document_id=hit.document_id,
-            title=hit.title,
-            locator=hit.locator,
-            source=hit.source,
-            score=round(float(hit.score), SCORE_DIGITS),
-            snippet=snippet(hit.text, query),
-            chunk=hit.text,
-            chunk_id=hit.chunk_id,
-            ordinal=hit.ordinal,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """The result as the JSON ``headwater search --json`` prints."""
-        return {
-            "document_id": self.document_id,
-            "title": self.title,
-            "locator": self.locator,
-            "source": self.source,
-            "score": self.score,
-            "snippet": self.snippet,
-            "chunk": self.chunk,
-            "chunk_id": self.chunk_id,
-            "ordinal": self.ordinal,
-        }
 
 
 def check_min_score(min_score: float | None) -> None:
@@ -258,9 +182,17 @@ def run_search(
     wanted_k = max(k * OVERFETCH, 20) if per_document else k
     principals = caller_principals(user, groups, aliases)
     vectors = {n: embed(n, query) for n, _, m in plans if m is SearchMode.VECTOR}
-    below = False  # a hit fell below ``min_score``: deeper lists would add none above it
     checked: set[str] = set()  # document ids already put to ``admitted``
     visible: set[str] = set()  # those of them the caller may see
+
+    def gate(document_ids: Sequence[str]) -> set[str]:
+        assert admitted is not None
+        unknown = [d for d in document_ids if d not in checked]
+        if unknown:
+            visible.update(admitted(unknown, principals))
+            checked.update(unknown)
+        return visible
+
     while True:
         # Fused lists are asked twice as deep, so a chunk ranked low in one list can still
         # reach the top by its rank in another.
@@ -279,18 +211,11 @@ def run_search(
             )
             for name, sink, plan_mode in plans
         ]
-        hits = _fused(plans, lists, query, depth)
-        if admitted is not None:
-            unknown = [h.document_id for h in hits if h.document_id not in checked]
-            if unknown:
-                visible |= admitted(unknown, principals)
-                checked.update(unknown)
-            hits = [h for h in hits if h.document_id in visible]
-        if per_document:
-            hits = best_chunk_per_document(hits)
-        if min_score is not None:  # on the score as results show it (rounded)
-            below = any(round(h.score, SCORE_DIGITS) < min_score for h in hits)
-            hits = [h for h in hits if round(h.score, SCORE_DIGITS) >= min_score]
+        fused = _fused(plans, lists, query, depth)
+        if admitted is None:
+            hits, below = shown(fused, per_document, min_score)
+        else:
+            hits, below = admitted_first(fused, gate, k, per_document, min_score)
         # Too few results while some list may hold more (a few long documents took every
         # place, or function-word-only keyword hits were left out): ask deeper, so the
         # caller gets ``k`` whenever ``k`` visible results match.
@@ -364,14 +289,3 @@ def signal_only(
     kept whatever its score: each retriever found it."""
     both = {h.chunk_id for h in vector} & {h.chunk_id for h in keyword}
     return [hit for hit in fused if hit.score > 0.0 or hit.chunk_id in both]
-
-
-def best_chunk_per_document(hits: Sequence[SearchHit]) -> list[SearchHit]:
-    """Keep each document's best-ranked chunk, in rank order."""
-    seen: set[str] = set()
-    best = []
-    for hit in hits:
-        if hit.document_id not in seen:
-            seen.add(hit.document_id)
-            best.append(hit)
-    return best
