@@ -353,4 +353,22 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "        if found or asked == len(order):\n",
         ("tests/search/test_gate_in_rank_order.py",),
     ),
+    Mutant(
+        "two-list-fusion-misses-a-chunk-absent-from-one-list",
+        "src/headwater/search/fusion.py",
+        "        total = {c: 0.0 + w0 * s0.get(c, 0.0) + w1 * s1.get(c, 0.0) for c in first}\n",
+        "        total = {c: 0.0 + w0 * s0.get(c, 1.0) + w1 * s1.get(c, 0.0) for c in first}\n",
+        (
+            "tests/sinks/test_fusion.py::test_every_method_ranks_as_the_weighted_sum_with_ties_in_first_met_order",
+        ),
+    ),
+    Mutant(
+        "fusion-ranks-ties-in-last-met-order",
+        "src/headwater/search/fusion.py",
+        "    best = sorted(total, key=total.__getitem__, reverse=True)\n",
+        "    best = sorted(total, key=total.__getitem__)[::-1]\n",
+        (
+            "tests/sinks/test_fusion.py::test_every_method_ranks_as_the_weighted_sum_with_ties_in_first_met_order",
+        ),
+    ),
 ]

@@ -407,15 +407,10 @@ class SearchHit:
     source: str
 
     def rescored(self, score: float) -> SearchHit:
-        """The same hit with ``score`` (``dataclasses.replace`` without its field
-        introspection: fusion rescored ~160 hits a search at 8 µs each)."""
-        return SearchHit(
-            self.chunk_id,
-            self.document_id,
-            self.ordinal,
-            score,
-            self.text,
-            self.title,
-            self.locator,
-            self.source,
-        )
+        """The same hit with ``score``: a copy of its fields with the score replaced
+        (fusion rescores ~160 hits a search: ``dataclasses.replace`` took 8 µs each, the
+        frozen ``__init__`` 1 µs, this 0.5)."""
+        hit = object.__new__(SearchHit)
+        hit.__dict__.update(self.__dict__)
+        object.__setattr__(hit, "score", score)
+        return hit

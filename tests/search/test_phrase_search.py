@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from headwater import Workspace
 from headwater.pipeline.embed.fake import FakeEmbedder
 from workspace_helpers import filesystem_source, write_config
@@ -42,3 +44,32 @@ def test_hybrid_search_ranks_the_page_holding_the_sentence_first(tmp_path: Path)
     assert keyword[0].title == "git-diff-index"  # keywords alone prefer the repeats
     assert hybrid[0].title == "git-diff-files"
     assert short[0].title == "git-diff-index"  # two words: no phrase rule
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_phrase_first_moves_exactly_the_hits_holding_the_phrase(seed: int) -> None:
+    """Against the definition: the query's words, adjacent among the text's words (case
+    and punctuation aside), moved first in their own order, the rest after in theirs."""
+    import random
+    import re
+
+    from headwater.search.fusion import phrase_first
+    from headwater.types import SearchHit
+
+    rng = random.Random(seed)
+    vocab = ["log", "logs", "rotate", "rotated", "the", "files", "Files", "catalog"]
+    query = " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 4)))
+    hits = [
+        SearchHit(f"c{n}", "d", n, 1.0 - n / 100, " ".join(
+            rng.choice([*vocab, ",", "-", "x"]) for _ in range(rng.randint(0, 12))), "", "", "s")
+        for n in range(rng.randint(0, 30))
+    ]  # fmt: skip
+    phrase = re.findall(r"\w+", query.casefold())
+
+    def holds(text: str) -> bool:
+        words = re.findall(r"\w+", text.casefold())
+        return " " + " ".join(phrase) + " " in " " + " ".join(words) + " "
+
+    moved = [h.chunk_id for h in hits if holds(h.text)] if len(phrase) >= 3 else []
+    got = [h.chunk_id for h in phrase_first(query, hits)]
+    assert got == moved + [h.chunk_id for h in hits if h.chunk_id not in moved]

@@ -65,3 +65,47 @@ def test_a_rescored_hit_is_the_hit_with_only_its_score_changed() -> None:
     )  # fmt: skip
     assert hit.rescored(2.5) == replace(hit, score=2.5)
     assert {f.name for f in fields(SearchHit)} == set(vars(hit.rescored(1.0)))
+
+
+def _reference_ranked(lists, weights, scores, limit):  # type: ignore[no-untyped-def]
+    """``fusion._ranked`` as first written: weighted sums, best first, ties by first met."""
+    first: dict[str, SearchHit] = {}
+    for hits in lists:
+        for found in hits:
+            first.setdefault(found.chunk_id, found)
+    total = {c: sum(w * s.get(c, 0.0) for w, s in zip(weights, scores, strict=True)) for c in first}
+    order = {c: n for n, c in enumerate(first)}
+    best = sorted(total, key=lambda c: (-total[c], order[c]))
+    return [(c, total[c]) for c in best[:limit]]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_every_method_ranks_as_the_weighted_sum_with_ties_in_first_met_order(seed: int) -> None:
+    """Random lists sharing chunks, with many equal scores: each score-based method's
+    ranking and fused scores equal the plain weighted sum's, ties kept in first-met order."""
+    import random
+
+    from headwater.search import fusion
+
+    rng = random.Random(seed)
+    pool = [f"c{n}" for n in range(rng.randint(1, 40))]
+    vector, keyword = (
+        [hit(c, rng.choice([0.0, 0.25, 0.5, 1.0, rng.random()]))
+         for c in rng.sample(pool, rng.randint(0, len(pool)))]
+        for _ in range(2)
+    )  # fmt: skip
+    vector.sort(key=lambda h: -h.score)
+    keyword.sort(key=lambda h: -h.score)
+    weights = [1.0 - fusion.KEYWORD_WEIGHT, fusion.KEYWORD_WEIGHT]
+    limit = rng.randint(0, 50)
+    for scale in (fusion._minmax, fusion._zscore):
+        scores = [scale(vector), scale(keyword)]
+        got = fusion._ranked([vector, keyword], weights, scores, limit)
+        expected = _reference_ranked([vector, keyword], weights, scores, limit)
+        assert [(h.chunk_id, h.score) for h in got] == expected
+    lists = [vector, keyword, vector[::-1]]
+    three = [fusion._minmax(x) for x in lists]
+    got = fusion._ranked(lists, [0.2, 0.3, 0.5], three, limit)
+    assert [(h.chunk_id, h.score) for h in got] == _reference_ranked(
+        lists, [0.2, 0.3, 0.5], three, limit
+    )

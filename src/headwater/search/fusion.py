@@ -106,15 +106,13 @@ def phrase_first(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     # A text without each word somewhere cannot hold the phrase: most hits stop there,
     # and the pattern is compiled only for a search where some hit might.
     texts = [hit.text.casefold() for hit in hits]
-    maybe = [all(word in text for word in phrase) for text in texts]
-    if not any(maybe):
+    maybe: Sequence[int] = range(len(texts))  # the hits holding every word met so far
+    for word in phrase:
+        maybe = [i for i in maybe if word in texts[i]]
+    if not maybe:
         return list(hits)
     needle = re.compile(r"\W+".join(map(re.escape, phrase)) + r"(?!\w)")
-    containing = [
-        hit
-        for hit, text, possible in zip(hits, texts, maybe, strict=True)
-        if possible and matches_at_word_start(needle, text, _WORD_CHAR)
-    ]
+    containing = [hits[i] for i in maybe if matches_at_word_start(needle, texts[i], _WORD_CHAR)]
     if not containing:
         return list(hits)
     moved = {id(hit) for hit in containing}
@@ -252,10 +250,13 @@ def _ranked(
     for hits in lists:
         for hit in hits:
             first.setdefault(hit.chunk_id, hit)
-    total = {
-        chunk_id: sum(w * s.get(chunk_id, 0.0) for w, s in zip(weights, scores, strict=True))
-        for chunk_id in first
-    }
-    order = {chunk_id: index for index, chunk_id in enumerate(first)}
-    best = sorted(total, key=lambda chunk_id: (-total[chunk_id], order[chunk_id]))
+    if len(scores) == 2:  # hybrid's two lists: the sum below, without a generator a chunk
+        (w0, w1), (s0, s1) = weights, scores
+        total = {c: 0.0 + w0 * s0.get(c, 0.0) + w1 * s1.get(c, 0.0) for c in first}
+    else:
+        total = {
+            c: sum(w * s.get(c, 0.0) for w, s in zip(weights, scores, strict=True)) for c in first
+        }
+    # best first; a stable sort keeps the first-met order of equal scores, reversed too
+    best = sorted(total, key=total.__getitem__, reverse=True)
     return [first[chunk_id].rescored(total[chunk_id]) for chunk_id in best[:limit]]
