@@ -121,7 +121,7 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     Mutant(
         "the-int8-copies-forget-sqlite-vecs-float32-rounding",
         "src/headwater/sinks/sqlite/_copies.py",
-        "    return (dimension + 8) * 2.0**-22",
+        "    return (dimension + 8) * 2.0**-21",
         "    return 0.0",
         (
             "tests/sinks/test_sqlite_copies.py::test_sqlite_vecs_cosine_lies_within_every_copys_bound",

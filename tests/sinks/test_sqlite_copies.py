@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink, _copies
-from headwater.sinks.sqlite._copies import VectorCopies, epsilon, quantize, unit_query
+from headwater.sinks.sqlite._copies import VectorCopies, cosines, epsilon, quantize, unit_query
 from headwater.sinks.testing import ask, make_chunks, make_document, near, sink_context
 from headwater.types import Access, SearchHit, SearchMode
 
@@ -57,7 +57,7 @@ def test_sqlite_vecs_cosine_lies_within_every_copys_bound(tmp_path: Path, dimens
             if unit is None:
                 continue
             queries += 1
-            approx = (q.astype(np.float64) @ unit) * scale.astype(np.float64)
+            approx = cosines(q, scale, unit)  # as ``VectorCopies.narrow`` computes it
             for row in bounded:
                 distance = sink._db.execute(
                     "SELECT vec_distance_cosine(?, ?)", [vectors[row].tobytes(), query.tobytes()]

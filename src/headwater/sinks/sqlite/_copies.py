@@ -36,13 +36,26 @@ from headwater.sinks.sqlite._driver import Database
 Ids = npt.NDArray[np.int64]
 
 PAGE = 8_192  # vectors read per statement while loading
-BLOCK = 4_096  # rows gathered per float64 product while narrowing
+BLOCK = 4_096  # rows gathered per float32 product while narrowing
 
 
 def epsilon(dimension: int) -> float:
     """Slack for float32 rounding: sqlite-vec's sums err by at most about ``d · 2⁻²⁴``
-    of the product of the norms; four times that, plus the float64 side's."""
-    return (dimension + 8) * 2.0**-22
+    of the product of the norms, and the copies' own float32 products (``cosines``) by
+    at most ``(d + 2) · 2⁻²⁴`` (``scale · |q|`` is within ``err`` of 1); four times
+    their sum, which also covers the float64 side's."""
+    return (dimension + 8) * 2.0**-21
+
+
+def cosines(
+    q: npt.NDArray[np.int8], scale: npt.NDArray[np.float32], unit: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """``scale · (q · unit)`` for each row of codes: the dot products in float32 (BLAS,
+    a third less time than float64 over the copies of 17,000 chunks), within
+    ``epsilon`` of sqlite-vec's cosine together with ``err``."""
+    dots = q.astype(np.float32) @ unit.astype(np.float32)
+    found: npt.NDArray[np.float64] = dots.astype(np.float64) * scale.astype(np.float64)
+    return found
 
 
 # sqlite-vec sums squares in float32: past these squared norms its cosine overflows or
@@ -182,8 +195,7 @@ class VectorCopies:
         cosine = np.empty(len(ids), np.float64)
         for start in range(0, len(ids), BLOCK):
             part = ids[start : start + BLOCK]
-            cosine[start : start + len(part)] = self.q[part].astype(np.float64) @ unit
-        cosine *= self.scale[ids].astype(np.float64)
+            cosine[start : start + len(part)] = cosines(self.q[part], self.scale[part], unit)
         slack = self.err[ids].astype(np.float64) + epsilon(self.dimension)
         lower = cosine - slack
         floor = np.partition(lower, len(ids) - k)[len(ids) - k]
