@@ -27,6 +27,8 @@ _ESCAPE_OR_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1|\\([!-/:-@\[-`{-~])")
 
 def unescape_markdown(text: str) -> str:
     """``text`` without Markdown backslash escapes outside code spans."""
+    if "\\" not in text:  # no escape to remove: code spans are kept as they are
+        return text
     return _ESCAPE_OR_CODE.sub(lambda m: m.group(2) if m.group(2) else m.group(0), text)
 
 
