@@ -1,0 +1,57 @@
+"""The load generator's lean client (``bench/raw_http.py``) reads what httpx reads.
+
+``bench/api_load.py`` measures the server with it by default, so a wrong byte count, a
+header it misreads or a connection it cannot reuse would make the bench report searches
+that never completed. Against a real ``headwater serve``: the same search body answered
+the same through both clients, an error status raised with the connection still usable,
+and a closed connection reopened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from api_support import KEYS, Server, wait_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from raw_http import HTTPStatusError, RawClient
+
+
+@pytest.fixture(scope="module")
+def synced(server: Server) -> Server:
+    with server.client("admin") as c:
+        job = c.post("/v1/sources/docs/sync").json()
+        wait_for(lambda: c.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "done")
+        wait_for(lambda: c.get("/v1/indexes").json()["indexes"]["main"]["pending"] == 0)
+    return server
+
+
+def test_the_lean_client_reads_what_httpx_reads(synced: Server) -> None:
+    body = {"query": "vacation days", "k": 3}
+    with synced.client("search") as search:
+        expected = search.post("/v1/search", json=body).json()
+    assert expected["results"]
+
+    async def run() -> None:
+        client = RawClient("127.0.0.1", synced.port, {"Authorization": f"Bearer {KEYS['search']}"})
+        try:
+            for _ in range(3):  # one keep-alive connection, requests one after another
+                status, data = await client.post_json("/v1/search", body)
+                assert status == 200 and json.loads(data) == expected
+            with pytest.raises(HTTPStatusError, match="HTTP 422"):
+                await client.post_json("/v1/search", {"k": 3})  # no query
+            assert json.loads((await client.post_json("/v1/search", body))[1]) == expected
+            await client.close()  # the next request opens another connection
+            assert json.loads((await client.post_json("/v1/search", body))[1]) == expected
+        finally:
+            await client.close()
+        anonymous = RawClient("127.0.0.1", synced.port, {})
+        with pytest.raises(HTTPStatusError, match="HTTP 401"):
+            await anonymous.post_json("/v1/search", body)
+        await anonymous.close()
+
+    asyncio.run(run())
