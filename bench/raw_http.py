@@ -34,24 +34,35 @@ class RawClient:
     async def post_json(self, path: str, body: Any) -> tuple[int, bytes]:
         """POST ``body`` as JSON to ``path``; the status and the response body. A 4xx or
         5xx status raises ``HTTPStatusError`` after the body is read (the connection
-        stays usable); a dropped connection raises ``OSError`` and is reopened next time."""
+        stays usable); a connection dropped under the request is reopened and the request
+        sent once more (a search changes nothing), then ``OSError`` is raised."""
         payload = json.dumps(body).encode()
         head = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{self._headers}"
             f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
         )
+        request = head.encode() + payload
+        try:
+            status, data = await self._exchange(request)
+        except (OSError, asyncio.IncompleteReadError):
+            # the server closed a connection idle past its keep-alive timeout as this
+            # request went out (uvicorn: 5 s): sent again once, on a new connection
+            status, data = await self._exchange(request)
+        if status >= 400:
+            raise HTTPStatusError(f"HTTP {status}: {data[:200]!r}")
+        return status, data
+
+    async def _exchange(self, request: bytes) -> tuple[int, bytes]:
+        """Send ``request`` and read its answer, on a new connection if none is open."""
         if self._writer is None:
             self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         assert self._reader is not None
         try:
-            self._writer.write(head.encode() + payload)
-            status, data = await self._response(self._reader)
+            self._writer.write(request)
+            return await self._response(self._reader)
         except (OSError, asyncio.IncompleteReadError, HTTPStatusError):
             await self.close()
             raise
-        if status >= 400:
-            raise HTTPStatusError(f"HTTP {status}: {data[:200]!r}")
-        return status, data
 
     @staticmethod
     async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:

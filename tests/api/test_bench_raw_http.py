@@ -4,7 +4,7 @@
 header it misreads or a connection it cannot reuse would make the bench report searches
 that never completed. Against a real ``headwater serve``: the same search body answered
 the same through both clients, an error status raised with the connection still usable,
-and a closed connection reopened.
+a closed connection reopened, and a request whose connection was lost sent again.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ def test_the_lean_client_reads_what_httpx_reads(synced: Server) -> None:
                 await client.post_json("/v1/search", {"k": 3})  # no query
             assert json.loads((await client.post_json("/v1/search", body))[1]) == expected
             await client.close()  # the next request opens another connection
+            assert json.loads((await client.post_json("/v1/search", body))[1]) == expected
+            # the connection lost under the client (as when the server closes one idle
+            # past its keep-alive timeout): the request goes again, on a new connection
+            assert client._writer is not None
+            client._writer.transport.abort()
             assert json.loads((await client.post_json("/v1/search", body))[1]) == expected
         finally:
             await client.close()
