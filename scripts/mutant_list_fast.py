@@ -315,7 +315,7 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     Mutant(
         "a-driver-statement-leaves-timestamps-as-stored",
         "src/headwater/manifest/driver_sql.py",
-        "        if not any(self.results):\n            return rows\n",
+        "        if not converted:\n            return rows\n",
         "        return rows\n",
         (
             "tests/core/test_driver_sql.py::test_driver_statements_answer_what_sqlalchemy_answers[sqlite]",

@@ -45,13 +45,16 @@ class DriverStatement:
             given[name] = convert(given[name])
         params: Any = given if self.order is None else tuple(given[n] for n in self.order)
         rows = driver_rows(conn, self.sql, params)
-        if not any(self.results):
+        converted = [(i, c) for i, c in enumerate(self.results) if c is not None]
+        if not converted:
             return rows
-        converters = self.results
-        return [
-            tuple(v if c is None else c(v) for c, v in zip(converters, row, strict=True))
-            for row in rows
-        ]
+        found: list[Sequence[Any]] = []
+        for row in rows:
+            cells = list(row)
+            for at, convert in converted:
+                cells[at] = convert(cells[at])
+            found.append(tuple(cells))
+        return found
 
 
 def driver_statement(
