@@ -23,28 +23,11 @@ from headwater.manifest.lookups import _lookup, active_acls, bound_ids
 from headwater.manifest.records import BatchCommit, DocumentWrite
 from headwater.manifest.store import Manifest
 from headwater.types import ListedGroup
+from manifest_rows import document_write
 
 
 def _write(n: int, state: str = "active", acl: tuple[str, ...] = ("public",)) -> DocumentWrite:
-    return DocumentWrite(
-        document_id=f"doc{n}",
-        source_id="s",
-        object_id=f"o{n}",
-        locator=f"/r/o{n}",
-        title="T",
-        media_type=None,
-        source_version=f"{n}:1",
-        checksum="c",
-        signature="g",
-        pipeline_version="p",
-        revision=1,
-        sequence=None,
-        state=state,
-        acl=acl,
-        metadata={},
-        last_seen_run=None,
-        is_new=True,
-    )
+    return document_write(f"o{n}", n, state=state, acl=acl, metadata={})
 
 
 def _both_ways(

@@ -24,35 +24,13 @@ from headwater.manifest.lookups import rows_by_object_ids
 from headwater.manifest.prunes import CHUNK
 from headwater.manifest.records import (
     BatchCommit,
-    DocumentWrite,
     FailureWrite,
     StoredMetadata,
 )
 from headwater.manifest.store import Manifest
+from manifest_rows import document_write
 
 IDS = ["a.md", 'q"uote', "back\\slash", "é/日本.txt", "tab\there", "line\nbreak", "%_like", ""]
-
-
-def _write(object_id: str, n: int) -> DocumentWrite:
-    return DocumentWrite(
-        document_id=f"doc{n}",
-        source_id="s",
-        object_id=object_id,
-        locator=f"/r/{object_id}",
-        title="T",
-        media_type=None,
-        source_version=f"{n}:1",
-        checksum="c",
-        signature="g",
-        pipeline_version="p",
-        revision=1,
-        sequence=None,
-        state="active",
-        acl=("public",),
-        metadata={"path": object_id},
-        last_seen_run=None,
-        is_new=True,
-    )
 
 
 def test_rows_and_dead_failures_are_found_by_exactly_their_ids(manifest_url: str) -> None:
@@ -60,7 +38,7 @@ def test_rows_and_dead_failures_are_found_by_exactly_their_ids(manifest_url: str
     try:
         manifest.ensure_source("s", "filesystem")
         object_ids = IDS + [f"n{i:05d}" for i in range(CHUNK + 10)]  # more than one part
-        writes = [_write(o, n) for n, o in enumerate(object_ids)]
+        writes = [document_write(o, n) for n, o in enumerate(object_ids)]
         dead = [
             FailureWrite("s", w.object_id, w.document_id, w.locator, "fetch", "corrupt", "m",
                          "p", w.source_version, None, permanent=True)
@@ -98,7 +76,7 @@ def test_ids_close_together_or_far_apart_find_exactly_their_rows(manifest_url: s
     try:
         for source in ("s", "other"):
             manifest.ensure_source(source, "filesystem")
-            writes = [replace(_write(o, n), source_id=source, document_id=f"{source}{n}")
+            writes = [replace(document_write(o, n), source_id=source, document_id=f"{source}{n}")
                       for n, o in enumerate(object_ids)]  # fmt: skip
             manifest.commit_batch("run", BatchCommit(writes=writes))
         event.listen(manifest.engine, "before_cursor_execute", _record(statements))
@@ -203,7 +181,7 @@ def test_a_driver_error_while_fetching_rows_is_raised_as_sqlalchemy_raises_it(
     manifest = Manifest.open(url)
     try:
         manifest.ensure_source("s", "filesystem")
-        writes = [_write(o, n) for n, o in enumerate(IDS)]
+        writes = [document_write(o, n) for n, o in enumerate(IDS)]
         manifest.commit_batch("run", BatchCommit(writes=writes))
     finally:
         manifest.close()
