@@ -24,13 +24,14 @@ from headwater.connectors.filesystem._read import fetch_ref
 from headwater.connectors.globs import KeyFilter, compile_glob
 from headwater.connectors.names import all_storable, is_storable
 from headwater.manifest import schema as t
-from headwater.manifest.records import BatchCommit, DocumentFields, DocumentRecord, DocumentWrite
+from headwater.manifest.records import BatchCommit, DocumentFields, DocumentRecord
 from headwater.manifest.store import Manifest
 from headwater.pipeline.parse._members import container_kind
 from headwater.sync.decisions import signature_of
 from headwater.sync.settings import distinct_parts
 from headwater.sync.storable import storable_item
 from headwater.types import Checkpoint, SourceDocument, SourceItem, Window
+from manifest_rows import document_write
 
 NAMES = ["a.md", 'q"uote', "back\\slash", "é/日本.txt", "\udcff-undecodable", "tab\there", ""]
 
@@ -102,24 +103,13 @@ def test_rows_read_positionally_equal_rows_read_by_name(tmp_path: Path) -> None:
     manifest = Manifest.open(f"sqlite:///{tmp_path / 'm.db'}")
     manifest.ensure_source("s", "filesystem")
     writes = [
-        DocumentWrite(
+        document_write(
+            f"o{i}",
+            i,
             document_id=f"d{i}",
-            source_id="s",
-            object_id=f"o{i}",
-            locator=f"/r/o{i}",
-            title="T",
-            media_type=None,
             source_version="1:2",
-            checksum="c",
-            signature="g",
-            pipeline_version="p",
-            revision=1,
-            sequence=None,
-            state="active",
             acl=("group:a", "public") if i else (),
             metadata={"path": f"o{i}", "k": ["x"]},
-            last_seen_run=None,
-            is_new=True,
         )
         for i in range(3)
     ]
