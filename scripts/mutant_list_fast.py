@@ -371,4 +371,20 @@ FAST_PATH_MUTANTS: list[Mutant] = [
             "tests/sinks/test_fusion.py::test_every_method_ranks_as_the_weighted_sum_with_ties_in_first_met_order",
         ),
     ),
+    Mutant(
+        "the-search-pool-lets-every-search-run-at-once",
+        "src/headwater/api/search_pool.py",
+        "        return await anyio.to_thread.run_sync(call, limiter=self._limiter)\n",
+        "        return await anyio.to_thread.run_sync(call)\n",
+        ("tests/api/test_api_search_pool.py",),
+    ),
+    Mutant(
+        "serve-ignores-search-threads",
+        "src/headwater/api/app.py",
+        "        app.state.search_pool = SearchPool(svc.ws.config.api.search_threads)\n",
+        "        app.state.search_pool = SearchPool(2)\n",
+        (
+            "tests/api/test_api_search_pool.py::test_serve_runs_search_threads_at_once_and_queues_the_rest",
+        ),
+    ),
 ]

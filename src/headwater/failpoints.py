@@ -30,6 +30,7 @@ AFTER_INDEX_BATCH = "after_index_batch"  # every sink of one indexer batch recor
 INSIDE_BATCH_COMMIT = "inside_batch_commit"  # the batch's transaction fenced, not committed
 AFTER_EVENTS_PUBLISHED = "after_events_published"  # events confirmed, not removed from the outbox
 BEFORE_QUEUED_RUN = "before_queued_run"  # a NATS worker took a run message, runs nothing yet
+IN_SEARCH = "in_search"  # a search checked its request, reads nothing yet (on its thread)
 
 ALL = (
     AFTER_FETCH_BEFORE_COMMIT,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from headwater import failpoints
 from headwater.config import IndexSection
 from headwater.errors import ConfigError, NotFoundError
 from headwater.indexer.reconcile import ReconcileReport, ReconcileTarget, reconcile
@@ -239,6 +240,7 @@ def search(
         rt.sources.section(scope.source)  # an unknown scope source names the configured ones
     if not configured:
         return []
+    failpoints.failpoint(failpoints.IN_SEARCH)
     names = [index] if index else [s.name for s in rt.indexes.sections]
     caller = expand_principals(rt.manifest.groups, user, groups, rt.aliases)  # synced groups
     # Each index's live generation read once: its sink and its query embedder are the same

@@ -23,6 +23,7 @@ from headwater.api.auth import KeyRing, is_loopback
 from headwater.api.metrics import Metrics, install_http_metrics
 from headwater.api.push import PushConflict
 from headwater.api.samples import Sampler
+from headwater.api.search_pool import SearchPool
 from headwater.api.service import Service
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.units import parse_duration
@@ -138,7 +139,8 @@ def create_app(
         app.state.service = svc
         app.state.keys = KeyRing.from_config(svc.ws.config.api.keys)
         app.state.max_push_bytes = svc.ws.config.api.max_push_bytes
-        app.state.metrics = Metrics(svc)
+        app.state.search_pool = SearchPool(svc.ws.config.api.search_threads)
+        app.state.metrics = Metrics(svc, app.state.search_pool)
         every = parse_duration(svc.ws.config.api.chart_sample_every) or timedelta(seconds=30)
         app.state.sampler = Sampler(every.total_seconds()).start(svc.ws)
         try:

@@ -5,7 +5,8 @@ durations, each source's last success and last status, lease takeovers) are read
 scrape time by a custom collector, so every process and the scheduler report the same
 truth. ``headwater_runs_total`` is the manifest's persisted counter (bumped when a run
 ends), never a count of the retained history. Search and HTTP latency and embedding
-counters are this process's own, and so are refused webhooks
+counters are this process's own, and so are the searches running and waiting for a
+thread (``headwater_searches_running``, ``headwater_searches_waiting``) and refused webhooks
 (``headwater_hooks_rejected_total{source,reason}``). A lease takeover is an acquisition
 of a lease its previous holder never released (it expired unrenewed, or the process
 died); a normal claim after a release is not one (``manifest/leases.py`` keeps the count
@@ -30,6 +31,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from headwater.api.search_pool import SearchPool
 from headwater.api.service import Service
 from headwater.clock import as_utc, utcnow
 from headwater.manifest import schema as t
@@ -207,12 +209,35 @@ class ManifestCollector(Collector):
         yield status
 
 
+class SearchPoolCollector(Collector):
+    """This process's searches on a thread and waiting for one (``api/search_pool.py``)."""
+
+    def __init__(self, pool: SearchPool) -> None:
+        self.pool = pool
+
+    def collect(self) -> Iterator[Metric]:
+        """The two gauges, read now."""
+        yield GaugeMetricFamily(
+            "headwater_searches_running",
+            f"Searches of this process on a thread now (at most [api] search_threads, "
+            f"{self.pool.threads})",
+            value=self.pool.running(),
+        )
+        yield GaugeMetricFamily(
+            "headwater_searches_waiting",
+            "Searches of this process waiting for a thread now",
+            value=self.pool.waiting(),
+        )
+
+
 class Metrics:
     """The registry of one process: the manifest collector, search and HTTP latency."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, pool: SearchPool | None = None) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(ManifestCollector(service))
+        if pool is not None:
+            self.registry.register(SearchPoolCollector(pool))
         self.search_latency = Histogram(
             "headwater_search_latency_seconds",
             "Search latency through the API",

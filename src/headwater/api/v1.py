@@ -127,7 +127,7 @@ async def search(
     sources = sources_of(configured, caller, body)
     scopes = scopes_of(configured, caller, body)
     started = time.perf_counter()
-    results = await run_in_threadpool(
+    results = await request.app.state.search_pool.run(
         service.ws.search,
         body.query,
         user=user,

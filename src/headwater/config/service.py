@@ -59,10 +59,13 @@ class ApiKeySection(Strict):
 
 class ApiSection(Strict):
     """``[api]``: the HTTP service's keys, the largest push request body it reads, push
-    sessions' timeout and how often the admin charts are sampled."""
+    sessions' timeout, how often the admin charts are sampled and how many searches a
+    worker runs at once."""
 
     keys: list[ApiKeySection] = []
     max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
+    # Searches one worker runs at once; the rest wait in arrival order (api/search_pool.py).
+    search_threads: int = Field(default=2, ge=1, le=256)
     # A full-replace push session nothing touched for this long expires (deletes nothing).
     push_session_timeout: str = "1h"
     chart_sample_every: str = "30s"  # the admin charts' indexing, backlog and search samples

@@ -291,7 +291,7 @@ async def search(
     error = None
     if q.strip():
         try:
-            hits = await run_in_threadpool(
+            hits = await request.app.state.search_pool.run(
                 ws.search, q, user=user or None, groups=group_list, k=10, mode=mode
             )
             results = [h.as_dict() for h in hits]
