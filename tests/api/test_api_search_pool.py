@@ -2,7 +2,7 @@
 turn in arrival order (``api/search_pool.py``).
 
 The pool alone: six searches on two slots, released one by one, start in the order they
-came. A real ``headwater serve`` with ``search_threads = 3`` and every search held 1.5 s at
+came. A real ``headwater serve`` with ``search_threads = 3`` and every search held 3 s at
 the ``in_search`` failpoint: five searches sent together show 3 running and 2 waiting in
 ``/metrics``, never more running, and all five answer.
 """
@@ -56,6 +56,8 @@ def test_two_slots_and_the_rest_in_arrival_order() -> None:
             for number in range(6):
                 release[number].set()
                 await until(lambda n=number: len(answers) == n + 1)
+                # the next in line starts on its thread once the slot is free
+                await until(lambda n=number: len(started) == min(6, n + 3))
                 assert started == list(range(min(6, number + 3)))
                 assert pool.running() <= 2
         return answers
@@ -66,7 +68,7 @@ def test_two_slots_and_the_rest_in_arrival_order() -> None:
 
 @pytest.fixture
 def held_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    monkeypatch.setenv(ENV_VAR, f"{IN_SEARCH}:sleep1.5")  # the server's env copies ours
+    monkeypatch.setenv(ENV_VAR, f"{IN_SEARCH}:sleep3")  # the server's env copies ours
     config = make_workspace(tmp_path, extra="\n[api]\nsearch_threads = 3\n")
     srv = Server(config, free_port(), tmp_path / "server.log").start()
     try:
