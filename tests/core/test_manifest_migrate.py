@@ -99,3 +99,13 @@ def test_concurrent_opens_of_a_new_manifest_all_succeed(manifest_url: str) -> No
     failures = [p.communicate()[1] for p in opens if p.wait() != 0]
     assert failures == []
     assert recorded_versions(manifest_url) == set(migration_heads())
+
+
+def test_a_sqlite_manifest_is_read_through_a_memory_map(tmp_path: Path) -> None:
+    # the processes on one manifest (each `serve` worker) read the OS page cache's pages
+    engine = create_manifest_engine(f"sqlite:///{tmp_path / 'manifest.db'}")
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA mmap_size").scalar() >= 2**31 - 2**16
+    finally:
+        engine.dispose()

@@ -14,7 +14,7 @@ from headwater.errors import ConfigError, FatalError, ItemError
 from headwater.search.service import run_search
 from headwater.sinks.base import WriteOutcome
 from headwater.sinks.sqlite import SqliteOptions, SqliteSink, _search, fts_query
-from headwater.sinks.sqlite._driver import DRIVERS, DriverUnavailable, connect
+from headwater.sinks.sqlite._driver import DRIVERS, DriverName, DriverUnavailable, connect
 from headwater.sinks.testing import (
     ask,
     make_chunks,
@@ -91,6 +91,16 @@ def test_no_binding_is_a_fatal_error_naming_the_fix(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "pip install apsw sqlite-vec" in message and "pysqlite3-binary" in message
     assert "apsw: cannot load extensions" in message
+
+
+@pytest.mark.parametrize("driver", ["apsw", "pysqlite3"])
+def test_the_index_is_read_through_a_memory_map(tmp_path: Path, driver: DriverName) -> None:
+    # each `serve` worker then reads the OS page cache's pages, not its own copies
+    db = connect(tmp_path / "x.db", driver)
+    try:
+        assert db.execute("PRAGMA mmap_size")[0][0] >= 2**31 - 2**16
+    finally:
+        db.close()
 
 
 def test_auto_falls_back_to_pysqlite3(tmp_path: Path) -> None:

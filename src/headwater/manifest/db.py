@@ -40,6 +40,7 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 IDLE_SLACK_SECONDS = 5  # a frozen transaction outlives its lease by at most this long
 MIGRATE_LOCK = 0x48575F4D  # "HW_M": the advisory lock that serializes migrations
 VERSION_TABLE = "alembic_version"
+MMAP_BYTES = 1 << 40  # SQLite caps it at its build's SQLITE_MAX_MMAP_SIZE (2 GiB in most)
 _REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 _DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
 _QUOTED = re.compile(r"['\"]([^'\"]+)['\"]")
@@ -56,6 +57,9 @@ def _sqlite_pragmas(busy_ms: int) -> Any:
             retry_while_sqlite_busy(lambda: cursor.execute("PRAGMA journal_mode=WAL"))
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA foreign_keys=ON")
+            # Read through a memory map: the processes on one manifest (each `serve`
+            # worker) share the OS page cache's pages instead of each copying them.
+            cursor.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         finally:
             cursor.close()
 

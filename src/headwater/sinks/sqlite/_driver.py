@@ -20,6 +20,12 @@ from headwater.errors import FatalError, TransientError
 
 DriverName = Literal["auto", "apsw", "pysqlite3"]
 BUSY_TIMEOUT_MS = 10_000
+# Pages are read through a memory map of the file, not copied into each connection's own
+# cache: every process that searches the index (each `serve` worker) reads the same pages
+# of the OS page cache, and the CPU's caches hold one copy of them, not one per process
+# (docs/performance.md, "One copy of the index's pages"). SQLite caps it at its build's
+# SQLITE_MAX_MMAP_SIZE and maps no more of the file than there is.
+MMAP_BYTES = 1 << 40
 
 Row = tuple[Any, ...]
 
@@ -248,9 +254,12 @@ def connect(
             problems.append(f"{name}: unknown driver")
             continue
         try:
-            return Database(factory(path), name)
+            database = Database(factory(path), name)
         except DriverUnavailable as exc:
             problems.append(f"{name}: {exc}")
+            continue
+        database.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        return database
     raise FatalError(
         "the sqlite index needs a SQLite binding that can load the sqlite-vec extension, "
         f"and none worked ({'; '.join(problems)}); "
