@@ -59,27 +59,32 @@ class RawClient:
         assert self._reader is not None
         try:
             self._writer.write(request)
-            return await self._response(self._reader)
+            status, data, closing = await self._response(self._reader)
         except (OSError, asyncio.IncompleteReadError, HTTPStatusError):
             await self.close()
             raise
+        if closing:  # the server's last answer on this connection (Connection: close)
+            await self.close()
+        return status, data
 
     @staticmethod
-    async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split(" ", 2)[1])
-        length = None
+        length, closing = None, False
         for line in lines[1:]:
             name, _, value = line.partition(":")
             name = name.strip().lower()
             if name == "content-length":
                 length = int(value.strip())
+            elif name == "connection":
+                closing = value.strip().lower() == "close"
             elif name == "transfer-encoding":
                 raise HTTPStatusError(f"a {value.strip()} answer; this client reads lengths")
         if length is None:
             raise HTTPStatusError("an answer without Content-Length")
-        return status, await reader.readexactly(length)
+        return status, await reader.readexactly(length), closing
 
     async def close(self) -> None:
         """Close the connection (the next request opens another)."""

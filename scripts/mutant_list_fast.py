@@ -387,4 +387,32 @@ FAST_PATH_MUTANTS: list[Mutant] = [
             "tests/api/test_api_search_pool.py::test_serve_runs_search_threads_at_once_and_queues_the_rest",
         ),
     ),
+    Mutant(
+        "workers-never-close-connections-for-balance",
+        "src/headwater/api/balance.py",
+        "        if not server or not server[1] or not self._balance.take(server[1]):\n",
+        "        if True:\n",
+        ("tests/api/test_api_balance.py::test_connections_move_to_a_worker_that_had_none",),
+    ),
+    Mutant(
+        "serve-does-not-tell-workers-how-many-they-are",
+        "src/headwater/cli/serve.py",
+        "        os.environ[WORKERS_ENV] = str(workers)",
+        "        os.environ['HEADWATER_UNUSED'] = str(workers)",
+        ("tests/api/test_api_balance.py::test_connections_move_to_a_worker_that_had_none",),
+    ),
+    Mutant(
+        "the-share-is-rounded-down",
+        "src/headwater/api/balance.py",
+        "    return max(0, mine - math.ceil(len(everyone) / workers))\n",
+        "    return max(0, mine - len(everyone) // workers - 1)\n",
+        ("tests/api/test_api_balance.py::test_connections_move_to_a_worker_that_had_none",),
+    ),
+    Mutant(
+        "startup-leaves-its-objects-to-the-collector",
+        "src/headwater/api/app.py",
+        "        gc.freeze()\n",
+        "",
+        ("tests/api/test_api_balance.py::test_startup_freezes_what_it_made",),
+    ),
 ]

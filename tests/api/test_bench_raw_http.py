@@ -4,7 +4,8 @@
 header it misreads or a connection it cannot reuse would make the bench report searches
 that never completed. Against a real ``headwater serve``: the same search body answered
 the same through both clients, an error status raised with the connection still usable,
-a closed connection reopened, and a request whose connection was lost sent again.
+a closed connection reopened, and a request whose connection was lost sent again. Against
+a bare asyncio server: an answer that says ``Connection: close`` ends its connection at once.
 """
 
 from __future__ import annotations
@@ -60,3 +61,40 @@ def test_the_lean_client_reads_what_httpx_reads(synced: Server) -> None:
         await anonymous.close()
 
     asyncio.run(run())
+
+
+def test_an_answer_saying_connection_close_ends_the_connection() -> None:
+    # as a `serve` worker over its share of connections answers (api/balance.py)
+    async def run() -> list[int]:
+        requests: list[int] = []  # the connection number of each request
+
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            number = len(set(requests)) + 1
+            while await reader.readuntil(b"\r\n\r\n"):
+                await reader.readexactly(2)  # the body: {}
+                requests.append(number)
+                close = len(requests) == 2
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                    + (b"Connection: close\r\n" if close else b"")
+                    + b"\r\n{}"
+                )
+                await writer.drain()
+                if close:
+                    writer.close()
+                    return
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = RawClient("127.0.0.1", port, {})
+        try:
+            for number in range(4):
+                assert await client.post_json("/", {}) == (200, b"{}")
+                # closed at once after the answer that said so, not found closed later
+                assert (client._writer is None) == (number == 1)
+        finally:
+            await client.close()
+            server.close()
+        return requests
+
+    assert asyncio.run(run()) == [1, 1, 2, 2]

@@ -7,6 +7,7 @@ validation to 422, a push version conflict to 409 with the current version.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from headwater.api.auth import KeyRing, is_loopback
+from headwater.api.balance import BalanceConnections
 from headwater.api.metrics import Metrics, install_http_metrics
 from headwater.api.push import PushConflict
 from headwater.api.samples import Sampler
@@ -143,6 +145,11 @@ def create_app(
         app.state.metrics = Metrics(svc, app.state.search_pool)
         every = parse_duration(svc.ws.config.api.chart_sample_every) or timedelta(seconds=30)
         app.state.sampler = Sampler(every.total_seconds()).start(svc.ws)
+        # What startup made (modules, the app, the opened sinks and model) lives as long as
+        # the worker: out of the cyclic collector's way, a full collection walks only what
+        # requests made since (60 ms a pause, every thread of the worker stopped, against
+        # under 1 ms; docs/performance.md, "Connections spread over the workers").
+        gc.freeze()
         try:
             yield
         finally:
@@ -171,6 +178,7 @@ def create_app(
     app.include_router(admin.router)
     admin.mount_static(app)
     admin.install(app)
+    app.add_middleware(BalanceConnections)
     guard.install(app)
     install_http_metrics(app)
     return app

@@ -108,12 +108,14 @@ def _run_uvicorn(path: Path, host: str, port: int, workers: int, service: Servic
     import uvicorn
 
     from headwater.api.app import CONFIG_ENV, HOST_ENV, create_app
+    from headwater.api.balance import WORKERS_ENV
     from headwater.api.parent_watch import MASTER_ENV
 
     if workers > 1:
         os.environ[CONFIG_ENV] = str(path)
         os.environ[MASTER_ENV] = str(os.getpid())  # each worker ends with this process
         os.environ[HOST_ENV] = host
+        os.environ[WORKERS_ENV] = str(workers)  # each worker holds its share of connections
         uvicorn.run(
             "headwater.api.app:app_from_env",
             factory=True,
