@@ -10,7 +10,9 @@ manifest. Once the background drains have indexed everything, ``--clients`` conc
 clients (one asyncio event loop in this process; ``--client lean``, the default, is
 ``raw_http.py``: 0.26 ms of CPU a search against httpx's 2.4-2.6, on the server's own
 cores) search as callers whose groups see different shares of the index; p50/p95/p99 and
-searches/s come from the requests completed in ``--seconds`` after a warm-up. ``--reuse``
+searches/s come from the requests completed in ``--seconds`` after a warm-up, and
+``connections_per_worker`` says how the clients' connections sat on the workers halfway
+through (``serve`` keeps each worker at its share: ``api/balance.py``). ``--reuse``
 searches a workspace a ``--keep`` run left, without ingesting again. ``--manifest`` runs it
 on SQLite, PostgreSQL (a fresh database from ``bench/pgdb.py``) or both, each in a fresh
 workspace.
@@ -31,6 +33,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -272,12 +275,35 @@ async def _load(
     }
 
 
+def connections_per_worker(pid: int, port: int) -> list[int]:
+    """The connections to ``port`` each of the server's worker processes holds now."""
+    held = []
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # a child that just ended
+            if "spawn_main" in " ".join(child.cmdline()):
+                held.append(
+                    sum(
+                        1
+                        for c in child.net_connections(kind="tcp")
+                        if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port
+                    )
+                )
+    return sorted(held)
+
+
 def search_load(srv: Server, args: argparse.Namespace, rate: float) -> dict[str, Any]:
     pid = srv.process.pid  # type: ignore[union-attr]
     cpu0, own0, load0 = cpu_of(pid), time.process_time(), load_avg()
+    spread: list[list[int]] = []  # the clients' connections on each worker, mid-measurement
+    timer = threading.Timer(
+        args.warmup + args.seconds / 2,
+        lambda: spread.append(connections_per_worker(pid, srv.port)),
+    )
+    timer.start()
     result = asyncio.run(
         _load(srv.url, args.clients, args.warmup, args.seconds, args.seed, rate, args.lean)
     )
+    timer.cancel()
     server_cpu = cpu_of(pid) - cpu0
     answered = result["all"]["searches"] * (args.seconds + args.warmup) / args.seconds
     result |= {
@@ -286,6 +312,7 @@ def search_load(srv: Server, args: argparse.Namespace, rate: float) -> dict[str,
         "server_cpu_ms_per_search": round(server_cpu / max(1.0, answered) * 1000, 1),
         "seconds": args.seconds,
         "server_cpu_s": round(server_cpu, 1),  # warm-up included
+        "connections_per_worker": spread[0] if spread else None,
         "load_generator": "lean (raw_http.py)" if args.lean else "httpx",
         "load_generator_cpu_s": round(time.process_time() - own0, 1),
         "load_before": load0,
