@@ -142,6 +142,13 @@ class Server:
             time.sleep(0.1)
         raise AssertionError(f"server did not become ready: {self.log.read_text()[-3000:]}")
 
+    def __enter__(self) -> Server:
+        """Started (``with Server(...) as srv:``), stopped on leaving the block."""
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is None or self.process.poll() is not None:
             return

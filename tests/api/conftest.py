@@ -13,8 +13,5 @@ from ports import free_port
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("serve")
-    srv = Server(make_workspace(root), free_port(), root / "server.log").start()
-    try:
+    with Server(make_workspace(root), free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()

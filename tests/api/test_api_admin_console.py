@@ -85,11 +85,8 @@ REACHED = "() => document.querySelectorAll('[data-tabbed]').length"
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("console")
-    srv = Server(make_workspace(root, extra=GONE), free_port(), root / "server.log").start()
-    try:
+    with Server(make_workspace(root, extra=GONE), free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def accessible(page: Page) -> None:

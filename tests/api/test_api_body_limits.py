@@ -27,11 +27,8 @@ MB = 1024 * 1024
 def small_push(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("limits")
     config = make_workspace(root, extra=f"\n[api]\nmax_push_bytes = {PUSH_LIMIT}\n")
-    srv = Server(config, free_port(), root / "server.log").start()
-    try:
+    with Server(config, free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def rss(srv: Server) -> int:

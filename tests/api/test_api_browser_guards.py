@@ -25,11 +25,8 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     config = make_workspace(root)
     text = config.read_text()
     config.write_text(text[: text.index("[[api.keys]]")])  # no key: open mode
-    srv = Server(config, free_port(), root / "server.log").start()
-    try:
+    with Server(config, free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def paused(srv: Server) -> bool:

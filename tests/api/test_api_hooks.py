@@ -92,11 +92,8 @@ webhook_secret = "${{HW_HOOK_SECRET}}"
 def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("hooks")
     os.environ["HW_HOOK_SECRET"] = SECRET
-    srv = Server(make_workspace(root, extra=SOURCES), free_port(), root / "server.log").start()
-    try:
+    with Server(make_workspace(root, extra=SOURCES), free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
         os.environ.pop("HW_HOOK_SECRET", None)
 
 

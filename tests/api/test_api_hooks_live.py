@@ -55,11 +55,8 @@ def live(tmp_path: Path, gh: FakeGithub) -> Iterator[Server]:
         "access = { public = true }\n"
     )
     os.environ.update(HW_GH_TOKEN=gh.token, HW_GH_HOOK_SECRET=SECRET)
-    srv = Server(config, free_port(), tmp_path / "server.log", args=["--with-scheduler"])
-    try:
-        yield srv.start()
-    finally:
-        srv.stop()
+    with Server(config, free_port(), tmp_path / "server.log", args=["--with-scheduler"]) as srv:
+        yield srv
         for name in ("HW_GH_TOKEN", "HW_GH_HOOK_SECRET"):
             os.environ.pop(name, None)
 

@@ -30,11 +30,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("identity")
     (root / "aliases.csv").write_text("alias,user\ngithub:ann,ann@acme.test\n")
     config = make_workspace(root, EXTRA, ingest_sources=("inbox", "people"))
-    srv = Server(config, free_port(), root / "server.log").start()
-    try:
+    with Server(config, free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def titles(backend: httpx.Client, query: str, user: str) -> set[str]:

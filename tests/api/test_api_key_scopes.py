@@ -30,11 +30,8 @@ role = "ingest"
 @pytest.fixture(scope="module")
 def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("scopes")
-    srv = Server(make_workspace(root, EXTRA), free_port(), root / "server.log").start()
-    try:
+    with Server(make_workspace(root, EXTRA), free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def others_named(message: str, *allowed: str) -> list[str]:

@@ -32,12 +32,8 @@ METRIC = re.compile(r"\b(headwater_[a-z_]+)")
 def json_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("jsonlogs")
     config = make_workspace(root, extra='\n[scheduler]\nkeep_runs_for = "0s"\n')
-    srv = Server(config, free_port(), root / "server.log", args=["--log-format", "json"])
-    srv.start()
-    try:
+    with Server(config, free_port(), root / "server.log", args=["--log-format", "json"]) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def samples(text: str) -> dict[tuple[str, str], float]:

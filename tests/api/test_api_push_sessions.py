@@ -24,11 +24,8 @@ EXTRA = "".join(f'\n[[source]]\nid = "{s}"\ntype = "push"\n' for s in SOURCES[1:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("sessions")
     config = make_workspace(root, EXTRA, ingest_sources=SOURCES)
-    srv = Server(config, free_port(), root / "server.log").start()
-    try:
+    with Server(config, free_port(), root / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def doc(object_id: str, version: int, text: str) -> dict[str, Any]:

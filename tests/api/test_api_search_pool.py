@@ -70,11 +70,8 @@ def test_two_slots_and_the_rest_in_arrival_order() -> None:
 def held_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     monkeypatch.setenv(ENV_VAR, f"{IN_SEARCH}:sleep3")  # the server's env copies ours
     config = make_workspace(tmp_path, extra="\n[api]\nsearch_threads = 3\n")
-    srv = Server(config, free_port(), tmp_path / "server.log").start()
-    try:
+    with Server(config, free_port(), tmp_path / "server.log") as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def test_serve_runs_search_threads_at_once_and_queues_the_rest(held_server: Server) -> None:
