@@ -381,7 +381,7 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     Mutant(
         "serve-ignores-search-threads",
         "src/headwater/api/app.py",
-        "        app.state.search_pool = SearchPool(svc.ws.config.api.search_threads)\n",
+        "        app.state.search_pool = SearchPool(threads_for(svc.ws.config))\n",
         "        app.state.search_pool = SearchPool(2)\n",
         (
             "tests/api/test_api_search_pool.py::test_serve_runs_search_threads_at_once_and_queues_the_rest",
@@ -414,5 +414,34 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         "        gc.freeze()\n",
         "",
         ("tests/api/test_api_balance.py::test_startup_freezes_what_it_made",),
+    ),
+    Mutant(
+        "the-key-check-runs-on-a-thread",
+        "src/headwater/api/auth.py",
+        "    async def __call__(\n",
+        "    def __call__(\n",
+        (
+            "tests/api/test_api_search_pool.py::test_no_threads_a_search_request_never_leaves_the_loop",
+        ),
+    ),
+    Mutant(
+        "searches-on-the-loop-run-back-to-back",
+        "src/headwater/api/search_pool.py",
+        "            await anyio.sleep(0)\n",
+        "",
+        (
+            "tests/api/test_api_search_pool.py"
+            "::test_no_threads_one_search_at_a_time_on_the_loop_in_arrival_order",
+        ),
+    ),
+    Mutant(
+        "no-threads-still-goes-to-a-thread",
+        "src/headwater/api/search_pool.py",
+        "            return await self._on_the_loop(call)\n",
+        "            return await anyio.to_thread.run_sync(call)\n",
+        (
+            "tests/api/test_api_search_pool.py"
+            "::test_no_threads_one_search_at_a_time_on_the_loop_in_arrival_order",
+        ),
     ),
 ]

@@ -25,7 +25,7 @@ from headwater.api.balance import BalanceConnections
 from headwater.api.metrics import Metrics, install_http_metrics
 from headwater.api.push import PushConflict
 from headwater.api.samples import Sampler
-from headwater.api.search_pool import SearchPool
+from headwater.api.search_pool import SearchPool, threads_for
 from headwater.api.service import Service
 from headwater.errors import ConfigError, HeadwaterError, NotFoundError
 from headwater.units import parse_duration
@@ -141,7 +141,7 @@ def create_app(
         app.state.service = svc
         app.state.keys = KeyRing.from_config(svc.ws.config.api.keys)
         app.state.max_push_bytes = svc.ws.config.api.max_push_bytes
-        app.state.search_pool = SearchPool(svc.ws.config.api.search_threads)
+        app.state.search_pool = SearchPool(threads_for(svc.ws.config))
         app.state.metrics = Metrics(svc, app.state.search_pool)
         every = parse_duration(svc.ws.config.api.chart_sample_every) or timedelta(seconds=30)
         app.state.sampler = Sampler(every.total_seconds()).start(svc.ws)

@@ -142,6 +142,9 @@ class Require:
 
     A class, not a closure, so that the request guard (``headwater.api.guard``) can read
     a route's ``role`` and check the caller before anything reads the request body.
+    A coroutine, though it never waits: FastAPI runs a plain function dependency on a
+    thread of its pool, a hand-off and back for every request (docs/performance.md,
+    "Searches on the event loop's thread").
     """
 
     def __init__(self, role: str) -> None:
@@ -159,7 +162,7 @@ class Require:
             )
         return caller
 
-    def __call__(
+    async def __call__(
         self, request: Request, _declared: HTTPAuthorizationCredentials | None = Depends(BEARER)
     ) -> Caller:
         return self.check(request)

@@ -210,7 +210,7 @@ class ManifestCollector(Collector):
 
 
 class SearchPoolCollector(Collector):
-    """This process's searches on a thread and waiting for one (``api/search_pool.py``)."""
+    """This process's searches running and waiting their turn (``api/search_pool.py``)."""
 
     def __init__(self, pool: SearchPool) -> None:
         self.pool = pool
@@ -219,13 +219,13 @@ class SearchPoolCollector(Collector):
         """The two gauges, read now."""
         yield GaugeMetricFamily(
             "headwater_searches_running",
-            f"Searches of this process on a thread now (at most [api] search_threads, "
-            f"{self.pool.threads})",
+            f"Searches of this process running now (at most [api] search_threads, "
+            f"{self.pool.threads}, or 1 when it is 0: on the event loop's thread)",
             value=self.pool.running(),
         )
         yield GaugeMetricFamily(
             "headwater_searches_waiting",
-            "Searches of this process waiting for a thread now",
+            "Searches of this process waiting for their turn now",
             value=self.pool.waiting(),
         )
 

@@ -153,7 +153,7 @@ async def reconcile(request: Request, _c: Admin, body: ReconcileRequest | None =
     return await run_in_threadpool(work)
 
 
-def metrics_caller(request: Request) -> Caller | None:
+async def metrics_caller(request: Request) -> Caller | None:
     """Open on loopback; an admin key anywhere else."""
     if request.app.state.loopback:
         return None

@@ -64,8 +64,9 @@ class ApiSection(Strict):
 
     keys: list[ApiKeySection] = []
     max_push_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=2**31)
-    # Searches one worker runs at once; the rest wait in arrival order (api/search_pool.py).
-    search_threads: int = Field(default=2, ge=1, le=256)
+    # Searches one worker runs at once; the rest wait in arrival order (api/search_pool.py):
+    # 0 runs them on the event loop's thread; "auto" picks 0 or 2 from what a search waits on.
+    search_threads: int | Literal["auto"] = Field(default="auto", ge=0, le=256)
     # A full-replace push session nothing touched for this long expires (deletes nothing).
     push_session_timeout: str = "1h"
     chart_sample_every: str = "30s"  # the admin charts' indexing, backlog and search samples
