@@ -67,10 +67,12 @@ assert_principals = true
 """
 
 
-def server_env() -> dict[str, str]:
+def server_env(src: Path | None = None) -> dict[str, str]:
+    """The server's environment: the API keys, no downloads, and ``src`` (this checkout's
+    own by default) first on the import path."""
     env = dict(os.environ)
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    src = src or Path(__file__).resolve().parents[2] / "src"
+    env["PYTHONPATH"] = str(src) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(
         HW_ADMIN_KEY=KEYS["admin"],
         HW_INGEST_KEY=KEYS["ingest"],
@@ -107,6 +109,7 @@ class Server:
     log: Path
     process: subprocess.Popen[bytes] | None = None
     args: list[str] = field(default_factory=list)
+    src: Path | None = None  # the code that serves: this checkout's by default
 
     @property
     def url(self) -> str:
@@ -128,7 +131,7 @@ class Server:
             ],
             stdout=handle,
             stderr=subprocess.STDOUT,
-            env=server_env(),
+            env=server_env(self.src),
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
