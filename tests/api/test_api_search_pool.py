@@ -139,7 +139,10 @@ def test_no_threads_a_search_request_never_leaves_the_loop(
         ({}, 0),  # the zero-setup workspace: the default sqlite index, SQLite, the model here
         ({"index": [{"name": "main", "type": "sqlite"}], "embedder": {"type": "fake"}}, 0),
         ({"manifest": {"url": "sqlite:////tmp/m.db"}}, 0),
-        ({"index": [{"name": "main", "type": "sqlite"}, {"name": "q", "type": "qdrant"}]}, 2),
+        ({"index": [{"name": "main", "type": "sqlite"}, {"name": "q", "type": "qdrant"}]}, 0),
+        ({"index": [{"name": "q", "type": "qdrant", "path": "/srv/q"}]}, 0),
+        ({"index": [{"name": "q", "type": "qdrant", "url": "http://qdrant:6333"}]}, 2),
+        ({"index": [{"name": "p", "type": "pgvector", "url": "postgresql://db/hw"}]}, 2),
         ({"manifest": {"url": "postgresql+psycopg://hw@db/headwater"}}, 2),
         ({"embedder": {"type": "openai"}}, 2),
         ({"api": {"search_threads": 3}}, 3),

@@ -11,12 +11,12 @@ searches/s from 185 to 195 (docs/performance.md). Even two on threads take turns
 event loop at each SQLite call and hand each search to a thread and back: on the loop's own
 thread, one at a time, the same load got 14 % more searches a second at a 15 % lower p95
 (``bench/api_ab.py``, 8 blocks of 8 faster). That is where nothing waits: ``auto`` picks
-it when every index is the embedded one, the manifest a SQLite file and the model in the
-process. A search that waits on a server (a Qdrant server, pgvector, a PostgreSQL manifest,
-an embedding API) would hold the whole worker meanwhile: there ``auto`` is 2, Elasticsearch's
-search pool for one CPU, the share that ``--workers N`` on N cores gives each worker (two,
-not one: a long search would hold every other search of its worker behind it); raise it
-where searches mostly wait.
+it when every index is searched in the process (``sqlite``, Qdrant's local mode), the
+manifest a SQLite file and the model in the process. A search that waits on a server (a
+Qdrant server, pgvector, a PostgreSQL manifest, an embedding API) would hold the whole
+worker meanwhile: there ``auto`` is 2, Elasticsearch's search pool for one CPU, the share
+that ``--workers N`` on N cores gives each worker (two, not one: a long search would hold
+every other search of its worker behind it); raise it where searches mostly wait.
 
 The searches waiting and running are this process's gauges in ``/metrics``; the search
 latency histogram counts the wait.
@@ -31,7 +31,7 @@ from typing import ParamSpec, TypeVar
 import anyio
 import anyio.to_thread
 
-from headwater.config import HeadwaterConfig
+from headwater.config import HeadwaterConfig, IndexSection
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -44,19 +44,27 @@ IN_PROCESS_EMBEDDERS = ("local", "fake")
 
 def threads_for(config: HeadwaterConfig) -> int:
     """``[api] search_threads``, ``auto`` resolved: 0 (one search at a time on the event
-    loop's thread) when a search is CPU work in this process only (every index the embedded
-    ``sqlite`` one, the manifest a SQLite file, the model in process), else 2, so that a
+    loop's thread) when a search is CPU work in this process only (every index embedded,
+    the manifest a SQLite file, the model in process), else 2, so that a
     search waiting on a server does not hold its whole worker."""
     wanted = config.api.search_threads
     if wanted != "auto":
         return wanted
     url = config.manifest.url
     in_process = (
-        all(index.type == "sqlite" for index in config.index)
+        all(_searched_in_process(index) for index in config.index)
         and (url is None or url.startswith("sqlite"))
         and config.embedder.type in IN_PROCESS_EMBEDDERS
     )
     return 0 if in_process else WAITING_THREADS
+
+
+def _searched_in_process(index: IndexSection) -> bool:
+    """The embedded ``sqlite`` index, or Qdrant's local mode (no ``url``: a folder or
+    memory, searched by the client library in this process)."""
+    if index.type == "sqlite":
+        return True
+    return index.type == "qdrant" and not (index.model_extra or {}).get("url")
 
 
 class SearchPool:
