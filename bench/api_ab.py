@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -34,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "api"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from api_load import _load, cpu_of, load_avg
+from api_load import _load, cpu_of, load_avg, report_json
 from api_support import Server
 
 from ports import free_port
@@ -116,11 +115,7 @@ def main() -> int:
         },
         "load_after": load_avg(),
     }
-    text = json.dumps(report, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    report_json(report, args.out)
     return 0
 
 

@@ -377,6 +377,15 @@ def run_one(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def report_json(report: dict[str, Any], out: Path | None) -> None:
+    """Print ``report`` as JSON, and write it to ``out`` too when given."""
+    text = json.dumps(report, indent=2)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    print(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--manifest", default="sqlite,postgres", help="sqlite, postgres or both")
@@ -419,11 +428,7 @@ def main() -> int:
     else:
         runs = [run_one(kind.strip(), args) for kind in args.manifest.split(",")]
     report = {"started": started, "cpus": os.cpu_count(), "runs": runs}
-    text = json.dumps(report, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    report_json(report, args.out)
     return 0
 
 
