@@ -6,7 +6,9 @@ both ways on the same rows, on SQLite and PostgreSQL: the lookup with a timestam
 (SQLite stores text, the row must come back as a ``datetime``), the live generation (a
 literal ``state = 'live'`` the statement binds itself, timestamps, JSON text), the
 caller's groups (``literal(None)`` among the columns, a join, an order) and the gate's
-ACLs; and the search reads that now use it return what they returned before.
+ACLs; and the search reads that now use it return what they returned before. ``read``
+(one statement on the driver's connection, outside SQLAlchemy's ``Connection``) answers the
+same, raises a driver error as SQLAlchemy raises it, and leaves nothing open behind it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select
+import pytest
+from sqlalchemy import Select, bindparam, column, select, table
+from sqlalchemy.exc import DBAPIError
 
 from headwater.manifest import schema as t
 from headwater.manifest.driver_sql import driver_statement
@@ -39,6 +43,7 @@ def _both_ways(
         raw = [tuple(row) for row in statement.rows(conn, values)]
         expected = [tuple(row) for row in conn.execute(query, values)]
     assert raw == expected
+    assert [tuple(row) for row in statement.read(manifest.engine, values)] == expected
     return raw
 
 
@@ -89,5 +94,39 @@ def test_driver_statements_answer_what_sqlalchemy_answers(manifest_url: str) -> 
             "group:eng",
             "group:all",
         ]
+    finally:
+        manifest.close()
+
+
+def test_a_read_raises_as_sqlalchemy_and_leaves_no_transaction_open(manifest_url: str) -> None:
+    manifest = Manifest.open(manifest_url)
+    try:
+        manifest.ensure_source("s", "filesystem")
+        manifest.commit_batch("run", BatchCommit(writes=[_write(1)]))
+        dialect = manifest.engine.dialect.name
+        acls = driver_statement(
+            manifest.engine.dialect, ("test", "acls"), lambda: active_acls(dialect)
+        )
+        ids = {"ids": bound_ids(["doc1"], dialect)}
+        assert [r[0] for r in acls.read(manifest.engine, ids)] == ["doc1"]
+        # Another connection alters the table the read touched: a read that left its
+        # transaction open (PostgreSQL's lock on the table, SQLite's snapshot) blocks it.
+        with manifest.engine.connect() as other:
+            other = other.execution_options(isolation_level="AUTOCOMMIT")
+            if dialect == "postgresql":
+                other.exec_driver_sql("SET lock_timeout = '2s'")
+            other.exec_driver_sql("ALTER TABLE documents ADD COLUMN probe INTEGER")
+        probe = column("probe")
+        missing = driver_statement(
+            manifest.engine.dialect,
+            ("test", "missing"),
+            lambda: (
+                select(probe).select_from(table("no_such_table")).where(probe == bindparam("x"))
+            ),
+        )
+        with pytest.raises(DBAPIError):  # SQLAlchemy's wrapper, as ``rows`` raises it
+            missing.read(manifest.engine, {"x": "doc1"})
+        # the failed read's connection went back to the pool usable
+        assert [r[0] for r in acls.read(manifest.engine, ids)] == ["doc1"]
     finally:
         manifest.close()

@@ -19,12 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from sqlalchemy import event, func, select, text
 
 from headwater.clock import utcnow
 from headwater.manifest import schema
+from headwater.manifest.driver_sql import DriverStatement
 from headwater.manifest.schedule import ScheduleStore
 from headwater.manifest.store import Manifest
 from headwater.reports import IndexInfo, status_report
@@ -93,9 +95,18 @@ def plans_of(manifest: Manifest, call: Callable[[], Any]) -> list[tuple[str, str
     def grab(conn: Any, cursor: Any, statement: str, params: Any, *rest: Any) -> None:
         sent.append((statement, params))
 
+    read = DriverStatement.read
+
+    def read_and_grab(self: DriverStatement, engine: Any, values: Any) -> Any:
+        # a read on the driver's own connection passes no SQLAlchemy event
+        if self.sql is not None:
+            sent.append((self.sql, self._params(values)))
+        return read(self, engine, values)
+
     event.listen(manifest.engine, "before_cursor_execute", grab)
     try:
-        call()
+        with patch.object(DriverStatement, "read", read_and_grab):
+            call()
     finally:
         event.remove(manifest.engine, "before_cursor_execute", grab)
     assert sent, "the call sent no SQL"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, Select
+from sqlalchemy import Connection, Dialect, Engine, Select
 
 # The dialects whose compiled SQL and parameters are passed to the driver as they are.
 _DIRECT = ("sqlite", "postgresql")
@@ -40,11 +40,45 @@ class DriverStatement:
         """The statement's rows for ``values`` (by bind name), as tuples."""
         if self.sql is None:
             return conn.execute(self.query, dict(values)).all()
+        return self._converted(driver_rows(conn, self.sql, self._params(values)))
+
+    def read(self, engine: Engine, values: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        """``rows`` as a read of its own: one statement on a pooled driver connection, in
+        the driver's own transaction (SQLite: none, the statement's snapshot; PostgreSQL:
+        rolled back when the connection goes back to the pool), outside SQLAlchemy's
+        ``Connection``. A search makes two such reads of the manifest; a ``Connection``,
+        its ``BEGIN`` and its execution context cost more than SQLite answering them
+        (docs/performance.md). Only for a read that one statement answers whole: several
+        that must agree share a transaction (``rows``). A driver error is raised as
+        SQLAlchemy raises it, by reading through SQLAlchemy once more."""
+        if self.sql is None:
+            with engine.connect() as conn:
+                return self.rows(conn, values)
+        params = self._params(values)
+        raw = engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            try:
+                cursor.execute(self.sql, params)
+                found: Sequence[Sequence[Any]] = cursor.fetchall()
+            finally:
+                cursor.close()
+        except engine.dialect.loaded_dbapi.Error:
+            raw.close()
+            with engine.connect() as conn:
+                return self.rows(conn, values)
+        raw.close()
+        return self._converted(found)
+
+    def _params(self, values: Mapping[str, Any]) -> Any:
+        """``values`` with the statement's literals, converted and ordered for the driver."""
         given = {**self.defaults, **values}
         for name, convert in self.binds.items():
             given[name] = convert(given[name])
-        params: Any = given if self.order is None else tuple(given[n] for n in self.order)
-        rows = driver_rows(conn, self.sql, params)
+        return given if self.order is None else tuple(given[n] for n in self.order)
+
+    def _converted(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+        """``rows`` with each column the dialect converts converted (SQLite's timestamps)."""
         converted = [(i, c) for i, c in enumerate(self.results) if c is not None]
         if not converted:
             return rows

@@ -152,8 +152,7 @@ class Generations:
         """The live generation of ``index_name``, or None (every search asks: compiled
         once, ``driver_sql``)."""
         query = driver_statement(self.engine.dialect, "live_generation", _live)
-        with self.engine.connect() as conn:
-            rows = query.rows(conn, {"name": index_name})
+        rows = query.read(self.engine, {"name": index_name})
         return (
             Generation.from_mapping(dict(zip(g.c.keys(), rows[0], strict=True))) if rows else None
         )

@@ -185,11 +185,16 @@ class GroupLedger:
         nested in, transitively (cycles and repeats are followed once)."""
         users = sorted({normalize_identity(u, "user") for u in (user, *aliases)})
         dialect = self.engine.dialect
-        # compiled once (``driver_sql``): every search asks, most callers have no group
+        # compiled once (``driver_sql``): every search asks, and most callers have no
+        # synced group, which one read on the driver's connection says; the groups of a
+        # member and their parents are read again in one transaction, so the levels agree
         direct = driver_statement(dialect, "groups_of", lambda: _direct(dialect.name))
         parents = driver_statement(dialect, "group_parents", lambda: _parents(dialect.name))
+        ids = {"ids": bound_ids(users, dialect.name)}
+        if not direct.read(self.engine, ids):
+            return []
         with self.engine.connect() as conn:
-            found = _unique(direct.rows(conn, {"ids": bound_ids(users, dialect.name)}), set())
+            found = _unique(direct.rows(conn, ids), set())
             seen = {g.group for g in found}
             frontier = sorted(seen)
             for _ in range(MAX_NESTING):

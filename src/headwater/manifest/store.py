@@ -179,14 +179,15 @@ class Manifest:
         wanted = set(principals)
         visible: set[str] = set()
         dialect = self.engine.dialect
-        # the ids bound as one value (``lookups.in_ids``), the statement compiled once
-        # (``driver_sql``): SQLAlchemy's per-execution work cost more than the read
+        # the ids bound as one value (``lookups.in_ids``), the statement compiled once and
+        # read on the driver's connection (``driver_sql``): SQLAlchemy's per-execution work
+        # cost more than the read. Each part is a read of its own: a document's ACL and
+        # state are one row, so each is judged on one snapshot whatever the others'.
         query = driver_statement(dialect, "visible_to", lambda: active_acls(dialect.name))
-        with self.engine.connect() as conn:
-            for part in chunked(list(dict.fromkeys(document_ids))):
-                rows = query.rows(conn, {"ids": bound_ids(part, dialect.name)})
-                # an ACL decoded once per distinct text (``stored_acl``): documents share few
-                visible.update(doc for doc, acl in rows if not wanted.isdisjoint(stored_acl(acl)))
+        for part in chunked(list(dict.fromkeys(document_ids))):
+            rows = query.read(self.engine, {"ids": bound_ids(part, dialect.name)})
+            # an ACL decoded once per distinct text (``stored_acl``): documents share few
+            visible.update(doc for doc, acl in rows if not wanted.isdisjoint(stored_acl(acl)))
         return visible
 
     def documents_after(self, after: str, limit: int) -> list[DocumentRecord]:

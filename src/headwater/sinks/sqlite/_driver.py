@@ -99,7 +99,7 @@ class _Apsw:
 
     def run(self, sql: str, args: Sequence[Any]) -> list[Row]:
         try:
-            return [tuple(row) for row in self._conn.execute(sql, tuple(args))]
+            return self._conn.execute(sql, tuple(args)).fetchall()  # rows are tuples
         except (self._apsw.BusyError, self._apsw.LockedError) as exc:
             raise TransientError(f"the index database is busy ({exc}); retry later") from exc
         except (self._apsw.NotADBError, self._apsw.CorruptError) as exc:

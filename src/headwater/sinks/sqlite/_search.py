@@ -114,17 +114,7 @@ def acl_match(
 
 
 def hit(row: Row | Sequence[Any]) -> SearchHit:
-    chunk_id, document_id, ordinal, score, text, title, locator, source = row
-    return SearchHit(
-        chunk_id=chunk_id,
-        document_id=document_id,
-        ordinal=int(ordinal),
-        score=float(score),
-        text=text,
-        title=title,
-        locator=locator,
-        source=source,
-    )
+    return SearchHit.of_row(row)
 
 
 def nothing_visible(request: SearchRequest) -> bool:
