@@ -430,6 +430,5 @@ class SearchHit:
         (fusion rescores ~160 hits a search: ``dataclasses.replace`` took 8 µs each, the
         frozen ``__init__`` 1 µs, this 0.5)."""
         hit = object.__new__(SearchHit)
-        hit.__dict__.update(self.__dict__)
-        object.__setattr__(hit, "score", score)
+        hit.__dict__.update(self.__dict__, score=score)
         return hit

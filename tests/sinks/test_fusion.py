@@ -99,12 +99,12 @@ def test_every_method_ranks_as_the_weighted_sum_with_ties_in_first_met_order(see
     weights = [1.0 - fusion.KEYWORD_WEIGHT, fusion.KEYWORD_WEIGHT]
     limit = rng.randint(0, 50)
     for scale in (fusion._minmax, fusion._zscore):
-        scores = [scale(vector), scale(keyword)]
+        scores = [scale(fusion._best_scores(vector)), scale(fusion._best_scores(keyword))]
         got = fusion._ranked([vector, keyword], weights, scores, limit)
         expected = _reference_ranked([vector, keyword], weights, scores, limit)
         assert [(h.chunk_id, h.score) for h in got] == expected
     lists = [vector, keyword, vector[::-1]]
-    three = [fusion._minmax(x) for x in lists]
+    three = [fusion._minmax(fusion._best_scores(x)) for x in lists]
     got = fusion._ranked(lists, [0.2, 0.3, 0.5], three, limit)
     assert [(h.chunk_id, h.score) for h in got] == _reference_ranked(
         lists, [0.2, 0.3, 0.5], three, limit

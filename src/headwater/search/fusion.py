@@ -39,6 +39,8 @@ KEYWORD_WEIGHT = 0.5
 # A list is confident when (top - second) / |top| is at least this.
 KEYWORD_MARGIN = 0.25
 VECTOR_MARGIN = 0.15
+# The weights of the vector and the keyword list.
+WEIGHTS = (1.0 - KEYWORD_WEIGHT, KEYWORD_WEIGHT)
 # A query of at least this many words found verbatim (as a phrase) in a chunk puts it first.
 PHRASE_MIN_WORDS = 3
 _WORD = re.compile(r"\w+")
@@ -85,7 +87,7 @@ def fuse(
         ) from None
     if query is None:
         return fusion(vector, keyword, limit)
-    fused = fusion(vector, keyword, len(_best([*vector, *keyword])))
+    fused = fusion(vector, keyword, len(vector) + len(keyword))  # every chunk, ranked
     return phrase_first(query, fused)[: max(limit, 0)]
 
 
@@ -147,24 +149,29 @@ def minmax(
     vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
 ) -> list[SearchHit]:
     """The two lists' scores min-max scaled to [0, 1], weighted and added."""
-    weights = [1.0 - KEYWORD_WEIGHT, KEYWORD_WEIGHT]
-    return _ranked([vector, keyword], weights, [_minmax(vector), _minmax(keyword)], limit)
+    scaled = [_minmax(_best_scores(vector)), _minmax(_best_scores(keyword))]
+    return _ranked([vector, keyword], WEIGHTS, scaled, limit)
 
 
 def zscore(
     vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
 ) -> list[SearchHit]:
     """The two lists' scores standardized, weighted and added."""
-    weights = [1.0 - KEYWORD_WEIGHT, KEYWORD_WEIGHT]
-    return _ranked([vector, keyword], weights, [_zscore(vector), _zscore(keyword)], limit)
+    scaled = [_zscore(_best_scores(vector)), _zscore(_best_scores(keyword))]
+    return _ranked([vector, keyword], WEIGHTS, scaled, limit)
 
 
 def confident(
     vector: Sequence[SearchHit], keyword: Sequence[SearchHit], limit: int
 ) -> list[SearchHit]:
     """``minmax``, with the top hit of a list that leads by a wide margin put first."""
-    fused = minmax(vector, keyword, limit=max(limit, 1) + 1)
-    leader = _confident_top(keyword, KEYWORD_MARGIN) or _confident_top(vector, VECTOR_MARGIN)
+    # each list's best scores found once, for its scaling and its margin alike
+    best = _best_scores(vector), _best_scores(keyword)
+    scaled = [_minmax(best[0]), _minmax(best[1])]
+    fused = _ranked([vector, keyword], WEIGHTS, scaled, max(limit, 1) + 1)
+    leader = _confident_top(keyword, best[1], KEYWORD_MARGIN) or _confident_top(
+        vector, best[0], VECTOR_MARGIN
+    )
     if leader is not None:
         at = next((i for i, hit in enumerate(fused) if hit.chunk_id == leader), None)
         if at:
@@ -184,7 +191,11 @@ FUSIONS: dict[str, Fusion] = {
 def margin(hits: Sequence[SearchHit]) -> float:
     """How far the top hit leads the next distinct one, relative to the top score:
     ``(top - second) / |top|``; 1.0 for a single hit, 0.0 for none or a zero top."""
-    best = _best_scores(hits)
+    return _margin(_best_scores(hits))
+
+
+def _margin(best: dict[str, float]) -> float:
+    """``margin`` of a list's best score per chunk, in list order."""
     if not best:
         return 0.0
     values = list(best.values())
@@ -197,11 +208,6 @@ def margin(hits: Sequence[SearchHit]) -> float:
 # ---- helpers ----------------------------------------------------------------------
 
 
-def _best(hits: Sequence[SearchHit]) -> list[str]:
-    """Chunk ids in list order, each at its first (best) position."""
-    return list(dict.fromkeys(hit.chunk_id for hit in hits))
-
-
 def _best_scores(hits: Sequence[SearchHit]) -> dict[str, float]:
     scores: dict[str, float] = {}
     for hit in hits:
@@ -209,8 +215,8 @@ def _best_scores(hits: Sequence[SearchHit]) -> dict[str, float]:
     return scores
 
 
-def _minmax(hits: Sequence[SearchHit]) -> dict[str, float]:
-    scores = _best_scores(hits)
+def _minmax(scores: dict[str, float]) -> dict[str, float]:
+    """A list's best scores per chunk, scaled to [0, 1]."""
     if not scores:
         return {}
     low, high = min(scores.values()), max(scores.values())
@@ -218,8 +224,8 @@ def _minmax(hits: Sequence[SearchHit]) -> dict[str, float]:
     return {c: (s - low) / span if span > 0 else 1.0 for c, s in scores.items()}
 
 
-def _zscore(hits: Sequence[SearchHit]) -> dict[str, float]:
-    scores = _best_scores(hits)
+def _zscore(scores: dict[str, float]) -> dict[str, float]:
+    """A list's best scores per chunk, standardized and shifted to start at 0."""
     if not scores:
         return {}
     mean = sum(scores.values()) / len(scores)
@@ -230,9 +236,12 @@ def _zscore(hits: Sequence[SearchHit]) -> dict[str, float]:
     return {c: v - low for c, v in z.items()}
 
 
-def _confident_top(hits: Sequence[SearchHit], threshold: float) -> str | None:
-    """The list's top chunk when its margin over the runner-up reaches ``threshold``."""
-    if not hits or len(_best(hits)) < 2 or margin(hits) < threshold:
+def _confident_top(
+    hits: Sequence[SearchHit], best: dict[str, float], threshold: float
+) -> str | None:
+    """The list's top chunk when its margin over the runner-up reaches ``threshold``
+    (``best``: the list's best score per chunk)."""
+    if not hits or len(best) < 2 or _margin(best) < threshold:
         return None
     return hits[0].chunk_id
 
