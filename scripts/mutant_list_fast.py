@@ -190,8 +190,8 @@ FAST_PATH_MUTANTS: list[Mutant] = [
     Mutant(
         "keyword-memory-scores-in-float32",
         "src/headwater/sinks/sqlite/_postings.py",
-        "        ids, f = ids[keep], freqs[keep].astype(np.float64)\n",
-        "        ids, f = ids[keep], freqs[keep]\n",
+        "        f = freqs.astype(np.float64)\n",
+        "        f = freqs\n",
         (
             "tests/sinks/test_sqlite_postings.py::test_memory_answers_what_fts5s_statement_answers[apsw]",
         ),

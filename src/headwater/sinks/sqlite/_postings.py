@@ -16,7 +16,10 @@ the vector half makes anyway, kept here per expression). Each phrase, in the exp
 order, adds ``idf × ((f × (k1 + 1)) / (f + k1 × ((1 − b) + (b × D) / avgdl)))`` to a
 row's score, the operations fts5_aux.c performs in its order, so on the same IEEE float64
 arithmetic (x86-64 builds contract nothing into fused multiply-adds) the scores are FTS5's
-to the bit and the top ``k`` by (−score, rowid) is the SQL statement's answer.
+to the bit and the top ``k`` by (−score, rowid) is the SQL statement's answer. Both the
+idf and a row's length are the state's, so what a word adds to each row holding it is
+worked out once, when the word is loaded; a search picks the visible rows' shares and
+sums them.
 
 Everything is keyed on the index's state (``index_state``), which every write of the
 chunks' words or ACL from any process changes; a new state starts afresh. Loading is done
@@ -46,6 +49,7 @@ from headwater.sinks.sqlite._driver import Database
 Floats = npt.NDArray[np.float64]
 Rows = npt.NDArray[np.signedinteger[Any]]  # row ids: int32 below 2³¹, else int64
 Counts = npt.NDArray[np.float32]
+Adds = npt.NDArray[np.float64]
 
 # bm25's constants in fts5_aux.c.
 K1 = 1.2
@@ -53,7 +57,8 @@ B = 0.75
 # FTS5's averages record in ``fts_data`` (fts5Int.h: FTS5_AVERAGES_ROWID) and its columns.
 AVERAGES_ROWID = 1
 COLUMNS = 4  # text, title, acl, src
-# Bytes a posting may take: its row id and its count (8 with row ids below 2³¹).
+# Bytes a posting may take: its row id and what it adds to the row's score (12 with row
+# ids below 2³¹).
 POSTING_BYTES = 16
 # The keyword search of one state from which the memory is used: the row lengths cost
 # ~30 ms per 100,000 chunks to read, a search in SQL 1.5–10 ms more than in memory, so an
@@ -106,7 +111,7 @@ class SearchMemory:
         self._norms: Floats | None = None  # k1 × ((1 − b) + (b × D) / avgdl), by rowid
         self._unusable = False  # this state's row lengths do not fit: SQL until a new one
         self._rows = 0  # FTS5's row count
-        self._postings: OrderedDict[str, tuple[Rows, Counts]] = OrderedDict()
+        self._postings: OrderedDict[str, tuple[Rows, Adds]] = OrderedDict()
         self._asked: set[str] = set()
         self._listings: OrderedDict[str, Ids] = OrderedDict()
         self._held = 0
@@ -157,23 +162,28 @@ class SearchMemory:
         score = np.zeros(len(norms), np.float64)
         held = np.zeros(len(norms), np.bool_)
         for word in words:  # phrase by phrase, as fts5_aux.c sums them
-            ids, adds = self._scores(norms, seen, word)
-            score[ids] += adds  # a word's rows are distinct
+            ids, adds = self._postings[word]
+            self._postings.move_to_end(word)
+            keep = seen[ids]
+            ids = ids[keep]
+            score[ids] += adds[keep]  # a word's rows are distinct
             held[ids] = True
         rows = np.flatnonzero(held)
         return _best(rows, score[rows], k)
 
-    def _scores(self, norms: Floats, seen: npt.NDArray[np.bool_], word: str) -> tuple[Rows, Floats]:
-        """The visible rows holding ``word`` and what it adds to each one's score."""
-        ids, freqs = self._postings[word]
-        self._postings.move_to_end(word)
+    def _adds(self, ids: Rows, freqs: Counts) -> Adds:
+        """What a word held ``freqs`` times in the rows ``ids`` adds to each one's score:
+        its idf and the rows' lengths are the state's, so it is worked out once, when the
+        word is loaded (a search then only picks the visible rows' shares)."""
+        norms = self._norms
+        assert norms is not None
         hits = len(ids)
         idf = math.log((self._rows - hits + 0.5) / (hits + 0.5))  # libm's, as FTS5's
         if idf <= 0.0:
             idf = 1e-6
-        keep = seen[ids]
-        ids, f = ids[keep], freqs[keep].astype(np.float64)
-        return ids, idf * ((f * (K1 + 1.0)) / (f + norms[ids]))
+        f = freqs.astype(np.float64)
+        adds: Adds = idf * ((f * (K1 + 1.0)) / (f + norms[ids]))
+        return adds
 
     def _load(self, db: Database, terms: Sequence[str], docs: dict[str, int]) -> bool:
         """Load what this query needs and should pay for; True when all of it is here."""
@@ -192,8 +202,9 @@ class SearchMemory:
             db.execute(_INSTANCES)
         for word in wanted:
             ids, freqs = _postings(db.execute(_POSTINGS, [word])[0][0] or "")
-            self._postings[word] = ids, freqs
-            self._held += ids.nbytes + freqs.nbytes
+            adds = self._adds(ids, freqs)
+            self._postings[word] = ids, adds
+            self._held += ids.nbytes + adds.nbytes
             self._within_budget(keep=set(rows))
         return self._norms is not None and all(w in self._postings for w in rows)
 
@@ -229,8 +240,8 @@ class SearchMemory:
             if self._held <= self.budget:
                 return
             if keep is None or word not in keep:
-                ids, freqs = self._postings.pop(word)
-                self._held -= ids.nbytes + freqs.nbytes
+                ids, adds = self._postings.pop(word)
+                self._held -= ids.nbytes + adds.nbytes
 
     def _drop_listing(self) -> None:
         _, dropped = self._listings.popitem(last=False)
