@@ -46,7 +46,7 @@ class DriverStatement:
         """``rows`` as a read of its own: one statement on a pooled driver connection, in
         the driver's own transaction (SQLite: none, the statement's snapshot; PostgreSQL:
         rolled back when the connection goes back to the pool), outside SQLAlchemy's
-        ``Connection``. A search makes two such reads of the manifest; a ``Connection``,
+        ``Connection``. A search makes three such reads of the manifest; a ``Connection``,
         its ``BEGIN`` and its execution context cost more than SQLite answering them
         (docs/performance.md). Only for a read that one statement answers whole: several
         that must agree share a transaction (``rows``). A driver error is raised as

@@ -35,10 +35,10 @@ import math
 import re
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from headwater.sinks.base import SearchRequest
-from headwater.sinks.sqlite._driver import Database, Row
+from headwater.sinks.sqlite._driver import Database
 from headwater.sinks.sqlite._schema import principal_token, scope_token, source_token
 from headwater.types import SearchHit
 
@@ -113,8 +113,8 @@ def acl_match(
     return expr
 
 
-def hit(row: Row | Sequence[Any]) -> SearchHit:
-    return SearchHit.of_row(row)
+# A hit of an index row (``HIT_COLUMNS``' order).
+hit = SearchHit.of_row
 
 
 def nothing_visible(request: SearchRequest) -> bool:
