@@ -236,6 +236,8 @@ class SearchMemory:
         """Drop the oldest listings, then the oldest words not in ``keep``, past the budget."""
         while self._held > self.budget and len(self._listings) > 1:
             self._drop_listing()
+        if self._held <= self.budget:
+            return  # without listing every word held, at each word loaded
         for word in list(self._postings):
             if self._held <= self.budget:
                 return
