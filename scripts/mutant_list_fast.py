@@ -188,6 +188,13 @@ FAST_PATH_MUTANTS: list[Mutant] = [
         ("tests/sinks/test_sqlite_postings.py::test_a_one_shot_search_loads_nothing",),
     ),
     Mutant(
+        "keyword-memory-never-drops-a-word",
+        "src/headwater/sinks/sqlite/_postings.py",
+        "        if self._held <= self.budget:\n            return  # without listing",
+        "        if True:\n            return  # without listing",
+        ("tests/sinks/test_sqlite_postings.py::test_words_past_the_budget_push_out_the_oldest",),
+    ),
+    Mutant(
         "keyword-memory-scores-in-float32",
         "src/headwater/sinks/sqlite/_postings.py",
         "        f = freqs.astype(np.float64)\n",

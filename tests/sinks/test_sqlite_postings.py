@@ -1,7 +1,7 @@
 """Keyword scoring in memory (``_postings``): the same hits, scores to the bit and order as
 FTS5's own bm25 statement, for every caller, source and scope filter; it follows another
 process's writes (text, ACL, deletes); a one-shot search loads nothing; past its budget
-it answers in SQL.
+it answers in SQL, and words loaded past it push out the least recently used.
 """
 
 from __future__ import annotations
@@ -271,6 +271,30 @@ def test_past_its_budget_the_memory_answers_in_sql(tmp_path: Path) -> None:
     assert off._caches._memory is None
     sink.close()
     off.close()
+
+
+def test_words_past_the_budget_push_out_the_oldest(tmp_path: Path) -> None:
+    """Each word loaded past the budget drops the least recently used words, never the
+    query's own, and the answers stay FTS5's."""
+    sink = SqliteSink(SqliteOptions(), sink_context(tmp_path))
+    fill(sink, random.Random(8), 60)
+    memory, roomy = SearchMemory(budget=1 << 20), SearchMemory(budget=1 << 20)
+    match = "acl : (" + principal_token("public") + ")"
+    docs = {f'"{word}"': 1 for word in VOCABULARY}  # each loaded at its first use
+    with sink._db.snapshot() as db:
+        for held in (memory, roomy):
+            for _ in range(STEADY):
+                held.follow(index_state(db), keyword=True)
+        assert memory.ranked(db, ['"w0"'], match, 5, docs)  # the row lengths and w0
+        memory.budget = memory._held  # w0, the most common word, is the largest
+        for word in VOCABULARY[1:20]:
+            quoted = [f'"{word}"']
+            assert memory.ranked(db, quoted, match, 5, docs) == roomy.ranked(
+                db, quoted, match, 5, docs
+            )
+            assert word in memory._postings and memory._held <= memory.budget
+        assert "w0" not in memory._postings
+    sink.close()
 
 
 def sqlite_varint(value: int) -> bytes:
